@@ -1,0 +1,326 @@
+/**
+ * The experiment file (`apiVersion: openforge.dev/v1`, `kind: Experiment`): its zod schema and
+ * a parser whose errors name the file, the line:column and the field, e.g.
+ * `experiments/foo.yaml:12:5: spec.rollouts.k: expected a positive integer, got "three"`.
+ *
+ * Every optional field has a default, so consumers (local executor, Argo builders, gitops)
+ * read a fully populated `Experiment` and never re-decide defaults themselves.
+ */
+import { readFileSync } from "node:fs";
+import { LineCounter, parseDocument, isMap, isPair, isScalar, isSeq, type Node } from "yaml";
+import { z } from "zod";
+
+/** A problem with an experiment file; `message` is `file:line:col: field: what is wrong`. */
+export class ExperimentError extends Error {
+  override name = "ExperimentError";
+  constructor(
+    message: string,
+    /** Each problem found, already formatted with file, position and field. */
+    readonly problems: string[] = [message],
+  ) {
+    super(message);
+  }
+}
+
+const text = (what = "a non-empty string") => z.string({ error: `expected ${what}` }).min(1, { error: `expected ${what}` });
+const positiveInt = () =>
+  z.number({ error: "expected a positive integer" }).int({ error: "expected a positive integer" }).positive({ error: "expected a positive integer" });
+const nonNegativeInt = () =>
+  z.number({ error: "expected an integer ≥ 0" }).int({ error: "expected an integer ≥ 0" }).min(0, { error: "expected an integer ≥ 0" });
+/** Kubernetes quantities ("500m", "2", "4Gi"); numbers are accepted and kept as strings. */
+const quantity = (what: string) =>
+  z
+    .union([z.string(), z.number()], { error: `expected a Kubernetes quantity for ${what} (e.g. "2", "500m", "4Gi")` })
+    .transform((value) => String(value))
+    .refine((value) => /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/.test(value), {
+      error: `expected a Kubernetes quantity for ${what} (e.g. "2", "500m", "4Gi")`,
+    });
+/** RFC 1123 label: the experiment name becomes part of Kubernetes object names. */
+const dnsLabel = () =>
+  z
+    .string({ error: "expected a name" })
+    .max(40, { error: "expected at most 40 characters (it prefixes Kubernetes object names)" })
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, {
+      error: "expected lower-case letters, digits and '-' (a Kubernetes name), starting and ending with a letter or digit",
+    });
+
+export const HARNESS_NAMES = ["codex", "claude-code", "opencode", "qwen-code", "pi", "openclaw", "command", "forge-react"] as const;
+export const TRAINING_ALGORITHMS = ["grpo", "ppo", "rloo", "reinforce_plus_plus", "remax", "gpg"] as const;
+
+/** An inline task (also the shape of one line of a JSONL task list). */
+export const TaskSpecSchema = z.strictObject({
+  id: text("a task id"),
+  instruction: text("the task instruction"),
+  /** Files to create in the rollout workspace, path → content. */
+  files: z.record(z.string(), z.string()).default({}),
+  /** Verifier script (bash), run in the workspace like a task's tests/test.sh. */
+  test: z.string().optional(),
+  /** For prompt tasks without a test: the reward is 1 when the final answer contains this. */
+  expected: z.string().optional(),
+  timeoutSeconds: positiveInt().optional(),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
+export type TaskSpec = z.infer<typeof TaskSpecSchema>;
+
+const SimulatorSchema = z.strictObject({
+  seed: nonNegativeInt().default(0),
+  /** Path (relative to the experiment file) to a simulator script; see proxy/simulator. */
+  script: z.string().optional(),
+});
+
+const PolicySchema = z.strictObject({
+  model: text("a model name"),
+  /** Inference servers (vLLM / SGLang / any OpenAI-compatible API). Empty → the policy simulator. */
+  upstreams: z.array(z.url({ error: "expected a URL (e.g. http://vllm:8000)" })).default([]),
+  mode: z.enum(["train", "eval"], { error: 'expected "train" or "eval"' }).default("eval"),
+  simulator: SimulatorSchema.default({ seed: 0 }),
+});
+
+const HarnessSchema = z
+  .strictObject({
+    name: z.enum(HARNESS_NAMES, { error: `expected one of ${HARNESS_NAMES.join(", ")}` }),
+    options: z.record(z.string(), z.unknown()).default({}),
+    /** Container image with the harness installed (Kubernetes only). */
+    image: z.string().min(1).optional(),
+    /** argv of the program, for `name: command`. */
+    command: z.array(z.string(), { error: "expected a list of strings (the argv)" }).min(1).optional(),
+  })
+  .superRefine((harness, ctx) => {
+    if (harness.name === "command" && !harness.command) {
+      ctx.addIssue({ code: "custom", path: ["command"], message: 'harness "command" needs command: [argv...]' });
+    }
+  });
+
+const EnvironmentSchema = z.strictObject({
+  /** A task directory, a .jsonl file (relative to the experiment file), or an inline list. */
+  tasks: z.union([text("a task directory or .jsonl path"), z.array(TaskSpecSchema).min(1)], {
+    error: "expected a task directory path, a .jsonl file path, or a list of tasks",
+  }),
+  /** Image the task runs in (Kubernetes only); the harness binary is copied in from harness.image. */
+  image: z.string().min(1).default("ghcr.io/openforge/task-base:0.1.0"),
+});
+
+const RolloutsSchema = z.strictObject({
+  k: positiveInt().default(1),
+  parallelism: positiveInt().default(4),
+  timeoutSeconds: positiveInt().default(600),
+  /** Retries for infrastructure errors only (pod evicted, image pull, node lost); never for a failed task. */
+  infraRetries: nonNegativeInt().default(2),
+  resources: z
+    .strictObject({ cpu: quantity("cpu").default("1"), memory: quantity("memory").default("2Gi") })
+    .default({ cpu: "1", memory: "2Gi" }),
+  sandbox: z.enum(["auto", "bwrap", "none"], { error: 'expected "auto", "bwrap" or "none"' }).default("auto"),
+});
+
+const WeightSyncSchema = z.strictObject({
+  /**
+   * update-from-disk: POST the new checkpoint path to each inference server (SGLang
+   * /update_weights_from_disk, vLLM with the same dev endpoint); restart: roll the inference
+   * Deployment; none: keep serving the old weights (evaluation of a fixed policy).
+   */
+  strategy: z.enum(["update-from-disk", "restart", "none"], { error: 'expected "update-from-disk", "restart" or "none"' }).default("update-from-disk"),
+  /** Inference servers to load into; defaults to policy.upstreams. */
+  servers: z.array(z.url({ error: "expected a URL" })).optional(),
+  /** Deployment rolled by strategy restart. */
+  deployment: z.string().optional(),
+  timeoutSeconds: positiveInt().default(600),
+});
+
+const TrainingSchema = z.strictObject({
+  algorithm: z.enum(TRAINING_ALGORITHMS, { error: `expected one of ${TRAINING_ALGORITHMS.join(", ")}` }).default("grpo"),
+  iterations: positiveInt().default(1),
+  verlImage: z.string().min(1).default("verlai/verl:vllm011.latest"),
+  /** Hydra overrides passed to `python -m verl.trainer.main_ppo`, e.g. `actor_rollout_ref.actor.optim.lr=1e-6`. */
+  overrides: z
+    .array(z.string().regex(/^[+~]{0,2}[A-Za-z0-9_.\-/]+=/, { error: "expected a hydra override key=value" }), {
+      error: "expected a list of hydra overrides (key=value)",
+    })
+    .default([]),
+  gpus: positiveInt().default(1),
+  weightSync: WeightSyncSchema.default({ strategy: "update-from-disk", timeoutSeconds: 600 }),
+});
+
+const MetricsSchema = z.strictObject({
+  k: z.array(positiveInt(), { error: "expected a list of positive integers" }).min(1).default([1]),
+  /** A rollout passes when reward ≥ passThreshold. */
+  passThreshold: z.number({ error: "expected a number" }).default(1),
+});
+
+const ProxySchema = z.strictObject({
+  /** Image with this project (`bun bin/forge.ts …`); also runs the plan, verify and export steps. */
+  image: z.string().min(1).default("ghcr.io/openforge/forge:0.1.0"),
+  port: z.number({ error: "expected a port number" }).int().min(1).max(65535, { error: "expected a port 1–65535" }).default(8080),
+  /** The volume the proxy records to and training reads from (ReadWriteMany on a cluster). */
+  storage: z
+    .strictObject({ size: quantity("storage").default("50Gi"), storageClassName: z.string().optional() })
+    .default({ size: "50Gi" }),
+});
+
+export const ExperimentSpecSchema = z
+  .strictObject({
+    policy: PolicySchema,
+    harness: HarnessSchema,
+    environment: EnvironmentSchema,
+    rollouts: RolloutsSchema.default(RolloutsSchema.parse({})),
+    training: TrainingSchema.default(TrainingSchema.parse({})),
+    metrics: MetricsSchema.default(MetricsSchema.parse({})),
+    proxy: ProxySchema.default(ProxySchema.parse({})),
+  })
+  .superRefine((spec, ctx) => {
+    spec.metrics.k.forEach((k, index) => {
+      if (k > spec.rollouts.k) {
+        ctx.addIssue({ code: "custom", path: ["metrics", "k", index], message: `pass@${k} needs rollouts.k ≥ ${k} (rollouts.k is ${spec.rollouts.k})` });
+      }
+    });
+  });
+
+export const ExperimentSchema = z.strictObject({
+  apiVersion: z.literal("openforge.dev/v1", { error: 'expected "openforge.dev/v1"' }),
+  kind: z.literal("Experiment", { error: 'expected "Experiment"' }),
+  metadata: z.strictObject({
+    name: dnsLabel(),
+    labels: z.record(z.string(), z.string({ error: "expected a string label value" })).optional(),
+  }),
+  spec: ExperimentSpecSchema,
+});
+
+/** A parsed experiment with every default filled in. */
+export type Experiment = z.infer<typeof ExperimentSchema>;
+/** What a user may write (defaults not yet applied). */
+export type ExperimentInput = z.input<typeof ExperimentSchema>;
+
+/**
+ * Reads and validates an experiment file.
+ *
+ * @example
+ * const experiment = parseExperimentFile("examples/quickstart/experiment.yaml");
+ * experiment.spec.rollouts.k; // 1 unless the file says otherwise
+ */
+export function parseExperimentFile(path: string): Experiment {
+  let source: string;
+  try {
+    source = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new ExperimentError(`${path}: cannot read the experiment file: ${(error as Error).message}`);
+  }
+  return parseExperimentText(source, path);
+}
+
+/**
+ * Validates experiment YAML; `path` is only used in messages.
+ *
+ * @example
+ * parseExperimentText("apiVersion: openforge.dev/v1\nkind: Experiment\n...", "inline.yaml");
+ */
+export function parseExperimentText(source: string, path: string): Experiment {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const problems = doc.errors.map((error) => {
+      const at = lineCounter.linePos(error.pos[0]);
+      return `${path}:${at.line}:${at.col}: YAML syntax error: ${error.message.split("\n")[0]}`;
+    });
+    throw new ExperimentError(problems.join("\n"), problems);
+  }
+  const data = doc.toJS();
+  if (data === null || typeof data !== "object" || Array.isArray(data)) {
+    throw new ExperimentError(`${path}:1:1: expected a YAML mapping with apiVersion, kind, metadata and spec`);
+  }
+  const result = ExperimentSchema.safeParse(data, { reportInput: true });
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => formatIssue(issue, doc.contents, lineCounter, path));
+  throw new ExperimentError(problems.join("\n"), problems);
+}
+
+type Issue = z.core.$ZodIssue;
+
+function formatIssue(issue: Issue, root: unknown, lineCounter: LineCounter, path: string): string {
+  const fieldPath = issue.path.map((part) => (typeof part === "symbol" ? String(part) : part));
+  if (issue.code === "unrecognized_keys") {
+    // One message per issue; point at the first unknown key, name them all.
+    const keys = issue.keys;
+    const at = keyPosition(root, fieldPath, keys[0] ?? "", lineCounter);
+    const where = fieldPath.length ? `${dotted(fieldPath)}: ` : "";
+    const allowed = knownKeysHint(fieldPath);
+    return `${path}:${at}: ${where}unknown field${keys.length > 1 ? "s" : ""} ${keys.map((k) => `"${k}"`).join(", ")}${allowed}`;
+  }
+  const at = valuePosition(root, fieldPath, lineCounter);
+  if (issue.code === "invalid_type" && "input" in issue && issue.input === undefined) {
+    return `${path}:${at}: ${dotted(fieldPath)}: required field is missing`;
+  }
+  const got = "input" in issue && issue.input !== undefined ? `, got ${describe(issue.input)}` : issue.code === "invalid_type" ? ", but it is missing" : "";
+  return `${path}:${at}: ${dotted(fieldPath) || "(document)"}: ${issue.message}${got}`;
+}
+
+function dotted(path: (string | number)[]): string {
+  return path.map((part, index) => (typeof part === "number" ? `[${part}]` : index === 0 ? part : `.${part}`)).join("");
+}
+
+function describe(value: unknown): string {
+  const json = JSON.stringify(value);
+  if (json === undefined) return String(value);
+  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
+}
+
+/** The YAML node at a path, or the deepest existing ancestor (for missing fields). */
+function nodeAt(root: unknown, path: (string | number)[]): { node: unknown; depth: number } {
+  let node = root;
+  let depth = 0;
+  for (const part of path) {
+    let next: unknown;
+    if (isMap(node)) next = node.items.find((pair) => isPair(pair) && isScalar(pair.key) && pair.key.value === part)?.value;
+    else if (isSeq(node) && typeof part === "number") next = node.items[part];
+    if (next === undefined || next === null) break;
+    node = next;
+    depth += 1;
+  }
+  return { node, depth };
+}
+
+function position(node: unknown, lineCounter: LineCounter): string {
+  const range = (node as Node | undefined)?.range;
+  if (!range) return "1:1";
+  const at = lineCounter.linePos(range[0]);
+  return `${at.line}:${at.col}`;
+}
+
+function valuePosition(root: unknown, path: (string | number)[], lineCounter: LineCounter): string {
+  return position(nodeAt(root, path).node, lineCounter);
+}
+
+function keyPosition(root: unknown, path: (string | number)[], key: string, lineCounter: LineCounter): string {
+  const { node } = nodeAt(root, path);
+  if (isMap(node)) {
+    const pair = node.items.find((item) => isPair(item) && isScalar(item.key) && item.key.value === key);
+    if (pair) return position(pair.key, lineCounter);
+  }
+  return position(node, lineCounter);
+}
+
+/** Lists the fields a mapping accepts, so a typo's fix is in the message. */
+function knownKeysHint(path: (string | number)[]): string {
+  let schema: z.ZodType = ExperimentSchema;
+  for (const part of path) {
+    const inner = unwrap(schema);
+    if (inner instanceof z.ZodObject) schema = inner.shape[part as string] as z.ZodType;
+    else if (inner instanceof z.ZodArray) schema = inner.element as z.ZodType;
+    else if (inner instanceof z.ZodUnion) {
+      const array = inner.options.find((option) => unwrap(option as z.ZodType) instanceof z.ZodArray);
+      if (!array) return "";
+      schema = (unwrap(array as z.ZodType) as z.ZodArray).element as z.ZodType;
+    } else return "";
+    if (!schema) return "";
+  }
+  const inner = unwrap(schema);
+  return inner instanceof z.ZodObject ? ` (allowed: ${Object.keys(inner.shape).join(", ")})` : "";
+}
+
+function unwrap(schema: z.ZodType): z.ZodType {
+  let current = schema as z.ZodType & { unwrap?: () => z.ZodType };
+  for (let i = 0; i < 10; i++) {
+    if (current instanceof z.ZodDefault || current instanceof z.ZodOptional) current = current.unwrap() as typeof current;
+    else if (current instanceof z.ZodPipe) current = current.in as typeof current;
+    else break;
+  }
+  return current;
+}

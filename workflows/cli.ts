@@ -1,0 +1,5 @@
+/**
+ * The `forge` commands of the workflows area, as a thin list: each command lives beside the
+ * code it drives (`argo/cli.ts`, `local/cli.ts`) so engineers editing them do not collide here.
+ */
+export { renderCommand, submitCommand, watchCommand } from "./argo/cli.ts";
