@@ -1,0 +1,211 @@
+/**
+ * Incremental compaction of the segment log (`DIR/log/`) into parquet (`DIR/parquet/`).
+ *
+ * Closed segments are immutable, so each is compacted once into
+ * `DIR/parquet/<table>/<segment>.parquet` and listed in `DIR/parquet/manifest.json`; later runs
+ * read only segments not in the manifest. The segment a live writer still appends to (the
+ * newest one while `DIR/log/LOCK` names a running process) is re-read on every run into
+ * `<segment>.open.parquet` files that the next run replaces, so an analysis during a run sees
+ * everything recorded so far without ever freezing a half-written segment.
+ */
+import { mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
+import type { Record } from "../schemas/index.ts";
+import { rowsOf } from "./rows.ts";
+import { appendRow, createTableSql, tableNames, tables, type TableName } from "./tables.ts";
+
+export type SegmentInfo = { name: string; size: number; open: boolean };
+export type ManifestEntry = { size: number; records: number; compactedAt: string };
+export type Manifest = { version: 1; segments: { [segment: string]: ManifestEntry } };
+/** Reads the records of one segment file. */
+export type SegmentReader = (logDir: string, segment: string) => AsyncIterable<Record>;
+export type CompactProgress = { segment: string; index: number; total: number; records: number };
+export type CompactSummary = { compacted: string[]; reread: string[]; skipped: number; records: number };
+
+const segmentPattern = /^seg-\d+\.forge$/;
+
+/** Quotes a string as a SQL literal. */
+export function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * The segments of a log, oldest first; the newest is `open` while a live process holds `LOCK`.
+ *
+ * @example
+ * await listSegments("data/log") // [{ name: "seg-00000001.forge", size: 4096, open: false }, ...]
+ */
+export async function listSegments(logDir: string): Promise<SegmentInfo[]> {
+  let names: string[];
+  try {
+    names = (await readdir(logDir)).filter((name) => segmentPattern.test(name)).sort();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+  let writerAlive = false;
+  try {
+    const pid = Number.parseInt((await readFile(join(logDir, "LOCK"), "utf8")).trim(), 10);
+    writerAlive = Number.isInteger(pid) && pid > 0 && pidAlive(pid);
+  } catch {
+    writerAlive = false;
+  }
+  return Promise.all(
+    names.map(async (name, index) => ({
+      name,
+      size: (await stat(join(logDir, name))).size,
+      open: writerAlive && index === names.length - 1,
+    })),
+  );
+}
+
+/**
+ * Reads one segment through the recorder's `readRecords(dir)` (the contract's only reader):
+ * the segment is linked alone into a scratch directory so that nothing else is read.
+ */
+export const recorderSegmentReader: SegmentReader = async function* (logDir, segment) {
+  const { readRecords } = (await import("../proxy/index.ts")) as {
+    readRecords?: (dir: string) => AsyncIterable<{ record: Record }>;
+  };
+  if (typeof readRecords !== "function") {
+    throw new Error("proxy/index.ts does not export readRecords(dir) (docs/contracts.md, Recorder): the recorder is needed to read DIR/log");
+  }
+  const scratch = await mkdtemp(join(tmpdir(), "forge-compact-"));
+  try {
+    await symlink(join(logDir, segment), join(scratch, segment));
+    for await (const { record } of readRecords(scratch)) yield record;
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+};
+
+export async function readManifest(parquetDir: string): Promise<Manifest> {
+  try {
+    const manifest = JSON.parse(await readFile(join(parquetDir, "manifest.json"), "utf8")) as Manifest;
+    if (manifest.version !== 1 || typeof manifest.segments !== "object") {
+      throw new Error(`${join(parquetDir, "manifest.json")}: unknown manifest version; delete DIR/parquet to recompact`);
+    }
+    return manifest;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { version: 1, segments: {} };
+    throw error;
+  }
+}
+
+async function writeManifest(parquetDir: string, manifest: Manifest): Promise<void> {
+  const path = join(parquetDir, "manifest.json");
+  await writeFile(`${path}.tmp`, `${JSON.stringify(manifest, null, 2)}\n`);
+  await rename(`${path}.tmp`, path);
+}
+
+/**
+ * Streams records into one parquet file per table: rows go through DuckDB appenders into
+ * staging tables (DuckDB spills to disk, JS holds one record at a time), then `COPY … TO`.
+ * Files are written under a temporary name and renamed, so a crash leaves no half file.
+ *
+ * @example
+ * await compactRecords(connection, records(), "data/parquet", "seg-00000001")
+ */
+export async function compactRecords(
+  connection: DuckDBConnection,
+  records: AsyncIterable<Record>,
+  parquetDir: string,
+  stem: string,
+  segment = stem,
+  onRecord?: (count: number) => void,
+): Promise<number> {
+  const appenders = new Map<TableName, DuckDBAppender>();
+  for (const name of tableNames) {
+    await connection.run(createTableSql(name, `staging_${name}`));
+    appenders.set(name, await connection.createAppender(`staging_${name}`));
+  }
+  const seen = new Set<string>();
+  let count = 0;
+  for await (const record of records) {
+    const rows = rowsOf(record, segment, seen);
+    for (const name of tableNames) {
+      for (const row of rows[name] ?? []) appendRow(appenders.get(name)!, tables[name], row);
+    }
+    count += 1;
+    if (onRecord && count % 1000 === 0) onRecord(count);
+  }
+  for (const appender of appenders.values()) {
+    appender.flushSync();
+    appender.closeSync();
+  }
+  for (const name of tableNames) {
+    await mkdir(join(parquetDir, name), { recursive: true });
+    const path = join(parquetDir, name, `${stem}.parquet`);
+    await connection.run(`COPY staging_${name} TO ${sqlString(`${path}.tmp`)} (FORMAT parquet, COMPRESSION zstd)`);
+    await rename(`${path}.tmp`, path);
+    await connection.run(`DROP TABLE staging_${name}`);
+  }
+  return count;
+}
+
+async function removeOpenFiles(parquetDir: string): Promise<void> {
+  for (const name of tableNames) {
+    let files: string[] = [];
+    try {
+      files = await readdir(join(parquetDir, name));
+    } catch {
+      continue;
+    }
+    for (const file of files.filter((f) => f.endsWith(".open.parquet") || f.endsWith(".tmp"))) {
+      await rm(join(parquetDir, name, file), { force: true });
+    }
+  }
+}
+
+export type CompactOptions = {
+  readSegment?: SegmentReader;
+  onProgress?: (progress: CompactProgress) => void;
+};
+
+/**
+ * Compacts the new closed segments of `DIR/log` and re-reads the open one.
+ *
+ * @example
+ * const summary = await compactLog(connection, "data");
+ * // { compacted: ["seg-00000002.forge"], reread: [], skipped: 1, records: 5120 }
+ */
+export async function compactLog(connection: DuckDBConnection, dataDir: string, options: CompactOptions = {}): Promise<CompactSummary> {
+  const readSegment = options.readSegment ?? recorderSegmentReader;
+  const logDir = join(dataDir, "log");
+  const parquetDir = join(dataDir, "parquet");
+  await mkdir(parquetDir, { recursive: true });
+  await connection.run(`SET temp_directory = ${sqlString(join(parquetDir, ".tmp"))}`);
+  const manifest = await readManifest(parquetDir);
+  await removeOpenFiles(parquetDir);
+  const segments = await listSegments(logDir);
+  const todo = segments.filter((s) => s.open || manifest.segments[s.name]?.size !== s.size);
+  const summary: CompactSummary = { compacted: [], reread: [], skipped: segments.length - todo.length, records: 0 };
+  for (const [index, segment] of todo.entries()) {
+    const stem = segment.name.replace(/\.forge$/, "") + (segment.open ? ".open" : "");
+    const progress = (records: number) => options.onProgress?.({ segment: segment.name, index, total: todo.length, records });
+    progress(0);
+    const count = await compactRecords(connection, readSegment(logDir, segment.name), parquetDir, stem, segment.name, progress);
+    progress(count);
+    summary.records += count;
+    if (segment.open) {
+      summary.reread.push(segment.name);
+    } else {
+      manifest.segments[segment.name] = { size: segment.size, records: count, compactedAt: new Date().toISOString() };
+      await writeManifest(parquetDir, manifest);
+      summary.compacted.push(segment.name);
+    }
+  }
+  return summary;
+}

@@ -1,0 +1,108 @@
+/**
+ * Turns records into rows of the compacted tables. Pure functions: the compactor feeds
+ * them to DuckDB appenders, tests call them directly.
+ */
+import { CallStatus, Protocol, RolloutStatus, TokenStatus, type ModelCall, type Record, type Rollout, type RolloutResult } from "../schemas/index.ts";
+import { classifyTool, isShellTool, planStateOf, resultLooksLikeError } from "./classify.ts";
+import { extractCall } from "./extract/index.ts";
+import type { TableName, Value } from "./tables.ts";
+
+/** Tool results and verifier output are cut to this many characters: enough to read, not a copy of the log. */
+export const resultTextLimit = 2000;
+const assistantTextLimit = 4000;
+
+export type Rows = { [table in TableName]?: Value[][] };
+
+/** `PROTOCOL_CHAT` → `chat`, `ROLLOUT_STATUS_INFRA_ERROR` → `infra_error`. */
+function enumName(names: { [value: number]: string }, value: number): string {
+  return (names[value] ?? "UNSPECIFIED").toLowerCase();
+}
+
+function truncate(text: string, limit: number): string {
+  return text.length > limit ? text.slice(0, limit) : text;
+}
+
+const decoder = new TextDecoder();
+
+function rolloutRow(r: Rollout, segment: string): Value[] {
+  return [r.rolloutId, r.experiment, r.iteration, r.taskId, r.group, r.attempt, r.harness, r.createdUnixMs, r.policyVersion, JSON.stringify(r.labels), segment];
+}
+
+function resultRow(r: RolloutResult, segment: string): Value[] {
+  return [r.rolloutId, r.reward, enumName(RolloutStatus, r.status), truncate(r.verifierOutput, resultTextLimit), r.finishedUnixMs, r.error, JSON.stringify(r.metrics), segment];
+}
+
+/**
+ * Rows for one model call: the call, its bodies, its tool uses, and the tool results in its
+ * request that `seen` (rollout:tool_call_id) has not met yet — each request repeats the whole
+ * history, so only first sightings are kept.
+ */
+function callRows(call: ModelCall, segment: string, seen: Set<string>): Rows {
+  const view = extractCall(call);
+  const usage = call.usage;
+  const calls: Value[] = [
+    call.rolloutId,
+    call.seq,
+    call.callId,
+    call.startUnixMs,
+    call.endUnixMs,
+    enumName(Protocol, call.protocol),
+    call.model,
+    call.upstream,
+    call.policyVersion,
+    call.stream,
+    call.httpStatus,
+    enumName(CallStatus, call.status),
+    call.error,
+    usage?.promptTokens ?? null,
+    usage?.completionTokens ?? null,
+    usage?.totalTokens ?? null,
+    usage?.cachedTokens ?? null,
+    call.latencyMs,
+    call.ttftMs > 0 ? call.ttftMs : null,
+    call.finishReason,
+    enumName(TokenStatus, call.tokenStatus),
+    call.promptLen || call.prefixLen + call.promptTokenIds.length,
+    call.completionTokenIds.length,
+    call.upstreamAttempts,
+    [...new Set(view.toolsOffered)],
+    view.toolUses.length,
+    truncate(view.assistantText, assistantTextLimit),
+    segment,
+  ];
+  const bodies: Value[] = [call.callId, call.rolloutId, call.seq, decoder.decode(call.requestBody), decoder.decode(call.responseBody)];
+  const uses = view.toolUses.map((use, idx): Value[] => {
+    const kind = classifyTool(use.name, use.arguments);
+    const plan = kind === "plan" ? planStateOf(use.arguments) : null;
+    return [call.rolloutId, call.seq, idx, use.id, use.name, use.arguments, kind, isShellTool(use.name), plan?.total ?? null, plan?.completed ?? null];
+  });
+  const results: Value[][] = [];
+  for (const result of view.toolResults) {
+    const key = `${call.rolloutId}\u0000${result.id}`;
+    if (result.id === "" || seen.has(key)) continue;
+    seen.add(key);
+    const isError = result.isError ?? resultLooksLikeError(result.text);
+    results.push([call.rolloutId, call.seq, result.id, isError, truncate(result.text, resultTextLimit)]);
+  }
+  return { call_records: [calls], call_bodies: [bodies], tool_use_records: uses, tool_result_records: results };
+}
+
+/**
+ * The rows one record contributes to each table (blobs contribute none).
+ *
+ * @example
+ * const seen = new Set<string>();
+ * rowsOf(record, "seg-00000001.forge", seen).tool_use_records // [[rolloutId, seq, 0, id, "bash", ...]]
+ */
+export function rowsOf(record: Record, segment: string, seen: Set<string>): Rows {
+  switch (record.kind.case) {
+    case "modelCall":
+      return callRows(record.kind.value, segment, seen);
+    case "rollout":
+      return { rollout_records: [rolloutRow(record.kind.value, segment)] };
+    case "rolloutResult":
+      return { result_records: [resultRow(record.kind.value, segment)] };
+    default:
+      return {};
+  }
+}
