@@ -32,8 +32,13 @@ function groupList(by: GroupKey[]): string {
   return by.map(column).join(", ");
 }
 
-/** Plain JS values: BIGINT counts become numbers, DECIMALs numbers. */
-async function rows(connection: DuckDBConnection, sql: string): Promise<Row[]> {
+/**
+ * Runs a query and returns plain JS rows: BIGINT counts become numbers, DECIMALs numbers.
+ *
+ * @example
+ * await queryRows(connection, "SELECT count(*) AS n FROM rollouts") // [{ n: 12 }]
+ */
+export async function queryRows(connection: DuckDBConnection, sql: string): Promise<Row[]> {
   const reader = await connection.runAndReadAll(sql);
   return reader.getRowObjectsJS().map((row) =>
     Object.fromEntries(Object.entries(row).map(([key, value]) => [key, normalize(value)])),
@@ -98,7 +103,7 @@ export async function setThreshold(connection: DuckDBConnection, threshold: numb
  */
 export async function passK(connection: DuckDBConnection, options: PassOptions): Promise<Row[]> {
   await setThreshold(connection, options.threshold);
-  return rows(connection, passKSql(options));
+  return queryRows(connection, passKSql(options));
 }
 
 /** SQL for the behaviour metrics per group (over rollouts that are not infra errors). */
@@ -120,12 +125,12 @@ FROM b${keys ? ` GROUP BY ${keys} ORDER BY ${keys}` : ""}`;
 
 /** Behaviour metrics per group. */
 export async function behaviour(connection: DuckDBConnection, by: GroupKey[]): Promise<Row[]> {
-  return rows(connection, behaviourSql(by));
+  return queryRows(connection, behaviourSql(by));
 }
 
 /** Reward histogram over valid rollouts: `bins` equal-width bins between the min and max reward. */
 export async function rewardHistogram(connection: DuckDBConnection, bins = 10): Promise<Row[]> {
-  return rows(
+  return queryRows(
     connection,
     `WITH v AS (SELECT reward FROM rollouts WHERE valid AND reward IS NOT NULL),
      range_ AS (SELECT min(reward) AS lo, max(reward) AS hi FROM v),
@@ -141,7 +146,7 @@ export async function rewardHistogram(connection: DuckDBConnection, bins = 10): 
 /** Token budgets per group: per-rollout total tokens, percentiles. */
 export async function tokenBudgets(connection: DuckDBConnection, by: GroupKey[]): Promise<Row[]> {
   const keys = groupList(by);
-  return rows(
+  return queryRows(
     connection,
     `SELECT ${selectKeys(by)}count(*) AS rollouts,
             avg(prompt_tokens) AS mean_prompt_tokens, avg(completion_tokens) AS mean_completion_tokens,
