@@ -1,0 +1,252 @@
+/**
+ * The Kubernetes objects an experiment needs besides the Workflow: the recording proxy
+ * (Deployment + Service, with the policy simulator as a sidecar when no upstream is given),
+ * the volume it records to, the experiment's files as a ConfigMap, the NetworkPolicy that
+ * lets rollout pods reach only the proxy and DNS, and the workflow's ServiceAccount + RBAC.
+ * Built as typed, validated `kubernetes-models` objects; never YAML templates.
+ */
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
+import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
+import { Service } from "kubernetes-models/v1/Service";
+import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
+import type { IContainer } from "kubernetes-models/v1/Container";
+import type { Experiment } from "../../schemas/experiment.ts";
+import { baseLabels, DATA_DIR, EXPERIMENT_DIR, FORGE_APP_DIR, LABEL_ROLE, LABEL_EXPERIMENT, objectNames } from "./names.ts";
+
+/** Port of the simulator sidecar inside the proxy pod (loopback only). */
+const SIMULATOR_PORT = 8000;
+
+/** Env var carrying the admin token, from the Secret `forge submit` creates (docs/argo.md). */
+export function adminTokenEnv(experiment: Experiment) {
+  return {
+    name: "FORGE_ADMIN_TOKEN",
+    valueFrom: { secretKeyRef: { name: objectNames(experiment).adminSecret, key: "token" } },
+  };
+}
+
+/**
+ * The proxy Deployment: one replica (one writer per segment log), Recreate so an old pod
+ * releases the log's LOCK before the new one opens it.
+ *
+ * @example
+ * renderProxyDeployment(experiment, "forge").spec?.template.spec?.containers[0]?.args
+ */
+export function renderProxyDeployment(experiment: Experiment, namespace: string, configItems: ConfigItem[] = []): Deployment {
+  const names = objectNames(experiment);
+  const { proxy, policy } = experiment.spec;
+  const selector = { [LABEL_EXPERIMENT]: names.experiment, [LABEL_ROLE]: "proxy" };
+  const upstreams = policy.upstreams.length > 0 ? policy.upstreams : [`http://127.0.0.1:${SIMULATOR_PORT}`];
+  const containers: IContainer[] = [
+    {
+      name: "proxy",
+      image: proxy.image,
+      workingDir: FORGE_APP_DIR,
+      command: ["bun", "bin/forge.ts", "proxy"],
+      args: [
+        "--listen",
+        `0.0.0.0:${proxy.port}`,
+        "--data",
+        DATA_DIR,
+        "--mode",
+        policy.mode,
+        ...upstreams.flatMap((url) => ["--upstream", url]),
+        // Kubernetes expands $(VAR) from the container's env, so the token never sits in the spec.
+        "--admin-token",
+        "$(FORGE_ADMIN_TOKEN)",
+      ],
+      env: [adminTokenEnv(experiment)],
+      ports: [{ name: "http", containerPort: proxy.port }],
+      readinessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 5 },
+      livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 20, failureThreshold: 6 },
+      resources: { requests: { cpu: "1", memory: "1Gi" }, limits: { memory: "4Gi" } },
+      volumeMounts: [{ name: "data", mountPath: DATA_DIR }],
+    },
+  ];
+  if (policy.upstreams.length === 0) {
+    // No upstream: the policy simulator stands in for the model, next to the proxy.
+    containers.push({
+      name: "policy-sim",
+      image: proxy.image,
+      workingDir: FORGE_APP_DIR,
+      command: ["bun", "bin/forge.ts", "policy-sim"],
+      args: [
+        "--listen",
+        `127.0.0.1:${SIMULATOR_PORT}`,
+        "--seed",
+        String(policy.simulator.seed),
+        ...(policy.simulator.script ? ["--script", `${EXPERIMENT_DIR}/${policy.simulator.script}`] : []),
+      ],
+      resources: { requests: { cpu: "500m", memory: "1Gi" } },
+      volumeMounts: [{ name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true }],
+    });
+  }
+  const deployment = new Deployment({
+    metadata: { name: names.proxy, namespace, labels: baseLabels(experiment, "proxy") },
+    spec: {
+      replicas: 1,
+      strategy: { type: "Recreate" },
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels: { ...baseLabels(experiment, "proxy"), ...selector } },
+        spec: {
+          containers,
+          volumes: [
+            { name: "data", persistentVolumeClaim: { claimName: names.data } },
+            experimentVolume(experiment, configItems),
+          ],
+        },
+      },
+    },
+  });
+  deployment.validate();
+  return deployment;
+}
+
+/** ClusterIP Service in front of the proxy; rollout pods reach it by DNS name. */
+export function renderProxyService(experiment: Experiment, namespace: string): Service {
+  const names = objectNames(experiment);
+  const service = new Service({
+    metadata: { name: names.proxyService, namespace, labels: baseLabels(experiment, "proxy") },
+    spec: {
+      selector: { [LABEL_EXPERIMENT]: names.experiment, [LABEL_ROLE]: "proxy" },
+      ports: [{ name: "http", port: experiment.spec.proxy.port, targetPort: "http" }],
+    },
+  });
+  service.validate();
+  return service;
+}
+
+/**
+ * Rollout pods (label role=rollout) may send traffic only to the proxy pods and to DNS;
+ * nothing may connect to them. The harness thus cannot reach the internet or the model
+ * servers directly, only through the recording proxy.
+ */
+export function renderRolloutNetworkPolicy(experiment: Experiment, namespace: string): NetworkPolicy {
+  const names = objectNames(experiment);
+  const policy = new NetworkPolicy({
+    metadata: { name: names.networkPolicy, namespace, labels: baseLabels(experiment, "network") },
+    spec: {
+      podSelector: { matchLabels: { [LABEL_EXPERIMENT]: names.experiment, [LABEL_ROLE]: "rollout" } },
+      policyTypes: ["Ingress", "Egress"],
+      ingress: [],
+      egress: [
+        {
+          to: [{ podSelector: { matchLabels: { [LABEL_EXPERIMENT]: names.experiment, [LABEL_ROLE]: "proxy" } } }],
+          ports: [{ protocol: "TCP", port: experiment.spec.proxy.port }],
+        },
+        {
+          to: [
+            {
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
+              podSelector: { matchLabels: { "k8s-app": "kube-dns" } },
+            },
+          ],
+          ports: [
+            { protocol: "UDP", port: 53 },
+            { protocol: "TCP", port: 53 },
+          ],
+        },
+      ],
+    },
+  });
+  policy.validate();
+  return policy;
+}
+
+/** The volume the proxy records to and the export / training steps read (ReadWriteMany). */
+export function renderDataVolume(experiment: Experiment, namespace: string): PersistentVolumeClaim {
+  const { storage } = experiment.spec.proxy;
+  const claim = new PersistentVolumeClaim({
+    metadata: { name: objectNames(experiment).data, namespace, labels: baseLabels(experiment, "data") },
+    spec: {
+      accessModes: ["ReadWriteMany"],
+      resources: { requests: { storage: storage.size } },
+      ...(storage.storageClassName ? { storageClassName: storage.storageClassName } : {}),
+    },
+  });
+  claim.validate();
+  return claim;
+}
+
+/** ConfigMap keys are flat; nested paths map to keys by replacing separators. */
+export function configKey(path: string): string {
+  return path.replace(/^\.\//, "").replace(/[^A-Za-z0-9._-]/g, "__");
+}
+
+/** A ConfigMap key and the path it is mounted at under /experiment (restores the directory tree). */
+export type ConfigItem = { key: string; path: string };
+
+/** The /experiment volume: the ConfigMap with each key projected back to its relative path. */
+export function experimentVolume(experiment: Experiment, items: ConfigItem[]) {
+  return { name: "experiment", configMap: { name: objectNames(experiment).config, ...(items.length ? { items } : {}) } };
+}
+
+/**
+ * The experiment file and its task files as a ConfigMap mounted at /experiment, so the plan
+ * and rollout steps read exactly what was rendered. `files` maps a path relative to the
+ * experiment's directory to its content; binary content goes to `binaryData`.
+ */
+export function renderExperimentConfig(
+  experiment: Experiment,
+  namespace: string,
+  files: Map<string, Uint8Array>,
+): { config: ConfigMap; items: ConfigItem[] } {
+  const data: Record<string, string> = {};
+  const binaryData: Record<string, string> = {};
+  let bytes = 0;
+  const items: ConfigItem[] = [];
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  for (const [path, content] of [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const key = configKey(path);
+    if (key in data || key in binaryData) throw new Error(`spec.environment.tasks: files "${path}" and another map to the same ConfigMap key "${key}"; rename one`);
+    bytes += content.byteLength;
+    items.push({ key, path });
+    try {
+      data[key] = decoder.decode(content);
+    } catch {
+      binaryData[key] = Buffer.from(content).toString("base64");
+    }
+  }
+  // The API server rejects objects over ~1 MiB; say so before kubectl does, with the fix.
+  if (bytes > 900 * 1024) {
+    throw new Error(
+      `spec.environment.tasks: the task files are ${Math.round(bytes / 1024)} KiB, too large for a ConfigMap (limit ~1 MiB); bake the tasks into spec.environment.image instead and list them as a JSONL of ids`,
+    );
+  }
+  const config = new ConfigMap({
+    metadata: { name: objectNames(experiment).config, namespace, labels: baseLabels(experiment, "config") },
+    data,
+    ...(Object.keys(binaryData).length ? { binaryData } : {}),
+  });
+  config.validate();
+  return { config, items };
+}
+
+/** The ServiceAccount the workflow's pods run as, with what the Argo executor and the steps need. */
+export function renderWorkflowRbac(experiment: Experiment, namespace: string): [ServiceAccount, Role, RoleBinding] {
+  const names = objectNames(experiment);
+  const labels = baseLabels(experiment, "rbac");
+  const account = new ServiceAccount({ metadata: { name: names.serviceAccount, namespace, labels } });
+  const role = new Role({
+    metadata: { name: names.serviceAccount, namespace, labels },
+    rules: [
+      // The emissary executor reports outputs through WorkflowTaskResults.
+      { apiGroups: ["argoproj.io"], resources: ["workflowtaskresults"], verbs: ["create", "patch"] },
+      // The report step writes the pass rate onto the workflow's annotations.
+      { apiGroups: ["argoproj.io"], resources: ["workflows"], verbs: ["get", "patch"] },
+      // Weight sync with strategy restart rolls the inference Deployment.
+      { apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "patch"] },
+    ],
+  });
+  const binding = new RoleBinding({
+    metadata: { name: names.serviceAccount, namespace, labels },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: names.serviceAccount },
+    subjects: [{ kind: "ServiceAccount", name: names.serviceAccount, namespace }],
+  });
+  for (const object of [account, role, binding]) object.validate();
+  return [account, role, binding];
+}

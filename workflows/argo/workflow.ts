@@ -1,0 +1,486 @@
+/**
+ * The experiment as an Argo `WorkflowTemplate` (all the templates) and a `Workflow` that runs it.
+ *
+ * Shape (see docs/argo.md): the entrypoint is a DAG of iterations generated at render time
+ * (not a recursive template, so the UI shows one node per iteration and nothing depends on
+ * recursion depth), each depending on the previous one. Each iteration (a DAG): plan → rollouts (withParam over the plan, one pod each,
+ * bounded by `parallelism`) → report (pass rate onto the workflow) → in train mode export →
+ * train (veRL) → weight sync. An exit handler annotates the final state.
+ */
+import { Workflow, WorkflowTemplate } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1";
+import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1Template as Template } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1/Template";
+import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1DAGTask as Task } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1/DAGTask";
+import type { IContainer } from "kubernetes-models/v1/Container";
+import type { Experiment } from "../../schemas/experiment.ts";
+import { adminTokenEnv, experimentVolume, type ConfigItem } from "./cluster.ts";
+import {
+  ANNOTATION_DESCRIPTION,
+  baseLabels,
+  DATA_DIR,
+  EXPERIMENT_DIR,
+  FORGE_APP_DIR,
+  LABEL_COMMIT,
+  LABEL_EXPERIMENT,
+  LABEL_ITERATION,
+  LABEL_ROLE,
+  objectNames,
+  proxyUrl,
+} from "./names.ts";
+
+/** Exit code of a rollout container for an infrastructure error (EX_TEMPFAIL): the only one retried. */
+export const INFRA_EXIT_CODE = 75;
+
+export type WorkflowOptions = {
+  namespace: string;
+  /** Commit the experiment file came from (gitops); becomes the `commit` parameter and label. */
+  commit?: string;
+  /** Use metadata.generateName instead of a fixed name (for Argo Events submit triggers). */
+  generateName?: boolean;
+  /** How the experiment ConfigMap's keys map back to paths under /experiment. */
+  configItems?: ConfigItem[];
+};
+
+/** veRL's `algorithm.adv_estimator` for each training.algorithm (PPO is GAE with a critic). */
+const ADV_ESTIMATOR: Record<Experiment["spec"]["training"]["algorithm"], string> = {
+  grpo: "grpo",
+  ppo: "gae",
+  rloo: "rloo",
+  reinforce_plus_plus: "reinforce_plus_plus",
+  remax: "remax",
+  gpg: "gpg",
+};
+
+const STEP_SCRIPT = `${FORGE_APP_DIR}/workflows/argo/step.ts`;
+const param = (name: string) => `{{inputs.parameters.${name}}}`;
+const forgeStep = (...args: string[]) => ({ command: ["bun", STEP_SCRIPT], args });
+const smallResources = { requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "1Gi" } };
+const dataMount = { name: "data", mountPath: DATA_DIR };
+const experimentMount = { name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true };
+
+/** The harness image: the user's, else the one published per harness (docs/argo.md, "Images"). */
+export function harnessImage(experiment: Experiment): string {
+  return experiment.spec.harness.image ?? `ghcr.io/openforge/harness-${experiment.spec.harness.name}:0.1.0`;
+}
+
+/**
+ * The veRL command line of one iteration: our defaults (replay the exported batch, resume
+ * from the previous iteration's checkpoint, train exactly one more step), then the
+ * experiment's overrides, which win on the same key (Hydra rejects a key given twice).
+ *
+ * @example
+ * verlCommand(experiment, 0).slice(0, 3) // ["python3", "-m", "verl.trainer.main_ppo"]
+ */
+export function verlCommand(experiment: Experiment, iteration: number): string[] {
+  const { training, policy } = experiment.spec;
+  const run = "{{workflow.name}}";
+  const batch = `${DATA_DIR}/exports/${run}/iteration-${iteration}/batch.parquet`;
+  const defaults = [
+    `algorithm.adv_estimator=${ADV_ESTIMATOR[training.algorithm]}`,
+    `data.train_files=${batch}`,
+    `data.val_files=${batch}`,
+    `actor_rollout_ref.model.path=${policy.model}`,
+    "actor_rollout_ref.rollout.mode=async",
+    // The ForgeAgentLoop (integrations/verl) replays the recorded trajectories instead of sampling.
+    "actor_rollout_ref.rollout.agent.agent_loop_config_path=/forge/verl/agent_loop.yaml",
+    "actor_rollout_ref.rollout.agent.default_agent_loop=forge_replay",
+    "actor_rollout_ref.actor.checkpoint.save_contents=['model','optimizer','extra','hf_model']",
+    `trainer.n_gpus_per_node=${training.gpus}`,
+    "trainer.nnodes=1",
+    `trainer.default_local_dir=${DATA_DIR}/checkpoints/${run}`,
+    "trainer.resume_mode=auto",
+    `trainer.total_training_steps=${iteration + 1}`,
+    "trainer.save_freq=1",
+    "trainer.test_freq=-1",
+    "trainer.val_before_train=False",
+    "trainer.logger=['console']",
+    "trainer.project_name=openforge",
+    `trainer.experiment_name=${experiment.metadata.name}`,
+  ];
+  const key = (override: string) => override.slice(0, override.indexOf("=")).replace(/^[+~]+/, "");
+  const overridden = new Set(training.overrides.map(key));
+  return ["python3", "-m", "verl.trainer.main_ppo", ...defaults.filter((o) => !overridden.has(key(o))), ...training.overrides];
+}
+
+/** Where veRL writes the HF weights of training step `step` (what the weight sync loads). */
+export function checkpointPath(step: number): string {
+  return `${DATA_DIR}/checkpoints/{{workflow.name}}/global_step_${step}/actor/huggingface`;
+}
+
+function planTemplate(experiment: Experiment): Template {
+  return {
+    name: "plan",
+    inputs: { parameters: [{ name: "iteration" }] },
+    metadata: { labels: { [LABEL_ROLE]: "plan", [LABEL_ITERATION]: param("iteration") } },
+    // stdout (the JSON list of rollouts) becomes outputs.result, which withParam fans out.
+    container: {
+      name: "main",
+      image: experiment.spec.proxy.image,
+      workingDir: FORGE_APP_DIR,
+      ...forgeStep("plan", "--experiment", `${EXPERIMENT_DIR}/experiment.yaml`, "--run", "{{workflow.name}}", "--iteration", param("iteration")),
+      resources: smallResources,
+      volumeMounts: [experimentMount],
+    },
+  };
+}
+
+/**
+ * One pod per rollout, as a containerSet so the three phases share the workspace volume:
+ * `register` (forge image, holds the admin token) registers the rollout with the proxy and
+ * stages the task; `harness` (no token) runs the harness against the rollout's base URL with
+ * the timeout; `main` runs the verifier and reports reward and status to the proxy. Only
+ * infrastructure errors are retried: a pod that errored, or a phase that exited 75.
+ */
+function rolloutTemplate(experiment: Experiment, namespace: string): Template {
+  const { rollouts } = experiment.spec;
+  const proxy = proxyUrl(experiment, namespace);
+  const image = harnessImage(experiment);
+  const ids = ["--rollout-id", param("rollout_id"), "--task", param("task_id"), "--iteration", param("iteration"), "--attempt", param("attempt"), "--group", param("group")];
+  const mounts = [
+    { name: "workspace", mountPath: "/workspace" },
+    { name: "forge", mountPath: "/forge" },
+  ];
+  const containers: (IContainer & { dependencies?: string[] })[] = [
+    {
+      name: "register",
+      image: experiment.spec.proxy.image,
+      workingDir: FORGE_APP_DIR,
+      ...forgeStep("register", "--experiment", `${EXPERIMENT_DIR}/experiment.yaml`, "--proxy", proxy, "--workspace", "/workspace", "--state", "/forge", ...ids),
+      env: [adminTokenEnv(experiment)],
+      resources: smallResources,
+      volumeMounts: [...mounts, experimentMount],
+    },
+    {
+      name: "harness",
+      image,
+      dependencies: ["register"],
+      workingDir: "/workspace",
+      ...forgeStep("harness", "--state", "/forge", "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
+      resources: { requests: { cpu: rollouts.resources.cpu, memory: rollouts.resources.memory }, limits: { memory: rollouts.resources.memory } },
+      volumeMounts: mounts,
+    },
+    {
+      name: "main",
+      image,
+      dependencies: ["harness"],
+      workingDir: "/workspace",
+      ...forgeStep("verify", "--experiment", `${EXPERIMENT_DIR}/experiment.yaml`, "--proxy", proxy, "--workspace", "/workspace", "--state", "/forge", ...ids),
+      env: [adminTokenEnv(experiment)],
+      resources: { requests: { cpu: rollouts.resources.cpu, memory: rollouts.resources.memory }, limits: { memory: rollouts.resources.memory } },
+      volumeMounts: [...mounts, experimentMount],
+    },
+  ];
+  return {
+    name: "rollout",
+    inputs: { parameters: ["rollout_id", "task_id", "attempt", "iteration", "group"].map((name) => ({ name })) },
+    metadata: {
+      labels: { [LABEL_ROLE]: "rollout", [LABEL_EXPERIMENT]: experiment.metadata.name, [LABEL_ITERATION]: param("iteration") },
+      annotations: { "openforge.dev/rollout-id": param("rollout_id"), "openforge.dev/task-id": param("task_id") },
+    },
+    // Harness time plus room for registering, staging and verifying; the harness step itself
+    // enforces timeoutSeconds and reports status timeout, this is the backstop.
+    activeDeadlineSeconds: rollouts.timeoutSeconds + 300,
+    retryStrategy: {
+      limit: rollouts.infraRetries,
+      retryPolicy: "Always",
+      expression: `lastRetry.status == "Error" || lastRetry.exitCode == "${INFRA_EXIT_CODE}"`,
+      backoff: { duration: "10s", factor: 2, maxDuration: "10m" },
+    },
+    automountServiceAccountToken: false,
+    volumes: [
+      { name: "workspace", emptyDir: {} },
+      { name: "forge", emptyDir: {} },
+    ],
+    containerSet: { containers },
+    outputs: {
+      parameters: [
+        { name: "result", valueFrom: { path: "/forge/result.json", default: '{"status":"infra_error","reward":0,"passed":false}' } },
+      ],
+    },
+  };
+}
+
+function reportTemplate(experiment: Experiment): Template {
+  return {
+    name: "report",
+    inputs: {
+      parameters: [{ name: "iteration" }, { name: "results" }],
+      // A raw artifact, not an argument: 10,000 results exceed what one argv string may hold.
+      artifacts: [{ name: "results", path: "/tmp/results.json", raw: { data: param("results") } }],
+    },
+    metadata: { labels: { [LABEL_ROLE]: "report", [LABEL_ITERATION]: param("iteration") } },
+    container: {
+      name: "main",
+      image: experiment.spec.proxy.image,
+      workingDir: FORGE_APP_DIR,
+      ...forgeStep(
+        "report",
+        "--results",
+        "/tmp/results.json",
+        "--iteration",
+        param("iteration"),
+        "--pass-threshold",
+        String(experiment.spec.metrics.passThreshold),
+        "--workflow",
+        "{{workflow.name}}",
+        "--namespace",
+        "{{workflow.namespace}}",
+        "--out",
+        "/tmp/pass-rate",
+      ),
+      resources: smallResources,
+    },
+    outputs: { parameters: [{ name: "pass-rate", globalName: "pass-rate", valueFrom: { path: "/tmp/pass-rate" } }] },
+  };
+}
+
+function exportTemplate(experiment: Experiment): Template {
+  return {
+    name: "export",
+    inputs: { parameters: [{ name: "iteration" }] },
+    metadata: { labels: { [LABEL_ROLE]: "export", [LABEL_ITERATION]: param("iteration") } },
+    container: {
+      name: "main",
+      image: experiment.spec.proxy.image,
+      workingDir: FORGE_APP_DIR,
+      command: ["bun", "bin/forge.ts", "export"],
+      args: ["--data", DATA_DIR, "--format", "verl", "--out", `${DATA_DIR}/exports/{{workflow.name}}/iteration-${param("iteration")}/batch.parquet`],
+      resources: { requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "8Gi" } },
+      volumeMounts: [dataMount],
+    },
+  };
+}
+
+function trainTemplate(experiment: Experiment, iteration: number): Template {
+  const { training } = experiment.spec;
+  const [command, ...args] = verlCommand(experiment, iteration);
+  return {
+    name: `train-${iteration}`,
+    metadata: { labels: { [LABEL_ROLE]: "train", [LABEL_ITERATION]: String(iteration) } },
+    // The veRL image does not contain this project: copy the ForgeAgentLoop in from the forge image.
+    initContainers: [
+      {
+        name: "forge-verl",
+        image: experiment.spec.proxy.image,
+        command: ["cp", "-r", `${FORGE_APP_DIR}/integrations/verl/.`, "/forge/verl/"],
+        mirrorVolumeMounts: true,
+      },
+    ],
+    container: {
+      name: "main",
+      image: training.verlImage,
+      command: [command!],
+      args,
+      env: [
+        { name: "PYTHONPATH", value: "/forge/verl" },
+        { name: "HYDRA_FULL_ERROR", value: "1" },
+      ],
+      resources: {
+        requests: { cpu: String(8 * training.gpus), memory: `${64 * training.gpus}Gi`, "nvidia.com/gpu": String(training.gpus) },
+        limits: { "nvidia.com/gpu": String(training.gpus) },
+      },
+      volumeMounts: [dataMount, { name: "forge", mountPath: "/forge/verl" }, { name: "dshm", mountPath: "/dev/shm" }],
+    },
+    volumes: [
+      { name: "forge", emptyDir: {} },
+      // Ray and NCCL need more shared memory than the container default of 64 MiB.
+      { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } },
+    ],
+    tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+  };
+}
+
+function syncTemplate(experiment: Experiment, namespace: string): Template {
+  const { weightSync } = experiment.spec.training;
+  const servers = weightSync.servers ?? experiment.spec.policy.upstreams;
+  return {
+    name: "sync",
+    inputs: { parameters: [{ name: "iteration" }, { name: "checkpoint" }, { name: "policy-version" }] },
+    metadata: { labels: { [LABEL_ROLE]: "sync", [LABEL_ITERATION]: param("iteration") } },
+    activeDeadlineSeconds: weightSync.timeoutSeconds,
+    container: {
+      name: "main",
+      image: experiment.spec.proxy.image,
+      workingDir: FORGE_APP_DIR,
+      ...forgeStep(
+        "sync",
+        "--proxy",
+        proxyUrl(experiment, namespace),
+        "--strategy",
+        weightSync.strategy,
+        "--checkpoint",
+        param("checkpoint"),
+        "--policy-version",
+        param("policy-version"),
+        "--namespace",
+        namespace,
+        ...servers.flatMap((url) => ["--server", url]),
+        ...(weightSync.deployment ? ["--deployment", weightSync.deployment] : []),
+      ),
+      env: [adminTokenEnv(experiment)],
+      resources: smallResources,
+      volumeMounts: [dataMount],
+    },
+  };
+}
+
+function exitTemplate(experiment: Experiment): Template {
+  return {
+    name: "exit-handler",
+    container: {
+      name: "main",
+      image: experiment.spec.proxy.image,
+      workingDir: FORGE_APP_DIR,
+      ...forgeStep("exit", "--workflow", "{{workflow.name}}", "--namespace", "{{workflow.namespace}}", "--status", "{{workflow.status}}", "--duration", "{{workflow.duration}}"),
+      resources: smallResources,
+    },
+  };
+}
+
+/**
+ * The tasks of one iteration, generated at render time (so each iteration's veRL step knows its
+ * step number). A DAG rather than a steps list: equivalent here, and its tasks are objects that
+ * the Argo CRD schema validates (a steps list is a list of lists the published schema mangles).
+ */
+function iterationTemplate(experiment: Experiment, iteration: number): Template {
+  const value = String(iteration);
+  const iterationArg = { name: "iteration", value };
+  const tasks: Task[] = [
+    { name: "plan", template: "plan", arguments: { parameters: [iterationArg] } },
+    {
+      name: "rollouts",
+      template: "rollout",
+      dependencies: ["plan"],
+      withParam: "{{tasks.plan.outputs.result}}",
+      // A rollout that exhausted its infrastructure retries must not stop the others.
+      continueOn: { failed: true, error: true },
+      arguments: {
+        parameters: ["rollout_id", "task_id", "attempt", "iteration", "group"].map((name) => ({ name, value: `{{item.${name}}}` })),
+      },
+    },
+    {
+      name: "report",
+      template: "report",
+      dependencies: ["rollouts"],
+      arguments: { parameters: [iterationArg, { name: "results", value: "{{tasks.rollouts.outputs.parameters.result}}" }] },
+    },
+  ];
+  if (experiment.spec.policy.mode === "train") {
+    tasks.push(
+      { name: "export", template: "export", dependencies: ["report"], arguments: { parameters: [iterationArg] } },
+      { name: "train", template: `train-${iteration}`, dependencies: ["export"] },
+    );
+    if (experiment.spec.training.weightSync.strategy !== "none") {
+      tasks.push({
+        name: "sync",
+        template: "sync",
+        dependencies: ["train"],
+        arguments: {
+          parameters: [iterationArg, { name: "checkpoint", value: checkpointPath(iteration + 1) }, { name: "policy-version", value: String(iteration + 1) }],
+        },
+      });
+    }
+  }
+  return {
+    name: `iteration-${iteration}`,
+    // Bounds the rollout pods running at once (the fan-out is this template's children).
+    parallelism: experiment.spec.rollouts.parallelism,
+    metadata: { labels: { [LABEL_ITERATION]: value } },
+    dag: { tasks },
+  };
+}
+
+function iterationCount(experiment: Experiment): number {
+  return experiment.spec.policy.mode === "train" ? experiment.spec.training.iterations : 1;
+}
+
+/** One-line summary shown in the Argo UI's workflow list; the report step appends the pass rate. */
+export function describeExperiment(experiment: Experiment): string {
+  const { spec } = experiment;
+  const tasks = Array.isArray(spec.environment.tasks) ? `${spec.environment.tasks.length} tasks` : spec.environment.tasks;
+  const iterations = iterationCount(experiment);
+  return `${spec.harness.name} on ${spec.policy.model} (${spec.policy.mode}), ${tasks} × k=${spec.rollouts.k}, ${iterations} iteration${iterations === 1 ? "" : "s"}`;
+}
+
+/**
+ * The WorkflowTemplate holding every template of the experiment, validated against Argo's CRD schema.
+ *
+ * @example
+ * renderWorkflowTemplate(experiment, { namespace: "forge" }).spec.templates?.map((t) => t.name)
+ */
+export function renderWorkflowTemplate(experiment: Experiment, options: WorkflowOptions): WorkflowTemplate {
+  const names = objectNames(experiment);
+  const iterations = iterationCount(experiment);
+  const templates: Template[] = [
+    {
+      name: "experiment",
+      dag: {
+        tasks: Array.from({ length: iterations }, (_, i) => ({
+          name: `iteration-${i}`,
+          template: `iteration-${i}`,
+          ...(i > 0 ? { dependencies: [`iteration-${i - 1}`] } : {}),
+        })),
+      },
+    },
+    ...Array.from({ length: iterations }, (_, i) => iterationTemplate(experiment, i)),
+    planTemplate(experiment),
+    rolloutTemplate(experiment, options.namespace),
+    reportTemplate(experiment),
+    exitTemplate(experiment),
+  ];
+  if (experiment.spec.policy.mode === "train") {
+    templates.push(exportTemplate(experiment), ...Array.from({ length: iterations }, (_, i) => trainTemplate(experiment, i)));
+    if (experiment.spec.training.weightSync.strategy !== "none") templates.push(syncTemplate(experiment, options.namespace));
+  }
+  const template = new WorkflowTemplate({
+    metadata: {
+      name: names.workflowTemplate,
+      namespace: options.namespace,
+      labels: baseLabels(experiment, "workflow"),
+      annotations: { [ANNOTATION_DESCRIPTION]: describeExperiment(experiment) },
+    },
+    spec: {
+      entrypoint: "experiment",
+      onExit: "exit-handler",
+      serviceAccountName: names.serviceAccount,
+      arguments: { parameters: [{ name: "commit", value: options.commit ?? "" }] },
+      // Keep failed pods for their logs; delete succeeded ones (10,000 rollout pods add up).
+      podGC: { strategy: "OnPodSuccess", deleteDelayDuration: "5m" },
+      ttlStrategy: { secondsAfterSuccess: 7 * 24 * 3600 },
+      podMetadata: { labels: { [LABEL_EXPERIMENT]: names.experiment, "app.kubernetes.io/part-of": "openforge" } },
+      volumes: [
+        { name: "data", persistentVolumeClaim: { claimName: names.data } },
+        experimentVolume(experiment, options.configItems ?? []),
+      ],
+      templates,
+    },
+  });
+  template.validate();
+  return template;
+}
+
+/**
+ * The Workflow that runs the experiment's WorkflowTemplate. Its name carries a hash of the
+ * experiment, so an unchanged file renders byte-identically and a changed one is a new run.
+ *
+ * @example
+ * renderWorkflow(experiment, { namespace: "forge", commit: "3f2a…" }).metadata.labels
+ */
+export function renderWorkflow(experiment: Experiment, options: WorkflowOptions): Workflow {
+  const names = objectNames(experiment);
+  const labels: Record<string, string> = { ...baseLabels(experiment, "workflow") };
+  if (options.commit) labels[LABEL_COMMIT] = options.commit;
+  const workflow = new Workflow({
+    metadata: {
+      ...(options.generateName ? { generateName: `${names.experiment}-` } : { name: names.workflow }),
+      namespace: options.namespace,
+      labels,
+      annotations: { [ANNOTATION_DESCRIPTION]: describeExperiment(experiment), "workflows.argoproj.io/title": `experiment ${names.experiment}` },
+    },
+    spec: {
+      workflowTemplateRef: { name: names.workflowTemplate },
+      arguments: { parameters: [{ name: "commit", value: options.commit ?? "" }] },
+    },
+  });
+  workflow.validate();
+  return workflow;
+}
