@@ -28,6 +28,11 @@ function selectKeys(by: GroupKey[]): string {
   return by.map((key) => `${column(key)} AS "${key}", `).join("");
 }
 
+/** GROUP BY / ORDER BY for the keys; without keys, no row at all (rather than one of NULLs) when empty. */
+function groupTail(keys: string): string {
+  return keys ? ` GROUP BY ${keys} ORDER BY ${keys}` : " HAVING count(*) > 0";
+}
+
 function groupList(by: GroupKey[]): string {
   return by.map(column).join(", ");
 }
@@ -85,7 +90,7 @@ SELECT ${selectKeys(by)}count(*) AS tasks, sum(n) AS rollouts, sum(c) AS success
        sum(infra_errors) AS infra_errors, sum(unfinished) AS unfinished,
        share(sum(reward_sum), sum(n)) AS mean_reward,
        ${perK}
-FROM per_task${keys ? ` GROUP BY ${keys} ORDER BY ${keys}` : ""}`;
+FROM per_task${groupTail(keys)}`;
 }
 
 /** Sets the success threshold for this session's views. */
@@ -120,7 +125,7 @@ SELECT ${selectKeys(by)}count(*) AS rollouts,
        share(sum(shell_calls), sum(tool_calls)) AS shell_share,
        share(sum(ttft_sum), sum(ttft_calls)) AS ttft_ms,
        share(sum(latency_sum), sum(latency_calls)) AS latency_ms
-FROM b${keys ? ` GROUP BY ${keys} ORDER BY ${keys}` : ""}`;
+FROM b${groupTail(keys)}`;
 }
 
 /** Behaviour metrics per group. */
@@ -135,11 +140,17 @@ export async function rewardHistogram(connection: DuckDBConnection, bins = 10): 
     `WITH v AS (SELECT reward FROM rollouts WHERE valid AND reward IS NOT NULL),
      range_ AS (SELECT min(reward) AS lo, max(reward) AS hi FROM v),
      binned AS (
-       SELECT CASE WHEN hi = lo THEN 0 ELSE least(floor((reward - lo) / (hi - lo) * ${bins})::INTEGER, ${bins - 1}) END AS bin, lo, hi
-       FROM v, range_)
-     SELECT bin, count(*) AS rollouts,
-            any_value(lo + (hi - lo) * bin / ${bins}) AS lo, any_value(CASE WHEN hi = lo THEN hi ELSE lo + (hi - lo) * (bin + 1) / ${bins} END) AS hi
-     FROM binned GROUP BY bin ORDER BY bin`,
+       SELECT CASE WHEN hi = lo THEN 0 ELSE least(floor((reward - lo) / (hi - lo) * ${bins})::INTEGER, ${bins - 1}) END AS bin
+       FROM v, range_),
+     -- Every bin, empty ones included (a single bin when all rewards are equal).
+     all_bins AS (
+       SELECT b.range::INTEGER AS bin, lo, hi FROM range_, range(${bins}) b
+       WHERE lo IS NOT NULL AND (hi > lo OR b.range = 0))
+     SELECT all_bins.bin, count(binned.bin) AS rollouts,
+            lo + (hi - lo) * all_bins.bin / ${bins} AS lo,
+            CASE WHEN hi = lo THEN hi ELSE lo + (hi - lo) * (all_bins.bin + 1) / ${bins} END AS hi
+     FROM all_bins LEFT JOIN binned USING (bin)
+     GROUP BY all_bins.bin, lo, hi ORDER BY all_bins.bin`,
   );
 }
 
@@ -152,6 +163,6 @@ export async function tokenBudgets(connection: DuckDBConnection, by: GroupKey[])
             avg(prompt_tokens) AS mean_prompt_tokens, avg(completion_tokens) AS mean_completion_tokens,
             quantile_cont(total_tokens, 0.5) AS p50_tokens, quantile_cont(total_tokens, 0.95) AS p95_tokens,
             max(total_tokens) AS max_tokens
-     FROM rollout_behaviour WHERE status IS DISTINCT FROM 'infra_error'${keys ? ` GROUP BY ${keys} ORDER BY ${keys}` : ""}`,
+     FROM rollout_behaviour WHERE status IS DISTINCT FROM 'infra_error'${groupTail(keys)}`,
   );
 }

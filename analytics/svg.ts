@@ -36,14 +36,18 @@ function frame(spec: ChartSpec, yMax: number, body: string, kind: string): strin
     return `<line class="grid" x1="${margin.left}" x2="${width - margin.right}" y1="${y}" y2="${y}" stroke="#ddd"/>` +
       `<text x="${margin.left - 6}" y="${y + 4}" text-anchor="end" font-size="11">${formatTick(yMax * f)}</text>`;
   });
+  // Four legend entries per row; the chart grows by a row for each further four.
+  const legendRows = Math.ceil(spec.series.length / 4);
+  const total = height + (legendRows - 1) * 16;
   const legend = spec.series
     .map((s, i) => {
-      const x = margin.left + i * 140;
-      return `<g class="legend-item"><rect x="${x}" y="${height - 18}" width="10" height="10" fill="${palette[i % palette.length]}"/>` +
-        `<text x="${x + 14}" y="${height - 9}" font-size="11">${escapeXml(s.name)}</text></g>`;
+      const x = margin.left + (i % 4) * 145;
+      const y = height - 18 + Math.floor(i / 4) * 16;
+      return `<g class="legend-item"><rect x="${x}" y="${y}" width="10" height="10" fill="${palette[i % palette.length]}"/>` +
+        `<text x="${x + 14}" y="${y + 9}" font-size="11">${escapeXml(s.name.length > 22 ? `${s.name.slice(0, 21)}…` : s.name)}</text></g>`;
     })
     .join("");
-  return `<svg class="chart" data-chart="${escapeXml(spec.id)}" data-kind="${kind}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeXml(spec.title)}">` +
+  return `<svg class="chart" data-chart="${escapeXml(spec.id)}" data-kind="${kind}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${total}" width="${width}" height="${total}" role="img" aria-label="${escapeXml(spec.title)}">` +
     `<text x="${margin.left}" y="20" font-size="14" font-weight="bold">${escapeXml(spec.title)}</text>` +
     (spec.yLabel ? `<text x="12" y="${margin.top - 8}" font-size="11">${escapeXml(spec.yLabel)}</text>` : "") +
     ticks.join("") + body + legend + `</svg>`;

@@ -1,0 +1,118 @@
+/**
+ * Incremental compaction: a second run reads only new segments; the open segment (live
+ * writer in LOCK) is re-read each run and never frozen; records joined across segments;
+ * the `--db` file works on its own; the CLI on an empty data dir.
+ */
+import { describe, expect, test } from "bun:test";
+import { readdir, rm, writeFile, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { analyzeCommand } from "../analytics/cli.ts";
+import { readManifest } from "../analytics/compact.ts";
+import { episode, resultRecord, rolloutRecord, scored } from "../analytics/fixtures.ts";
+import { queryRows } from "../analytics/metrics.ts";
+import { openAnalytics, writeDatabase } from "../analytics/session.ts";
+import { fakeLog } from "../analytics/testing.ts";
+import { UsageError } from "../bin/cli.ts";
+
+async function count(dir: string, readSegment: Parameters<typeof openAnalytics>[1]): Promise<{ rollouts: number; finished: number; reads?: string[] }> {
+  const session = await openAnalytics(dir, readSegment);
+  try {
+    const [row] = await queryRows(session.connection, "SELECT count(*) AS rollouts, count(status) AS finished FROM rollouts");
+    return row as { rollouts: number; finished: number };
+  } finally {
+    session.close();
+  }
+}
+
+describe("incremental compaction", () => {
+  test("a second run reads only the new segments", async () => {
+    const log = await fakeLog();
+    await log.addSegment([rolloutRecord({ id: "r1", task: "A" }), ...episode("r1", "chat", ["bash"], [[{ id: "t", name: "bash", args: { command: "ls" }, result: "a" }]])]);
+    expect(await count(log.dir, { readSegment: log.readSegment })).toEqual({ rollouts: 1, finished: 0 });
+    expect(log.reads).toEqual(["seg-00000001.forge"]);
+
+    // The result lands in the next segment: joined across segments.
+    await log.addSegment([resultRecord("r1", "ok", 1), ...scored({ id: "r2", task: "B" }, "failed", 0)]);
+    expect(await count(log.dir, { readSegment: log.readSegment })).toEqual({ rollouts: 2, finished: 2 });
+    expect(log.reads).toEqual(["seg-00000001.forge", "seg-00000002.forge"]);
+
+    expect(await count(log.dir, { readSegment: log.readSegment })).toEqual({ rollouts: 2, finished: 2 });
+    expect(log.reads).toHaveLength(2);
+
+    const manifest = await readManifest(join(log.dir, "parquet"));
+    expect(Object.keys(manifest.segments)).toEqual(["seg-00000001.forge", "seg-00000002.forge"]);
+    expect(manifest.segments["seg-00000001.forge"]!.records).toBe(3);
+    expect((await readdir(join(log.dir, "parquet", "rollout_records"))).sort()).toEqual(["seg-00000001.parquet", "seg-00000002.parquet"]);
+  });
+
+  test("the segment a live writer holds is re-read each run and compacted once closed", async () => {
+    const log = await fakeLog();
+    await log.addSegment(scored({ id: "r1", task: "A" }, "ok", 1));
+    await log.addSegment(scored({ id: "r2", task: "A" }, "ok", 1));
+    await writeFile(join(log.dir, "log", "LOCK"), `${process.pid}\n`);
+    expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(2);
+    expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(2);
+    expect(log.reads).toEqual(["seg-00000001.forge", "seg-00000002.forge", "seg-00000002.forge"]);
+    expect(Object.keys((await readManifest(join(log.dir, "parquet"))).segments)).toEqual(["seg-00000001.forge"]);
+    expect(await readdir(join(log.dir, "parquet", "rollout_records"))).toContain("seg-00000002.open.parquet");
+
+    await rm(join(log.dir, "log", "LOCK"));
+    expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(2);
+    expect((await readdir(join(log.dir, "parquet", "rollout_records"))).sort()).toEqual(["seg-00000001.parquet", "seg-00000002.parquet"]);
+    expect(log.reads).toHaveLength(4);
+  });
+});
+
+describe("--db", () => {
+  test("the database file holds the data, views and macros without the data dir", async () => {
+    const log = await fakeLog();
+    await log.addSegment([...scored({ id: "a", task: "A" }, "ok", 1), ...scored({ id: "b", task: "A", attempt: 1 }, "failed", 0)]);
+    (await openAnalytics(log.dir, { readSegment: log.readSegment })).close();
+    const out = await mkdtemp(join(tmpdir(), "forge-db-"));
+    const path = join(out, "forge.duckdb");
+    await writeDatabase(log.dir, path);
+    await rm(log.dir, { recursive: true, force: true });
+    const instance = await DuckDBInstance.create(path);
+    const connection = await instance.connect();
+    try {
+      const rows = await queryRows(connection, "SELECT task_id, n, c, pass_at_k(n, c, 1) AS p1, pass_hat_k(n, c, 2) AS h2 FROM tasks");
+      expect(rows).toEqual([{ task_id: "A", n: 2, c: 1, p1: 0.5, h2: 0 }]);
+      const views = await queryRows(connection, "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY view_name");
+      expect(views.map((v) => v.view_name)).toEqual(["call_bodies", "calls", "rollout_behaviour", "rollouts", "tasks", "tool_calls"]);
+      expect(await queryRows(connection, "SELECT count(*) AS n FROM samples")).toEqual([{ n: 0 }]);
+    } finally {
+      connection.closeSync();
+      instance.closeSync();
+      await rm(out, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("forge analyze", () => {
+  test("an empty data dir gives empty results, not an error", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "forge-empty-"));
+    const lines: string[] = [];
+    const log = console.log;
+    console.log = (line: string) => lines.push(line);
+    try {
+      expect(await analyzeCommand(["--data", dir, "--json", "--k", "1,5"])).toBe(0);
+    } finally {
+      console.log = log;
+      await rm(dir, { recursive: true, force: true });
+    }
+    const analysis = JSON.parse(lines.join("\n"));
+    expect(analysis.totals.rollouts).toBe(0);
+    expect(analysis.pass).toEqual([]);
+    expect(analysis.options).toEqual({ by: [], ks: [1, 5], convention: "unbiased", threshold: 1 });
+  });
+
+  test("bad usage names the flag", async () => {
+    await expect(analyzeCommand([])).rejects.toThrow(/--data DIR is required/);
+    await expect(analyzeCommand(["--data", "/", "--by", "color"])).rejects.toThrow(UsageError);
+    await expect(analyzeCommand(["--data", "/", "--convention", "best"])).rejects.toThrow(/--convention must be unbiased or claw/);
+    await expect(analyzeCommand(["--data", "/", "--k", "0"])).rejects.toThrow(/--k must be positive integers/);
+    await expect(analyzeCommand(["--data", "/nonexistent-forge-dir"])).rejects.toThrow(/no such directory/);
+  });
+});
