@@ -76,10 +76,13 @@ export function passKSql({ by, ks, convention }: PassOptions): string {
         : `avg(claw_pass_at_k(s${k}, ${k})) AS "pass@${k}", avg(claw_pass_hat_k(s${k}, ${k})) AS "pass^${k}", count(*) AS "tasks_scored@${k}"`,
     )
     .join(",\n       ");
-  const firstK = ks.map((k) => `, count(*) FILTER (WHERE success AND trial <= ${k}) AS s${k}`).join("");
-  return `WITH trials AS (
-  SELECT *, CASE WHEN valid THEN row_number() OVER (PARTITION BY ${partition}, valid ORDER BY attempt, created_unix_ms, rollout_id) END AS trial
-  FROM rollouts),
+  const firstK = convention === "claw" ? ks.map((k) => `, count(*) FILTER (WHERE success AND trial <= ${k}) AS s${k}`).join("") : "";
+  // Only Claw-Eval needs each rollout's trial number; the window sort is the costly part.
+  const trials =
+    convention === "claw"
+      ? `SELECT *, CASE WHEN valid THEN row_number() OVER (PARTITION BY ${partition}, valid ORDER BY attempt, created_unix_ms, rollout_id) END AS trial FROM rollouts`
+      : "SELECT * FROM rollouts";
+  return `WITH trials AS (${trials}),
 per_task AS (
   SELECT ${partition}, count(*) FILTER (WHERE valid) AS n, count(*) FILTER (WHERE success) AS c,
          sum(reward) FILTER (WHERE valid) AS reward_sum,
