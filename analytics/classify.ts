@@ -88,6 +88,8 @@ export function classifyTool(name: string, argumentsJson: string): ToolKind {
 export function resultLooksLikeError(text: string): boolean {
   const exit = /(?:"exit_code"\s*:\s*|exit code:?\s*|exit status\s+|exited with code\s+)(-?\d+)/i.exec(text);
   if (exit) return Number(exit[1]) !== 0;
+  // A shell that could not start the program says so on its first line.
+  if (/^[^\n]*: command not found/.test(text)) return true;
   return /^\s*(error\b|Error:|\[error\]|traceback \(most recent call last\)|fatal:|command not found|permission denied|no such file or directory|<tool_use_error>)/i.test(text);
 }
 

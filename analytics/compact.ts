@@ -76,7 +76,9 @@ export async function listSegments(logDir: string): Promise<SegmentInfo[]> {
  * the segment is linked alone into a scratch directory so that nothing else is read.
  */
 export const recorderSegmentReader: SegmentReader = async function* (logDir, segment) {
-  const { readRecords } = (await import("../proxy/index.ts")) as {
+  // Loaded on first use (and by URL, so the type checker does not require the proxy area):
+  // an analysis of already-compacted parquet never loads the proxy.
+  const { readRecords } = (await import(new URL("../proxy/index.ts", import.meta.url).href)) as {
     readRecords?: (dir: string) => AsyncIterable<{ record: Record }>;
   };
   if (typeof readRecords !== "function") {

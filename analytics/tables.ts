@@ -100,7 +100,7 @@ export type TableName = keyof typeof tables;
 export const tableNames = Object.keys(tables) as TableName[];
 
 /** `CREATE TABLE` for one of the compacted tables. */
-export function createTableSql(name: TableName, as = name): string {
+export function createTableSql(name: TableName, as: string = name): string {
   const columns = tables[name].map(([column, type]) => `"${column}" ${type}`).join(", ");
   return `CREATE OR REPLACE TABLE "${as}" (${columns})`;
 }
