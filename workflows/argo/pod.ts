@@ -1,0 +1,323 @@
+/**
+ * The steps that run inside the workflow's pods (`bun workflows/argo/step.ts STEP …`): they
+ * talk to the proxy's control API over HTTP (docs/contracts.md) and to the Kubernetes API
+ * with the pod's service account. Exit code 75 (EX_TEMPFAIL) marks an infrastructure error,
+ * the only kind the rollout template retries.
+ */
+import { spawn } from "node:child_process";
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Experiment } from "../../schemas/experiment.ts";
+import { harnessInvocation, type HarnessInvocation, type Registration } from "./harness.ts";
+import { annotateWorkflow } from "./kube.ts";
+import { ANNOTATION_DESCRIPTION, ANNOTATION_PASS_RATE } from "./names.ts";
+import { loadTask } from "./task.ts";
+import { INFRA_EXIT_CODE } from "./workflow.ts";
+
+/** An error the step cannot fix by itself and a retry of the pod may: exits 75. */
+export class InfraError extends Error {
+  override name = "InfraError";
+}
+
+type RolloutIds = { rolloutId: string; taskId: string; iteration: number; attempt: number; group: string };
+
+function adminToken(): string {
+  const token = process.env.FORGE_ADMIN_TOKEN;
+  if (!token) throw new Error("FORGE_ADMIN_TOKEN is not set (the experiment's admin Secret; forge submit creates it)");
+  return token;
+}
+
+/** POST to the proxy's control API; network errors and 5xx are infrastructure errors. */
+export async function control(proxy: string, path: string, body: unknown): Promise<unknown> {
+  let response: Response;
+  try {
+    response = await fetch(`${proxy}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${adminToken()}` },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+  } catch (error) {
+    throw new InfraError(`proxy ${proxy}${path} unreachable: ${(error as Error).message}`);
+  }
+  const text = await response.text();
+  if (response.status >= 500) throw new InfraError(`proxy ${path}: HTTP ${response.status}: ${text}`);
+  if (!response.ok) throw new Error(`proxy ${path}: HTTP ${response.status}: ${text}`);
+  return text ? JSON.parse(text) : {};
+}
+
+function writeTree(root: string, files: Map<string, Uint8Array> | Record<string, string>) {
+  const entries = files instanceof Map ? [...files] : Object.entries(files);
+  for (const [path, content] of entries) {
+    const target = join(root, path);
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, content);
+  }
+}
+
+/**
+ * Registers the rollout with the proxy, stages the task's files into the workspace, and
+ * writes what the harness and verify containers need into the state directory.
+ */
+export async function registerStep(options: { experiment: Experiment; experimentDir: string; proxy: string; workspace: string; state: string } & RolloutIds) {
+  const { experiment } = options;
+  const task = loadTask(experiment, options.experimentDir, options.taskId);
+  const registration = (await control(options.proxy, "/control/rollouts", {
+    rollout_id: options.rolloutId,
+    experiment: experiment.metadata.name,
+    iteration: options.iteration,
+    task_id: options.taskId,
+    group: options.group,
+    attempt: options.attempt,
+    harness: experiment.spec.harness.name,
+  })) as Registration;
+  writeTree(options.workspace, task.files);
+  const home = join(options.state, "home");
+  mkdirSync(home, { recursive: true });
+  const invocation = await harnessInvocation({ experiment, registration, instruction: task.instruction, workspace: options.workspace, home });
+  writeFileSync(join(options.state, "instruction.md"), task.instruction);
+  writeFileSync(join(options.state, "harness.json"), JSON.stringify(invocation));
+  writeFileSync(join(options.state, "rollout.json"), JSON.stringify({ ...options, experiment: undefined, registration }));
+  console.log(`registered ${registration.rollout_id} (task ${options.taskId}, policy version ${registration.policy_version ?? "?"})`);
+}
+
+export type HarnessOutcome = { exit_code: number | null; signal: string | null; timed_out: boolean; duration_ms: number; error?: string };
+
+/** Runs `command` as its own process group; on timeout the whole group is killed. */
+export function runGroup(command: string[], options: { cwd: string; env: Record<string, string>; timeoutMs: number; log: string }): Promise<HarnessOutcome> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const log = createWriteStream(options.log);
+    const child = spawn(command[0]!, command.slice(1), { cwd: options.cwd, env: options.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", (chunk) => (process.stdout.write(chunk), log.write(chunk)));
+    child.stderr.on("data", (chunk) => (process.stderr.write(chunk), log.write(chunk)));
+    let timedOut = false;
+    const kill = (signal: NodeJS.Signals) => {
+      try {
+        process.kill(-child.pid!, signal);
+      } catch {}
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill("SIGTERM");
+      setTimeout(() => kill("SIGKILL"), 10_000).unref();
+    }, options.timeoutMs);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      log.end();
+      resolve({ exit_code: null, signal: null, timed_out: false, duration_ms: Date.now() - started, error: error.message });
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      log.end();
+      resolve({ exit_code: code, signal, timed_out: timedOut, duration_ms: Date.now() - started });
+    });
+  });
+}
+
+/** The harness container: runs the prepared invocation with the timeout; always exits 0 so verify runs. */
+export async function harnessStep(options: { state: string; workspace: string; timeoutSeconds: number }) {
+  const invocation = JSON.parse(readFileSync(join(options.state, "harness.json"), "utf8")) as HarnessInvocation;
+  // Config files are written here, not in the register container: only the volumes are shared.
+  writeTree("/", invocation.files);
+  const { FORGE_ADMIN_TOKEN: _never, ...inherited } = process.env as Record<string, string>;
+  const outcome =
+    invocation.command.length === 0
+      ? { exit_code: null, signal: null, timed_out: false, duration_ms: 0, error: "empty harness command" }
+      : await runGroup(invocation.command, {
+          cwd: options.workspace,
+          env: { ...inherited, ...invocation.env },
+          timeoutMs: options.timeoutSeconds * 1000,
+          log: join(options.state, "harness.log"),
+        });
+  writeFileSync(join(options.state, "harness-result.json"), JSON.stringify(outcome));
+  console.log(`harness ${outcome.timed_out ? "timed out" : `exited ${outcome.exit_code ?? outcome.error}`} after ${outcome.duration_ms} ms`);
+}
+
+/** Reads the verifier's reward: reward.json `{reward}` or reward.txt, else the exit code (0 → 1). */
+export function readReward(workspace: string, exitCode: number | null): number {
+  for (const dir of [workspace, join(workspace, "tests"), "/logs/verifier"]) {
+    const json = join(dir, "reward.json");
+    if (existsSync(json)) {
+      const value = JSON.parse(readFileSync(json, "utf8")) as { reward?: number } | number;
+      const reward = typeof value === "number" ? value : value.reward;
+      if (typeof reward === "number" && Number.isFinite(reward)) return reward;
+    }
+    const txt = join(dir, "reward.txt");
+    if (existsSync(txt)) {
+      const reward = Number(readFileSync(txt, "utf8").trim());
+      if (Number.isFinite(reward)) return reward;
+    }
+  }
+  return exitCode === 0 ? 1 : 0;
+}
+
+/** The verify container: runs the task's verifier in the workspace and reports to the proxy. */
+export async function verifyStep(options: { experiment: Experiment; experimentDir: string; proxy: string; workspace: string; state: string } & RolloutIds) {
+  const { experiment } = options;
+  const task = loadTask(experiment, options.experimentDir, options.taskId);
+  const harness = JSON.parse(readFileSync(join(options.state, "harness-result.json"), "utf8")) as HarnessOutcome;
+  writeTree(join(options.workspace, "tests"), task.testFiles);
+  let reward = 0;
+  let verifierOutput = "";
+  const env = { ...(process.env as Record<string, string>), FORGE_ADMIN_TOKEN: "" };
+  if (task.testFiles.has("test.sh") || task.testScript) {
+    const command = task.testScript ? ["bash", "-c", task.testScript] : ["bash", "tests/test.sh"];
+    const outcome = await runGroup(command, { cwd: options.workspace, env, timeoutMs: 600_000, log: join(options.state, "verifier.log") });
+    verifierOutput = readFileSync(join(options.state, "verifier.log"), "utf8").slice(-4000);
+    reward = outcome.timed_out ? 0 : readReward(options.workspace, outcome.exit_code);
+  } else if (task.expected !== undefined) {
+    const log = existsSync(join(options.state, "harness.log")) ? readFileSync(join(options.state, "harness.log"), "utf8") : "";
+    reward = log.includes(task.expected) ? 1 : 0;
+    verifierOutput = `expected ${JSON.stringify(task.expected)} ${reward ? "found" : "not found"} in the harness output`;
+  } else {
+    verifierOutput = "task has no verifier (tests/test.sh, test or expected)";
+  }
+  const status = harness.error ? "infra_error" : harness.timed_out ? "timeout" : harness.exit_code === 0 ? "ok" : "failed";
+  await control(options.proxy, `/control/rollouts/${encodeURIComponent(options.rolloutId)}/finish`, {
+    reward,
+    status,
+    verifier_output: verifierOutput,
+    ...(harness.error ? { error: harness.error } : {}),
+    metrics: { harness_exit_code: harness.exit_code ?? -1, harness_duration_ms: harness.duration_ms },
+  });
+  const passed = status !== "infra_error" && reward >= experiment.spec.metrics.passThreshold;
+  const result = { rollout_id: options.rolloutId, task_id: options.taskId, reward, status, passed };
+  writeFileSync(join(options.state, "result.json"), JSON.stringify(result));
+  console.log(JSON.stringify(result));
+  // A harness that could not start is the image's fault, not the policy's: let Argo retry.
+  if (harness.error) throw new InfraError(`harness did not start: ${harness.error}`);
+}
+
+export type IterationReport = { iteration: number; rollouts: number; scored: number; passed: number; infraErrors: number; passRate: number; meanReward: number };
+
+/**
+ * Aggregates the rollouts' results. Argo hands the fanned-out output parameters over as a JSON
+ * list whose items may be JSON strings or objects. Infra errors are left out of the pass rate.
+ *
+ * @example
+ * summarizeResults('[{"reward":1,"status":"ok","passed":true}]', 0).passRate // 1
+ */
+export function summarizeResults(raw: string, iteration: number): IterationReport {
+  const list = JSON.parse(raw || "[]") as unknown[];
+  const results = list.map((item) => (typeof item === "string" ? JSON.parse(item) : item) as { reward?: number; status?: string; passed?: boolean });
+  const scored = results.filter((r) => r.status !== "infra_error");
+  const passed = scored.filter((r) => r.passed).length;
+  const meanReward = scored.length ? scored.reduce((sum, r) => sum + (r.reward ?? 0), 0) / scored.length : 0;
+  return {
+    iteration,
+    rollouts: results.length,
+    scored: scored.length,
+    passed,
+    infraErrors: results.length - scored.length,
+    passRate: scored.length ? passed / scored.length : 0,
+    meanReward,
+  };
+}
+
+/** In-cluster config for the steps that annotate the workflow; null outside a cluster. */
+function inClusterConfig(): KubeConfig | null {
+  try {
+    const kc = new KubeConfig();
+    kc.loadFromDefault();
+    return kc.getCurrentCluster() ? kc : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The report step: pass rate of the iteration, onto the workflow's annotations (for the Argo UI). */
+export async function reportStep(options: { results: string; iteration: number; workflow: string; namespace: string; out: string }) {
+  const report = summarizeResults(readFileSync(options.results, "utf8"), options.iteration);
+  const rate = report.passRate.toFixed(3);
+  writeFileSync(options.out, rate);
+  console.log(JSON.stringify(report));
+  const kc = inClusterConfig();
+  if (!kc) return;
+  try {
+    await annotateWorkflow(kc, options.namespace, options.workflow, {
+      [ANNOTATION_PASS_RATE]: rate,
+      [`${ANNOTATION_PASS_RATE}.iteration-${options.iteration}`]: rate,
+      [ANNOTATION_DESCRIPTION]: `iteration ${options.iteration}: pass rate ${rate} (${report.passed}/${report.scored} passed, ${report.infraErrors} infra errors), mean reward ${report.meanReward.toFixed(3)}`,
+    });
+  } catch (error) {
+    // The numbers are in the step's output parameter either way; the annotation is for the UI.
+    console.error(`could not annotate workflow ${options.workflow}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Weight sync: pause the proxy (drain in-flight calls), load the new checkpoint into every
+ * inference server, resume with the new policy version. If loading fails the proxy is resumed
+ * on the old version before the step fails, so a failed sync never leaves rollouts stalled.
+ */
+export async function syncStep(options: {
+  proxy: string;
+  strategy: string;
+  checkpoint: string;
+  policyVersion: number;
+  servers: string[];
+  deployment?: string;
+  namespace: string;
+  timeoutSeconds?: number;
+}) {
+  await control(options.proxy, "/control/pause", { timeout_ms: (options.timeoutSeconds ?? 600) * 1000 });
+  let loaded = false;
+  try {
+    if (options.strategy === "update-from-disk") {
+      if (options.servers.length === 0) throw new Error("weight sync update-from-disk needs spec.training.weightSync.servers or spec.policy.upstreams");
+      for (const server of options.servers) {
+        // SGLang's endpoint (vLLM serves the same path with its dev weight-update extension).
+        const response = await fetch(`${server.replace(/\/v1\/?$/, "")}/update_weights_from_disk`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model_path: options.checkpoint }),
+        });
+        if (!response.ok) throw new Error(`${server}: update_weights_from_disk HTTP ${response.status}: ${await response.text()}`);
+        console.log(`loaded ${options.checkpoint} into ${server}`);
+      }
+    } else if (options.strategy === "restart") {
+      if (!options.deployment) throw new Error("weight sync restart needs spec.training.weightSync.deployment");
+      const kc = inClusterConfig();
+      if (!kc) throw new Error("weight sync restart must run inside the cluster");
+      const { AppsV1Api, PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
+      const apps = kc.makeApiClient(AppsV1Api);
+      await apps.patchNamespacedDeployment(
+        {
+          name: options.deployment,
+          namespace: options.namespace,
+          body: { spec: { template: { metadata: { annotations: { "openforge.dev/policy-version": String(options.policyVersion), "openforge.dev/checkpoint": options.checkpoint } } } } },
+        },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+      const deadline = Date.now() + (options.timeoutSeconds ?? 600) * 1000;
+      for (;;) {
+        const d = await apps.readNamespacedDeployment({ name: options.deployment, namespace: options.namespace });
+        const want = d.spec?.replicas ?? 1;
+        if ((d.status?.updatedReplicas ?? 0) >= want && (d.status?.readyReplicas ?? 0) >= want && (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0)) break;
+        if (Date.now() > deadline) throw new Error(`deployment ${options.deployment} did not become ready in time`);
+        await Bun.sleep(5000);
+      }
+    }
+    loaded = true;
+  } finally {
+    await control(options.proxy, "/control/resume", { policy_version: loaded ? options.policyVersion : options.policyVersion - 1 });
+  }
+  console.log(`proxy resumed at policy version ${options.policyVersion}`);
+}
+
+/** The exit handler: the final state onto the workflow's description. */
+export async function exitStep(options: { workflow: string; namespace: string; status: string; duration: string }) {
+  const kc = inClusterConfig();
+  const line = `${options.status} after ${Math.round(Number(options.duration) || 0)} s`;
+  console.log(`workflow ${options.workflow}: ${line}`);
+  if (!kc) return;
+  try {
+    await annotateWorkflow(kc, options.namespace, options.workflow, { "openforge.dev/final-status": line });
+  } catch (error) {
+    console.error(`could not annotate workflow ${options.workflow}: ${(error as Error).message}`);
+  }
+}
+
+export { INFRA_EXIT_CODE };

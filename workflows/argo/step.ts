@@ -1,0 +1,118 @@
+#!/usr/bin/env bun
+/**
+ * Entry point of the workflow's pods: `bun workflows/argo/step.ts STEP [flags]`, with STEP one
+ * of plan | register | harness | verify | report | sync | exit (see workflows/argo/pod.ts).
+ * Not a `forge` subcommand because only the rendered pods call it. Exit codes: 0 done,
+ * 1 failed, 2 bad usage, 75 infrastructure error (retried by the rollout template).
+ */
+import { dirname } from "node:path";
+import { parseArgs } from "node:util";
+import { parseExperimentFile } from "../../schemas/experiment.ts";
+import { listTaskIds, planRollouts } from "./plan.ts";
+import { exitStep, harnessStep, InfraError, registerStep, reportStep, syncStep, verifyStep } from "./pod.ts";
+import { INFRA_EXIT_CODE } from "./workflow.ts";
+
+const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|report|sync|exit [flags]`;
+
+const options = {
+  experiment: { type: "string" },
+  run: { type: "string" },
+  iteration: { type: "string" },
+  proxy: { type: "string" },
+  workspace: { type: "string", default: "/workspace" },
+  state: { type: "string", default: "/forge" },
+  "rollout-id": { type: "string" },
+  task: { type: "string" },
+  attempt: { type: "string", default: "0" },
+  group: { type: "string" },
+  "timeout-seconds": { type: "string" },
+  sandbox: { type: "string" },
+  results: { type: "string" },
+  "pass-threshold": { type: "string" },
+  workflow: { type: "string" },
+  namespace: { type: "string" },
+  out: { type: "string" },
+  strategy: { type: "string" },
+  checkpoint: { type: "string" },
+  "policy-version": { type: "string" },
+  server: { type: "string", multiple: true },
+  deployment: { type: "string" },
+  status: { type: "string" },
+  duration: { type: "string" },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>["values"];
+
+function need(values: Values, name: keyof Values): string {
+  const value = values[name];
+  if (typeof value !== "string" || value === "") throw new UsageErrorLocal(`--${name} is required`);
+  return value;
+}
+
+class UsageErrorLocal extends Error {}
+
+function ids(values: Values) {
+  return {
+    rolloutId: need(values, "rollout-id"),
+    taskId: need(values, "task"),
+    iteration: Number(need(values, "iteration")),
+    attempt: Number(values.attempt ?? 0),
+    group: values.group ?? `${values.task}@i${values.iteration}`,
+  };
+}
+
+/** Runs one step; returns the exit code. */
+export async function runStep(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  const step = positionals[0];
+  try {
+    switch (step) {
+      case "plan": {
+        const file = need(values, "experiment");
+        const experiment = parseExperimentFile(file);
+        const plan = planRollouts({ run: need(values, "run"), taskIds: listTaskIds(experiment, dirname(file)), k: experiment.spec.rollouts.k, iteration: Number(need(values, "iteration")) });
+        process.stdout.write(JSON.stringify(plan));
+        return 0;
+      }
+      case "register":
+      case "verify": {
+        const file = need(values, "experiment");
+        const common = { experiment: parseExperimentFile(file), experimentDir: dirname(file), proxy: need(values, "proxy"), workspace: values.workspace!, state: values.state!, ...ids(values) };
+        await (step === "register" ? registerStep(common) : verifyStep(common));
+        return 0;
+      }
+      case "harness":
+        await harnessStep({ state: values.state!, workspace: values.workspace!, timeoutSeconds: Number(need(values, "timeout-seconds")) });
+        return 0;
+      case "report":
+        await reportStep({ results: need(values, "results"), iteration: Number(need(values, "iteration")), workflow: need(values, "workflow"), namespace: need(values, "namespace"), out: need(values, "out") });
+        return 0;
+      case "sync":
+        await syncStep({
+          proxy: need(values, "proxy"),
+          strategy: need(values, "strategy"),
+          checkpoint: need(values, "checkpoint"),
+          policyVersion: Number(need(values, "policy-version")),
+          servers: values.server ?? [],
+          deployment: values.deployment,
+          namespace: need(values, "namespace"),
+        });
+        return 0;
+      case "exit":
+        await exitStep({ workflow: need(values, "workflow"), namespace: need(values, "namespace"), status: need(values, "status"), duration: values.duration ?? "0" });
+        return 0;
+      default:
+        console.error(`unknown step "${step ?? ""}"\n${USAGE}`);
+        return 2;
+    }
+  } catch (error) {
+    if (error instanceof UsageErrorLocal) {
+      console.error(`step ${step}: ${error.message}\n${USAGE}`);
+      return 2;
+    }
+    console.error(`step ${step}: ${(error as Error).message}`);
+    return error instanceof InfraError ? INFRA_EXIT_CODE : 1;
+  }
+}
+
+if (import.meta.main) process.exitCode = await runStep(process.argv.slice(2));
