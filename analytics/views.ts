@@ -92,12 +92,14 @@ export const viewSql: readonly string[] = [
      SELECT tc.rollout_id, count(*) AS checks_after_edit FROM tc JOIN last_edit USING (rollout_id)
      WHERE tc.ordinal > last_edit.last_edit AND (tc.kind IN ('test', 'read') OR (tc.kind = 'shell' AND tc.has_result))
      GROUP BY tc.rollout_id),
+   -- An error is recovered when the same tool later succeeds, i.e. the tool's last success comes after it.
    errors AS (
-     SELECT e.rollout_id, count(*) AS tool_errors,
-            count(*) FILTER (WHERE EXISTS (
-              SELECT 1 FROM tc later WHERE later.rollout_id = e.rollout_id AND later.tool_name = e.tool_name
-                AND later.ordinal > e.ordinal AND later.has_result AND NOT later.is_error)) AS errors_recovered
-     FROM tc e WHERE e.is_error GROUP BY e.rollout_id),
+     SELECT rollout_id, count(*) AS tool_errors, count(*) FILTER (WHERE last_success > ordinal) AS errors_recovered
+     FROM (
+       SELECT rollout_id, ordinal, is_error,
+              max(CASE WHEN has_result AND NOT is_error THEN ordinal END) OVER (PARTITION BY rollout_id, tool_name) AS last_success
+       FROM tc)
+     WHERE is_error GROUP BY rollout_id),
    plans AS (
      SELECT rollout_id, arg_max(share(plan_completed, plan_total), ordinal) AS plan_completion
      FROM tc WHERE plan_total IS NOT NULL AND plan_total > 0 GROUP BY rollout_id),
