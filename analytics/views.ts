@@ -10,16 +10,24 @@ import { sqlString } from "./compact.ts";
 import { macroSql } from "./macros.ts";
 import { emptySelectSql, tableNames, tables, type Column } from "./tables.ts";
 
-/** Columns of `samples` when no trajectory export exists (the veRL batch layout of `forge export`). */
+/**
+ * Columns of `samples` when no trajectory export exists: the veRL batch of `forge export
+ * --format verl` (issue 4: token columns, `uid` = GRPO group, rollout/task/group/policy version).
+ * When exports exist their own columns are used (`union_by_name` across files).
+ */
 export const sampleColumns: readonly (readonly [string, string])[] = [
+  ["uid", "VARCHAR"],
+  ["data_source", "VARCHAR"],
   ["rollout_id", "VARCHAR"],
   ["task_id", "VARCHAR"],
-  ["sample_index", "INTEGER"],
+  ["group_id", "VARCHAR"],
+  ["policy_version", "INTEGER"],
   ["prompt_ids", "INTEGER[]"],
   ["response_ids", "INTEGER[]"],
   ["response_mask", "INTEGER[]"],
-  ["old_log_probs", "DOUBLE[]"],
+  ["response_logprobs", "DOUBLE[]"],
   ["reward", "DOUBLE"],
+  ["num_turns", "INTEGER"],
 ];
 
 function hasParquet(dir: string): boolean {

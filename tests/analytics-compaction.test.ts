@@ -4,7 +4,7 @@
  * the `--db` file works on its own; the CLI on an empty data dir.
  */
 import { describe, expect, test } from "bun:test";
-import { readdir, rm, writeFile, mkdtemp } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -114,5 +114,30 @@ describe("forge analyze", () => {
     await expect(analyzeCommand(["--data", "/", "--convention", "best"])).rejects.toThrow(/--convention must be unbiased or claw/);
     await expect(analyzeCommand(["--data", "/", "--k", "0"])).rejects.toThrow(/--k must be positive integers/);
     await expect(analyzeCommand(["--data", "/nonexistent-forge-dir"])).rejects.toThrow(/no such directory/);
+  });
+});
+
+describe("samples", () => {
+  test("reads DIR/exports/*.parquet when present, else is empty with the veRL columns", async () => {
+    const log = await fakeLog();
+    const empty = await openAnalytics(log.dir, { readSegment: log.readSegment });
+    try {
+      const columns = await queryRows(empty.connection, "SELECT column_name FROM (DESCRIBE samples)");
+      expect(columns.map((c) => c.column_name)).toContain("response_mask");
+      expect(await queryRows(empty.connection, "SELECT count(*) AS n FROM samples")).toEqual([{ n: 0 }]);
+      await mkdir(join(log.dir, "exports"));
+      await empty.connection.run(
+        `COPY (SELECT 'g1' AS uid, 'r1' AS rollout_id, [1, 2] AS prompt_ids, [3] AS response_ids, [1] AS response_mask, 1.0 AS reward)
+         TO '${join(log.dir, "exports", "batch.parquet")}' (FORMAT parquet)`,
+      );
+    } finally {
+      empty.close();
+    }
+    const full = await openAnalytics(log.dir, { readSegment: log.readSegment });
+    try {
+      expect(await queryRows(full.connection, "SELECT uid, response_ids FROM samples")).toEqual([{ uid: "g1", response_ids: [3] }]);
+    } finally {
+      full.close();
+    }
   });
 });
