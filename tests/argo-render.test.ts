@@ -1,0 +1,226 @@
+/**
+ * Every object `forge render` produces validates against the Argo Workflows CRD schema and
+ * the Kubernetes OpenAPI schema (the models' validate()), has the workflow shape of
+ * docs/argo.md, and renders byte-identically twice.
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse, parseAllDocuments } from "yaml";
+import { Workflow, WorkflowTemplate } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1";
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
+import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
+import { Service } from "kubernetes-models/v1/Service";
+import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
+import { parseExperimentFile, parseExperimentText } from "../schemas/experiment.ts";
+import { manifestsToYaml, renderExperiment, type KubeObject } from "../workflows/argo/render.ts";
+
+const FIXTURE = join(import.meta.dir, "..", "workflows", "argo", "fixtures", "experiment.yaml");
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  ServiceAccount,
+  Role,
+  RoleBinding,
+  PersistentVolumeClaim,
+  ConfigMap,
+  Deployment,
+  Service,
+  NetworkPolicy,
+  WorkflowTemplate,
+  Workflow,
+};
+
+type AnyTemplate = Record<string, any>;
+const render = (path = FIXTURE, namespace = "forge") => renderExperiment(parseExperimentFile(path), { namespace, experimentPath: path });
+const byKind = (objects: KubeObject[], kind: string) => objects.find((o) => o.kind === kind) as any;
+const templates = (objects: KubeObject[]) => byKind(objects, "WorkflowTemplate").spec.templates as AnyTemplate[];
+const template = (objects: KubeObject[], name: string) => templates(objects).find((t) => t.name === name)!;
+
+function writeExperiment(yaml: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "forge-argo-"));
+  writeFileSync(join(dir, "experiment.yaml"), yaml);
+  return join(dir, "experiment.yaml");
+}
+
+describe("forge render", () => {
+  test("every object validates against its schema, read back from the YAML", () => {
+    const objects = render();
+    expect(objects.map((o) => o.kind)).toEqual(Object.keys(MODELS));
+    const documents = parseAllDocuments(manifestsToYaml(objects)).map((d) => d.toJS());
+    expect(documents).toEqual(objects as unknown[]);
+    for (const document of documents) {
+      const Model = MODELS[document.kind]!;
+      expect(() => new Model(document as never).validate()).not.toThrow();
+      expect(document.metadata.namespace).toBe("forge");
+      expect(document.metadata.labels["openforge.dev/experiment"]).toBe("argo-fixture");
+    }
+  });
+
+  test("the validator is real: a broken Workflow is rejected", () => {
+    const workflow = structuredClone(byKind(render(), "WorkflowTemplate"));
+    workflow.spec.templates[0].parallelism = "lots";
+    expect(() => new WorkflowTemplate(workflow).validate()).toThrow(/parallelism/);
+  });
+
+  test("renders byte-identically, and a changed experiment gets a new Workflow name", () => {
+    expect(manifestsToYaml(render())).toBe(manifestsToYaml(render()));
+    const a = byKind(render(), "Workflow").metadata.name;
+    const changed = writeExperiment(
+      `apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: argo-fixture}\nspec:\n  policy: {model: m}\n  harness: {name: codex}\n  environment: {tasks: [{id: t, instruction: x}]}\n`,
+    );
+    expect(byKind(render(changed), "Workflow").metadata.name).not.toBe(a);
+    expect(a).toMatch(/^argo-fixture-[0-9a-f]{8}$/);
+  });
+
+  test("iterations: one DAG per iteration, chained, each plan → withParam rollouts → report → export → train → sync", () => {
+    const objects = render();
+    const entry = template(objects, "experiment");
+    expect(byKind(objects, "WorkflowTemplate").spec.entrypoint).toBe("experiment");
+    expect(entry.dag.tasks.map((t: AnyTemplate) => [t.name, t.dependencies ?? []])).toEqual([
+      ["iteration-0", []],
+      ["iteration-1", ["iteration-0"]],
+    ]);
+    const iteration = template(objects, "iteration-1");
+    expect(iteration.parallelism).toBe(16);
+    expect(iteration.dag.tasks.map((t: AnyTemplate) => `${t.name}<${(t.dependencies ?? []).join(",")}`)).toEqual([
+      "plan<",
+      "rollouts<plan",
+      "report<rollouts",
+      "export<report",
+      "train<export",
+      "sync<train",
+    ]);
+    const rollouts = iteration.dag.tasks[1];
+    expect(rollouts.withParam).toBe("{{tasks.plan.outputs.result}}");
+    expect(rollouts.continueOn).toEqual({ failed: true, error: true });
+    const sync = iteration.dag.tasks[5];
+    expect(sync.arguments.parameters).toContainEqual({ name: "policy-version", value: "2" });
+    expect(sync.arguments.parameters).toContainEqual({ name: "checkpoint", value: "/data/checkpoints/{{workflow.name}}/global_step_2/actor/huggingface" });
+  });
+
+  test("the rollout pod: harness + verifier, proxy env via registration, resources, deadline, infra-only retries", () => {
+    const rollout = template(render(), "rollout");
+    expect(rollout.metadata.labels["openforge.dev/role"]).toBe("rollout");
+    expect(rollout.activeDeadlineSeconds).toBe(600);
+    expect(rollout.retryStrategy).toMatchObject({ limit: 2, retryPolicy: "Always", expression: 'lastRetry.status == "Error" || lastRetry.exitCode == "75"' });
+    const [register, harness, verify] = rollout.containerSet.containers;
+    expect(register.args.slice(0, 1)).toEqual(["register"]);
+    expect(register.args).toContain("http://argo-fixture-proxy.forge.svc:8080");
+    expect(register.env).toEqual([{ name: "FORGE_ADMIN_TOKEN", valueFrom: { secretKeyRef: { name: "argo-fixture-admin", key: "token" } } }]);
+    // The harness never sees the admin token (it could report its own reward with it).
+    expect(harness.env).toBeUndefined();
+    expect(harness.dependencies).toEqual(["register"]);
+    expect(harness.resources).toEqual({ requests: { cpu: "1", memory: "1Gi" }, limits: { memory: "1Gi" } });
+    expect(harness.args).toEqual(["harness", "--state", "/forge", "--timeout-seconds", "300", "--sandbox", "auto"]);
+    expect(verify.name).toBe("main");
+    expect(verify.dependencies).toEqual(["harness"]);
+    expect(rollout.outputs.parameters[0]).toMatchObject({ name: "result", valueFrom: { path: "/forge/result.json" } });
+  });
+
+  test("the veRL step: GPUs, main_ppo with the experiment's overrides winning", () => {
+    const train = template(render(), "train-1");
+    expect(train.container.command).toEqual(["python3"]);
+    const args: string[] = train.container.args;
+    expect(args.slice(0, 2)).toEqual(["-m", "verl.trainer.main_ppo"]);
+    expect(args).toContain("algorithm.adv_estimator=grpo");
+    expect(args).toContain("trainer.total_training_steps=2");
+    expect(args).toContain("trainer.n_gpus_per_node=2");
+    expect(args).toContain("actor_rollout_ref.actor.optim.lr=1e-6");
+    expect(args.filter((a) => a.startsWith("trainer.save_freq="))).toEqual(["trainer.save_freq=1"]);
+    expect(args).toContain("data.train_files=/data/exports/{{workflow.name}}/iteration-1/batch.parquet");
+    expect(train.container.resources.limits).toEqual({ "nvidia.com/gpu": "2" });
+    expect(train.container.image).toBe("verlai/verl:vllm011.latest");
+  });
+
+  test("export, weight sync, report, exit handler and podGC use the project's real commands", () => {
+    const objects = render();
+    const spec = byKind(objects, "WorkflowTemplate").spec;
+    expect(spec.onExit).toBe("exit-handler");
+    expect(spec.podGC.strategy).toBe("OnPodSuccess");
+    const exported = template(objects, "export").container;
+    expect([...exported.command, ...exported.args].join(" ")).toBe(
+      "bun bin/forge.ts export --data /data --format verl --out /data/exports/{{workflow.name}}/iteration-{{inputs.parameters.iteration}}/batch.parquet",
+    );
+    const sync = template(objects, "sync").container.args;
+    expect(sync.slice(0, 5)).toEqual(["sync", "--proxy", "http://argo-fixture-proxy.forge.svc:8080", "--strategy", "update-from-disk"]);
+    expect(sync).toContain("http://vllm-1.inference:8000");
+    const report = template(objects, "report");
+    expect(report.inputs.artifacts[0].raw.data).toBe("{{inputs.parameters.results}}");
+    // Every bun command names a file of this repository, and every forge subcommand exists.
+    const forgeCommands = forgeSubcommands();
+    for (const t of templates(objects)) {
+      for (const c of [t.container, ...(t.containerSet?.containers ?? [])].filter(Boolean)) {
+        if (c.command[0] !== "bun") continue;
+        expect(existsSync(join(import.meta.dir, "..", c.command[1].replace(/^\/app\//, "")))).toBe(true);
+        if (c.command[1] === "bin/forge.ts") expect(forgeCommands).toContain(c.command[2]);
+      }
+    }
+    const proxy = byKind(objects, "Deployment").spec.template.spec.containers[0];
+    expect(forgeCommands).toContain(proxy.command[2]);
+  });
+
+  test("Argo UI: description, title, labels; commit becomes parameter and label", () => {
+    const path = FIXTURE;
+    const objects = renderExperiment(parseExperimentFile(path), { namespace: "forge", experimentPath: path, commit: "3f2a9c1" });
+    const workflow = byKind(objects, "Workflow");
+    expect(workflow.metadata.annotations["workflows.argoproj.io/description"]).toBe("command on Qwen/Qwen3-0.6B (train), ./tasks × k=4, 2 iterations");
+    expect(workflow.metadata.labels).toMatchObject({ "openforge.dev/experiment": "argo-fixture", "openforge.dev/commit": "3f2a9c1", team: "rl" });
+    expect(workflow.spec).toEqual({ workflowTemplateRef: { name: "argo-fixture" }, arguments: { parameters: [{ name: "commit", value: "3f2a9c1" }] } });
+    expect(template(objects, "iteration-0").metadata.labels["openforge.dev/iteration"]).toBe("0");
+  });
+
+  test("proxy: Deployment (Recreate, upstreams, token from the Secret), Service, NetworkPolicy to proxy + DNS only", () => {
+    const objects = render();
+    const deployment = byKind(objects, "Deployment");
+    expect(deployment.spec.strategy.type).toBe("Recreate");
+    expect(deployment.spec.template.spec.containers).toHaveLength(1);
+    expect(deployment.spec.template.spec.containers[0].args).toEqual([
+      "--listen", "0.0.0.0:8080", "--data", "/data", "--mode", "train",
+      "--upstream", "http://vllm-0.inference:8000", "--upstream", "http://vllm-1.inference:8000",
+      "--admin-token", "$(FORGE_ADMIN_TOKEN)",
+    ]);
+    expect(byKind(objects, "Service").spec.selector).toEqual(deployment.spec.selector.matchLabels);
+    const policy = byKind(objects, "NetworkPolicy").spec;
+    expect(policy.podSelector.matchLabels).toEqual({ "openforge.dev/experiment": "argo-fixture", "openforge.dev/role": "rollout" });
+    expect(policy.policyTypes).toEqual(["Ingress", "Egress"]);
+    expect(policy.egress[0].to[0].podSelector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
+    expect(policy.egress[1].ports).toEqual([{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }]);
+    const config = byKind(objects, "ConfigMap");
+    expect(Object.keys(config.data).sort()).toContain("tasks__count-lines__tests__test.sh");
+    expect(parse(config.data["experiment.yaml"]).spec.environment.tasks).toBe("tasks");
+    const volume = byKind(objects, "WorkflowTemplate").spec.volumes[1].configMap;
+    expect(volume.items).toContainEqual({ key: "tasks__count-lines__tests__test.sh", path: "tasks/count-lines/tests/test.sh" });
+  });
+
+  test("no upstream: the policy simulator runs beside the proxy; eval mode has no training steps", () => {
+    const path = writeExperiment(
+      `apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: evalonly}\nspec:\n  policy: {model: sim, simulator: {seed: 7}}\n  harness: {name: claude-code}\n  environment: {tasks: [{id: t1, instruction: "say hi", expected: hi}]}\n`,
+    );
+    const objects = render(path, "default");
+    const containers = byKind(objects, "Deployment").spec.template.spec.containers;
+    expect(containers.map((c: AnyTemplate) => c.name)).toEqual(["proxy", "policy-sim"]);
+    expect(containers[0].args).toContain("http://127.0.0.1:8000");
+    expect(containers[1].args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7"]);
+    const names = templates(objects).map((t) => t.name);
+    expect(names).toEqual(["experiment", "iteration-0", "plan", "rollout", "report", "exit-handler"]);
+    expect(template(objects, "rollout").containerSet.containers[1].image).toBe("ghcr.io/openforge/harness-claude-code:0.1.0");
+  });
+
+  test("task files too large for a ConfigMap: the error says what to do", () => {
+    const dir = mkdtempSync(join(tmpdir(), "forge-argo-big-"));
+    mkdirSync(join(dir, "tasks", "big"), { recursive: true });
+    writeFileSync(join(dir, "tasks", "big", "instruction.md"), "x".repeat(1024 * 1024));
+    writeFileSync(join(dir, "experiment.yaml"), `apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: big}\nspec:\n  policy: {model: m}\n  harness: {name: codex}\n  environment: {tasks: tasks}\n`);
+    expect(() => render(join(dir, "experiment.yaml"))).toThrow(/too large for a ConfigMap.*bake the tasks into spec\.environment\.image/);
+  });
+});
+
+/** The `forge` subcommands, read from the dispatcher's table (so a renamed command fails here). */
+function forgeSubcommands(): string[] {
+  const source = readFileSync(join(import.meta.dir, "..", "bin", "forge.ts"), "utf8");
+  return [...source.matchAll(/^\s+"?([a-z-]+)"?: \{ summary:/gm)].map((m) => m[1]!);
+}
