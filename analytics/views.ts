@@ -80,7 +80,9 @@ export const viewSql: readonly string[] = [
           res.call_seq AS result_seq, res.rollout_id IS NOT NULL AS has_result,
           coalesce(res.is_error, false) AS is_error, res.result_text
    FROM raw_tool_use_records u
-   LEFT JOIN res ON res.rollout_id = u.rollout_id AND res.tool_call_id = u.tool_call_id AND u.tool_call_id <> ''`,
+   -- Results with an empty id are never stored (rows.ts), so an id-less tool use matches nothing;
+   -- a filter on u here would turn the hash join into a nested loop.
+   LEFT JOIN res ON res.rollout_id = u.rollout_id AND res.tool_call_id = u.tool_call_id`,
   `CREATE OR REPLACE VIEW tasks AS
    SELECT experiment, task_id,
           count(*) AS rollouts,
