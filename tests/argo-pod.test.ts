@@ -1,0 +1,179 @@
+/**
+ * The steps the rendered pods run (`bun workflows/argo/step.ts …`), run here as the pods would
+ * run them, against a stand-in for the proxy's control API that follows docs/contracts.md
+ * (registration → base URLs and key; finish with reward and status; pause / resume).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { summarizeResults } from "../workflows/argo/pod.ts";
+
+const ROOT = join(import.meta.dir, "..");
+const FIXTURE = join(ROOT, "workflows", "argo", "fixtures", "experiment.yaml");
+const TOKEN = "admin-secret";
+
+type Call = { path: string; auth: string | null; body: any };
+let calls: Call[] = [];
+let failLoads = false;
+let proxy: ReturnType<typeof Bun.serve>;
+let inference: ReturnType<typeof Bun.serve>;
+
+beforeAll(() => {
+  proxy = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const url = new URL(request.url);
+      const body = await request.json().catch(() => null);
+      calls.push({ path: url.pathname, auth: request.headers.get("authorization"), body });
+      if (request.headers.get("authorization") !== `Bearer ${TOKEN}`) return Response.json({ error: "unauthorized" }, { status: 401 });
+      if (url.pathname === "/control/rollouts") {
+        const id = body.rollout_id;
+        const base = `http://${url.host}`;
+        return Response.json({ rollout_id: id, api_key: `key-${id}`, openai_base_url: `${base}/r/${id}/v1`, anthropic_base_url: `${base}/r/${id}`, policy_version: 0 }, { status: 201 });
+      }
+      return Response.json({ ok: true });
+    },
+  });
+  inference = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      calls.push({ path: `inference:${new URL(request.url).pathname}`, auth: null, body: await request.json() });
+      return failLoads ? new Response("no such checkpoint", { status: 400 }) : Response.json({ success: true });
+    },
+  });
+});
+afterAll(() => {
+  proxy.stop(true);
+  inference.stop(true);
+});
+
+async function step(args: string[], env: Record<string, string> = {}) {
+  const run = Bun.spawn(["bun", "workflows/argo/step.ts", ...args], { cwd: ROOT, stdout: "pipe", stderr: "pipe", env: { ...process.env, FORGE_ADMIN_TOKEN: TOKEN, ...env } });
+  const [stdout, stderr, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited]);
+  return { stdout, stderr, code };
+}
+
+/** register → harness → verify, as the three containers of the rollout pod. */
+async function rollout(experiment: string, task: string, options: { timeout?: string; proxyUrl?: string } = {}) {
+  const pod = mkdtempSync(join(tmpdir(), "forge-pod-"));
+  const workspace = join(pod, "workspace");
+  const state = join(pod, "forge");
+  mkdirSync(workspace);
+  mkdirSync(state);
+  const proxyUrl = options.proxyUrl ?? `http://127.0.0.1:${proxy.port}`;
+  const ids = ["--rollout-id", `run.i0.${task}.0`, "--task", task, "--iteration", "0", "--attempt", "0", "--group", `${task}@i0`];
+  const common = ["--experiment", experiment, "--proxy", proxyUrl, "--workspace", workspace, "--state", state, ...ids];
+  const register = await step(["register", ...common]);
+  if (register.code !== 0) return { register, workspace, state };
+  // The harness container has no admin token in its env; pass one anyway to prove it is dropped.
+  const harness = await step(["harness", "--state", state, "--workspace", workspace, "--timeout-seconds", options.timeout ?? "60"]);
+  const verify = await step(["verify", ...common]);
+  return { register, harness, verify, workspace, state, result: verify.code === 0 ? JSON.parse(readFileSync(join(state, "result.json"), "utf8")) : undefined };
+}
+
+describe("rollout pod steps", () => {
+  test("plan prints tasks × k as JSON for withParam", async () => {
+    const { stdout, code } = await step(["plan", "--experiment", FIXTURE, "--run", "run", "--iteration", "1"]);
+    expect(code).toBe(0);
+    const plan = JSON.parse(stdout);
+    expect(plan).toHaveLength(8);
+    expect(plan[0]).toEqual({ rollout_id: "run.i1.count-lines.0", task_id: "count-lines", attempt: "0", iteration: "1", group: "count-lines@i1" });
+    expect(plan.map((p: { task_id: string }) => p.task_id)).toEqual([...Array(4).fill("count-lines"), ...Array(4).fill("hello-file")]);
+  });
+
+  test("a directory task: registered, staged without its tests, harness run, verified, reported", async () => {
+    calls = [];
+    const { result, workspace, verify } = await rollout(FIXTURE, "count-lines");
+    expect(verify?.stderr).toBe("");
+    expect(result).toEqual({ rollout_id: "run.i0.count-lines.0", task_id: "count-lines", reward: 1, status: "ok", passed: true });
+    expect(readFileSync(join(workspace, "count.txt"), "utf8").trim()).toBe("3");
+    const register = calls.find((c) => c.path === "/control/rollouts")!;
+    expect(register.auth).toBe(`Bearer ${TOKEN}`);
+    expect(register.body).toEqual({ rollout_id: "run.i0.count-lines.0", experiment: "argo-fixture", iteration: 0, task_id: "count-lines", group: "count-lines@i0", attempt: 0, harness: "command" });
+    const finish = calls.find((c) => c.path === "/control/rollouts/run.i0.count-lines.0/finish")!;
+    expect(finish.body).toMatchObject({ reward: 1, status: "ok", metrics: { harness_exit_code: 0 } });
+  });
+
+  test("a harness that exits non-zero is status failed; its verifier still runs and scores 0", async () => {
+    // The fixture's command reads data.txt, which hello-file does not have.
+    const { result, state } = await rollout(FIXTURE, "hello-file");
+    expect(result).toMatchObject({ reward: 0, status: "failed", passed: false });
+    expect(JSON.parse(readFileSync(join(state, "harness-result.json"), "utf8")).exit_code).toBe(1);
+  });
+
+  test("the harness gets the rollout's URLs and key, never the admin token; a crash is status failed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "forge-exp-"));
+    const script = 'echo "$OPENAI_BASE_URL $OPENAI_API_KEY $ANTHROPIC_BASE_URL" > env.txt; echo "token=${FORGE_ADMIN_TOKEN:-none}" >> env.txt; exit 3';
+    writeFileSync(
+      join(dir, "experiment.yaml"),
+      `apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: envcheck}\nspec:\n  policy: {model: m}\n  harness: {name: command, command: [bash, -c, ${JSON.stringify(script)}]}\n  environment: {tasks: [{id: t1, instruction: x, test: "grep -q /r/ env.txt"}]}\n`,
+    );
+    const { result, workspace } = await rollout(join(dir, "experiment.yaml"), "t1");
+    const [urls, token] = readFileSync(join(workspace, "env.txt"), "utf8").trim().split("\n");
+    expect(urls).toBe(`http://127.0.0.1:${proxy.port}/r/run.i0.t1.0/v1 key-run.i0.t1.0 http://127.0.0.1:${proxy.port}/r/run.i0.t1.0`);
+    expect(token).toBe("token=none");
+    expect(result).toMatchObject({ status: "failed", reward: 1 });
+  });
+
+  test("a hanging harness is killed at the timeout and reported as timeout", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "forge-exp-"));
+    writeFileSync(
+      join(dir, "experiment.yaml"),
+      `apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: hang}\nspec:\n  policy: {model: m}\n  harness: {name: command, command: [bash, -c, "sleep 30 & sleep 30"]}\n  environment: {tasks: [{id: t1, instruction: x, test: "true"}]}\n`,
+    );
+    const started = Date.now();
+    const { result } = await rollout(join(dir, "experiment.yaml"), "t1", { timeout: "1" });
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(result).toMatchObject({ status: "timeout" });
+  });
+
+  test("an unreachable proxy is an infrastructure error: exit 75, which the template retries", async () => {
+    const { register } = await rollout(FIXTURE, "count-lines", { proxyUrl: "http://127.0.0.1:1" });
+    expect(register.code).toBe(75);
+    expect(register.stderr).toContain("unreachable");
+  });
+});
+
+describe("report and weight sync", () => {
+  test("the pass rate leaves infra errors out; items may be JSON strings (as Argo aggregates them)", () => {
+    const raw = JSON.stringify([
+      JSON.stringify({ reward: 1, status: "ok", passed: true }),
+      { reward: 0, status: "ok", passed: false },
+      { reward: 0, status: "infra_error", passed: false },
+      { reward: 1, status: "timeout", passed: true },
+    ]);
+    expect(summarizeResults(raw, 2)).toEqual({ iteration: 2, rollouts: 4, scored: 3, passed: 2, infraErrors: 1, passRate: 2 / 3, meanReward: 2 / 3 });
+  });
+
+  test("report writes the pass rate for the output parameter (no cluster: no annotation)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "forge-report-"));
+    writeFileSync(join(dir, "results.json"), JSON.stringify([{ reward: 1, status: "ok", passed: true }, { reward: 0, status: "ok", passed: false }]));
+    const { code } = await step(["report", "--results", join(dir, "results.json"), "--iteration", "0", "--workflow", "w", "--namespace", "n", "--out", join(dir, "rate")], {
+      KUBECONFIG: join(dir, "none"),
+      KUBERNETES_SERVICE_HOST: "",
+    });
+    expect(code).toBe(0);
+    expect(readFileSync(join(dir, "rate"), "utf8")).toBe("0.500");
+  });
+
+  test("sync: pause → load into every server → resume at the new version; a failed load resumes the old one", async () => {
+    calls = [];
+    const servers = [`http://127.0.0.1:${inference.port}/v1`, `http://127.0.0.1:${inference.port}`];
+    const args = ["sync", "--proxy", `http://127.0.0.1:${proxy.port}`, "--strategy", "update-from-disk", "--checkpoint", "/data/ck/global_step_1/actor/huggingface", "--policy-version", "1", "--namespace", "n", ...servers.flatMap((s) => ["--server", s])];
+    expect((await step(args)).code).toBe(0);
+    expect(calls.map((c) => c.path)).toEqual(["/control/pause", "inference:/update_weights_from_disk", "inference:/update_weights_from_disk", "/control/resume"]);
+    expect(calls[1]!.body).toEqual({ model_path: "/data/ck/global_step_1/actor/huggingface" });
+    expect(calls[3]!.body).toEqual({ policy_version: 1 });
+
+    calls = [];
+    failLoads = true;
+    const failed = await step(args);
+    failLoads = false;
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain("no such checkpoint");
+    expect(calls.at(-1)).toMatchObject({ path: "/control/resume", body: { policy_version: 0 } });
+  });
+});
