@@ -4,7 +4,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { parseCommand, intFlag, UsageError } from "../../bin/cli.ts";
+import { parseCommand, UsageError } from "../../bin/cli.ts";
 import { ExperimentError, parseExperimentFile, type Experiment } from "../../schemas/experiment.ts";
 import { loadKubeConfig } from "./kube.ts";
 import { listTaskIds, planRollouts } from "./plan.ts";
@@ -14,7 +14,7 @@ import { formatProgress, watchWorkflow } from "./watch.ts";
 
 const RENDER_USAGE = `
 usage: forge render EXPERIMENT [--namespace NS] [--out DIR] [--commit SHA] [--json]
-       forge render EXPERIMENT --plan [--iteration N] [--run NAME]
+       forge render EXPERIMENT --plan
 
 Prints the experiment's Kubernetes manifests as multi-document YAML (kubectl apply -f -able):
 RBAC, data volume, experiment ConfigMap, proxy Deployment + Service, NetworkPolicy,
@@ -24,9 +24,7 @@ Argo WorkflowTemplate and Workflow. The admin-token Secret is not rendered (forg
   --out DIR        write one file per object into DIR instead of printing
   --commit SHA     record the commit the experiment came from (parameter and label)
   --json           print a JSON List instead of YAML
-  --plan           print the rollout plan (JSON) of one iteration instead, as the plan step does
-  --iteration N    iteration for --plan (default 0)
-  --run NAME       run name for --plan rollout ids (default: the Workflow name)
+  --plan           print the rollout plan (JSON: tasks × k) instead, as the plan step does
 `;
 
 const CLUSTER_FLAGS = {
@@ -84,8 +82,6 @@ export async function renderCommand(argv: string[]): Promise<number> {
         commit: { type: "string" },
         json: { type: "boolean" },
         plan: { type: "boolean" },
-        iteration: { type: "string" },
-        run: { type: "string" },
       },
     },
     argv,
@@ -94,9 +90,7 @@ export async function renderCommand(argv: string[]): Promise<number> {
   const { experiment, path } = loadExperiment(args.positionals[0], RENDER_USAGE, "render");
   const namespace = args.values.namespace ?? "default";
   if (args.values.plan) {
-    const objects = renderExperiment(experiment, { namespace, experimentPath: path });
-    const run = args.values.run ?? objects.find((o) => o.kind === "Workflow")?.metadata.name ?? experiment.metadata.name;
-    const plan = planRollouts({ run, taskIds: listTaskIds(experiment, dirname(path)), k: experiment.spec.rollouts.k, iteration: intFlag("iteration", args.values.iteration, 0) });
+    const plan = planRollouts({ taskIds: listTaskIds(experiment, dirname(path)), k: experiment.spec.rollouts.k });
     console.log(JSON.stringify(plan, null, args.values.json ? undefined : 2));
     return 0;
   }

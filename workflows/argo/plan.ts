@@ -7,14 +7,12 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Experiment } from "../../schemas/experiment.ts";
 
-/** One rollout of the plan; the fields are Argo parameters (`{{item.task_id}}`), so snake_case strings. */
-export type PlannedRollout = {
-  rollout_id: string;
-  task_id: string;
-  attempt: string;
-  iteration: string;
-  group: string;
-};
+/**
+ * One rollout of the plan: an Argo parameter item (`{{item.task_id}}`), so strings, and only
+ * what cannot be derived: the plan of 10,000 rollouts is runtime data stored in the workflow's
+ * status, so each byte here is paid 10,000 times (see bench/render.ts).
+ */
+export type PlannedRollout = { task_id: string; attempt: string };
 
 /**
  * Lists the task ids of an experiment: a task directory's subdirectories that hold an
@@ -53,26 +51,28 @@ export function listTaskIds(experiment: Experiment, baseDir: string): string[] {
 }
 
 /**
- * The rollouts of one iteration: every task k times. `run` (the Workflow name) makes rollout
- * ids unique across re-runs that record into the same data directory.
+ * The rollouts of one iteration: every task k times.
  *
  * @example
- * planRollouts({ run: "quick-1a2b3c4d", taskIds: ["a"], k: 2, iteration: 0 }).map((r) => r.rollout_id)
- * // ["quick-1a2b3c4d.i0.a.0", "quick-1a2b3c4d.i0.a.1"]
+ * planRollouts({ taskIds: ["a"], k: 2 }) // [{ task_id: "a", attempt: "0" }, { task_id: "a", attempt: "1" }]
  */
-export function planRollouts(options: { run: string; taskIds: string[]; k: number; iteration: number }): PlannedRollout[] {
+export function planRollouts(options: { taskIds: string[]; k: number }): PlannedRollout[] {
   const plan: PlannedRollout[] = [];
   for (const taskId of options.taskIds) {
-    const safe = taskId.replace(/[^A-Za-z0-9_-]/g, "_");
-    for (let attempt = 0; attempt < options.k; attempt++) {
-      plan.push({
-        rollout_id: `${options.run}.i${options.iteration}.${safe}.${attempt}`,
-        task_id: taskId,
-        attempt: String(attempt),
-        iteration: String(options.iteration),
-        group: `${taskId}@i${options.iteration}`,
-      });
-    }
+    for (let attempt = 0; attempt < options.k; attempt++) plan.push({ task_id: taskId, attempt: String(attempt) });
   }
   return plan;
+}
+
+/**
+ * A rollout's id and GRPO group, derived in the pod from the run (the Workflow name, unique
+ * per submission, so re-runs recording into one data directory never collide) and the item.
+ *
+ * @example
+ * rolloutIdentity({ run: "quick-1a2b3c4d", iteration: 0, taskId: "fix typo", attempt: 1 })
+ * // { rolloutId: "quick-1a2b3c4d.i0.fix_typo.1", group: "fix typo@i0" }
+ */
+export function rolloutIdentity(options: { run: string; iteration: number; taskId: string; attempt: number }): { rolloutId: string; group: string } {
+  const safe = options.taskId.replace(/[^A-Za-z0-9_-]/g, "_");
+  return { rolloutId: `${options.run}.i${options.iteration}.${safe}.${options.attempt}`, group: `${options.taskId}@i${options.iteration}` };
 }

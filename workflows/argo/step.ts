@@ -8,7 +8,7 @@
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { parseExperimentFile } from "../../schemas/experiment.ts";
-import { listTaskIds, planRollouts } from "./plan.ts";
+import { listTaskIds, planRollouts, rolloutIdentity } from "./plan.ts";
 import { exitStep, harnessStep, InfraError, registerStep, reportStep, syncStep, verifyStep } from "./pod.ts";
 import { INFRA_EXIT_CODE } from "./workflow.ts";
 
@@ -21,10 +21,8 @@ const options = {
   proxy: { type: "string" },
   workspace: { type: "string", default: "/workspace" },
   state: { type: "string", default: "/forge" },
-  "rollout-id": { type: "string" },
   task: { type: "string" },
   attempt: { type: "string", default: "0" },
-  group: { type: "string" },
   "timeout-seconds": { type: "string" },
   sandbox: { type: "string" },
   results: { type: "string" },
@@ -52,13 +50,10 @@ function need(values: Values, name: keyof Values): string {
 class UsageErrorLocal extends Error {}
 
 function ids(values: Values) {
-  return {
-    rolloutId: need(values, "rollout-id"),
-    taskId: need(values, "task"),
-    iteration: Number(need(values, "iteration")),
-    attempt: Number(values.attempt ?? 0),
-    group: values.group ?? `${values.task}@i${values.iteration}`,
-  };
+  const taskId = need(values, "task");
+  const iteration = Number(need(values, "iteration"));
+  const attempt = Number(values.attempt ?? 0);
+  return { taskId, iteration, attempt, ...rolloutIdentity({ run: need(values, "run"), iteration, taskId, attempt }) };
 }
 
 /** Runs one step; returns the exit code. */
@@ -70,7 +65,7 @@ export async function runStep(argv: string[]): Promise<number> {
       case "plan": {
         const file = need(values, "experiment");
         const experiment = parseExperimentFile(file);
-        const plan = planRollouts({ run: need(values, "run"), taskIds: listTaskIds(experiment, dirname(file)), k: experiment.spec.rollouts.k, iteration: Number(need(values, "iteration")) });
+        const plan = planRollouts({ taskIds: listTaskIds(experiment, dirname(file)), k: experiment.spec.rollouts.k });
         process.stdout.write(JSON.stringify(plan));
         return 0;
       }

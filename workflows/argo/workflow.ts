@@ -116,7 +116,7 @@ function planTemplate(experiment: Experiment): Template {
       name: "main",
       image: experiment.spec.proxy.image,
       workingDir: FORGE_APP_DIR,
-      ...forgeStep("plan", "--experiment", `${EXPERIMENT_DIR}/experiment.yaml`, "--run", "{{workflow.name}}", "--iteration", param("iteration")),
+      ...forgeStep("plan", "--experiment", `${EXPERIMENT_DIR}/experiment.yaml`, "--iteration", param("iteration")),
       resources: smallResources,
       volumeMounts: [experimentMount],
     },
@@ -134,7 +134,8 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
   const { rollouts } = experiment.spec;
   const proxy = proxyUrl(experiment, namespace);
   const image = harnessImage(experiment);
-  const ids = ["--rollout-id", param("rollout_id"), "--task", param("task_id"), "--iteration", param("iteration"), "--attempt", param("attempt"), "--group", param("group")];
+  // The pod derives the rollout id and group from these (plan.ts rolloutIdentity).
+  const ids = ["--run", "{{workflow.name}}", "--task", param("task_id"), "--iteration", param("iteration"), "--attempt", param("attempt")];
   const mounts = [
     { name: "workspace", mountPath: "/workspace" },
     { name: "forge", mountPath: "/forge" },
@@ -171,10 +172,10 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
   ];
   return {
     name: "rollout",
-    inputs: { parameters: ["rollout_id", "task_id", "attempt", "iteration", "group"].map((name) => ({ name })) },
+    inputs: { parameters: ["task_id", "attempt", "iteration"].map((name) => ({ name })) },
     metadata: {
       labels: { [LABEL_ROLE]: "rollout", [LABEL_EXPERIMENT]: experiment.metadata.name, [LABEL_ITERATION]: param("iteration") },
-      annotations: { "openforge.dev/rollout-id": param("rollout_id"), "openforge.dev/task-id": param("task_id") },
+      annotations: { "openforge.dev/task-id": param("task_id"), "openforge.dev/attempt": param("attempt") },
     },
     // Harness time plus room for registering, staging and verifying; the harness step itself
     // enforces timeoutSeconds and reports status timeout, this is the backstop.
@@ -354,7 +355,11 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
       // A rollout that exhausted its infrastructure retries must not stop the others.
       continueOn: { failed: true, error: true },
       arguments: {
-        parameters: ["rollout_id", "task_id", "attempt", "iteration", "group"].map((name) => ({ name, value: `{{item.${name}}}` })),
+        parameters: [
+          { name: "task_id", value: "{{item.task_id}}" },
+          { name: "attempt", value: "{{item.attempt}}" },
+          iterationArg,
+        ],
       },
     },
     {
