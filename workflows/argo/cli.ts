@@ -173,6 +173,10 @@ export async function watchCommand(argv: string[]): Promise<number> {
       },
     });
     if (tty) process.stderr.write("\n");
+    if (controller.signal.aborted) {
+      console.error(`stopped watching ${name} (the workflow keeps running)`);
+      return 130;
+    }
     if (json) console.log(JSON.stringify({ event: "final", ...final }));
     else console.log(`${final.name}: ${final.phase}${final.passRate !== undefined ? `, pass rate ${final.passRate}` : ""}${final.message ? ` (${final.message})` : ""}`);
     return final.phase === "Succeeded" ? 0 : 1;

@@ -62,7 +62,7 @@ export function summarizeWorkflow(workflow: WorkflowObject): WorkflowProgress {
     else progress.pending++;
     if (node.templateName === "rollout") {
       progress.rolloutsTotal++;
-      if (FINAL.has(phase) || phase === "Succeeded") progress.rolloutsDone++;
+      if (FINAL.has(phase)) progress.rolloutsDone++;
     }
   }
   return progress;
@@ -95,6 +95,10 @@ export type WatchOptions = {
 export async function watchWorkflow(kc: KubeConfig, options: WatchOptions): Promise<WorkflowProgress> {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const watch = new Watch(kc);
+  // client-node aborts a watch silent for this long; a quiet workflow (a long veRL step) is
+  // normal, and the server ends each watch after timeoutSeconds anyway, so allow more than that.
+  // (The field is private in the typings but has no setter; client-node reads it per request.)
+  (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = 6 * 60_000;
   const path = `/apis/${ARGO_GROUP}/${ARGO_VERSION}/namespaces/${options.namespace}/workflows`;
   const fieldSelector = `metadata.name=${options.name}`;
   let resourceVersion: string | undefined;
@@ -142,7 +146,7 @@ export async function watchWorkflow(kc: KubeConfig, options: WatchOptions): Prom
       watch
         .watch(
           path,
-          { fieldSelector, resourceVersion, allowWatchBookmarks: true },
+          { fieldSelector, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 },
           (type: string, object: WorkflowObject & { code?: number }) => {
             if (settled) return;
             if (type === "ERROR") {
