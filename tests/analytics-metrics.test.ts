@@ -154,6 +154,9 @@ describe("grouping", () => {
         ["codex", 0, 1, 0.5], // T 1/2
         ["codex", 1, 1, 1],
       ]);
+      const byAll = await passK(own.connection, { by: ["experiment", "policy_version", "iteration", "harness", "task"], ks: [1], convention: "claw", threshold: 1 });
+      expect(byAll).toHaveLength(4); // (codex,0,T) (codex,1,T) (claude-code,0,T) (claude-code,0,S)
+      expect(byAll.every((r) => r.tasks === 1 && r.experiment === "exp" && r.policy_version === 0)).toBe(true);
       const byTask = await passK(own.connection, { by: ["task"], ks: [1], convention: "unbiased", threshold: 1 });
       // T over all harnesses and iterations: c = 2 of n = 4
       expect(byTask.map((r) => [r.task, r["pass@1"]])).toEqual([
