@@ -4,7 +4,7 @@
  * docs/argo.md, and renders byte-identically twice.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
@@ -224,3 +224,28 @@ function forgeSubcommands(): string[] {
   const source = readFileSync(join(import.meta.dir, "..", "bin", "forge.ts"), "utf8");
   return [...source.matchAll(/^\s+"?([a-z-]+)"?: \{ summary:/gm)].map((m) => m[1]!);
 }
+
+describe("forge render CLI", () => {
+  const ROOT = join(import.meta.dir, "..");
+  const forge = async (...args: string[]) => {
+    const run = Bun.spawn(["bun", "bin/forge.ts", "render", ...args], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+    const [stdout, stderr, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited]);
+    return { stdout, stderr, code };
+  };
+
+  test("prints kubectl-applyable multi-document YAML; --out writes one file per object", async () => {
+    const { stdout, code } = await forge(FIXTURE, "--namespace", "forge");
+    expect(code).toBe(0);
+    expect(parseAllDocuments(stdout).map((d) => d.toJS().kind)).toEqual(Object.keys(MODELS));
+    const out = mkdtempSync(join(tmpdir(), "forge-render-out-"));
+    expect((await forge(FIXTURE, "--out", out)).code).toBe(0);
+    expect(readdirSync(out)).toHaveLength(10);
+  });
+
+  test("an invalid experiment: exit 2, file:line:col and the field", async () => {
+    const path = writeExperiment(`apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: x}\nspec:\n  policy: {model: m}\n  harness: {name: codex}\n  environment: {tasks: t}\n  rollouts:\n    k: three\n`);
+    const { stderr, code } = await forge(path);
+    expect(code).toBe(2);
+    expect(stderr.trim()).toBe(`${path}:9:8: spec.rollouts.k: expected a positive integer, got "three"`);
+  });
+});
