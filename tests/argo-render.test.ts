@@ -189,6 +189,11 @@ describe("forge render", () => {
     expect(policy.policyTypes).toEqual(["Ingress", "Egress"]);
     expect(policy.egress[0].to[0].podSelector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
     expect(policy.egress[1].ports).toEqual([{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }]);
+    expect(policy.egress).toHaveLength(2);
+    const withApi = renderExperiment(parseExperimentFile(FIXTURE), { namespace: "forge", experimentPath: FIXTURE, apiServerCidrs: ["172.18.0.2/32"] });
+    expect(byKind(withApi, "NetworkPolicy").spec.egress[2]).toEqual({ to: [{ ipBlock: { cidr: "172.18.0.2/32" } }], ports: [{ protocol: "TCP", port: 443 }, { protocol: "TCP", port: 6443 }] });
+    // The harness gets no Kubernetes token; the Argo executor gets the workflow's own.
+    expect(template(objects, "rollout")).toMatchObject({ automountServiceAccountToken: false, executor: { serviceAccountName: "argo-fixture-workflow" } });
     const config = byKind(objects, "ConfigMap");
     expect(Object.keys(config.data).sort()).toContain("tasks__count-lines__tests__test.sh");
     expect(parse(config.data["experiment.yaml"]).spec.environment.tasks).toBe("tasks");

@@ -42,6 +42,11 @@ beforeAll(async () => {
     currentContext: "fake",
   });
   kubeconfigFile = join(mkdtempSync(join(tmpdir(), "forge-kube-")), "config");
+  // The API server's own endpoints, which forge submit reads for the rollout NetworkPolicy.
+  await fetch(`${k8s.url}/api/v1/namespaces/default/endpoints`, {
+    method: "POST",
+    body: JSON.stringify({ apiVersion: "v1", kind: "Endpoints", metadata: { name: "kubernetes" }, subsets: [{ addresses: [{ ip: "172.18.0.2" }], ports: [{ name: "https", port: 6443 }] }] }),
+  });
   writeFileSync(kubeconfigFile, stringify(config));
 });
 afterAll(async () => {
@@ -111,6 +116,9 @@ describe("forge submit", () => {
     const result = JSON.parse(out);
     expect(result.namespace).toBe(NS);
     expect(result.uiUrl).toBe(`https://argo.example/workflows/${NS}/${result.workflow}`);
+    // The executor's route to the API server, discovered from default/kubernetes.
+    const policy = k8s.get(`/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies/argo-fixture-rollouts`)!.spec as { egress: { to: unknown[] }[] };
+    expect(policy.egress.at(-1)!.to).toEqual([{ ipBlock: { cidr: "172.18.0.2/32" } }]);
   });
 
   test("an unreachable cluster is a clear error", async () => {

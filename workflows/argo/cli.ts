@@ -6,14 +6,14 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseCommand, UsageError } from "../../bin/cli.ts";
 import { ExperimentError, parseExperimentFile, type Experiment } from "../../schemas/experiment.ts";
-import { loadKubeConfig } from "./kube.ts";
+import { discoverApiServerCidrs, loadKubeConfig } from "./kube.ts";
 import { listTaskIds, planRollouts } from "./plan.ts";
 import { manifestsToYaml, renderExperiment, type KubeObject } from "./render.ts";
 import { argoUiLink, submitExperiment } from "./submit.ts";
 import { formatProgress, watchWorkflow } from "./watch.ts";
 
 const RENDER_USAGE = `
-usage: forge render EXPERIMENT [--namespace NS] [--out DIR] [--commit SHA] [--json]
+usage: forge render EXPERIMENT [--namespace NS] [--out DIR] [--commit SHA] [--api-server-cidr CIDR]... [--json]
        forge render EXPERIMENT --plan
 
 Prints the experiment's Kubernetes manifests as multi-document YAML (kubectl apply -f -able):
@@ -23,6 +23,10 @@ Argo WorkflowTemplate and Workflow. The admin-token Secret is not rendered (forg
   --namespace NS   namespace of every object (default: default)
   --out DIR        write one file per object into DIR instead of printing
   --commit SHA     record the commit the experiment came from (parameter and label)
+  --api-server-cidr CIDR
+                   the API server's endpoint IP(s), e.g. 172.18.0.2/32 (kubectl get endpoints
+                   kubernetes -n default): the NetworkPolicy lets Argo's executor in the rollout
+                   pods reach it. forge submit finds it by itself.
   --json           print a JSON List instead of YAML
   --plan           print the rollout plan (JSON: tasks × k) instead, as the plan step does
 `;
@@ -80,6 +84,7 @@ export async function renderCommand(argv: string[]): Promise<number> {
         namespace: { type: "string" },
         out: { type: "string" },
         commit: { type: "string" },
+        "api-server-cidr": { type: "string", multiple: true },
         json: { type: "boolean" },
         plan: { type: "boolean" },
       },
@@ -94,7 +99,11 @@ export async function renderCommand(argv: string[]): Promise<number> {
     console.log(JSON.stringify(plan, null, args.values.json ? undefined : 2));
     return 0;
   }
-  const objects = renderExperiment(experiment, { namespace, experimentPath: path, commit: args.values.commit });
+  const apiServerCidrs = args.values["api-server-cidr"] ?? [];
+  if (apiServerCidrs.length === 0) {
+    console.error("forge render: no --api-server-cidr: the rollout NetworkPolicy will block Argo's executor from the API server (rollout outputs are lost); pass it, or use forge submit");
+  }
+  const objects = renderExperiment(experiment, { namespace, experimentPath: path, commit: args.values.commit, apiServerCidrs });
   if (args.values.out) {
     mkdirSync(args.values.out, { recursive: true });
     objects.forEach((object, index) => writeFileSync(join(args.values.out!, fileName(index, object)), manifestsToYaml([object])));
@@ -118,7 +127,9 @@ export async function submitCommand(argv: string[]): Promise<number> {
   const { experiment, path } = loadExperiment(args.positionals[0], SUBMIT_USAGE, "submit");
   const kc = loadKubeConfig({ kubeconfig: args.values.kubeconfig, context: args.values.context });
   const namespace = args.values.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? "default";
-  const objects = renderExperiment(experiment, { namespace, experimentPath: path, commit: args.values.commit });
+  const apiServerCidrs = await discoverApiServerCidrs(kc);
+  if (apiServerCidrs.length === 0) console.error("forge submit: could not read the API server's endpoints (default/kubernetes): rollout pods' NetworkPolicy will not let Argo's executor report outputs");
+  const objects = renderExperiment(experiment, { namespace, experimentPath: path, commit: args.values.commit, apiServerCidrs });
   const json = args.values.json ?? false;
   const result = await submitExperiment(kc, experiment, objects, {
     namespace,

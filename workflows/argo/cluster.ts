@@ -123,9 +123,12 @@ export function renderProxyService(experiment: Experiment, namespace: string): S
 /**
  * Rollout pods (label role=rollout) may send traffic only to the proxy pods and to DNS;
  * nothing may connect to them. The harness thus cannot reach the internet or the model
- * servers directly, only through the recording proxy.
+ * servers directly, only through the recording proxy. The one exception is the Kubernetes
+ * API server (`apiServerCidrs`, its endpoint IPs): Argo's `wait` container in the same pod
+ * reports the rollout's outputs through it. The harness has no token for it (the rollout
+ * template does not mount one into the main containers).
  */
-export function renderRolloutNetworkPolicy(experiment: Experiment, namespace: string): NetworkPolicy {
+export function renderRolloutNetworkPolicy(experiment: Experiment, namespace: string, apiServerCidrs: string[] = []): NetworkPolicy {
   const names = objectNames(experiment);
   const policy = new NetworkPolicy({
     metadata: { name: names.networkPolicy, namespace, labels: baseLabels(experiment, "network") },
@@ -150,6 +153,17 @@ export function renderRolloutNetworkPolicy(experiment: Experiment, namespace: st
             { protocol: "TCP", port: 53 },
           ],
         },
+        ...(apiServerCidrs.length
+          ? [
+              {
+                to: apiServerCidrs.map((cidr) => ({ ipBlock: { cidr } })),
+                ports: [
+                  { protocol: "TCP" as const, port: 443 },
+                  { protocol: "TCP" as const, port: 6443 },
+                ],
+              },
+            ]
+          : []),
       ],
     },
   });

@@ -200,6 +200,20 @@ export async function ensureSecret(kc: KubeConfig, secret: KubeObject): Promise<
   }
 }
 
+/**
+ * The API server's endpoint IPs as /32 CIDRs (the `kubernetes` Endpoints in `default`), for
+ * the NetworkPolicy rule that lets Argo's executor reach it. Empty when they cannot be read.
+ */
+export async function discoverApiServerCidrs(kc: KubeConfig): Promise<string[]> {
+  try {
+    const endpoints = await kc.makeApiClient(CoreV1Api).readNamespacedEndpoints({ name: "kubernetes", namespace: "default" });
+    const ips = (endpoints.subsets ?? []).flatMap((subset) => (subset.addresses ?? []).map((address) => address.ip));
+    return [...new Set(ips)].sort().map((ip) => (ip.includes(":") ? `${ip}/128` : `${ip}/32`));
+  } catch {
+    return [];
+  }
+}
+
 /** Merges annotations into a Workflow (the report step's pass rate, the exit handler's summary). */
 export async function annotateWorkflow(kc: KubeConfig, namespace: string, name: string, annotations: Record<string, string>): Promise<void> {
   const custom = kc.makeApiClient(CustomObjectsApi);

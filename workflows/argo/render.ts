@@ -25,6 +25,11 @@ export type RenderOptions = {
   experimentPath: string;
   commit?: string;
   generateName?: boolean;
+  /**
+   * Endpoint IPs (CIDRs) of the Kubernetes API server, which Argo's executor in each rollout
+   * pod must reach; without them the NetworkPolicy blocks it (forge submit discovers them).
+   */
+  apiServerCidrs?: string[];
 };
 
 /**
@@ -89,7 +94,7 @@ export function renderExperiment(experiment: Experiment, options: RenderOptions)
     config,
     renderProxyDeployment(experiment, namespace, items),
     renderProxyService(experiment, namespace),
-    renderRolloutNetworkPolicy(experiment, namespace),
+    renderRolloutNetworkPolicy(experiment, namespace, options.apiServerCidrs),
     renderWorkflowTemplate(experiment, { namespace, commit: options.commit, configItems: items }),
     renderWorkflow(experiment, { namespace, commit: options.commit, generateName: options.generateName }),
   ];

@@ -186,7 +186,9 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
       expression: `lastRetry.status == "Error" || lastRetry.exitCode == "${INFRA_EXIT_CODE}"`,
       backoff: { duration: "10s", factor: 2, maxDuration: "10m" },
     },
+    // No Kubernetes token for the harness; Argo's executor gets its own (executor.serviceAccountName).
     automountServiceAccountToken: false,
+    executor: { serviceAccountName: objectNames(experiment).serviceAccount },
     volumes: [
       { name: "workspace", emptyDir: {} },
       { name: "forge", emptyDir: {} },
