@@ -107,6 +107,7 @@ describe("forge render", () => {
     expect(rollout.metadata.labels["openforge.dev/role"]).toBe("rollout");
     expect(rollout.activeDeadlineSeconds).toBe(600);
     expect(rollout.retryStrategy).toMatchObject({ limit: 2, retryPolicy: "Always", expression: 'lastRetry.status == "Error" || lastRetry.exitCode == "75"' });
+    expect(rollout.containerSet.retryStrategy).toEqual({ retries: 2, duration: "5s" });
     const [register, harness, verify] = rollout.containerSet.containers;
     expect(register.args.slice(0, 1)).toEqual(["register"]);
     expect(register.args).toContain("http://argo-fixture-proxy.forge.svc:8080");

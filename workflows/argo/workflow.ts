@@ -193,7 +193,10 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
       { name: "workspace", emptyDir: {} },
       { name: "forge", emptyDir: {} },
     ],
-    containerSet: { containers },
+    // In-pod retries of a phase that failed (register / verify exit non-zero only for errors:
+    // the harness phase always exits 0), so a flaky proxy call does not cost a new pod. The
+    // node's exit code is main's, so a register that kept failing surfaces only here.
+    containerSet: { containers, retryStrategy: { retries: rollouts.infraRetries, duration: "5s" } },
     outputs: {
       parameters: [
         { name: "result", valueFrom: { path: "/forge/result.json", default: '{"status":"infra_error","reward":0,"passed":false}' } },
