@@ -86,8 +86,10 @@ spec:
 
   test("unknown field is named, at its own line, with the allowed ones", () => {
     const error = errorOf(minimal.replace("k: 4", "k: 4\n    paralelism: 3"));
-    expect(error.message).toContain('experiments/foo.yaml:14:5: spec.rollouts: unknown field "paralelism"');
-    expect(error.message).toContain("allowed: k, parallelism,");
+    expect(error.message).toBe('experiments/foo.yaml:14:5: spec.rollouts: unknown field "paralelism" (did you mean "parallelism"?)');
+    const far = errorOf(minimal.replace("k: 4", "k: 4\n    gpu: 1"));
+    expect(far.message).toContain('spec.rollouts: unknown field "gpu" (allowed: k, parallelism, timeoutSeconds,');
+    expect(errorOf(minimal.replace("kind: Experiment", "kind: Experiment\nstatus: {}")).message).toContain('experiments/foo.yaml:3:1: unknown field "status" (allowed: apiVersion, kind, metadata, spec)');
   });
 
   test("missing required field points at its parent", () => {

@@ -241,8 +241,10 @@ function formatIssue(issue: Issue, root: unknown, lineCounter: LineCounter, path
     const keys = issue.keys;
     const at = keyPosition(root, fieldPath, keys[0] ?? "", lineCounter);
     const where = fieldPath.length ? `${dotted(fieldPath)}: ` : "";
-    const allowed = knownKeysHint(fieldPath);
-    return `${path}:${at}: ${where}unknown field${keys.length > 1 ? "s" : ""} ${keys.map((k) => `"${k}"`).join(", ")}${allowed}`;
+    const allowed = knownKeys(fieldPath);
+    const suggestion = keys.length === 1 && allowed.length ? closest(keys[0]!, allowed) : undefined;
+    const hint = suggestion ? ` (did you mean "${suggestion}"?)` : allowed.length ? ` (allowed: ${allowed.join(", ")})` : "";
+    return `${path}:${at}: ${where}unknown field${keys.length > 1 ? "s" : ""} ${keys.map((k) => `"${k}"`).join(", ")}${hint}`;
   }
   const at = valuePosition(root, fieldPath, lineCounter);
   if (issue.code === "invalid_type" && "input" in issue && issue.input === undefined) {
@@ -297,8 +299,8 @@ function keyPosition(root: unknown, path: (string | number)[], key: string, line
   return position(node, lineCounter);
 }
 
-/** Lists the fields a mapping accepts, so a typo's fix is in the message. */
-function knownKeysHint(path: (string | number)[]): string {
+/** The fields a mapping accepts, so a typo's fix is in the message. */
+function knownKeys(path: (string | number)[]): string[] {
   let schema: z.ZodType = ExperimentSchema;
   for (const part of path) {
     const inner = unwrap(schema);
@@ -306,13 +308,36 @@ function knownKeysHint(path: (string | number)[]): string {
     else if (inner instanceof z.ZodArray) schema = inner.element as z.ZodType;
     else if (inner instanceof z.ZodUnion) {
       const array = inner.options.find((option) => unwrap(option as z.ZodType) instanceof z.ZodArray);
-      if (!array) return "";
+      if (!array) return [];
       schema = (unwrap(array as z.ZodType) as z.ZodArray).element as z.ZodType;
-    } else return "";
-    if (!schema) return "";
+    } else return [];
+    if (!schema) return [];
   }
   const inner = unwrap(schema);
-  return inner instanceof z.ZodObject ? ` (allowed: ${Object.keys(inner.shape).join(", ")})` : "";
+  return inner instanceof z.ZodObject ? Object.keys(inner.shape) : [];
+}
+
+/** The allowed key nearest to a typo (edit distance ≤ 2, or a case-only difference). */
+function closest(key: string, allowed: string[]): string | undefined {
+  const distance = (a: string, b: string) => {
+    const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      let previous = row[0]!;
+      row[0] = i;
+      for (let j = 1; j <= b.length; j++) {
+        const current = row[j]!;
+        row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
+        previous = current;
+      }
+    }
+    return row[b.length]!;
+  };
+  let best: { name: string; d: number } | undefined;
+  for (const name of allowed) {
+    const d = name.toLowerCase() === key.toLowerCase() ? 0 : distance(key, name);
+    if (d <= 2 && (!best || d < best.d)) best = { name, d };
+  }
+  return best?.name;
 }
 
 function unwrap(schema: z.ZodType): z.ZodType {
