@@ -78,7 +78,8 @@ export async function registerStep(options: { experiment: Experiment; experiment
   const invocation = await harnessInvocation({ experiment, registration, instruction: task.instruction, workspace: options.workspace, home });
   writeFileSync(join(options.state, "instruction.md"), task.instruction);
   writeFileSync(join(options.state, "harness.json"), JSON.stringify(invocation));
-  writeFileSync(join(options.state, "rollout.json"), JSON.stringify({ ...options, experiment: undefined, registration }));
+  const { experiment: _, ...ids } = options;
+  writeFileSync(join(options.state, "rollout.json"), JSON.stringify({ ...ids, registration, timeoutSeconds: task.timeoutSeconds }));
   console.log(`registered ${registration.rollout_id} (task ${options.taskId}, policy version ${registration.policy_version ?? "?"})`);
 }
 
@@ -119,6 +120,10 @@ export function runGroup(command: string[], options: { cwd: string; env: Record<
 /** The harness container: runs the prepared invocation with the timeout; always exits 0 so verify runs. */
 export async function harnessStep(options: { state: string; workspace: string; timeoutSeconds: number }) {
   const invocation = JSON.parse(readFileSync(join(options.state, "harness.json"), "utf8")) as HarnessInvocation;
+  // A task's own timeout (task.toml [agent] timeout_sec) may shorten the experiment's, not
+  // lengthen it: the pod's activeDeadlineSeconds is derived from rollouts.timeoutSeconds.
+  const rollout = JSON.parse(readFileSync(join(options.state, "rollout.json"), "utf8")) as { timeoutSeconds?: number };
+  const timeoutSeconds = Math.min(rollout.timeoutSeconds ?? Infinity, options.timeoutSeconds);
   // Config files are written here, not in the register container: only the volumes are shared.
   writeTree("/", invocation.files);
   const { FORGE_ADMIN_TOKEN: _never, ...inherited } = process.env as Record<string, string>;
@@ -128,7 +133,7 @@ export async function harnessStep(options: { state: string; workspace: string; t
       : await runGroup(invocation.command, {
           cwd: options.workspace,
           env: { ...inherited, ...invocation.env },
-          timeoutMs: options.timeoutSeconds * 1000,
+          timeoutMs: timeoutSeconds * 1000,
           log: join(options.state, "harness.log"),
         });
   writeFileSync(join(options.state, "harness-result.json"), JSON.stringify(outcome));
@@ -161,10 +166,11 @@ export async function verifyStep(options: { experiment: Experiment; experimentDi
   writeTree(join(options.workspace, "tests"), task.testFiles);
   let reward = 0;
   let verifierOutput = "";
-  const env = { ...(process.env as Record<string, string>), FORGE_ADMIN_TOKEN: "" };
+  // The verifier is task code too: it does not get the admin token either.
+  const { FORGE_ADMIN_TOKEN: _token, ...env } = process.env as Record<string, string>;
   if (task.testFiles.has("test.sh") || task.testScript) {
     const command = task.testScript ? ["bash", "-c", task.testScript] : ["bash", "tests/test.sh"];
-    const outcome = await runGroup(command, { cwd: options.workspace, env, timeoutMs: 600_000, log: join(options.state, "verifier.log") });
+    const outcome = await runGroup(command, { cwd: options.workspace, env, timeoutMs: (task.verifierTimeoutSeconds ?? 600) * 1000, log: join(options.state, "verifier.log") });
     verifierOutput = readFileSync(join(options.state, "verifier.log"), "utf8").slice(-4000);
     reward = outcome.timed_out ? 0 : readReward(options.workspace, outcome.exit_code);
   } else if (task.expected !== undefined) {

@@ -19,7 +19,10 @@ export type LoadedTask = {
   testScript?: string;
   /** For prompt tasks without a verifier: the answer must contain this. */
   expected?: string;
+  /** task.toml `[agent] timeout_sec` / the inline `timeoutSeconds`: overrides rollouts.timeoutSeconds. */
   timeoutSeconds?: number;
+  /** task.toml `[verifier] timeout_sec`. */
+  verifierTimeoutSeconds?: number;
 };
 
 function readTree(root: string): Map<string, Uint8Array> {
@@ -67,13 +70,15 @@ export function loadTask(experiment: Experiment, baseDir: string, taskId: string
     const dir = join(path, taskId);
     if (!existsSync(join(dir, "instruction.md"))) throw new Error(`task "${taskId}": ${dir}/instruction.md does not exist`);
     const toml = existsSync(join(dir, "task.toml")) ? Bun.TOML.parse(readFileSync(join(dir, "task.toml"), "utf8")) : {};
-    const agentTimeout = (toml as { agent?: { timeout_sec?: number } }).agent?.timeout_sec;
+    const { agent, verifier } = toml as { agent?: { timeout_sec?: unknown }; verifier?: { timeout_sec?: unknown } };
+    const seconds = (value: unknown) => (typeof value === "number" && value > 0 ? value : undefined);
     return {
       id: taskId,
       instruction: readFileSync(join(dir, "instruction.md"), "utf8"),
       files: readTree(join(dir, "environment")),
       testFiles: readTree(join(dir, "tests")),
-      timeoutSeconds: typeof agentTimeout === "number" ? agentTimeout : undefined,
+      timeoutSeconds: seconds(agent?.timeout_sec),
+      verifierTimeoutSeconds: seconds(verifier?.timeout_sec),
     };
   }
   for (const line of readFileSync(path, "utf8").split("\n")) {
