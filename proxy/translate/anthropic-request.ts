@@ -53,7 +53,7 @@ export function anthropicToChatRequest(body: Json, options: AnthropicToChatOptio
   const tools = translateTools(body.tools);
   if (tools.length > 0) out.tools = tools;
   const choice = translateToolChoice(body.tool_choice);
-  if (choice.tool_choice !== undefined && (tools.length > 0 || choice.tool_choice === "none")) {
+  if (choice.tool_choice !== undefined && tools.length > 0) {
     out.tool_choice = choice.tool_choice;
   }
   if (choice.parallel === false && tools.length > 0) out.parallel_tool_calls = false;
