@@ -61,7 +61,7 @@ export async function* readSegment(path: string, options: ReadOptions & { newest
  *
  * @example
  * for await (const { record, segment, offset } of readRecords("data")) {
- *   if (record.kind.case === "model_call") console.log(segment, offset, record.kind.value.call_id);
+ *   if (record.kind.case === "modelCall") console.log(segment, offset, record.kind.value.callId);
  * }
  */
 export async function* readRecords(dir: string, options: ReadOptions = {}): AsyncGenerator<LoggedRecord> {
