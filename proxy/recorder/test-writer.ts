@@ -9,7 +9,7 @@
  * per record (up to BODY_BYTES) so frames straddle pages and chunks.
  */
 import { openSegmentLog } from "./segment-log.ts";
-import { modelCallRecord } from "./testing.ts";
+import { bodySizeFor, modelCallRecord } from "./testing.ts";
 
 const [dir, streamsArg = "1", bodyArg = "1024", maxArg = "0", commitArg = "50", segmentArg = String(256 << 20)] = process.argv.slice(2);
 if (!dir) {
@@ -33,7 +33,7 @@ process.stdout.write(`ready ${process.pid}\n`);
 async function stream(s: number): Promise<void> {
   for (let n = 1; total < max; n++) {
     const id = `s${s}-${n}`;
-    const size = 1 + ((n * 7919 + s * 104729) % bodyBytes);
+    const size = bodySizeFor(s, n, bodyBytes);
     log.append(modelCallRecord(`s${s}`, n, id, size));
     total += 1;
     pending.push(id);

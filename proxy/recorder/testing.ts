@@ -67,6 +67,11 @@ export function expectedBody(callId: string, bytes: number): Uint8Array {
   return out;
 }
 
+/** The request_body size test-writer.ts uses for record `n` of stream `s` (1..maxBytes, varied). */
+export function bodySizeFor(stream: number, n: number, maxBytes: number): number {
+  return 1 + ((n * 7919 + stream * 104729) % maxBytes);
+}
+
 /** One record of each of the four kinds. */
 export function recordsOfEveryKind(): Record[] {
   return [
