@@ -164,11 +164,13 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
     if (synced >= written && !dirDirty) return;
     const target = written;
     const segment = current;
-    const done = rolled.splice(0);
     try {
-      for (const old of done) {
+      // Rolled segments leave `rolled` only once synced and closed, so close() finds any left.
+      while (rolled.length > 0) {
+        const old = rolled[0]!;
         await io.fdatasync(old.fd);
         fs.closeSync(old.fd);
+        rolled.shift();
         fsyncs += 1;
       }
       await io.fdatasync(segment.fd);
