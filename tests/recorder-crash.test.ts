@@ -13,7 +13,7 @@ const STREAMS = 32;
 const BODY_BYTES = 64 * 1024; // frames of 1 byte to 64 KB: many straddle pages, so a kill can land mid-write
 const SEGMENT_BYTES = 8 << 20; // small enough that the run rolls segments
 
-async function killMidway(dir: string): Promise<{ appended: string[]; exitCode: number | null; signal: string | null }> {
+async function killMidway(dir: string): Promise<{ appended: string[]; exitCode: number | null; signal: unknown }> {
   const child = Bun.spawn(["bun", writerScript, dir, String(STREAMS), String(BODY_BYTES), "0", "50", String(SEGMENT_BYTES)], {
     stdout: "pipe",
     stderr: "inherit",
