@@ -1,0 +1,58 @@
+/**
+ * The policy simulator as a Hono app: a stand-in for the model behind a vLLM OpenAI server.
+ * Every response carries `x-forge-simulator: 1`, so nothing mistakes it for a real model.
+ */
+import { Hono } from "hono";
+import { handleChat } from "./chat.ts";
+import { handleCompletion } from "./completions.ts";
+import { errorResponse } from "./errors.ts";
+import { resolveOptions, type PolicySimulatorOptions } from "./options.ts";
+import type { SimSample } from "./types.ts";
+
+export interface PolicySimulator {
+  fetch(request: Request): Response | Promise<Response>;
+  /** Every completion sampled so far, in order (bounded by `maxSamples`). */
+  samples: SimSample[];
+}
+
+/**
+ * Builds the simulator's request handler (no server).
+ *
+ * @example
+ * const sim = createPolicySimulator({ seed: 1 });
+ * const res = await sim.fetch(new Request("http://sim/v1/models"));
+ */
+export function createPolicySimulator(options: PolicySimulatorOptions): PolicySimulator {
+  const ctx = resolveOptions(options);
+  const app = new Hono();
+  app.use(async (c, next) => {
+    await next();
+    c.res.headers.set("x-forge-simulator", "1");
+  });
+  app.post("/v1/chat/completions", (c) => handleChat(ctx, c.req.raw));
+  app.post("/v1/completions", (c) => handleCompletion(ctx, c.req.raw));
+  app.get("/v1/models", (c) =>
+    c.json({
+      object: "list",
+      data: [
+        {
+          id: ctx.model,
+          object: "model",
+          created: 0,
+          owned_by: "forge-policy-simulator",
+          root: ctx.model,
+          parent: null,
+          max_model_len: 131072,
+          permission: [],
+        },
+      ],
+    }),
+  );
+  const health = () => new Response(null, { status: 200, headers: { "x-forge-simulator": "1" } });
+  app.get("/health", health);
+  app.get("/v1/health", health);
+  app.get("/version", (c) => c.json({ version: "0.10.2+forge-policy-simulator" }));
+  app.notFound((c) => errorResponse(404, `policy simulator: no route ${c.req.method} ${new URL(c.req.url).pathname}`));
+  app.onError((error) => errorResponse(500, `policy simulator: ${error.message}`));
+  return { fetch: (request) => app.fetch(request), samples: ctx.samples };
+}

@@ -1,0 +1,13 @@
+/**
+ * The policy simulator: an OpenAI-compatible server that behaves like vLLM serving Qwen3
+ * (real token ids, logprobs, tool calls), playing scripted policies. It stands in for the
+ * model in tests and the quickstart, nothing else.
+ */
+export { createPolicySimulator, type PolicySimulator } from "./app.ts";
+export { startPolicySimulator, type StartedPolicySimulator } from "./server.ts";
+export { DEFAULT_SIM_MODEL, type PolicySimulatorOptions } from "./options.ts";
+export { loadTokenizer, IM_START, IM_END, type SimTokenizer } from "./tokenizer.ts";
+export { renderChatSegments, assistantBody } from "./chatml.ts";
+export { encodeSegments } from "./prompt-tokens.ts";
+export { decideTurn, type TurnDecision } from "./policy.ts";
+export type { SimSample, SimMessage, SimTool, PolicyTurn } from "./types.ts";

@@ -1,0 +1,42 @@
+/**
+ * The "sampled" logprobs: pseudo-random negatives derived from the seed, the prompt and the
+ * position, so the same request gets the same numbers. Top alternatives share the probability
+ * mass the sampled token leaves, so they form a valid (sub-)distribution.
+ */
+import { mix, unit } from "./hash.ts";
+
+export interface TokenLogprob {
+  id: number;
+  logprob: number;
+  /** Sampled token first, then alternatives, `count` entries in all. */
+  top: { id: number; logprob: number }[];
+}
+
+const VOCAB_TEXT_TOKENS = 151643;
+
+/**
+ * Logprobs of each sampled token.
+ *
+ * @example
+ * sampledLogprobs([9707, 151645], 42, 3).map((t) => t.logprob); // two negative numbers, stable per seed/context
+ */
+export function sampledLogprobs(ids: readonly number[], context: number, topCount: number): TokenLogprob[] {
+  return ids.map((id, position) => {
+    const h = mix(context, position, id);
+    const u = unit(h);
+    // Most tokens are near-certain, a few are real choices: the shape of a sampled LLM output.
+    const logprob = -(u ** 10 * 5 + 1e-4);
+    const top: { id: number; logprob: number }[] = [];
+    if (topCount > 0) {
+      top.push({ id, logprob });
+      let rest = 1 - Math.exp(logprob);
+      for (let k = 1; k < topCount; k++) {
+        const alt = mix(h, k) % VOCAB_TEXT_TOKENS;
+        const share = rest * 0.6;
+        rest -= share;
+        top.push({ id: alt === id ? (alt + 1) % VOCAB_TEXT_TOKENS : alt, logprob: Math.log(Math.max(share, 1e-12)) });
+      }
+    }
+    return { id, logprob, top };
+  });
+}

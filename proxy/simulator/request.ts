@@ -1,0 +1,70 @@
+/**
+ * The request bodies the simulator accepts: the fields of vLLM's OpenAI server it acts on,
+ * validated; every other field passes (vLLM ignores unknown fields too).
+ */
+import { z } from "zod";
+
+const count = (what: string, min: number, max: number) =>
+  z.number({ error: `expected ${what}` }).int({ error: `expected ${what}` }).min(min, { error: `expected ${what}` }).max(max, { error: `expected ${what}` });
+
+const ToolSchema = z.looseObject({
+  type: z.literal("function", { error: 'expected type "function"' }).default("function"),
+  function: z.looseObject({
+    name: z.string({ error: "expected the tool's name" }).min(1, { error: "expected the tool's name" }),
+    description: z.string().nullish(),
+    parameters: z.record(z.string(), z.unknown()).nullish(),
+  }),
+});
+
+const ContentSchema = z.union([z.string(), z.array(z.looseObject({ type: z.string({ error: "expected a content part type" }) })), z.null()], {
+  error: "expected a string, a list of content parts, or null",
+});
+
+const MessageSchema = z.looseObject({
+  role: z.enum(["system", "developer", "user", "assistant", "tool"], { error: "expected one of system, developer, user, assistant, tool" }),
+  content: ContentSchema.optional(),
+  tool_calls: z
+    .array(
+      z.looseObject({
+        id: z.string().optional(),
+        type: z.string().optional(),
+        function: z.looseObject({ name: z.string({ error: "expected the function name" }), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).default("{}") }),
+      }),
+    )
+    .nullish(),
+  tool_call_id: z.string().nullish(),
+  reasoning_content: z.string().nullish(),
+  reasoning: z.string().nullish(),
+});
+
+const common = {
+  model: z.string().nullish(),
+  stream: z.boolean({ error: "expected true or false" }).nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().nullish(), continuous_usage_stats: z.boolean().nullish() }).nullish(),
+  n: count("an integer from 1 to 16", 1, 16).nullish(),
+  seed: z.number().int().nullish(),
+  return_token_ids: z.boolean({ error: "expected true or false" }).nullish(),
+};
+
+export const ChatRequestSchema = z.looseObject({
+  ...common,
+  messages: z.array(MessageSchema, { error: "expected a list of messages" }).min(1, { error: "expected at least one message" }),
+  tools: z.array(ToolSchema, { error: "expected a list of tools" }).nullish(),
+  tool_choice: z.unknown().optional(),
+  max_tokens: count("a positive integer", 1, 1 << 30).nullish(),
+  max_completion_tokens: count("a positive integer", 1, 1 << 30).nullish(),
+  logprobs: z.boolean({ error: "expected true or false" }).nullish(),
+  top_logprobs: count("an integer from 0 to 20", 0, 20).nullish(),
+  chat_template_kwargs: z.looseObject({ enable_thinking: z.boolean().nullish() }).nullish(),
+});
+export type ChatRequestBody = z.infer<typeof ChatRequestSchema>;
+
+export const CompletionRequestSchema = z.looseObject({
+  ...common,
+  prompt: z.union([z.string(), z.array(z.string()).length(1), z.array(z.number().int().min(0)).min(1), z.array(z.array(z.number().int().min(0)).min(1)).length(1)], {
+    error: "expected a string or a list of token ids (one prompt per request)",
+  }),
+  max_tokens: count("a positive integer", 1, 1 << 30).nullish(),
+  logprobs: count("an integer from 0 to 20", 0, 20).nullish(),
+});
+export type CompletionRequestBody = z.infer<typeof CompletionRequestSchema>;

@@ -1,0 +1,43 @@
+/** Server-sent events as vLLM writes them: `data: {json}\n\n` … `data: [DONE]\n\n`. */
+
+const encoder = new TextEncoder();
+
+export const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-forge-simulator": "1" };
+
+/**
+ * A response streaming the events `produce` yields; stops early when the client goes away.
+ *
+ * @example
+ * sseResponse(async function* () { yield { hello: 1 }; }, request.signal);
+ */
+export function sseResponse(produce: () => AsyncGenerator<unknown>, signal: AbortSignal): Response {
+  const events = produce();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (signal.aborted) {
+        await events.return(undefined);
+        controller.close();
+        return;
+      }
+      const next = await events.next();
+      if (next.done) {
+        controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+        controller.close();
+        return;
+      }
+      controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`));
+    },
+    async cancel() {
+      await events.return(undefined);
+    },
+  });
+  return new Response(stream, { headers: SSE_HEADERS });
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+  });
+}
