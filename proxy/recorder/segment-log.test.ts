@@ -100,6 +100,34 @@ describe("openSegmentLog", () => {
     await log.close();
   });
 
+  test("segments rolled while an fsync is in flight are synced and closed, never fsynced after close", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const calls: number[] = [];
+    const io: WriterIo = {
+      ...nodeIo,
+      fdatasync: async (fd) => {
+        calls.push(fd);
+        await gate;
+        return nodeIo.fdatasync(fd);
+      },
+    };
+    const log = await openSegmentLog(scratch.dir, { io, groupCommitMs: 60_000, segmentMaxBytes: 200 });
+    log.append(modelCallRecord("r", 1, "a", 100));
+    log.append(modelCallRecord("r", 2, "b", 100)); // rolls to segment 2
+    const first = log.sync(); // blocks in the fsync of segment 1
+    while (calls.length === 0) await Bun.sleep(1);
+    log.append(modelCallRecord("r", 3, "c", 100)); // rolls to segment 3 meanwhile
+    log.append(modelCallRecord("r", 4, "d", 100)); // and 4
+    release();
+    await first;
+    await log.sync();
+    expect(log.stats().segment).toBe("seg-00000004.forge");
+    await log.close();
+    expect(calls.length).toBeGreaterThanOrEqual(4); // every segment was fsynced (a closed fd would have thrown EBADF)
+    expect((await readAll(scratch.dir)).map((r) => r.segment)).toEqual(["seg-00000001.forge", "seg-00000002.forge", "seg-00000003.forge", "seg-00000004.forge"]);
+  });
+
   test("an empty segment is removed at close; append after close and empty records are refused", async () => {
     const log = await openSegmentLog(scratch.dir);
     expect(() => log.append({ $typeName: "forge.v1.Record", kind: { case: undefined } })).toThrow(/empty Record/);

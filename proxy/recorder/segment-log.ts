@@ -163,16 +163,21 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
     if (failure) throw failure;
     if (synced >= written && !dirDirty) return;
     const target = written;
-    const segment = current;
+    let at = current.path;
     try {
       // Rolled segments leave `rolled` only once synced and closed, so close() finds any left.
       while (rolled.length > 0) {
         const old = rolled[0]!;
+        at = old.path;
         await io.fdatasync(old.fd);
         fs.closeSync(old.fd);
         rolled.shift();
         fsyncs += 1;
       }
+      // Read `current` only now: segments rolled while the loop awaited were synced and closed
+      // by it. One rolled during this last await stays open in `rolled` until the next sync.
+      const segment = current;
+      at = segment.path;
       await io.fdatasync(segment.fd);
       fsyncs += 1;
       if (dirDirty) {
@@ -183,8 +188,8 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
     } catch (error) {
       failure ??= new RecorderError(
         "FAILED",
-        segment.path,
-        `recorder: fsync of ${segment.path} failed (${(error as NodeJS.ErrnoException).code ?? error}); records since the last successful fsync may not be on disk. Fix the disk, then reopen the log`,
+        at,
+        `recorder: fsync of ${at} failed (${(error as NodeJS.ErrnoException).code ?? error}); records since the last successful fsync may not be on disk. Fix the disk, then reopen the log`,
         { cause: error },
       );
       throw failure;
