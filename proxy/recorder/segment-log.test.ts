@@ -131,6 +131,8 @@ describe("openSegmentLog", () => {
   test("an empty segment is removed at close; append after close and empty records are refused", async () => {
     const log = await openSegmentLog(scratch.dir);
     expect(() => log.append({ $typeName: "forge.v1.Record", kind: { case: undefined } })).toThrow(/empty Record/);
+    const bad = { $typeName: "forge.v1.Record", kind: { case: "blob", value: { sha256: 5 } } } as unknown as Parameters<typeof log.append>[0];
+    expect(() => log.append(bad)).toThrow(/does not encode as forge.v1.Record/);
     await log.close();
     await log.close();
     expect(readdirSync(join(scratch.dir, "log"))).toEqual([]);

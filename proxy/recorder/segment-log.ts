@@ -228,7 +228,12 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
       if (record.kind.case === undefined) {
         throw new RecorderError("BAD_RECORD", logDir, "recorder: append of an empty Record (kind not set): set one of model_call, blob, rollout, rollout_result");
       }
-      const payload = toBinary(RecordSchema, record);
+      let payload: Uint8Array;
+      try {
+        payload = toBinary(RecordSchema, record);
+      } catch (error) {
+        throw new RecorderError("BAD_RECORD", logDir, `recorder: record does not encode as forge.v1.Record (${(error as Error).message}); build it with create(RecordSchema, ...)`, { cause: error });
+      }
       if (payload.length > MAX_PAYLOAD_BYTES) {
         throw new RecorderError("BAD_RECORD", logDir, `recorder: record of ${payload.length} bytes is over the ${MAX_PAYLOAD_BYTES}-byte frame limit; store large data as smaller Blob records`);
       }
