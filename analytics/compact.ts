@@ -8,10 +8,10 @@
  * `<segment>.open.parquet` files that the next run replaces, so an analysis during a run sees
  * everything recorded so far without ever freezing a half-written segment.
  */
-import { mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile, mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
+import { listSegments as listLogSegments, readSegment } from "../proxy/recorder/index.ts";
 import type { Record } from "../schemas/index.ts";
 import { rowsOf } from "./rows.ts";
 import { appendRow, createTableSql, tableNames, tables, type TableName } from "./tables.ts";
@@ -19,12 +19,10 @@ import { appendRow, createTableSql, tableNames, tables, type TableName } from ".
 export type SegmentInfo = { name: string; size: number; open: boolean };
 export type ManifestEntry = { size: number; records: number; compactedAt: string };
 export type Manifest = { version: 1; segments: { [segment: string]: ManifestEntry } };
-/** Reads the records of one segment file. */
-export type SegmentReader = (logDir: string, segment: string) => AsyncIterable<Record>;
+/** Reads the records of one segment file (`open`: a live writer may still be appending to it). */
+export type SegmentReader = (logDir: string, segment: string, open: boolean) => AsyncIterable<Record>;
 export type CompactProgress = { segment: string; index: number; total: number; records: number };
 export type CompactSummary = { compacted: string[]; reread: string[]; skipped: number; records: number };
-
-const segmentPattern = /^seg-\d+\.forge$/;
 
 /** Quotes a string as a SQL literal. */
 export function sqlString(text: string): string {
@@ -42,55 +40,30 @@ function pidAlive(pid: number): boolean {
 }
 
 /**
- * The segments of a log, oldest first; the newest is `open` while a live process holds `LOCK`.
+ * The segments of a log, oldest first (the recorder's listing); the newest is `open` while a
+ * live process holds `LOCK`.
  *
  * @example
  * await listSegments("data/log") // [{ name: "seg-00000001.forge", size: 4096, open: false }, ...]
  */
 export async function listSegments(logDir: string): Promise<SegmentInfo[]> {
-  let names: string[];
-  try {
-    names = (await readdir(logDir)).filter((name) => segmentPattern.test(name)).sort();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw error;
-  }
+  const segments = await listLogSegments(logDir);
   let writerAlive = false;
   try {
-    const pid = Number.parseInt((await readFile(join(logDir, "LOCK"), "utf8")).trim(), 10);
+    const pid = Number.parseInt((await readFile(join(logDir, "LOCK"), "utf8")).split("\n")[0]!.trim(), 10);
     writerAlive = Number.isInteger(pid) && pid > 0 && pidAlive(pid);
   } catch {
     writerAlive = false;
   }
-  return Promise.all(
-    names.map(async (name, index) => ({
-      name,
-      size: (await stat(join(logDir, name))).size,
-      open: writerAlive && index === names.length - 1,
-    })),
-  );
+  return segments.map(({ name, size }, index) => ({ name, size, open: writerAlive && index === segments.length - 1 }));
 }
 
 /**
- * Reads one segment through the recorder's `readRecords(dir)` (the contract's only reader):
- * the segment is linked alone into a scratch directory so that nothing else is read.
+ * Reads one segment with the recorder's `readSegment`. The open segment is read up to its last
+ * complete frame; an incomplete frame there is a live writer's append in progress, not damage.
  */
-export const recorderSegmentReader: SegmentReader = async function* (logDir, segment) {
-  // Loaded on first use (and by URL, so the type checker does not require the proxy area):
-  // an analysis of already-compacted parquet never loads the proxy.
-  const { readRecords } = (await import(new URL("../proxy/index.ts", import.meta.url).href)) as {
-    readRecords?: (dir: string) => AsyncIterable<{ record: Record }>;
-  };
-  if (typeof readRecords !== "function") {
-    throw new Error("proxy/index.ts does not export readRecords(dir) (docs/contracts.md, Recorder): the recorder is needed to read DIR/log");
-  }
-  const scratch = await mkdtemp(join(tmpdir(), "forge-compact-"));
-  try {
-    await symlink(join(logDir, segment), join(scratch, segment));
-    for await (const { record } of readRecords(scratch)) yield record;
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
+export const recorderSegmentReader: SegmentReader = async function* (logDir, segment, open) {
+  for await (const { record } of readSegment(join(logDir, segment), { newest: open })) yield record;
 };
 
 export async function readManifest(parquetDir: string): Promise<Manifest> {
@@ -198,7 +171,7 @@ export async function compactLog(connection: DuckDBConnection, dataDir: string, 
     const stem = segment.name.replace(/\.forge$/, "") + (segment.open ? ".open" : "");
     const progress = (records: number) => options.onProgress?.({ segment: segment.name, index, total: todo.length, records });
     progress(0);
-    const count = await compactRecords(connection, readSegment(logDir, segment.name), parquetDir, stem, segment.name, progress);
+    const count = await compactRecords(connection, readSegment(logDir, segment.name, segment.open), parquetDir, stem, segment.name, progress);
     progress(count);
     summary.records += count;
     if (segment.open) {

@@ -1,7 +1,6 @@
 /**
  * End to end through the real recorder: records written with `openSegmentLog` (docs/contracts.md),
  * then `forge analyze --data DIR --json --report --db`, twice, the second run reading no segment.
- * Skipped, saying why, until proxy/index.ts exports the recorder.
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
@@ -11,15 +10,8 @@ import { join } from "node:path";
 import { analyzeCommand } from "../analytics/cli.ts";
 import { readManifest } from "../analytics/compact.ts";
 import { episode, scored } from "../analytics/fixtures.ts";
-import type { Record } from "../schemas/index.ts";
 
-type SegmentLog = { append(record: Record): unknown; sync(): Promise<void>; close(): Promise<void> };
-type Recorder = { openSegmentLog?: (dir: string, options?: { segmentMaxBytes?: number }) => Promise<SegmentLog> };
-
-const proxyIndex = join(import.meta.dir, "..", "proxy", "index.ts");
-const recorder: Recorder = existsSync(proxyIndex) ? ((await import(proxyIndex)) as Recorder) : {};
-const haveRecorder = typeof recorder.openSegmentLog === "function";
-if (!haveRecorder) console.warn("analytics-e2e: proxy/index.ts does not export openSegmentLog yet; skipping the end-to-end test");
+import { openSegmentLog } from "../proxy/recorder/index.ts";
 
 async function capture(run: () => Promise<number>): Promise<{ code: number; out: string }> {
   const lines: string[] = [];
@@ -33,11 +25,11 @@ async function capture(run: () => Promise<number>): Promise<{ code: number; out:
 }
 
 describe("forge analyze over a recorded log", () => {
-  test.skipIf(!haveRecorder)("compacts, reports, and a second run reads nothing new", async () => {
+  test("compacts, reports, and a second run reads nothing new", async () => {
     const dir = await mkdtemp(join(tmpdir(), "forge-e2e-analytics-"));
     try {
       // Small segments so the log spans several files.
-      const log = await recorder.openSegmentLog!(join(dir, "log"), { segmentMaxBytes: 4096 });
+      const log = await openSegmentLog(join(dir, "log"), { segmentMaxBytes: 4096 });
       const tools = ["bash", "Edit"];
       for (const [i, harness] of ["codex", "claude-code", "codex", "claude-code"].entries()) {
         const id = `r${i}`;
@@ -76,6 +68,32 @@ describe("forge analyze over a recorded log", () => {
       expect(again.compaction.records).toBe(0);
       expect(again.totals.rollouts).toBe(4);
       expect(Object.keys((await readManifest(join(dir, "parquet"))).segments)).toHaveLength(analysis.compaction.compacted.length);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("while the writer is live, its segment is re-read each run; after close it is compacted", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "forge-e2e-open-"));
+    try {
+      const log = await openSegmentLog(dir);
+      for (const record of scored({ id: "a", task: "A" }, "ok", 1)) log.append(record);
+      await log.sync();
+      const run = async () => JSON.parse((await capture(() => analyzeCommand(["--data", dir, "--json"]))).out);
+      const first = await run();
+      expect(first.compaction.reread).toHaveLength(1);
+      expect(first.totals.rollouts).toBe(1);
+      for (const record of scored({ id: "b", task: "A", attempt: 1 }, "failed", 0)) log.append(record);
+      await log.sync();
+      const second = await run();
+      expect(second.compaction.reread).toEqual(first.compaction.reread);
+      expect(second.totals.rollouts).toBe(2);
+      expect((await readManifest(join(dir, "parquet"))).segments).toEqual({});
+      await log.close();
+      const third = await run();
+      expect(third.compaction.compacted).toEqual(first.compaction.reread);
+      expect(third.compaction.reread).toEqual([]);
+      expect(third.pass[0]["pass@1"]).toBe(0.5);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
