@@ -1,0 +1,280 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { startPolicySimulator, loadTokenizer, IM_END, IM_START, type StartedPolicySimulator, type SimTokenizer } from "./index.ts";
+
+const bashTool: ChatCompletionTool = {
+  type: "function",
+  function: {
+    name: "bash",
+    description: "Run a shell command",
+    parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
+  },
+};
+const writeTool: ChatCompletionTool = {
+  type: "function",
+  function: {
+    name: "write",
+    description: "Write a file",
+    parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } }, required: ["path", "content"] },
+  },
+};
+
+const script = {
+  tasks: [
+    {
+      name: "hello",
+      match: "hello.txt",
+      steps: [
+        { say: "Creating it.", write: { path: "hello.txt", content: "Hello, héllo 你好!\n" } },
+        { bash: "cat hello.txt" },
+        { finish: "Done: hello.txt holds the greeting." },
+      ],
+    },
+  ],
+};
+
+let sim: StartedPolicySimulator;
+let client: OpenAI;
+let tokenizer: SimTokenizer;
+
+beforeAll(async () => {
+  const started = performance.now();
+  tokenizer = await loadTokenizer();
+  console.log(`tokenizer loaded in ${tokenizer.loadMs.toFixed(0)} ms (first await ${(performance.now() - started).toFixed(0)} ms)`);
+  sim = await startPolicySimulator({ seed: 11, script });
+  client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: "sim", maxRetries: 0 });
+});
+afterAll(() => sim.stop());
+
+type Extra = Record<string, unknown>;
+
+describe("chat completions", () => {
+  test("non-stream: text, usage, vLLM token ids and logprobs", async () => {
+    const res = await client.chat.completions.create({
+      model: "forge-sim/qwen3-sim",
+      messages: [{ role: "user", content: "Hello" }],
+      logprobs: true,
+      top_logprobs: 3,
+      // vLLM's field; the client passes unknown fields through.
+      ...({ return_token_ids: true } as Extra),
+    });
+    const raw = res as unknown as Extra & { prompt_token_ids: number[]; choices: (Extra & { token_ids: number[] })[] };
+    const choice = res.choices[0]!;
+    expect(choice.message.content).toContain("Hello");
+    expect(choice.finish_reason).toBe("stop");
+    expect(raw.prompt_token_ids[0]).toBe(IM_START);
+    expect(raw.prompt_token_ids).toContain(9707); // "Hello"
+    const ids = raw.choices[0]!.token_ids;
+    expect(ids.at(-1)).toBe(IM_END);
+    expect(tokenizer.decode(ids.slice(0, -1))).toBe(choice.message.content!);
+    expect(choice.logprobs!.content!.length).toBe(ids.length);
+    for (const entry of choice.logprobs!.content!) {
+      expect(entry.logprob).toBeLessThan(0);
+      expect(entry.top_logprobs.length).toBe(3);
+    }
+    expect(res.usage).toMatchObject({ prompt_tokens: raw.prompt_token_ids.length, completion_tokens: ids.length, total_tokens: raw.prompt_token_ids.length + ids.length });
+    expect(sim.samples.at(-1)).toMatchObject({ prompt_token_ids: raw.prompt_token_ids, token_ids: ids });
+  });
+
+  test("without return_token_ids / logprobs those fields are absent (like vLLM)", async () => {
+    const res = (await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] })) as unknown as Extra & { choices: Extra[] };
+    expect(res.prompt_token_ids).toBeUndefined();
+    expect(res.choices[0]!.token_ids).toBeUndefined();
+    expect(res.choices[0]!.logprobs).toBeNull();
+  });
+
+  test("responses are labelled as the simulator", async () => {
+    const res = await fetch(`${sim.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }) });
+    expect(res.headers.get("x-forge-simulator")).toBe("1");
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(["forge-sim/qwen3-sim"]);
+    expect((await fetch(`${sim.url}/health`)).status).toBe(200);
+  });
+
+  test("stream: prompt ids on the first chunk, token ids per chunk add up, final usage chunk", async () => {
+    const stream = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "Tell me something with ünïcödé and 你好" }],
+      stream: true,
+      stream_options: { include_usage: true },
+      logprobs: true,
+      ...({ return_token_ids: true } as Extra),
+    });
+    let text = "";
+    const ids: number[] = [];
+    let logprobCount = 0;
+    let promptIds: number[] | undefined;
+    let usage: OpenAI.CompletionUsage | undefined | null;
+    let finish: string | null = null;
+    let first = true;
+    for await (const chunk of stream) {
+      const raw = chunk as unknown as Extra & { choices: (Extra & { token_ids?: number[] })[] };
+      if (first) promptIds = raw.prompt_token_ids as number[];
+      else expect(raw.prompt_token_ids).toBeUndefined();
+      first = false;
+      if (chunk.usage) usage = chunk.usage;
+      for (const choice of chunk.choices) {
+        text += choice.delta.content ?? "";
+        ids.push(...(raw.choices[0]!.token_ids ?? []));
+        logprobCount += choice.logprobs?.content?.length ?? 0;
+        finish = choice.finish_reason ?? finish;
+      }
+    }
+    expect(promptIds?.[0]).toBe(IM_START);
+    expect(ids.at(-1)).toBe(IM_END);
+    expect(tokenizer.decode(ids.slice(0, -1))).toBe(text);
+    expect(text).toContain("ünïcödé and 你好");
+    expect(logprobCount).toBe(ids.length);
+    expect(finish).toBe("stop");
+    expect(usage).toMatchObject({ prompt_tokens: promptIds!.length, completion_tokens: ids.length });
+  });
+
+  test("max_tokens cuts the answer with finish_reason length", async () => {
+    const res = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "a long question with many words in it" }], max_tokens: 3 });
+    expect(res.choices[0]!.finish_reason).toBe("length");
+    expect(res.usage!.completion_tokens).toBe(3);
+  });
+
+  test("same seed and request → same output and logprobs; another seed differs in logprobs", async () => {
+    const body = { model: "m", messages: [{ role: "user" as const, content: "Determinism please" }], logprobs: true };
+    const a = await client.chat.completions.create(body);
+    const b = await client.chat.completions.create(body);
+    expect(b.choices[0]!.message).toEqual(a.choices[0]!.message);
+    expect(b.choices[0]!.logprobs).toEqual(a.choices[0]!.logprobs);
+    const other = await startPolicySimulator({ seed: 12, script });
+    try {
+      const c = await new OpenAI({ baseURL: `${other.url}/v1`, apiKey: "x" }).chat.completions.create(body);
+      expect(c.choices[0]!.message.content).toBe(a.choices[0]!.message.content);
+      expect(c.choices[0]!.logprobs).not.toEqual(a.choices[0]!.logprobs);
+    } finally {
+      await other.stop();
+    }
+  });
+});
+
+describe("tool calls", () => {
+  const task: ChatCompletionMessageParam[] = [
+    { role: "system", content: "You are a coding agent. Working directory: /tmp/ws-1" },
+    { role: "user", content: "Create hello.txt with a greeting." },
+  ];
+
+  test("non-stream tool call in OpenAI format; stream gives the same call", async () => {
+    const res = await client.chat.completions.create({ model: "m", messages: task, tools: [bashTool, writeTool] });
+    const choice = res.choices[0]!;
+    expect(choice.finish_reason).toBe("tool_calls");
+    expect(choice.message.content).toBe("Creating it.");
+    const call = choice.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call.id).toMatch(/^call_[A-Za-z0-9]{24}$/);
+    expect(call.function.name).toBe("write");
+    expect(JSON.parse(call.function.arguments)).toEqual({ path: "hello.txt", content: "Hello, héllo 你好!\n" });
+
+    const stream = await client.chat.completions.create({ model: "m", messages: task, tools: [bashTool, writeTool], stream: true });
+    const deltas: OpenAI.ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
+    let content = "";
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        deltas.push(...(c.delta.tool_calls ?? []));
+        content += c.delta.content ?? "";
+        finish = c.finish_reason ?? finish;
+      }
+    }
+    expect(deltas[0]).toMatchObject({ index: 0, id: call.id, type: "function", function: { name: "write" } });
+    expect(deltas.slice(1).every((d) => d.id === undefined && d.function?.name === undefined)).toBe(true);
+    expect(deltas.map((d) => d.function?.arguments ?? "").join("")).toBe(call.function.arguments);
+    expect(content).toBe("Creating it.");
+    expect(finish).toBe("tool_calls");
+  });
+
+  test("prefix property over a 3-turn tool conversation: prompt(t+1) starts with prompt(t) ++ completion(t)", async () => {
+    const messages: ChatCompletionMessageParam[] = [...task];
+    let previous: number[] | undefined;
+    const turns: string[] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      const res = (await client.chat.completions.create({
+        model: "m",
+        messages,
+        tools: [bashTool, writeTool],
+        ...({ return_token_ids: true } as Extra),
+      })) as OpenAI.ChatCompletion & { prompt_token_ids: number[]; choices: { token_ids: number[] }[] };
+      const prompt = res.prompt_token_ids;
+      if (previous) expect(prompt.slice(0, previous.length)).toEqual(previous);
+      previous = [...prompt, ...res.choices[0]!.token_ids];
+      const message = res.choices[0]!.message;
+      turns.push(message.tool_calls?.[0] ? (message.tool_calls[0] as OpenAI.ChatCompletionMessageFunctionToolCall).function.name : `text:${message.content}`);
+      messages.push({ role: "assistant", content: message.content, tool_calls: message.tool_calls });
+      for (const call of message.tool_calls ?? []) messages.push({ role: "tool", tool_call_id: call.id, content: turn === 0 ? "wrote 21 bytes" : "Hello, héllo 你好!" });
+    }
+    expect(turns).toEqual(["write", "bash", "text:Done: hello.txt holds the greeting."]);
+  });
+
+  test("tool_choice none answers in text", async () => {
+    const res = await client.chat.completions.create({ model: "m", messages: task, tools: [bashTool], tool_choice: "none" });
+    expect(res.choices[0]!.message.tool_calls ?? []).toEqual([]);
+    expect(res.choices[0]!.message.content).toContain("hello.txt");
+  });
+});
+
+describe("completions", () => {
+  test("non-stream with token ids and logprobs on the choice", async () => {
+    const res = (await client.completions.create({ model: "m", prompt: "Hello", max_tokens: 50, logprobs: 2, ...({ return_token_ids: true } as Extra) })) as OpenAI.Completion & {
+      choices: { prompt_token_ids: number[]; token_ids: number[] }[];
+    };
+    const choice = res.choices[0]!;
+    expect(choice.prompt_token_ids).toEqual([9707]);
+    expect(tokenizer.decode(choice.token_ids.filter((id) => id !== IM_END))).toBe(choice.text);
+    expect(choice.logprobs!.tokens!.length).toBe(choice.token_ids.length);
+    expect(choice.logprobs!.token_logprobs!.length).toBe(choice.token_ids.length);
+    expect(res.usage!.completion_tokens).toBe(choice.token_ids.length);
+  });
+
+  test("stream; token-id prompts; default max_tokens of 16", async () => {
+    const stream = await client.completions.create({ model: "m", prompt: [9707, 11, 1879], stream: true, max_tokens: 100, ...({ return_token_ids: true } as Extra) });
+    let text = "";
+    const ids: number[] = [];
+    for await (const chunk of stream) {
+      const raw = chunk.choices[0] as unknown as { token_ids: number[] };
+      text += chunk.choices[0]!.text;
+      ids.push(...raw.token_ids);
+    }
+    expect(tokenizer.decode(ids.filter((id) => id !== IM_END))).toBe(text);
+    const long = await client.completions.create({ model: "m", prompt: "word ".repeat(100) });
+    expect(long.usage!.completion_tokens).toBe(16);
+    expect(long.choices[0]!.finish_reason).toBe("length");
+  });
+});
+
+describe("bad requests", () => {
+  const post = (path: string, body: string) => fetch(`${sim.url}${path}`, { method: "POST", body, headers: { "content-type": "application/json" } });
+  test.each([
+    ["/v1/chat/completions", "{not json", /not valid JSON/],
+    ["/v1/chat/completions", "", /empty/],
+    ["/v1/chat/completions", "[]", /JSON object/],
+    ["/v1/chat/completions", "{}", /messages/],
+    ["/v1/chat/completions", JSON.stringify({ messages: [{ role: "robot", content: "x" }] }), /messages\[0\]\.role/],
+    ["/v1/chat/completions", JSON.stringify({ messages: [{ role: "user", content: "x" }], max_tokens: -1 }), /max_tokens/],
+    ["/v1/completions", JSON.stringify({ model: "m" }), /prompt/],
+  ])("%s %s → 400", async (path, body, message) => {
+    const res = await post(path, body);
+    expect(res.status).toBe(400);
+    const json = (await res.json()) as { error: { message: string; type: string; code: number } };
+    expect(json.error.message).toMatch(message);
+    expect(json.error).toMatchObject({ type: "BadRequestError", code: 400 });
+  });
+
+  test("the openai client surfaces the 400", async () => {
+    const error = await client.chat.completions.create({ model: "m", messages: [] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as InstanceType<typeof OpenAI.BadRequestError>).message).toContain("messages");
+  });
+
+  test("unknown route → 404 in OpenAI style", async () => {
+    const res = await fetch(`${sim.url}/v1/nothing`);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { type: string } }).error.type).toBe("NotFoundError");
+  });
+});
