@@ -55,8 +55,15 @@ function frame(spec: ChartSpec, yMax: number, body: string, kind: string): strin
 
 function categoryLabels(categories: string[], step: number): string {
   const y = height - margin.bottom + 16;
+  // Narrow categories (ten reward bins) get slanted labels so that they do not overlap.
+  const slant = step < 70;
   return categories
-    .map((c, i) => `<text x="${margin.left + step * (i + 0.5)}" y="${y}" text-anchor="middle" font-size="11">${escapeXml(c)}</text>`)
+    .map((c, i) => {
+      const x = margin.left + step * (i + 0.5);
+      return slant
+        ? `<text x="${x}" y="${y - 6}" text-anchor="end" font-size="10" transform="rotate(-35 ${x} ${y - 6})">${escapeXml(c)}</text>`
+        : `<text x="${x}" y="${y}" text-anchor="middle" font-size="11">${escapeXml(c)}</text>`;
+    })
     .join("");
 }
 
