@@ -28,7 +28,8 @@ export type ReadOptions = {
 const warn = (c: Corruption): void => console.warn(`recorder: ${c.path}: ${c.reason}; the rest of this segment is not read`);
 
 /**
- * The records of one segment file, in order.
+ * The records of one segment file, in order. Pass `newest: true` for the segment a live writer
+ * may still be appending to: an incomplete last frame there is then not warned about.
  *
  * @example
  * for await (const { record, offset } of readSegment("data/log/seg-00000001.forge")) console.log(offset, record.kind.case);
