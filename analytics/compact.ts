@@ -19,8 +19,11 @@ import { appendRow, createTableSql, tableNames, tables, type TableName } from ".
 export type SegmentInfo = { name: string; size: number; open: boolean };
 export type ManifestEntry = { size: number; records: number; compactedAt: string };
 export type Manifest = { version: 1; segments: { [segment: string]: ManifestEntry } };
-/** Reads the records of one segment file (`open`: a live writer may still be appending to it). */
-export type SegmentReader = (logDir: string, segment: string, open: boolean) => AsyncIterable<Record>;
+/**
+ * Reads the records of one segment file. `newest`: the log's last segment, whose incomplete
+ * last frame is a live writer's append in progress or a torn tail the next writer cuts, not damage.
+ */
+export type SegmentReader = (logDir: string, segment: string, newest: boolean) => AsyncIterable<Record>;
 export type CompactProgress = { segment: string; index: number; total: number; records: number };
 export type CompactSummary = { compacted: string[]; reread: string[]; skipped: number; records: number };
 
@@ -58,12 +61,9 @@ export async function listSegments(logDir: string): Promise<SegmentInfo[]> {
   return segments.map(({ name, size }, index) => ({ name, size, open: writerAlive && index === segments.length - 1 }));
 }
 
-/**
- * Reads one segment with the recorder's `readSegment`. The open segment is read up to its last
- * complete frame; an incomplete frame there is a live writer's append in progress, not damage.
- */
-export const recorderSegmentReader: SegmentReader = async function* (logDir, segment, open) {
-  for await (const { record } of readSegment(join(logDir, segment), { newest: open })) yield record;
+/** Reads one segment with the recorder's `readSegment`, up to its last complete frame. */
+export const recorderSegmentReader: SegmentReader = async function* (logDir, segment, newest) {
+  for await (const { record } of readSegment(join(logDir, segment), { newest })) yield record;
 };
 
 export async function readManifest(parquetDir: string): Promise<Manifest> {
@@ -171,7 +171,8 @@ export async function compactLog(connection: DuckDBConnection, dataDir: string, 
     const stem = segment.name.replace(/\.forge$/, "") + (segment.open ? ".open" : "");
     const progress = (records: number) => options.onProgress?.({ segment: segment.name, index, total: todo.length, records });
     progress(0);
-    const count = await compactRecords(connection, readSegment(logDir, segment.name, segment.open), parquetDir, stem, segment.name, progress);
+    const newest = segment.name === segments.at(-1)?.name;
+    const count = await compactRecords(connection, readSegment(logDir, segment.name, newest), parquetDir, stem, segment.name, progress);
     progress(count);
     summary.records += count;
     if (segment.open) {

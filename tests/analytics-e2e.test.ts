@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { appendFile, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { analyzeCommand } from "../analytics/cli.ts";
@@ -94,6 +94,32 @@ describe("forge analyze over a recorded log", () => {
       expect(third.compaction.compacted).toEqual(first.compaction.reread);
       expect(third.compaction.reread).toEqual([]);
       expect(third.pass[0]["pass@1"]).toBe(0.5);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a torn tail is read up to the last whole record; once the next writer cuts it, the segment is recompacted without duplicates", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "forge-e2e-torn-"));
+    try {
+      const log = await openSegmentLog(dir);
+      for (const record of [...scored({ id: "a", task: "A" }, "ok", 1), ...scored({ id: "b", task: "A", attempt: 1 }, "failed", 0)]) log.append(record);
+      await log.close();
+      const [segment] = (await readdir(join(dir, "log"))).filter((name) => name.endsWith(".forge"));
+      // A crash mid-append: a frame header promising more bytes than follow.
+      await appendFile(join(dir, "log", segment!), new Uint8Array([200, 0, 0, 0, 1, 2, 3, 4, 9]));
+      const run = async () => JSON.parse((await capture(() => analyzeCommand(["--data", dir, "--json"]))).out);
+      const first = await run();
+      expect(first.totals.rollouts).toBe(2);
+      expect(first.compaction.compacted).toEqual([segment]);
+      // The next writer cuts the torn tail on open.
+      const next = await openSegmentLog(dir);
+      expect(next.recovered.some((r) => r.truncated)).toBe(true);
+      await next.close();
+      const second = await run();
+      expect(second.compaction.compacted).toContain(segment);
+      expect(second.totals.rollouts).toBe(2);
+      expect(second.pass[0]["pass@1"]).toBe(0.5);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
