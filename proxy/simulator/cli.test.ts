@@ -1,0 +1,35 @@
+import { expect, test } from "bun:test";
+import { policySimCommand } from "./cli.ts";
+import { UsageError } from "../../bin/cli.ts";
+
+const runner = `import { policySimCommand } from "${import.meta.dir}/cli.ts"; process.exitCode = await policySimCommand(JSON.parse(process.env.SIM_ARGS));`;
+
+test("forge policy-sim prints its URL, serves, and stops on SIGTERM", async () => {
+  const args = ["--listen", "127.0.0.1:0", "--seed", "4", "--script", `${import.meta.dir}/../../examples/policies/quickstart.yaml`, "--quiet"];
+  const proc = Bun.spawn(["bun", "-e", runner], {
+    env: { ...process.env, SIM_ARGS: JSON.stringify(args) },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = proc.stdout.getReader();
+  let out = "";
+  while (!/listening on (\S+)/.test(out)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += new TextDecoder().decode(value);
+  }
+  const url = /listening on (\S+)/.exec(out)?.[1];
+  expect(out).toContain("policy simulator");
+  expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+  const res = await fetch(`${url}/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "What is the capital of France?" }] }) });
+  const body = (await res.json()) as { choices: { message: { content: string } }[] };
+  expect(body.choices[0]!.message.content).toMatch(/capital of France is (Paris|Lyon)/);
+  proc.kill("SIGTERM");
+  expect(await proc.exited).toBe(0);
+});
+
+test("bad flags are usage errors; a bad script names the file", async () => {
+  await expect(policySimCommand(["--listen", "nowhere"])).rejects.toBeInstanceOf(UsageError);
+  await expect(policySimCommand(["--seed", "x"])).rejects.toBeInstanceOf(UsageError);
+  await expect(policySimCommand(["--script", "/nonexistent.yaml"])).rejects.toThrow(/\/nonexistent\.yaml/);
+});
