@@ -27,7 +27,12 @@ export type SegmentReader = (logDir: string, segment: string, newest: boolean) =
 export type CompactProgress = { segment: string; index: number; total: number; records: number };
 export type CompactSummary = { compacted: string[]; reread: string[]; skipped: number; records: number };
 
-/** Quotes a string as a SQL literal. */
+/**
+ * Quotes a string as a SQL literal.
+ *
+ * @example
+ * sqlString("it's") // "'it''s'"
+ */
 export function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
@@ -66,6 +71,12 @@ export const recorderSegmentReader: SegmentReader = async function* (logDir, seg
   for await (const { record } of readSegment(join(logDir, segment), { newest })) yield record;
 };
 
+/**
+ * The compacted segments (`DIR/parquet/manifest.json`); empty when nothing was compacted yet.
+ *
+ * @example
+ * Object.keys((await readManifest("data/parquet")).segments) // ["seg-00000001.forge"]
+ */
 export async function readManifest(parquetDir: string): Promise<Manifest> {
   try {
     const manifest = JSON.parse(await readFile(join(parquetDir, "manifest.json"), "utf8")) as Manifest;

@@ -14,7 +14,12 @@ function column(key: GroupKey): string {
   return key === "task" ? "task_id" : key;
 }
 
-/** Validates `--by` values, naming the bad one. */
+/**
+ * Validates `--by` values, naming the bad one.
+ *
+ * @example
+ * parseGroupKeys("harness,iteration") // ["harness", "iteration"]
+ */
 export function parseGroupKeys(text: string | undefined): GroupKey[] {
   if (!text) return [];
   return text.split(",").map((raw) => {
@@ -96,7 +101,12 @@ SELECT ${selectKeys(by)}count(*) AS tasks, sum(n) AS rollouts, sum(c) AS success
 FROM per_task${groupTail(keys)}`;
 }
 
-/** Sets the success threshold for this session's views. */
+/**
+ * Sets the success threshold for this session's views (`rollouts.success`).
+ *
+ * @example
+ * await setThreshold(connection, 0.5)
+ */
 export async function setThreshold(connection: DuckDBConnection, threshold: number): Promise<void> {
   if (!Number.isFinite(threshold)) throw new Error(`--threshold must be a number, got ${threshold}`);
   await connection.run(`SET VARIABLE forge_threshold = ${threshold}::DOUBLE`);
@@ -114,7 +124,12 @@ export async function passK(connection: DuckDBConnection, options: PassOptions):
   return queryRows(connection, passKSql(options));
 }
 
-/** SQL for the behaviour metrics per group (over rollouts that are not infra errors). */
+/**
+ * SQL for the behaviour metrics per group (over rollouts that are not infra errors).
+ *
+ * @example
+ * behaviourSql(["harness"]) // SELECT "harness", count(*) AS rollouts, avg(tool_coverage) ...
+ */
 export function behaviourSql(by: GroupKey[]): string {
   const keys = groupList(by);
   return `WITH b AS (SELECT * FROM rollout_behaviour WHERE status IS DISTINCT FROM 'infra_error')
@@ -131,12 +146,23 @@ SELECT ${selectKeys(by)}count(*) AS rollouts,
 FROM b${groupTail(keys)}`;
 }
 
-/** Behaviour metrics per group. */
+/**
+ * Behaviour metrics per group (definitions: docs/metrics.md).
+ *
+ * @example
+ * await behaviour(connection, ["harness"]) // [{ harness: "codex", tool_coverage: 0.6, self_verification: 0.8, ... }]
+ */
 export async function behaviour(connection: DuckDBConnection, by: GroupKey[]): Promise<Row[]> {
   return queryRows(connection, behaviourSql(by));
 }
 
-/** Reward histogram over valid rollouts: `bins` equal-width bins between the min and max reward. */
+/**
+ * Reward histogram over valid rollouts: `bins` equal-width bins between the min and max reward,
+ * empty bins included.
+ *
+ * @example
+ * await rewardHistogram(connection) // [{ bin: 0, rollouts: 12, lo: 0, hi: 0.1 }, ...]
+ */
 export async function rewardHistogram(connection: DuckDBConnection, bins = 10): Promise<Row[]> {
   return queryRows(
     connection,
@@ -157,7 +183,12 @@ export async function rewardHistogram(connection: DuckDBConnection, bins = 10): 
   );
 }
 
-/** Token budgets per group: per-rollout total tokens, percentiles. */
+/**
+ * Token budgets per group: per-rollout total tokens, percentiles.
+ *
+ * @example
+ * await tokenBudgets(connection, ["harness"]) // [{ harness: "codex", p50_tokens: 41000, p95_tokens: 120000, ... }]
+ */
 export async function tokenBudgets(connection: DuckDBConnection, by: GroupKey[]): Promise<Row[]> {
   const keys = groupList(by);
   return queryRows(

@@ -99,20 +99,35 @@ export const tables = {
 export type TableName = keyof typeof tables;
 export const tableNames = Object.keys(tables) as TableName[];
 
-/** `CREATE TABLE` for one of the compacted tables. */
+/**
+ * `CREATE TABLE` for one of the compacted tables.
+ *
+ * @example
+ * createTableSql("tool_use_records", "staging_tool_use_records") // CREATE OR REPLACE TABLE "staging_tool_use_records" (...)
+ */
 export function createTableSql(name: TableName, as: string = name): string {
   const columns = tables[name].map(([column, type]) => `"${column}" ${type}`).join(", ");
   return `CREATE OR REPLACE TABLE "${as}" (${columns})`;
 }
 
-/** A zero-row SELECT with the table's columns and types, for views over no files yet. */
+/**
+ * A zero-row SELECT with the table's columns and types, for views over no files yet.
+ *
+ * @example
+ * emptySelectSql([["rollout_id", "VARCHAR"]]) // SELECT NULL::VARCHAR AS "rollout_id" WHERE false
+ */
 export function emptySelectSql(columns: readonly Column[]): string {
   return `SELECT ${columns.map(([column, type]) => `NULL::${type} AS "${column}"`).join(", ")} WHERE false`;
 }
 
 const listOfVarchar = LIST(VARCHAR);
 
-/** Appends one row, in column order, through a DuckDB appender. */
+/**
+ * Appends one row, in column order, through a DuckDB appender.
+ *
+ * @example
+ * appendRow(appender, tables.result_records, ["r1", 1, "ok", "", 5000, "", "{}", "seg-00000001.forge"])
+ */
 export function appendRow(appender: DuckDBAppender, columns: readonly Column[], row: readonly Value[]): void {
   columns.forEach(([, type], index) => {
     const value = row[index] ?? null;

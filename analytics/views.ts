@@ -34,7 +34,12 @@ function hasParquet(dir: string): boolean {
   return existsSync(dir) && readdirSync(dir).some((file) => file.endsWith(".parquet"));
 }
 
-/** The SELECT each raw source reads from. */
+/**
+ * The SELECT each raw source reads from: its parquet files, or an empty typed select.
+ *
+ * @example
+ * rawSourceSql("data/parquet", "call_records") // SELECT * FROM read_parquet('data/parquet/call_records/*.parquet', union_by_name = true)
+ */
 export function rawSourceSql(parquetDir: string, table: keyof typeof tables): string {
   const dir = join(parquetDir, table);
   if (!hasParquet(dir)) return emptySelectSql(tables[table] as readonly Column[]);
