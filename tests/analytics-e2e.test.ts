@@ -124,4 +124,28 @@ describe("forge analyze over a recorded log", () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  test("terminal tables and a progress line per segment on stderr", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "forge-e2e-tty-"));
+    const errors: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    try {
+      const log = await openSegmentLog(dir, { segmentMaxBytes: 200 });
+      for (let i = 0; i < 6; i++) for (const record of scored({ id: `r${i}`, task: `t${i % 3}`, harness: i % 2 ? "codex" : "pi", attempt: i }, i % 3 ? "ok" : "failed", i % 3 ? 1 : 0)) log.append(record);
+      await log.close();
+      process.stderr.write = ((chunk: string) => (errors.push(String(chunk)), true)) as typeof process.stderr.write;
+      const { code, out } = await capture(() => analyzeCommand(["--data", dir, "--by", "harness", "--k", "1,2"]));
+      process.stderr.write = write;
+      expect(code).toBe(0);
+      expect(out).toMatch(/^harness\s+tasks\s+rollouts/m);
+      expect(out).toMatch(/^codex\s+3\s+3\s/m);
+      expect(out).toContain("behaviour");
+      const segments = (await readdir(join(dir, "log"))).filter((name) => name.endsWith(".forge"));
+      expect(segments.length).toBeGreaterThan(1);
+      expect(errors.filter((line) => line.startsWith("compacting "))).toHaveLength(segments.length);
+    } finally {
+      process.stderr.write = write;
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
