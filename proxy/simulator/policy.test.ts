@@ -134,6 +134,15 @@ describe("scripted policy", () => {
     expect(Math.abs(keyed / 1000 - 0.3)).toBeLessThan(0.05);
   });
 
+  test("a system prompt that changes between turns (file listings) keeps the variant when it names the cwd", () => {
+    const instruction = "Write the contents of input.txt in upper case to output.txt";
+    for (let seed = 0; seed < 200; seed++) {
+      const before = decideTurn({ messages: conversation(instruction, "Working directory: /w/r1\nFiles: input.txt"), tools: forgeReact, script: quickstart, seed });
+      const after = decideTurn({ messages: conversation(instruction, "Working directory: /w/r1\nFiles: input.txt output.txt"), tools: forgeReact, script: quickstart, seed });
+      expect(after.failing).toBe(before.failing);
+    }
+  });
+
   test("derived failing variant: wrong content or a skipped step", () => {
     expect(corrupt("total: 42\n")).toBe("total: 43\n");
     expect(corrupt("hello world")).toBe("hello ");

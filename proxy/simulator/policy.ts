@@ -4,11 +4,12 @@
  * the number of tool results the conversation holds after the task's user message, and whether
  * the conversation plays the failing variant is a hash of
  *   seed · task · conversation key · choice index,
- * where the conversation key is the `x-forge-rollout` request header when present, and
- * otherwise the text of every message up to and including the task's user message (system
- * prompt included). Harnesses put the rollout's working directory into their system prompt or
- * environment context, so k rollouts of one task differ, while the key is constant across the
- * turns of one conversation (later messages never change it).
+ * where the conversation key is the `x-forge-rollout` request header when present (the proxy
+ * can send the rollout id), else the working directory the harness names in its prompt
+ * (Claude Code, Codex, opencode and forge-react all do; each rollout has its own workspace),
+ * else the system prompt's text — together with the user messages up to the task's message.
+ * So k rollouts of one task differ, while the key stays constant across the turns of one
+ * conversation (later messages, and system prompts that list files, do not change it).
  */
 import type { PolicyScript, PolicyStep, TaskScript, PromptMatcher } from "../../schemas/policy-script.ts";
 import { contentText } from "./chatml.ts";
@@ -53,7 +54,7 @@ export function decideTurn(input: TurnInput): TurnDecision {
   const matched = matchTask(script, messages);
   const anchor = matched?.anchor ?? lastUserIndex(messages);
   const done = messages.slice(anchor + 1).filter((m) => m.role === "tool").length;
-  const key = input.conversationKey ?? messages.slice(0, anchor + 1).map((m) => `${m.role}:${contentText(m.content)}`).join("\u0000");
+  const key = conversationKey(messages, anchor, input.conversationKey, cwd);
   const choice = input.choiceIndex ?? 0;
 
   if (!matched) {
@@ -69,6 +70,16 @@ export function decideTurn(input: TurnInput): TurnDecision {
   const turn = step ? stepTurn(step, tools, cwd) : { content: "Done.", toolCalls: [] };
   const thinking = input.enableThinking ?? task.thinking ?? script.thinking;
   return { turn: withThinking(turn, thinking, variantHash, step?.think), task: task.name, failing, step: done };
+}
+
+function conversationKey(messages: SimMessage[], anchor: number, header: string | undefined, cwd: string | undefined): string {
+  const users = messages
+    .slice(0, anchor + 1)
+    .filter((m) => m.role === "user")
+    .map((m) => contentText(m.content));
+  const system = messages.filter((m) => m.role === "system" || m.role === "developer").map((m) => contentText(m.content));
+  const nonce = header !== undefined ? `rollout:${header}` : cwd !== undefined ? `cwd:${cwd}` : `system:${system.join("\n")}`;
+  return [nonce, ...users].join("\u0000");
 }
 
 function withThinking(turn: PolicyTurn, thinking: boolean, hash: number, think?: string): PolicyTurn {

@@ -278,3 +278,102 @@ describe("bad requests", () => {
     expect(((await res.json()) as { error: { type: string } }).error.type).toBe("NotFoundError");
   });
 });
+
+describe("thinking, n, truncation, pacing", () => {
+  const thinkingScript = {
+    thinking: true,
+    tasks: [{ name: "t", match: "think about it", steps: [{ think: "Hmm, ünïcödé thoughts.", bash: "echo thought" }, { finish: "All done." }] }],
+  };
+
+  test("thinking policy: reasoning_content in the message and in stream deltas", async () => {
+    const other = await startPolicySimulator({ seed: 1, script: thinkingScript });
+    try {
+      const c = new OpenAI({ baseURL: `${other.url}/v1`, apiKey: "x" });
+      const body = { model: "m", messages: [{ role: "user" as const, content: "Please think about it" }], tools: [bashTool] };
+      const res = (await c.chat.completions.create({ ...body, ...({ return_token_ids: true } as Extra) })) as OpenAI.ChatCompletion & { choices: { token_ids: number[] }[] };
+      const message = res.choices[0]!.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+      expect(message.reasoning_content).toBe("Hmm, ünïcödé thoughts.");
+      expect(tokenizer.decode(res.choices[0]!.token_ids)).toStartWith("<think>\nHmm, ünïcödé thoughts.\n</think>\n\n<tool_call>");
+      let reasoning = "";
+      for await (const chunk of await c.chat.completions.create({ ...body, stream: true })) {
+        reasoning += (chunk.choices[0]?.delta as { reasoning_content?: string } | undefined)?.reasoning_content ?? "";
+      }
+      expect(reasoning).toBe("Hmm, ünïcödé thoughts.");
+      // enable_thinking=false (Qwen3's chat_template_kwargs) turns it off.
+      const off = await c.chat.completions.create({ ...body, ...({ chat_template_kwargs: { enable_thinking: false } } as Extra) });
+      expect((off.choices[0]!.message as { reasoning_content?: string }).reasoning_content).toBeUndefined();
+    } finally {
+      await other.stop();
+    }
+  });
+
+  test("n > 1 gives independent samples, usage sums them", async () => {
+    const res = (await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "two please" }], n: 2, logprobs: true, ...({ return_token_ids: true } as Extra) })) as OpenAI.ChatCompletion & {
+      choices: { token_ids: number[] }[];
+    };
+    expect(res.choices.map((c) => c.index)).toEqual([0, 1]);
+    expect(res.choices[0]!.logprobs).not.toEqual(res.choices[1]!.logprobs);
+    expect(res.usage!.completion_tokens).toBe(res.choices[0]!.token_ids.length + res.choices[1]!.token_ids.length);
+  });
+
+  test("max_tokens inside a tool call: stream streams the partial call, non-stream keeps the raw text as content", async () => {
+    const task: ChatCompletionMessageParam[] = [{ role: "user", content: "Create hello.txt now" }];
+    const res = await client.chat.completions.create({ model: "m", messages: task, tools: [writeTool], max_tokens: 12 });
+    expect(res.choices[0]!.finish_reason).toBe("length");
+    expect(res.choices[0]!.message.tool_calls ?? []).toEqual([]);
+    expect(res.choices[0]!.message.content).toContain("<tool_call>");
+    let finish: string | null = null;
+    let ids = 0;
+    for await (const chunk of await client.chat.completions.create({ model: "m", messages: task, tools: [writeTool], max_tokens: 12, stream: true, ...({ return_token_ids: true } as Extra) })) {
+      for (const c of chunk.choices) {
+        finish = c.finish_reason ?? finish;
+        ids += (c as unknown as { token_ids: number[] }).token_ids.length;
+      }
+    }
+    expect(finish).toBe("length");
+    expect(ids).toBe(12);
+  });
+
+  test("ttftMs and chunkDelayMs pace the stream; a client that leaves mid-stream does not disturb the server", async () => {
+    const slow = await startPolicySimulator({ seed: 1, ttftMs: 150, chunkDelayMs: 30 });
+    try {
+      const started = performance.now();
+      const controller = new AbortController();
+      const res = await fetch(`${slow.url}/v1/chat/completions`, {
+        method: "POST",
+        body: JSON.stringify({ messages: [{ role: "user", content: "a reasonably long prompt to echo back slowly" }], stream: true }),
+        signal: controller.signal,
+      });
+      const reader = res.body!.getReader();
+      await reader.read();
+      expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+      const before = performance.now();
+      await reader.read();
+      await reader.read();
+      expect(performance.now() - before).toBeGreaterThanOrEqual(25);
+      controller.abort();
+      await reader.cancel().catch(() => {});
+      const after = await fetch(`${slow.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }) });
+      expect(after.status).toBe(200);
+    } finally {
+      await slow.stop();
+    }
+  });
+
+  test("tokensPerChunk groups tokens per chunk", async () => {
+    const grouped = await startPolicySimulator({ seed: 1, tokensPerChunk: 4 });
+    try {
+      const stream = await new OpenAI({ baseURL: `${grouped.url}/v1`, apiKey: "x" }).chat.completions.create({
+        model: "m",
+        messages: [{ role: "user", content: "one two three four five six seven eight nine ten" }],
+        stream: true,
+        ...({ return_token_ids: true } as Extra),
+      });
+      const sizes: number[] = [];
+      for await (const chunk of stream) for (const c of chunk.choices) sizes.push((c as unknown as { token_ids: number[] }).token_ids.length);
+      expect(sizes.slice(1, -1).every((n) => n === 4)).toBe(true);
+    } finally {
+      await grouped.stop();
+    }
+  });
+});
