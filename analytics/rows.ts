@@ -56,7 +56,8 @@ function callRows(call: ModelCall, segment: string, seen: Set<string>): Rows {
     call.error,
     usage?.promptTokens ?? null,
     usage?.completionTokens ?? null,
-    usage?.totalTokens ?? null,
+    // proto3 has no "unset" for a uint32: a zero total with parts present means "not reported".
+    usage ? usage.totalTokens || usage.promptTokens + usage.completionTokens : null,
     usage?.cachedTokens ?? null,
     call.latencyMs,
     call.ttftMs > 0 ? call.ttftMs : null,
