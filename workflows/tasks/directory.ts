@@ -1,0 +1,96 @@
+/**
+ * Loading tasks in the Harbor / Terminal-Bench layout:
+ *
+ *   TASK/instruction.md      the prompt given to the harness
+ *   TASK/task.toml           [agent] timeout_sec, [verifier] timeout_sec, [environment], [metadata]
+ *   TASK/environment/        files copied into the workspace (a Dockerfile there is recorded, not run)
+ *   TASK/tests/test.sh       the verifier, run in the workspace after the harness
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { TaskError, type Task } from "./types.ts";
+
+const seconds = (value: unknown, file: string, field: string): number | undefined => {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !(value > 0)) throw new TaskError(`${file}: ${field} must be a positive number of seconds, got ${JSON.stringify(value)}`);
+  return value;
+};
+
+const table = (value: unknown, file: string, field: string): Record<string, unknown> => {
+  if (value === undefined) return {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TaskError(`${file}: [${field}] must be a table`);
+  return value as Record<string, unknown>;
+};
+
+/** Parses task.toml with Bun's TOML parser; errors name the file. */
+function readTaskToml(file: string): Record<string, unknown> {
+  if (!existsSync(file)) return {};
+  try {
+    return Bun.TOML.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  } catch (error) {
+    throw new TaskError(`${file}: not valid TOML: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Loads one task directory.
+ *
+ * @example
+ * const task = loadTaskDir("examples/quickstart/tasks/hello-file");
+ * task.verifier.kind; // "script"
+ */
+export function loadTaskDir(dir: string): Task {
+  const root = resolve(dir);
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new TaskError(`task ${root}: not a directory`);
+  const instructionFile = join(root, "instruction.md");
+  if (!existsSync(instructionFile)) throw new TaskError(`task ${root}: instruction.md is missing (it holds the prompt given to the harness)`);
+  const instruction = readFileSync(instructionFile, "utf8").trim();
+  if (!instruction) throw new TaskError(`${instructionFile}: is empty`);
+
+  const tomlFile = join(root, "task.toml");
+  const toml = readTaskToml(tomlFile);
+  const agent = table(toml.agent, tomlFile, "agent");
+  const verifier = table(toml.verifier, tomlFile, "verifier");
+
+  const environmentDir = join(root, "environment");
+  const hasEnvironment = existsSync(environmentDir);
+  if (hasEnvironment && !statSync(environmentDir).isDirectory()) throw new TaskError(`task ${root}: environment must be a directory`);
+  const dockerfile = hasEnvironment && existsSync(join(environmentDir, "Dockerfile")) ? join(environmentDir, "Dockerfile") : undefined;
+
+  const testsDir = join(root, "tests");
+  const script = join(testsDir, "test.sh");
+  if (existsSync(testsDir) && !existsSync(script)) throw new TaskError(`task ${root}: tests/ exists but tests/test.sh is missing (the verifier script)`);
+
+  return {
+    id: basename(root),
+    source: root,
+    instruction,
+    environmentDir: hasEnvironment ? environmentDir : undefined,
+    files: {},
+    dockerfile,
+    verifier: existsSync(script) ? { kind: "script", testsDir, script } : { kind: "none" },
+    agentTimeoutSeconds: seconds(agent.timeout_sec, tomlFile, "agent.timeout_sec"),
+    verifierTimeoutSeconds: seconds(verifier.timeout_sec, tomlFile, "verifier.timeout_sec"),
+    resources: table(toml.environment, tomlFile, "environment"),
+    metadata: table(toml.metadata, tomlFile, "metadata"),
+  };
+}
+
+/**
+ * Loads every task of a directory of task directories (each subdirectory with an
+ * instruction.md), sorted by id; a subdirectory without one is an error, not skipped silently.
+ *
+ * @example
+ * loadTaskTree("examples/quickstart/tasks").map((t) => t.id); // ["fix-greeting", "hello-file", ...]
+ */
+export function loadTaskTree(dir: string): Task[] {
+  const root = resolve(dir);
+  if (!existsSync(root)) throw new TaskError(`task directory ${root} does not exist`);
+  if (existsSync(join(root, "instruction.md"))) return [loadTaskDir(root)];
+  const entries = readdirSync(root, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && !entry.name.startsWith("."))
+    .map((entry) => entry.name)
+    .sort();
+  if (entries.length === 0) throw new TaskError(`task directory ${root} holds no tasks (each task is a subdirectory with instruction.md)`);
+  return entries.map((name) => loadTaskDir(join(root, name)));
+}

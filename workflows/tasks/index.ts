@@ -1,0 +1,39 @@
+/**
+ * Tasks: Harbor / Terminal-Bench task directories, JSONL task lists and inline tasks, loaded
+ * into one `Task` shape for the executors.
+ */
+import { existsSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Experiment } from "../../schemas/experiment.ts";
+import { loadTaskTree } from "./directory.ts";
+import { loadJsonlTasks, taskFromSpec } from "./jsonl.ts";
+import { TaskError, type Task } from "./types.ts";
+
+export { loadTaskDir, loadTaskTree } from "./directory.ts";
+export { loadJsonlTasks, taskFromSpec } from "./jsonl.ts";
+export { TaskError, type Task, type TaskVerifier } from "./types.ts";
+
+/**
+ * Loads tasks from a path: a task directory, a directory of task directories, or a .jsonl list.
+ *
+ * @example
+ * loadTasks("examples/quickstart/tasks").length; // 5
+ */
+export function loadTasks(path: string): Task[] {
+  const full = resolve(path);
+  if (!existsSync(full)) throw new TaskError(`tasks: ${full} does not exist`);
+  return statSync(full).isDirectory() ? loadTaskTree(full) : loadJsonlTasks(full);
+}
+
+/**
+ * The tasks of an experiment: `spec.environment.tasks` is a path (resolved against the
+ * experiment file's directory) or an inline list.
+ *
+ * @example
+ * loadExperimentTasks(experiment, "examples/quickstart");
+ */
+export function loadExperimentTasks(experiment: Experiment, baseDir: string): Task[] {
+  const tasks = experiment.spec.environment.tasks;
+  if (Array.isArray(tasks)) return tasks.map((spec, index) => taskFromSpec(spec, `spec.environment.tasks[${index}]`));
+  return loadTasks(resolve(baseDir, tasks));
+}
