@@ -4,6 +4,8 @@ import { generate } from "./generate.ts";
 import { encodeSegments } from "./prompt-tokens.ts";
 import { loadTokenizer, IM_END, type SimTokenizer } from "./tokenizer.ts";
 import type { SimMessage, SimTool } from "./types.ts";
+import casesJson from "./fixtures/qwen3-template-cases.json";
+import expectedJson from "./fixtures/qwen3-template-expected.json";
 
 let tokenizer: SimTokenizer;
 beforeAll(async () => {
@@ -75,5 +77,16 @@ describe("Qwen3 ChatML rendering", () => {
       renderChatSegments([...history, { role: "assistant", content: "Running it.", tool_calls: [{ id: "x", function: { name: "bash", arguments: turn.toolCalls[0]!.arguments } }] }, { role: "tool", content: "" }], [bash]),
     );
     expect(p2.slice(0, p1.length + g.ids.length)).toEqual([...p1, ...g.ids]);
+  });
+});
+
+describe("against Qwen3's real chat template", () => {
+  // Expected strings rendered by jinja2 from the tokenizer package's chat_template
+  // (fixtures/render-qwen3-template.py): system/tools, think stripping, grouped tool
+  // responses, dict arguments, a late system turn, a prefilled assistant turn.
+  const cases = casesJson as unknown as { messages: SimMessage[]; tools: SimTool[]; gen?: boolean }[];
+  const expected = expectedJson as string[];
+  test.each(cases.map((c, i) => [i, c] as const))("case %d renders exactly as the template does", (i, c) => {
+    expect(renderChatSegments(c.messages, c.tools, { addGenerationPrompt: c.gen ?? true }).join("")).toBe(expected[i]!);
   });
 });
