@@ -2,9 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { parsePolicyScriptFile, PolicyScriptSchema } from "../../schemas/policy-script.ts";
 import { planToolCall, shellWrite } from "./intents.ts";
 import { corrupt, decideTurn, deriveFailingSteps } from "./policy.ts";
-import type { SimMessage, SimTool } from "./types.ts";
+import type { JsonSchema, SimMessage, SimTool } from "./types.ts";
 
-const tool = (name: string, properties: Record<string, unknown>, required: string[] = Object.keys(properties)): SimTool => ({
+const tool = (name: string, properties: Record<string, JsonSchema>, required: string[] = Object.keys(properties)): SimTool => ({
   type: "function",
   function: { name, parameters: { type: "object", properties, required } },
 });
