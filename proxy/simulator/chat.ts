@@ -61,7 +61,7 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
       choiceIndex: index,
       enableThinking,
     });
-    const g = generate(tokenizer, decision.turn, maxTokens);
+    const g = generate(tokenizer, decision.turn, maxTokens, stopList(body.stop));
     const choiceContext = mix(context, index);
     const logprobs = sampledLogprobs(g.ids, choiceContext, topCount);
     choices.push({ index, g, logprobs, callId: (i) => hashId("call_", choiceContext, i) });
@@ -92,7 +92,7 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
           },
           logprobs: body.logprobs ? { content: c.logprobs.map((l) => logprobEntry(tokenizer, l)) } : null,
           finish_reason: message.toolCalls.length === 0 && c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason,
-          stop_reason: null,
+          stop_reason: c.g.stopReason,
           ...(body.return_token_ids ? { token_ids: c.g.ids } : {}),
         };
       }),
@@ -152,7 +152,7 @@ function streamChat(
               delta,
               logprobs: body.logprobs ? { content: c.logprobs.slice(d.start, d.end).map((l) => logprobEntry(tokenizer, l)) } : null,
               finish_reason: finish,
-              ...(last ? { stop_reason: null } : {}),
+              ...(last ? { stop_reason: c.g.stopReason } : {}),
               ...(body.return_token_ids ? { token_ids: c.g.ids.slice(d.start, d.end) } : {}),
             },
           ],
@@ -162,6 +162,12 @@ function streamChat(
     }
     if (includeUsage) yield chunk([], { usage });
   }, signal);
+}
+
+/** `stop` as a list (OpenAI accepts a string or a list). */
+export function stopList(stop: unknown): string[] {
+  if (typeof stop === "string") return [stop];
+  return Array.isArray(stop) ? stop.filter((s): s is string => typeof s === "string") : [];
 }
 
 const tokenTextCache = new Map<number, string>();

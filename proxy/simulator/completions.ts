@@ -3,7 +3,7 @@
  * ChatML (what a proxy renders itself) is read back into turns so scripts match it too; there
  * is no tool parsing on this endpoint, so the policy answers in text.
  */
-import { readBody, tokenText } from "./chat.ts";
+import { readBody, stopList, tokenText } from "./chat.ts";
 import { planDeltas } from "./deltas.ts";
 import { describeIssues, errorResponse } from "./errors.ts";
 import { generate, spanText } from "./generate.ts";
@@ -39,7 +39,7 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
 
   const choices = Array.from({ length: body.n ?? 1 }, (_, index) => {
     const decision = decideTurn({ messages: chatmlTurns(promptText), tools: [], script: ctx.script, seed: mix(ctx.seed, body.seed ?? 0), choiceIndex: index });
-    const g = generate(tokenizer, { content: decision.turn.content, toolCalls: [] }, maxTokens);
+    const g = generate(tokenizer, { content: decision.turn.content, toolCalls: [] }, maxTokens, stopList(body.stop));
     const logprobs = sampledLogprobs(g.ids, mix(context, index), topCount ?? 0);
     const text = spanText(g, 0, g.byteEnds.at(-1) ?? 0, "content");
     ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids) });
@@ -75,7 +75,7 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
           text: c.text,
           logprobs: logprobBlock(c, 0, c.g.ids.length, 0),
           finish_reason: c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason,
-          stop_reason: null,
+          stop_reason: c.g.stopReason,
           prompt_logprobs: null,
           ...(body.return_token_ids ? { prompt_token_ids: promptIds, token_ids: c.g.ids } : {}),
         })),
@@ -108,7 +108,7 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
               text,
               logprobs: logprobBlock(c, d.start, d.end, offsets[c.index]!),
               finish_reason: last ? (c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason) : null,
-              stop_reason: null,
+              stop_reason: last ? c.g.stopReason : null,
               ...(body.return_token_ids ? { token_ids: c.g.ids.slice(d.start, d.end), ...(k === 0 ? { prompt_token_ids: promptIds } : {}) } : {}),
             },
           ],

@@ -24,7 +24,11 @@ export interface Generation {
   byteEnds: number[];
   spans: Span[];
   bodyBytes: Uint8Array;
+  /** Bytes of the body the caller sees (less than the tokens cover when a stop string matched). */
+  visibleBytes: number;
   finishReason: "stop" | "tool_calls" | "length";
+  /** The stop string that ended generation (vLLM's `stop_reason`), else null. */
+  stopReason: string | null;
 }
 
 const utf8 = new TextEncoder();
@@ -62,21 +66,55 @@ export function bodySpans(turn: PolicyTurn): Span[] {
  * const g = generate(tokenizer, { content: "Hello", toolCalls: [] }, undefined);
  * g.ids; // [9707, 151645]
  */
-export function generate(tokenizer: SimTokenizer, turn: PolicyTurn, maxTokens: number | undefined): Generation {
+export function generate(tokenizer: SimTokenizer, turn: PolicyTurn, maxTokens: number | undefined, stop: string[] = []): Generation {
   const body = assistantBody(turn);
+  const bodyBytes = utf8.encode(body);
   let ids = [...tokenizer.encode(body), IM_END];
   let finishReason: Generation["finishReason"] = turn.toolCalls.length > 0 ? "tool_calls" : "stop";
+  let byteEnds = ends(tokenizer, ids);
+  let visibleBytes = bodyBytes.length;
+  let stopReason: string | null = null;
+  // vLLM checks stop strings on the detokenized output: generation ends with the token that
+  // completes the string, and the text is cut where it starts.
+  const hit = firstStop(body, stop);
+  if (hit) {
+    const startByte = byteLength(body.slice(0, hit.index));
+    const endByte = startByte + byteLength(hit.stop);
+    const last = byteEnds.findIndex((end) => end >= endByte);
+    ids = ids.slice(0, last + 1);
+    byteEnds = byteEnds.slice(0, last + 1);
+    visibleBytes = startByte;
+    stopReason = hit.stop;
+    finishReason = "stop";
+  }
   if (maxTokens !== undefined && ids.length > maxTokens) {
     ids = ids.slice(0, maxTokens);
+    byteEnds = byteEnds.slice(0, maxTokens);
+    visibleBytes = Math.min(visibleBytes, byteEnds.at(-1) ?? 0);
+    stopReason = null;
     finishReason = "length";
   }
+  return { turn, ids, byteEnds, spans: bodySpans(turn), bodyBytes, visibleBytes, finishReason, stopReason };
+}
+
+function ends(tokenizer: SimTokenizer, ids: number[]): number[] {
   const byteEnds: number[] = [];
   let at = 0;
   for (const id of ids) {
     at += tokenizer.tokenBytes(id).length;
     byteEnds.push(at);
   }
-  return { turn, ids, byteEnds, spans: bodySpans(turn), bodyBytes: utf8.encode(body), finishReason };
+  return byteEnds;
+}
+
+function firstStop(body: string, stop: string[]): { index: number; stop: string } | undefined {
+  let best: { index: number; stop: string } | undefined;
+  for (const s of stop) {
+    if (s === "") continue;
+    const index = body.indexOf(s);
+    if (index >= 0 && (!best || index < best.index)) best = { index, stop: s };
+  }
+  return best;
 }
 
 const decoder = new TextDecoder();
@@ -84,6 +122,7 @@ const decoder = new TextDecoder();
 /** The text of `kind` spans that lies in bytes [from, to). */
 export function spanText(g: Generation, from: number, to: number, kind: SpanKind, call?: number): string {
   let out = "";
+  to = Math.min(to, g.visibleBytes);
   for (const span of g.spans) {
     if (span.kind !== kind || (call !== undefined && span.call !== call)) continue;
     const a = Math.max(from, span.start);
@@ -95,7 +134,7 @@ export function spanText(g: Generation, from: number, to: number, kind: SpanKind
 
 /** Bytes of the body the sampled tokens cover (less than the body when cut by max_tokens). */
 export function coveredBytes(g: Generation): number {
-  return Math.min(g.byteEnds.at(-1) ?? 0, g.bodyBytes.length);
+  return Math.min(g.byteEnds.at(-1) ?? 0, g.visibleBytes);
 }
 
 /** True when byte offset `at` is not inside a multi-byte UTF-8 character of the body. */

@@ -136,6 +136,20 @@ describe("chat completions", () => {
     expect(res.usage!.completion_tokens).toBe(3);
   });
 
+  test("stop strings end the text where they start (stop_reason names the string), stream and not", async () => {
+    const body = { model: "m", messages: [{ role: "user" as const, content: "alpha beta gamma delta" }], stop: ["gamma"], ...({ return_token_ids: true } as Extra) };
+    const res = (await client.chat.completions.create(body)) as OpenAI.ChatCompletion & { choices: { token_ids: number[]; stop_reason: string }[] };
+    expect(res.choices[0]!.message.content).toBe("You said: alpha beta ");
+    expect(res.choices[0]!.finish_reason).toBe("stop");
+    expect(res.choices[0]!.stop_reason).toBe("gamma");
+    expect(tokenizer.decode(res.choices[0]!.token_ids)).toBe("You said: alpha beta gamma");
+    let text = "";
+    for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) text += chunk.choices[0]?.delta.content ?? "";
+    expect(text).toBe("You said: alpha beta ");
+    const completion = await client.completions.create({ model: "m", prompt: "one two three", stop: "two" });
+    expect(completion.choices[0]!.text).toBe("You said: one ");
+  });
+
   test("same seed and request → same output and logprobs; another seed differs in logprobs", async () => {
     const body = { model: "m", messages: [{ role: "user" as const, content: "Determinism please" }], logprobs: true };
     const a = await client.chat.completions.create(body);
