@@ -1,0 +1,76 @@
+/**
+ * Our recording proxy as a separate process (`bun bin/forge.ts proxy …`), so its CPU time is
+ * measured apart from the load generator's and the upstream's.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { spawn, type ChildProcess } from "node:child_process";
+import { freePort } from "./free-port.ts";
+
+export interface RunningForgeProxy {
+  url: string;
+  pid: number;
+  adminToken: string;
+  dataDir: string;
+  /** Registers a rollout; returns its id and key. */
+  register(taskId: string): Promise<{ rollout_id: string; api_key: string }>;
+  stop(): Promise<void>;
+  /** Everything the process printed (for the report when it fails). */
+  output(): string;
+}
+
+/** Whether the proxy CLI exists in this checkout yet. */
+export function forgeProxyAvailable(root: string): boolean {
+  return existsSync(join(root, "proxy", "cli.ts")) && existsSync(join(root, "proxy", "index.ts"));
+}
+
+/**
+ * Starts `bun bin/forge.ts proxy --data DIR --upstream URL --listen 127.0.0.1:PORT` with an
+ * admin token and waits for `/healthz`.
+ *
+ * @example
+ * const proxy = await startForgeProxy({ root, dataDir, upstream: sim.url });
+ */
+export async function startForgeProxy(o: { root: string; dataDir: string; upstream: string; extraArgs?: string[] }): Promise<RunningForgeProxy> {
+  const port = await freePort();
+  const adminToken = `bench-admin-${Math.random().toString(36).slice(2)}`;
+  const args = ["bin/forge.ts", "proxy", "--data", o.dataDir, "--upstream", o.upstream, "--host", "127.0.0.1", "--port", String(port), ...(o.extraArgs ?? [])];
+  const child: ChildProcess = spawn("bun", args, { cwd: o.root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, FORGE_ADMIN_TOKEN: adminToken } });
+  let out = "";
+  child.stdout?.on("data", (b) => (out = (out + b).slice(-20_000)));
+  child.stderr?.on("data", (b) => (out = (out + b).slice(-20_000)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`forge proxy exited (${child.exitCode}) on start: bun ${args.join(" ")}\n${out}`);
+    try {
+      const r = await fetch(`${url}/healthz`);
+      if (r.ok) break;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`forge proxy did not answer /healthz on ${url} within 20 s\n${out}`);
+    await Bun.sleep(100);
+  }
+  return {
+    url,
+    pid: child.pid!,
+    adminToken,
+    dataDir: o.dataDir,
+    async register(taskId) {
+      const r = await fetch(`${url}/control/rollouts`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+        body: JSON.stringify({ experiment: "bench", task_id: taskId }),
+      });
+      if (r.status !== 201) throw new Error(`POST /control/rollouts: ${r.status} ${await r.text()}`);
+      return (await r.json()) as { rollout_id: string; api_key: string };
+    },
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+        setTimeout(() => child.kill("SIGKILL"), 5000).unref();
+      }),
+    output: () => out,
+  };
+}

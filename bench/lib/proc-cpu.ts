@@ -1,0 +1,43 @@
+/** CPU time of other processes from /proc/<pid>/stat (utime + stime), for per-call CPU figures. */
+import { readFileSync, readdirSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+
+const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+
+/** Fields of /proc/<pid>/stat after the `(comm)` field, which may itself hold spaces. */
+function statFields(pid: number): string[] | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return text.slice(text.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU seconds (user + system) the process has used so far; 0 once it is gone.
+ *
+ * @example
+ * const before = cpuSeconds(child.pid); … ; const used = cpuSeconds(child.pid) - before;
+ */
+export function cpuSeconds(pid: number): number {
+  const f = statFields(pid);
+  // After "(comm)": state(0) ppid(1) … utime is field 14 of the whole line, i.e. index 11 here.
+  return f ? (Number(f[11]) + Number(f[12])) / CLK_TCK : 0;
+}
+
+/** Pids whose parent is `pid` (nginx's workers under its master). */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const f = statFields(Number(name));
+    if (f && Number(f[1]) === pid) out.push(Number(name));
+  }
+  return out;
+}
+
+/** CPU seconds of a process and all its direct children (nginx master + workers). */
+export function treeCpuSeconds(pid: number): number {
+  return cpuSeconds(pid) + childPids(pid).reduce((sum, p) => sum + cpuSeconds(p), 0);
+}

@@ -1,0 +1,190 @@
+/**
+ * The recording proxy against nginx (a plain C reverse proxy) in front of the same upstream
+ * (the policy simulator), in one run, printed as ratios to nginx:
+ * throughput and p50/p99 added latency at 64 and 256 concurrent streams (50 chunks each) and
+ * for non-streaming calls, bytes written and CPU per call, 200 KB prompts and a 4 MB screenshot.
+ * The load generator is Debian's `wrk` (C); nginx and wrk are installed with apt-get if missing.
+ *
+ *   bun bench/nginx.ts [--seconds 6] [--chunk-delay-ms 10] [--json] [--only stream256,...]
+ *
+ * Rows: direct (wrk → simulator), nginx (wrk → nginx → simulator), forge (wrk → proxy, recording
+ * on → simulator). "added" = that row's latency minus direct's.
+ */
+import { mkdtempSync, rmSync, readdirSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { startPolicySimulator } from "../proxy/simulator/index.ts";
+import { ensureTools } from "./lib/tools.ts";
+import { startNginx } from "./lib/nginx.ts";
+import { runWrk, type WrkResult } from "./lib/wrk.ts";
+import { cpuSeconds, treeCpuSeconds } from "./lib/proc-cpu.ts";
+import { forgeProxyAvailable, startForgeProxy, type RunningForgeProxy } from "./lib/forge-proxy.ts";
+
+const ROOT = resolve(import.meta.dir, "..");
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1]! : fallback;
+};
+const SECONDS = Number(flag("seconds", "6"));
+const CHUNK_DELAY_MS = Number(flag("chunk-delay-ms", "10"));
+const JSON_OUT = args.includes("--json");
+const ONLY = flag("only", "").split(",").filter(Boolean);
+const log = (line: string) => console.error(line);
+
+interface Scenario {
+  name: string;
+  connections: number;
+  body: string;
+  /** What one call streams, for the chunk rate. */
+  chunks: number;
+}
+
+function words(n: number): string {
+  const vocab = ["the", "agent", "reads", "a", "file", "and", "runs", "tests", "before", "it", "edits", "code"];
+  return Array.from({ length: n }, (_, i) => vocab[(i * 7 + (i >> 3)) % vocab.length]).join(" ");
+}
+
+function chatBody(o: { stream: boolean; prompt: string; image?: string }): string {
+  const content = o.image
+    ? [{ type: "text", text: o.prompt }, { type: "image_url", image_url: { url: o.image } }]
+    : o.prompt;
+  return JSON.stringify({
+    model: "forge-sim/qwen3-sim",
+    stream: o.stream,
+    ...(o.stream ? { stream_options: { include_usage: true } } : {}),
+    max_tokens: 50,
+    messages: [
+      { role: "system", content: "You are a coding agent." },
+      { role: "user", content },
+    ],
+  });
+}
+
+// The simulator echoes the prompt, so a prompt of >50 tokens gives 50 streamed tokens (max_tokens).
+const PROMPT = `Please summarise: ${words(300)}`;
+const screenshot = `data:image/png;base64,${Buffer.alloc(3 * 1024 * 1024, 7).toString("base64")}`; // ~4 MB of base64
+const SCENARIOS: Scenario[] = [
+  { name: "stream64", connections: 64, body: chatBody({ stream: true, prompt: PROMPT }), chunks: 50 },
+  { name: "stream256", connections: 256, body: chatBody({ stream: true, prompt: PROMPT }), chunks: 50 },
+  { name: "nonstream64", connections: 64, body: chatBody({ stream: false, prompt: PROMPT }), chunks: 1 },
+  { name: "prompt200k", connections: 8, body: chatBody({ stream: false, prompt: `Review this file:\n${words(33_000)}`.slice(0, 200_000) }), chunks: 1 },
+  { name: "screenshot4m", connections: 4, body: chatBody({ stream: false, prompt: "What is on the screen?", image: screenshot }), chunks: 1 },
+].filter((s) => ONLY.length === 0 || ONLY.includes(s.name));
+
+type Target = "direct" | "nginx" | "forge";
+interface Row {
+  scenario: string;
+  target: Target;
+  rps: number;
+  p50: number;
+  p99: number;
+  addedP50: number | null;
+  addedP99: number | null;
+  cpuMsPerCall: number | null;
+  bytesPerCall: number | null;
+  errors: number;
+  requests: number;
+}
+
+function logBytes(dir: string): number {
+  let total = 0;
+  try {
+    for (const name of readdirSync(join(dir, "log"))) total += statSync(join(dir, "log", name)).size;
+  } catch {}
+  return total;
+}
+
+const { nginx: nginxBin, wrk: wrkBin } = ensureTools(log);
+const work = mkdtempSync(join(tmpdir(), "forge-bench-nginx-"));
+const sim = await startPolicySimulator({ seed: 1, chunkDelayMs: CHUNK_DELAY_MS });
+const simHostPort = sim.url.replace(/^http:\/\//, "");
+const nginx = await startNginx({ bin: nginxBin, dir: join(work, "nginx"), upstream: simHostPort, workers: 2 });
+let proxy: RunningForgeProxy | null = null;
+let proxyNote = "";
+const rolloutPaths: string[] = [];
+let proxyHeaders: Record<string, string> = {};
+if (forgeProxyAvailable(ROOT)) {
+  try {
+    proxy = await startForgeProxy({ root: ROOT, dataDir: join(work, "data"), upstream: `${sim.url}/v1` });
+    // 64 rollouts, each called in turn: the routes carry the rollout, the admin token is not needed on them.
+    for (let i = 0; i < 64; i++) {
+      const r = await proxy.register(`bench-${i}`);
+      rolloutPaths.push(`/r/${r.rollout_id}/v1/chat/completions`);
+      if (i === 0) proxyHeaders = { Authorization: `Bearer ${r.api_key}` };
+    }
+  } catch (error) {
+    proxyNote = `forge proxy not measured: ${(error as Error).message.split("\n")[0]}`;
+    await proxy?.stop();
+    proxy = null;
+  }
+} else {
+  proxyNote = "forge proxy not available in this checkout (proxy/cli.ts missing)";
+}
+if (proxyNote) log(proxyNote);
+
+const rows: Row[] = [];
+const started = performance.now();
+try {
+  for (const s of SCENARIOS) {
+    const targets: { target: Target; base: string; paths: string[]; headers?: Record<string, string>; pid?: number; tree?: boolean }[] = [
+      { target: "direct", base: sim.url, paths: ["/v1/chat/completions"] },
+      { target: "nginx", base: nginx.url, paths: ["/v1/chat/completions"], pid: nginx.pid, tree: true },
+    ];
+    // A per-rollout key on the /r/{id} route: each rollout's own key is what a harness sends; the
+    // bench sends rollout 0's key on every route only if the proxy accepts route-scoped access.
+    if (proxy) targets.push({ target: "forge", base: proxy.url, paths: rolloutPaths, headers: proxyHeaders, pid: proxy.pid });
+    const direct: WrkResult[] = [];
+    for (const t of targets) {
+      // A short warm-up so connection set-up and JIT are not in the figures.
+      await runWrk({ bin: wrkBin, dir: work, base: t.base, paths: t.paths, body: s.body, headers: t.headers, connections: s.connections, seconds: 1 });
+      const cpu0 = t.pid ? (t.tree ? treeCpuSeconds(t.pid) : cpuSeconds(t.pid)) : 0;
+      const bytes0 = t.target === "forge" ? logBytes(proxy!.dataDir) : 0;
+      const r = await runWrk({ bin: wrkBin, dir: work, base: t.base, paths: t.paths, body: s.body, headers: t.headers, connections: s.connections, seconds: SECONDS });
+      // Records are written when a call ends; let the last ones land before reading the log size.
+      if (t.target === "forge") await Bun.sleep(200);
+      const cpu = t.pid ? (t.tree ? treeCpuSeconds(t.pid) : cpuSeconds(t.pid)) - cpu0 : null;
+      const bytes = t.target === "forge" ? logBytes(proxy!.dataDir) - bytes0 : null;
+      if (t.target === "direct") direct.push(r);
+      const d = direct[0];
+      const errors = r.errors.connect + r.errors.read + r.errors.write + r.errors.status + r.errors.timeout;
+      rows.push({
+        scenario: s.name,
+        target: t.target,
+        rps: r.rps,
+        p50: r.p50,
+        p99: r.p99,
+        addedP50: d && t.target !== "direct" ? r.p50 - d.p50 : null,
+        addedP99: d && t.target !== "direct" ? r.p99 - d.p99 : null,
+        cpuMsPerCall: cpu === null ? null : (cpu * 1000) / Math.max(1, r.requests),
+        bytesPerCall: bytes === null ? null : bytes / Math.max(1, r.requests),
+        errors,
+        requests: r.requests,
+      });
+      log(`${s.name.padEnd(13)} ${t.target.padEnd(6)} ${r.rps.toFixed(0).padStart(6)} calls/s  p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  errors ${errors}`);
+    }
+  }
+} finally {
+  await proxy?.stop();
+  await nginx.stop();
+  await sim.stop();
+  rmSync(work, { recursive: true, force: true });
+}
+
+const fmt = (x: number | null, digits = 1) => (x === null ? "—" : x.toFixed(digits));
+if (JSON_OUT) {
+  console.log(JSON.stringify({ seconds: SECONDS, chunkDelayMs: CHUNK_DELAY_MS, rows, note: proxyNote || undefined }, null, 2));
+} else {
+  console.log(`\nbench/nginx: wrk (${SECONDS}s per row) → {direct | nginx 2 workers | forge proxy, recording on} → policy simulator (${CHUNK_DELAY_MS} ms/chunk)`);
+  console.log("scenario      target   calls/s  ×nginx   p50 ms   p99 ms  +p50 ms  +p99 ms  cpu ms/call  ×nginx  bytes/call  errors");
+  for (const r of rows) {
+    const n = rows.find((x) => x.scenario === r.scenario && x.target === "nginx");
+    const ratio = n ? r.rps / n.rps : null;
+    const cpuRatio = n && r.cpuMsPerCall !== null && n.cpuMsPerCall ? r.cpuMsPerCall / n.cpuMsPerCall : null;
+    console.log(
+      `${r.scenario.padEnd(13)} ${r.target.padEnd(6)} ${fmt(r.rps, 0).padStart(9)} ${fmt(ratio, 2).padStart(7)} ${fmt(r.p50).padStart(8)} ${fmt(r.p99).padStart(8)} ${fmt(r.addedP50).padStart(8)} ${fmt(r.addedP99).padStart(8)} ${fmt(r.cpuMsPerCall, 3).padStart(12)} ${fmt(cpuRatio, 2).padStart(7)} ${fmt(r.bytesPerCall, 0).padStart(11)} ${String(r.errors).padStart(7)}`,
+    );
+  }
+  if (proxyNote) console.log(`\n${proxyNote}`);
+  console.log(`\n(${((performance.now() - started) / 1000).toFixed(0)} s; a stream is ${CHUNK_DELAY_MS * 50} ms of upstream decode; CPU of nginx is master + workers)`);
+}
