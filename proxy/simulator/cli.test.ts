@@ -28,6 +28,23 @@ test("forge policy-sim prints its URL, serves, and stops on SIGTERM", async () =
   expect(await proc.exited).toBe(0);
 });
 
+test("--json prints one JSON line with the URLs", async () => {
+  const proc = Bun.spawn(["bun", "-e", runner], { env: { ...process.env, SIM_ARGS: JSON.stringify(["--listen", "127.0.0.1:0", "--json", "--quiet"]) }, stdout: "pipe" });
+  const reader = proc.stdout.getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += new TextDecoder().decode(value);
+  }
+  const info = JSON.parse(out) as { url: string; openai_base_url: string; model: string };
+  expect(info.openai_base_url).toBe(`${info.url}/v1`);
+  expect(info.model).toBe("forge-sim/qwen3-sim");
+  expect((await fetch(`${info.url}/health`)).status).toBe(200);
+  proc.kill("SIGINT");
+  expect(await proc.exited).toBe(0);
+});
+
 test("bad flags are usage errors; a bad script names the file", async () => {
   await expect(policySimCommand(["--listen", "nowhere"])).rejects.toBeInstanceOf(UsageError);
   await expect(policySimCommand(["--seed", "x"])).rejects.toBeInstanceOf(UsageError);

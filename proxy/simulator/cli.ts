@@ -21,6 +21,7 @@ in for the model in tests and the quickstart.
   --ttft-ms N              delay before the first token (default 0)
   --tokens-per-chunk N     tokens per stream chunk (default 1)
   --quiet                  no per-request log lines
+  --json                   print {"url", "openai_base_url", "model"} as one JSON line once listening
 `;
 
 /**
@@ -41,6 +42,7 @@ export async function policySimCommand(argv: string[]): Promise<number> {
         "ttft-ms": { type: "string" },
         "tokens-per-chunk": { type: "string" },
         quiet: { type: "boolean" },
+        json: { type: "boolean" },
       },
     },
     argv,
@@ -50,10 +52,13 @@ export async function policySimCommand(argv: string[]): Promise<number> {
   const tokensPerChunk = intFlag("tokens-per-chunk", args.values["tokens-per-chunk"], 1);
   if (tokensPerChunk < 1) throw new UsageError("--tokens-per-chunk must be at least 1");
   const started = performance.now();
+  // Loading the tokenizer takes about a second: say what is happening.
+  if (!args.values.json) console.error("policy simulator: loading the Qwen3 tokenizer...");
+  const model = args.values.model ?? DEFAULT_SIM_MODEL;
   const sim = await startPolicySimulator({
     seed: intFlag("seed", args.values.seed, 0),
     script: args.values.script,
-    model: args.values.model,
+    model,
     chunkDelayMs: intFlag("chunk-delay-ms", args.values["chunk-delay-ms"], 0),
     ttftMs: intFlag("ttft-ms", args.values["ttft-ms"], 0),
     tokensPerChunk,
@@ -61,7 +66,8 @@ export async function policySimCommand(argv: string[]): Promise<number> {
     port,
     log: args.values.quiet ? undefined : (line) => console.error(line),
   });
-  console.log(`policy simulator (a stand-in for the model, not a model) listening on ${sim.url}/v1 (ready in ${Math.round(performance.now() - started)} ms)`);
+  if (args.values.json) console.log(JSON.stringify({ url: sim.url, openai_base_url: `${sim.url}/v1`, model, simulator: true }));
+  else console.log(`policy simulator (a stand-in for the model, not a model) listening on ${sim.url}/v1 (ready in ${Math.round(performance.now() - started)} ms)`);
   const signal = await untilSignal();
   console.error(`policy simulator: ${signal}, stopping`);
   await sim.stop();
