@@ -1,0 +1,50 @@
+/**
+ * Column types of the exported parquet files, as DuckDB types for `read_json(columns = …)`.
+ * The verl columns follow veRL's RLHFDataset (prompt, data_source, extra_info with index,
+ * agent_name) and AgentLoopOutput (the token columns); see docs/verl.md.
+ */
+const message = "STRUCT(role VARCHAR, content VARCHAR)";
+const toolCall = 'STRUCT(id VARCHAR, "type" VARCHAR, "function" STRUCT(name VARCHAR, arguments VARCHAR))';
+const sftMessage = `STRUCT(role VARCHAR, content VARCHAR, tool_calls ${toolCall}[], tool_call_id VARCHAR, name VARCHAR)`;
+
+const extraInfo = `STRUCT(
+  "index" BIGINT, sample_id VARCHAR, rollout_id VARCHAR, task_id VARCHAR, "group" VARCHAR, experiment VARCHAR,
+  iteration INTEGER, policy_version INTEGER, policy_versions INTEGER[], sample_index INTEGER, is_final BOOLEAN,
+  call_ids VARCHAR[], blob_refs VARCHAR[], realigns INTEGER, drift_tokens INTEGER, status VARCHAR, rollout_reward DOUBLE)`;
+
+export const verlColumns: readonly (readonly [string, string])[] = [
+  ["uid", "VARCHAR"],
+  ["data_source", "VARCHAR"],
+  ["agent_name", "VARCHAR"],
+  ["prompt", `${message}[]`],
+  ["prompt_ids", "INTEGER[]"],
+  ["response_ids", "INTEGER[]"],
+  ["response_mask", "INTEGER[]"],
+  ["response_logprobs", "DOUBLE[]"],
+  ["reward", "DOUBLE"],
+  ["num_turns", "INTEGER"],
+  ["rollout_id", "VARCHAR"],
+  ["task_id", "VARCHAR"],
+  ["group_id", "VARCHAR"],
+  ["policy_version", "INTEGER"],
+  ["sample_id", "VARCHAR"],
+  ["extra_info", extraInfo],
+];
+
+export const sftColumns: readonly (readonly [string, string])[] = [
+  ["messages", `${sftMessage}[]`],
+  ["uid", "VARCHAR"],
+  ["data_source", "VARCHAR"],
+  ["rollout_id", "VARCHAR"],
+  ["task_id", "VARCHAR"],
+  ["group_id", "VARCHAR"],
+  ["policy_version", "INTEGER"],
+  ["sample_id", "VARCHAR"],
+  ["reward", "DOUBLE"],
+  ["extra_info", extraInfo],
+];
+
+/** `{name: 'TYPE', ...}` for DuckDB's read_json. */
+export function columnsSql(columns: readonly (readonly [string, string])[]): string {
+  return `{${columns.map(([name, type]) => `'${name}': '${type.replace(/\s+/g, " ").replace(/'/g, "''")}'`).join(", ")}}`;
+}

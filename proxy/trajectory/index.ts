@@ -1,0 +1,15 @@
+/**
+ * Trajectories: recorded calls → token-level training samples (docs/trajectories.md), and their
+ * export for veRL (docs/verl.md). Re-exported by `proxy/index.ts`.
+ */
+export { assembleTrajectory, exclusionOf, groupOf, rolloutStatusName } from "./assemble.ts";
+export { collectRollouts, promptResolver, resolvePrompts } from "./resolve.ts";
+export type { CollectedRollout, CollectStats } from "./resolve.ts";
+export { commonPrefix, matchWithStrippedThink } from "./align.ts";
+export { requestMessages, responseMessage } from "./messages.ts";
+export type { ChatMessage, ToolCall } from "./messages.ts";
+export { exportTrajectories, manifestPath, sidecarPath } from "./export.ts";
+export type { ExportFormat, ExportManifest, ExportOptions } from "./export.ts";
+export { trajectoryOf } from "./trajectory-of.ts";
+export { exportCommand } from "./cli.ts";
+export type * from "./types.ts";
