@@ -1,0 +1,260 @@
+/**
+ * One rollout on this machine: register with the proxy, lay out the workspace, run the harness
+ * as its own process group (sandboxed where bubblewrap works) under the timeout, run the
+ * verifier, report reward and status.
+ *
+ * Status: infra_error (registration, workspace or spawn failed; Ctrl-C), timeout (the harness
+ * or the verifier ran past its limit), failed (the harness exited non-zero or was killed),
+ * ok (the harness exited 0 and was verified; the reward says whether it passed).
+ */
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { FORGE_REACT_MAIN, launchHarness } from "../harnesses/index.ts";
+import type { Task } from "../tasks/index.ts";
+import type { ControlClient, FinishBody, RolloutStatus } from "./control.ts";
+import { runProcessGroup, type GroupResult } from "./process-group.ts";
+import { readReward } from "./reward.ts";
+import { sandboxArgv, type SandboxSpec } from "./sandbox.ts";
+
+export type RolloutPlan = { rolloutId: string; task: Task; attempt: number; group: string };
+
+export type RolloutContext = {
+  experiment: string;
+  iteration: number;
+  harness: string;
+  harnessOptions: Record<string, unknown>;
+  harnessCommand?: string[];
+  model: string;
+  dataDir: string;
+  control: ControlClient;
+  /** Run-wide default; task.toml's [agent] timeout_sec overrides it. */
+  timeoutSeconds: number;
+  verifierTimeoutSeconds: number;
+  sandbox: "bwrap" | "none";
+  /** The proxy bridge, when sandboxed with network isolation. */
+  network?: { socket: string; port: number };
+  /** Extra variables for the harness (PATH, …). */
+  baseEnv: Record<string, string>;
+  graceMs: number;
+  signal?: AbortSignal;
+};
+
+export type RolloutOutcome = {
+  rollout_id: string;
+  task_id: string;
+  attempt: number;
+  status: RolloutStatus;
+  reward: number;
+  verifier_output: string;
+  error?: string;
+  harness_exit_code: number | null;
+  duration_ms: number;
+  dir: string;
+};
+
+const tail = (path: string, max = 4000) => {
+  if (!existsSync(path)) return "";
+  const text = readFileSync(path, "utf8");
+  return text.length > max ? `[...]\n${text.slice(-max)}` : text;
+};
+
+const VERIFIER_LOGS = "/logs/verifier";
+const VERIFIER_TESTS = "/tests";
+
+/** Lays out DIR/rollouts/<id>/{workspace,home,logs,verifier} and copies the task's files in. */
+function prepareWorkspace(dir: string, task: Task): { workspace: string; home: string; logs: string; verifierLogs: string } {
+  const workspace = join(dir, "workspace");
+  const home = join(dir, "home");
+  const logs = join(dir, "logs");
+  const verifierLogs = join(dir, "verifier");
+  for (const path of [workspace, home, logs, verifierLogs]) mkdirSync(path, { recursive: true });
+  if (task.environmentDir) {
+    // The Dockerfile builds the Kubernetes image; it is not part of the workspace.
+    cpSync(task.environmentDir, workspace, { recursive: true, filter: (source) => resolve(source) !== resolve(task.environmentDir!, "Dockerfile") });
+  }
+  for (const [path, content] of Object.entries(task.files)) {
+    const full = resolve(workspace, path);
+    if (!full.startsWith(`${workspace}/`)) throw new Error(`task ${task.source}: file path "${path}" leaves the workspace`);
+    mkdirSync(dirname(full), { recursive: true });
+    writeFileSync(full, content);
+  }
+  return { workspace, home, logs, verifierLogs };
+}
+
+function statusOf(result: GroupResult): RolloutStatus {
+  if (result.spawnError || result.aborted) return "infra_error";
+  if (result.timedOut) return "timeout";
+  return result.exitCode === 0 ? "ok" : "failed";
+}
+
+/**
+ * Runs the verifier in the workspace. A script verifier sees its tests at /tests and writes to
+ * /logs/verifier inside the sandbox (Harbor's paths); unsandboxed, the same directories are
+ * given as $FORGE_TESTS and $FORGE_LOGS.
+ */
+async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<typeof prepareWorkspace> & { dir: string }, harnessStdout: string) {
+  const { task } = plan;
+  if (task.verifier.kind === "expected") {
+    const found = harnessStdout.includes(task.verifier.text);
+    return { reward: found ? 1 : 0, output: `expected ${JSON.stringify(task.verifier.text)} ${found ? "found" : "not found"} in the harness output`, timedOut: false };
+  }
+  if (task.verifier.kind === "none") return undefined;
+  const testsDir = join(dirs.dir, "tests");
+  let script: string;
+  if (task.verifier.kind === "script") {
+    // Copied only now, so the harness never saw the tests.
+    cpSync(task.verifier.testsDir, testsDir, { recursive: true });
+    script = "test.sh";
+  } else {
+    mkdirSync(testsDir, { recursive: true });
+    writeFileSync(join(testsDir, "verify.sh"), task.verifier.script);
+    script = "verify.sh";
+  }
+  const sandboxed = ctx.sandbox === "bwrap";
+  const testsPath = sandboxed ? VERIFIER_TESTS : testsDir;
+  const logsPath = sandboxed ? VERIFIER_LOGS : dirs.verifierLogs;
+  const argv = ["bash", join(testsPath, script)];
+  const env = { ...ctx.baseEnv, HOME: dirs.home, FORGE_LOGS: logsPath, FORGE_TESTS: testsPath, FORGE_WORKSPACE: dirs.workspace, FORGE_HARNESS_STDOUT: join(dirs.logs, "harness.stdout") };
+  const spec: SandboxSpec = {
+    writable: [dirs.workspace, dirs.home],
+    readOnly: [dirs.logs],
+    readOnlyAt: [[testsDir, VERIFIER_TESTS]],
+    writableAt: [[dirs.verifierLogs, VERIFIER_LOGS]],
+    cwd: dirs.workspace,
+    // The verifier needs no network, and gets none.
+    offline: true,
+  };
+  const result = await runProcessGroup({
+    argv: sandboxed ? sandboxArgv(spec, argv) : argv,
+    cwd: dirs.workspace,
+    env,
+    stdoutPath: join(dirs.logs, "verifier.stdout"),
+    stderrPath: join(dirs.logs, "verifier.stderr"),
+    timeoutMs: (task.verifierTimeoutSeconds ?? ctx.verifierTimeoutSeconds) * 1000,
+    graceMs: ctx.graceMs,
+    signal: ctx.signal,
+  });
+  const output = `${tail(join(dirs.logs, "verifier.stdout"))}${tail(join(dirs.logs, "verifier.stderr"))}`;
+  if (result.spawnError) return { reward: 0, output, timedOut: false, infra: `verifier: cannot start: ${result.spawnError}` };
+  if (result.aborted) return { reward: 0, output, timedOut: false, infra: "verifier: interrupted" };
+  if (result.timedOut) return { reward: 0, output: `${output}\n[verifier killed after ${task.verifierTimeoutSeconds ?? ctx.verifierTimeoutSeconds} s]`, timedOut: true };
+  const reward = readReward({ logsDir: dirs.verifierLogs, workspace: dirs.workspace, exitCode: result.exitCode });
+  return { reward: reward.reward, output: `${output}${reward.error ? `\n${reward.error}` : ""}\n[reward ${reward.reward} from ${reward.source.replace(dirs.dir, "<rollout>")}]`, timedOut: false, infra: reward.error };
+}
+
+/**
+ * @example
+ * const outcome = await runRollout({ rolloutId: "quick.i0.hello.0", task, attempt: 0, group: "hello@i0" }, ctx);
+ * outcome.status; // "ok"
+ */
+export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promise<RolloutOutcome> {
+  const started = performance.now();
+  const dir = join(ctx.dataDir, "rollouts", plan.rolloutId);
+  const outcome = (status: RolloutStatus, reward: number, verifierOutput: string, harnessExit: number | null, error?: string): RolloutOutcome => ({
+    rollout_id: plan.rolloutId,
+    task_id: plan.task.id,
+    attempt: plan.attempt,
+    status,
+    reward,
+    verifier_output: verifierOutput,
+    ...(error ? { error } : {}),
+    harness_exit_code: harnessExit,
+    duration_ms: Math.round(performance.now() - started),
+    dir,
+  });
+
+  let registration;
+  try {
+    registration = await ctx.control.register({
+      rollout_id: plan.rolloutId,
+      experiment: ctx.experiment,
+      iteration: ctx.iteration,
+      task_id: plan.task.id,
+      group: plan.group,
+      attempt: plan.attempt,
+      harness: ctx.harness,
+    });
+  } catch (error) {
+    // Nothing to report to: the proxy does not know the rollout.
+    return outcome("infra_error", 0, "", null, (error as Error).message);
+  }
+
+  const finish = async (result: RolloutOutcome): Promise<RolloutOutcome> => {
+    writeFileSync(join(dir, "result.json"), `${JSON.stringify(result, null, 2)}\n`);
+    const body: FinishBody = {
+      reward: result.reward,
+      status: result.status,
+      verifier_output: result.verifier_output,
+      ...(result.error ? { error: result.error } : {}),
+      metrics: { duration_ms: result.duration_ms, ...(result.harness_exit_code !== null ? { harness_exit_code: result.harness_exit_code } : {}) },
+    };
+    try {
+      await ctx.control.finish(plan.rolloutId, body);
+    } catch (error) {
+      return { ...result, status: "infra_error", error: `${result.error ? `${result.error}; ` : ""}${(error as Error).message}` };
+    }
+    return result;
+  };
+
+  let dirs;
+  let launch;
+  try {
+    dirs = { ...prepareWorkspace(dir, plan.task), dir };
+    launch = launchHarness(ctx.harness, {
+      baseUrlOpenAI: registration.openai_base_url,
+      baseUrlAnthropic: registration.anthropic_base_url,
+      apiKey: registration.api_key,
+      model: ctx.model,
+      workspace: dirs.workspace,
+      homeDir: dirs.home,
+      prompt: plan.task.instruction,
+      options: ctx.harnessOptions,
+      command: ctx.harnessCommand,
+    });
+    for (const file of launch.files) {
+      mkdirSync(dirname(file.path), { recursive: true });
+      writeFileSync(file.path, file.content);
+    }
+  } catch (error) {
+    mkdirSync(dir, { recursive: true });
+    return finish(outcome("infra_error", 0, "", null, `workspace: ${(error as Error).message}`));
+  }
+
+  const timeoutSeconds = plan.task.agentTimeoutSeconds ?? ctx.timeoutSeconds;
+  const sandboxed = ctx.sandbox === "bwrap";
+  const argv = sandboxed
+    ? sandboxArgv({ writable: [dirs.workspace, dirs.home], readOnly: [dirname(FORGE_REACT_MAIN)], cwd: dirs.workspace, network: ctx.network }, launch.command)
+    : launch.command;
+  const harness = await runProcessGroup({
+    argv,
+    cwd: dirs.workspace,
+    env: { ...ctx.baseEnv, ...launch.env, FORGE_ROLLOUT_ID: plan.rolloutId },
+    stdoutPath: join(dirs.logs, "harness.stdout"),
+    stderrPath: join(dirs.logs, "harness.stderr"),
+    timeoutMs: timeoutSeconds * 1000,
+    graceMs: ctx.graceMs,
+    signal: ctx.signal,
+  });
+  const status = statusOf(harness);
+  if (harness.spawnError) return finish(outcome("infra_error", 0, "", null, `harness: cannot start ${launch.command[0]}: ${harness.spawnError}`));
+  if (harness.aborted) return finish(outcome("infra_error", 0, "", harness.exitCode, "interrupted (Ctrl-C) while the harness ran"));
+  const harnessNote = harness.timedOut
+    ? `harness killed after ${timeoutSeconds} s (timeout)`
+    : harness.exitCode === 0
+      ? undefined
+      : `harness exited with ${harness.signal ? `signal ${harness.signal}` : `code ${harness.exitCode}`}; stderr tail: ${tail(join(dirs.logs, "harness.stderr"), 600)}`;
+
+  // The verifier runs even after a timeout or crash: the work may be partly done, and its output
+  // is worth recording; the status still says what went wrong.
+  const verdict = await verify(plan, ctx, dirs, readFileSync(join(dirs.logs, "harness.stdout"), "utf8"));
+  if (!verdict) {
+    const reward = status === "ok" ? 1 : 0;
+    return finish(outcome(status, reward, `no verifier: reward from the harness exit code (${harness.exitCode ?? harness.signal})`, harness.exitCode, harnessNote));
+  }
+  if ("infra" in verdict && verdict.infra && !verdict.output.includes("[reward")) {
+    return finish(outcome("infra_error", 0, verdict.output, harness.exitCode, verdict.infra));
+  }
+  const finalStatus: RolloutStatus = status !== "ok" ? status : verdict.timedOut ? "timeout" : "ok";
+  const error = [harnessNote, verdict.timedOut ? "verifier timed out" : undefined, "infra" in verdict ? verdict.infra : undefined].filter(Boolean).join("; ") || undefined;
+  return finish(outcome(finalStatus, verdict.reward, verdict.output, harness.exitCode, error));
+}
