@@ -10,7 +10,7 @@ import { finalMessage, generate, type Generation } from "./generate.ts";
 import { hashId, hashIds, hashString, mix } from "./hash.ts";
 import { sampledLogprobs, type TokenLogprob } from "./logprobs.ts";
 import type { SimContext } from "./options.ts";
-import { decideTurn } from "./policy.ts";
+import { decideTurn, type TurnDecision } from "./policy.ts";
 import { ChatRequestSchema, type ChatRequestBody } from "./request.ts";
 import { sleep, sseResponse } from "./sse.ts";
 import { loadTokenizer, type SimTokenizer } from "./tokenizer.ts";
@@ -50,6 +50,7 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
   const topCount = body.logprobs ? Math.max(body.top_logprobs ?? 0, 0) : 0;
 
   const choices: ChoiceSample[] = [];
+  const decisions: string[] = [];
   for (let index = 0; index < (body.n ?? 1); index++) {
     const decision = decideTurn({
       messages,
@@ -61,6 +62,7 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
       choiceIndex: index,
       enableThinking,
     });
+    decisions.push(describeDecision(decision));
     const g = generate(tokenizer, decision.turn, maxTokens, stopList(body.stop));
     const choiceContext = mix(context, index);
     const logprobs = sampledLogprobs(g.ids, choiceContext, topCount);
@@ -73,7 +75,13 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
   const meta = { id: `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`, created: Math.floor(Date.now() / 1000), model: body.model ?? ctx.model };
   const completionTokens = choices.reduce((sum, c) => sum + c.g.ids.length, 0);
   const usage = { prompt_tokens: promptIds.length, total_tokens: promptIds.length + completionTokens, completion_tokens: completionTokens, prompt_tokens_details: null };
-  if (body.stream) return streamChat(ctx, request.signal, body, tokenizer, promptIds, choices, meta, usage);
+  // What the simulated policy chose, per choice (for logs and tests; a real model has no such header).
+  const policyHeader = { "x-forge-simulator-policy": decisions.join(", ") };
+  if (body.stream) {
+    const response = streamChat(ctx, request.signal, body, tokenizer, promptIds, choices, meta, usage);
+    response.headers.set("x-forge-simulator-policy", policyHeader["x-forge-simulator-policy"]);
+    return response;
+  }
 
   return Response.json(
     {
@@ -101,8 +109,13 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
       ...(body.return_token_ids ? { prompt_token_ids: promptIds } : {}),
       system_fingerprint: "forge-policy-simulator",
     },
-    { headers: { "x-forge-simulator": "1" } },
+    { headers: { "x-forge-simulator": "1", ...policyHeader } },
   );
+}
+
+/** `task=NAME step=N variant=ok|failing`, or `default step=N`. */
+export function describeDecision(decision: TurnDecision): string {
+  return decision.task ? `task=${decision.task} step=${decision.step} variant=${decision.failing ? "failing" : "ok"}` : `default step=${decision.step}`;
 }
 
 function streamChat(
