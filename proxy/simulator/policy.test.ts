@@ -101,6 +101,14 @@ describe("scripted policy", () => {
     expect(call).toEqual({ name: "bash", arguments: '{"command": "ls -la"}' });
     const write = decideTurn({ messages: conversation('Create a file named notes.txt containing "hi there"'), tools: forgeReact, script, seed: 0 });
     expect(JSON.parse(write.turn.toolCalls[0]!.arguments)).toEqual({ path: "notes.txt", content: "hi there" });
+    for (const [prompt, path, content] of [
+      ["Create hello.txt with the content \"hi\\n\"", "hello.txt", "hi\n"],
+      ["Write 'forty two' to answer.txt", "answer.txt", "forty two"],
+      ["create the file out/notes.md containing exactly `abc`", "out/notes.md", "abc"],
+    ] as const) {
+      expect(JSON.parse(decideTurn({ messages: conversation(prompt), tools: forgeReact, script, seed: 0 }).turn.toolCalls[0]!.arguments)).toEqual({ path, content });
+    }
+    expect(decideTurn({ messages: conversation("show me the contents of src/main.ts"), tools: forgeReact, script, seed: 0 }).turn.toolCalls[0]).toEqual({ name: "read", arguments: '{"path": "src/main.ts"}' });
     const done = decideTurn({ messages: [...ask, { role: "assistant", content: "" }, { role: "tool", content: "file-a\nfile-b" }], tools: forgeReact, script, seed: 0 });
     expect(done.turn).toEqual({ content: "Done. The tool returned:\nfile-a\nfile-b", toolCalls: [] });
   });

@@ -213,14 +213,25 @@ function defaultTurn(messages: SimMessage[], anchor: number, done: number, tools
   return { content: shown ? `You said: ${shown}` : "Hello! How can I help?", toolCalls: [] };
 }
 
+const QUOTED = "[`\"']([^`\"']*)[`\"']";
+const FILE = "[`\"']?([\\w.-]*[\\w-]\\.[\\w]+|[\\w.-]+/[\\w./-]+)[`\"']?";
+const WRITE_PATTERNS = [
+  // "Create (a file named) hello.txt containing 'hi'", "create notes.md with the content "x""
+  { re: new RegExp(`(?:create|write|make) (?:a |the )?(?:new )?(?:file )?(?:named |called )?${FILE},? (?:with|containing|that contains)(?: the| exactly)?(?: content| contents| text| line)?:?\\s*${QUOTED}`, "i"), path: 1, content: 2 },
+  // "write 'hi' to hello.txt"
+  { re: new RegExp(`write ${QUOTED} (?:in)?to (?:a |the )?(?:file )?(?:named |called )?${FILE}`, "i"), path: 2, content: 1 },
+];
+
 function requestedIntent(prompt: string): Intent | undefined {
-  const write = /create (?:a )?file (?:named |called )?[`"']?([\w./-]+)[`"']? (?:with|containing)(?: the)?(?: content| text)?:?\s*[`"']([^`"']*)[`"']/i.exec(prompt);
-  if (write) return { kind: "write", path: write[1]!, content: write[2]!.replaceAll("\\n", "\n") };
+  for (const pattern of WRITE_PATTERNS) {
+    const write = pattern.re.exec(prompt);
+    if (write) return { kind: "write", path: write[pattern.path]!, content: write[pattern.content]!.replaceAll("\\n", "\n") };
+  }
   const fenced = /```(?:bash|sh|shell)?\n([\s\S]*?)```/.exec(prompt);
   if (fenced && /\b(run|execute)\b/i.test(prompt)) return { kind: "bash", command: fenced[1]!.trim() };
   const inline = /\b(?:run|execute)\b[^`]*`([^`\n]+)`/i.exec(prompt);
   if (inline) return { kind: "bash", command: inline[1]! };
-  const read = /\b(?:read|show|cat)\b (?:the )?(?:file )?[`"']?([\w-]+\.[\w.]+|[\w./-]+\/[\w.-]+)[`"']?/i.exec(prompt);
+  const read = new RegExp(`\\b(?:read|show|cat|print)\\b (?:me )?(?:the )?(?:contents of )?(?:the )?(?:file )?${FILE}`, "i").exec(prompt);
   if (read) return { kind: "read", path: read[1]! };
   return undefined;
 }
