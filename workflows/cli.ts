@@ -3,3 +3,4 @@
  * code it drives (`argo/cli.ts`, `local/cli.ts`) so engineers editing them do not collide here.
  */
 export { renderCommand, submitCommand, watchCommand } from "./argo/cli.ts";
+export { runCommand } from "./local/cli.ts";

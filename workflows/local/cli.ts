@@ -1,0 +1,118 @@
+/**
+ * `forge run EXPERIMENT [--data DIR] [--json] [--parallelism N] [--sandbox auto|bwrap|none]`.
+ * Ctrl-C once: running rollouts are killed (whole process groups) and finished as infra_error,
+ * the log is closed; twice: exit at once.
+ */
+import { join, resolve } from "node:path";
+import { intFlag, parseCommand, UsageError } from "../../bin/cli.ts";
+import { ExperimentError, parseExperimentFile } from "../../schemas/experiment.ts";
+import { TaskError } from "../tasks/index.ts";
+import { formatPassTable } from "./passk.ts";
+import { liveGroups } from "./process-group.ts";
+import { runExperiment } from "./run.ts";
+
+const usage = `
+usage: forge run EXPERIMENT [options]
+
+Runs an experiment on this machine: the proxy (and, without upstreams, the policy simulator)
+in this process, every task k times with the local executor, then the veRL export and the
+pass@k / pass^k table.
+
+  --data DIR           data directory (default .forge/runs/<experiment>-<timestamp>)
+  --parallelism N      rollouts at a time (default spec.rollouts.parallelism)
+  --sandbox MODE       auto | bwrap | none (default spec.rollouts.sandbox)
+  --json               print the result as JSON on stdout
+  --quiet              no progress line
+`;
+
+function timestamp(): string {
+  return new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
+}
+
+/**
+ * @example
+ * await runCommand(["examples/quickstart/experiment.yaml", "--parallelism", "8"]); // 0
+ */
+export async function runCommand(argv: string[]): Promise<number> {
+  const args = parseCommand(
+    {
+      name: "run",
+      usage,
+      allowPositionals: true,
+      options: {
+        data: { type: "string" },
+        parallelism: { type: "string" },
+        sandbox: { type: "string" },
+        json: { type: "boolean", default: false },
+        quiet: { type: "boolean", default: false },
+      },
+    },
+    argv,
+  );
+  if (!args) return 0;
+  const { values, positionals } = args;
+  if (positionals.length !== 1) throw new UsageError(`forge run: expected one EXPERIMENT file, got ${positionals.length}\n\n${usage.trim()}`);
+  const parallelism = values.parallelism === undefined ? undefined : intFlag("parallelism", values.parallelism, 1);
+  if (parallelism !== undefined && parallelism < 1) throw new UsageError("--parallelism must be ≥ 1");
+  const sandbox = values.sandbox as "auto" | "bwrap" | "none" | undefined;
+  if (sandbox !== undefined && !["auto", "bwrap", "none"].includes(sandbox)) throw new UsageError(`--sandbox must be auto, bwrap or none, got "${sandbox}"`);
+
+  const experimentPath = positionals[0]!;
+  let experiment;
+  try {
+    experiment = parseExperimentFile(experimentPath);
+  } catch (error) {
+    if (error instanceof ExperimentError) throw new UsageError(error.message);
+    throw error;
+  }
+  const dataDir = resolve(values.data ?? join(".forge", "runs", `${experiment.metadata.name}-${timestamp()}`));
+
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSignal = () => {
+    interrupts++;
+    if (interrupts === 1) {
+      process.stderr.write("\nforge run: stopping (killing running rollouts; Ctrl-C again to exit at once)\n");
+      controller.abort();
+    } else {
+      for (const pid of liveGroups) {
+        try {
+          process.kill(-pid, "SIGKILL");
+        } catch {}
+      }
+      process.exit(130);
+    }
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  let result;
+  try {
+    result = await runExperiment({ experiment, experimentPath, dataDir, parallelism, sandbox, quiet: values.quiet, signal: controller.signal });
+  } catch (error) {
+    if (error instanceof TaskError) throw new UsageError(`forge run: ${error.message}`);
+    throw error;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+  const ks = experiment.spec.metrics.k;
+  if (values.json) {
+    const { local, ...rest } = result;
+    console.log(JSON.stringify({ ...rest, sandbox: local.sandbox, aborted: local.aborted, duration_ms: Math.round(local.durationMs), outcomes: local.outcomes }, null, 2));
+  } else {
+    const counts = new Map<string, number>();
+    for (const o of result.local.outcomes) counts.set(o.status, (counts.get(o.status) ?? 0) + 1);
+    console.log(`\n${experiment.metadata.name}: ${result.local.outcomes.length} rollouts in ${(result.local.durationMs / 1000).toFixed(1)} s (${result.rollouts_per_minute.toFixed(0)}/min), sandbox ${result.local.sandbox}; ${[...counts].map(([s, n]) => `${n} ${s}`).join(", ")}`);
+    console.log(`data: ${result.data_dir}`);
+    if (result.export) console.log("error" in result.export ? `veRL export failed: ${result.export.error}` : `veRL batch: ${result.export.out} (${result.export.rows} rows, ${result.export.samples} samples)`);
+    console.log(`\npass@k / pass^k (unbiased estimators over the executor's results${result.pass_source === "analytics" ? "; analytics agrees below" : ""}):\n${formatPassTable(result.pass, ks)}`);
+    if (result.pass_source === "analytics" && Array.isArray(result.analytics)) {
+      for (const row of result.analytics as Record<string, unknown>[]) {
+        const cells = Object.entries(row).filter(([key]) => key.startsWith("pass"));
+        console.log(`analytics (DuckDB over the recorded log): ${cells.map(([key, value]) => `${key} ${typeof value === "number" ? value.toFixed(3) : String(value)}`).join("  ")}`);
+      }
+    }
+  }
+  if (result.local.aborted) return 130;
+  return 0;
+}

@@ -1,0 +1,159 @@
+/**
+ * `forge run` without the CLI: an experiment end to end on this machine. Starts the policy
+ * simulator (when the experiment names no upstream) and the recording proxy in this process,
+ * runs every task k times with the local executor, then exports the veRL batch and computes
+ * pass@k / pass^k. The executor itself only talks HTTP to the proxy's control API.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import type { Experiment } from "../../schemas/experiment.ts";
+import { loadExperimentTasks } from "../tasks/index.ts";
+import { runLocal, type LocalRunResult } from "./executor.ts";
+import { formatPassTable, passTable, type PassRow } from "./passk.ts";
+
+type Stoppable = { url: string; stop(): Promise<void> };
+
+// Variable specifiers: the proxy is another area; it is loaded only when a run starts.
+const PROXY_INDEX = "../../proxy/index.ts";
+const TRAJECTORY_INDEX = "../../proxy/trajectory/index.ts";
+const ANALYTICS_INDEX = "../../analytics/index.ts";
+
+export type RunExperimentOptions = {
+  experiment: Experiment;
+  /** The experiment file (task paths and the simulator script are relative to its directory). */
+  experimentPath: string;
+  dataDir: string;
+  parallelism?: number;
+  sandbox?: "auto" | "bwrap" | "none";
+  quiet?: boolean;
+  signal?: AbortSignal;
+  /** Where progress and notes go (stderr by default). */
+  log?: (line: string) => void;
+};
+
+export type RunExperimentResult = {
+  run: string;
+  data_dir: string;
+  local: LocalRunResult;
+  rollouts_per_minute: number;
+  pass: PassRow[];
+  /** Whether the pass table came from analytics (DuckDB over the log) or the inline estimator. */
+  pass_source: "analytics" | "inline";
+  analytics?: unknown;
+  export?: { out: string; samples: number; rows: number } | { error: string };
+};
+
+/** Starts the simulator and proxy per the experiment; returns the proxy URL and a stop for both. */
+async function startServices(options: RunExperimentOptions, log: (line: string) => void): Promise<{ proxyUrl: string; adminToken?: string; stop(): Promise<void> }> {
+  const { experiment } = options;
+  const proxyModule = (await import(PROXY_INDEX)) as {
+    startProxy: (o: Record<string, unknown>) => Promise<Stoppable & { adminToken?: string }>;
+    startPolicySimulator: (o: Record<string, unknown>) => Promise<Stoppable>;
+  };
+  let simulator: Stoppable | undefined;
+  let upstreams = experiment.spec.policy.upstreams;
+  if (upstreams.length === 0) {
+    const { seed, script } = experiment.spec.policy.simulator;
+    simulator = await proxyModule.startPolicySimulator({ seed, script: script ? resolve(dirname(options.experimentPath), script) : undefined, model: experiment.spec.policy.model });
+    upstreams = [simulator.url];
+    log(`policy simulator at ${simulator.url} (seed ${seed}${script ? `, script ${script}` : ""})`);
+  }
+  const proxy = await proxyModule.startProxy({ dataDir: options.dataDir, upstreams, upstream: upstreams[0], hostname: "127.0.0.1", port: 0, policyVersion: 0 });
+  log(`proxy at ${proxy.url}, recording to ${join(options.dataDir, "log")}`);
+  return {
+    proxyUrl: proxy.url,
+    adminToken: proxy.adminToken,
+    async stop() {
+      await proxy.stop();
+      await simulator?.stop();
+    },
+  };
+}
+
+async function exportBatch(dataDir: string): Promise<RunExperimentResult["export"]> {
+  try {
+    const [{ readRecords }, { exportTrajectories }] = (await Promise.all([import(PROXY_INDEX), import(TRAJECTORY_INDEX)])) as [
+      { readRecords: (dir: string) => AsyncIterable<unknown> },
+      { exportTrajectories: (records: AsyncIterable<unknown>, o: { format: "verl"; out: string }) => Promise<{ out: string; samples: number; rows: number }> },
+    ];
+    const out = join(dataDir, "exports", "batch-verl.parquet");
+    const manifest = await exportTrajectories(readRecords(dataDir), { format: "verl", out });
+    return { out: manifest.out, samples: manifest.samples, rows: manifest.rows };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+async function analyticsPass(dataDir: string, ks: number[], threshold: number): Promise<unknown | undefined> {
+  const analytics = (await import(ANALYTICS_INDEX)) as {
+    openAnalytics: (dir: string, o: Record<string, unknown>) => Promise<{ connection: unknown; compaction: unknown; close(): void }>;
+    analyze: (c: unknown, o: Record<string, unknown>, compaction: unknown) => Promise<{ pass: unknown }>;
+  };
+  const session = await analytics.openAnalytics(dataDir, {});
+  try {
+    return (await analytics.analyze(session.connection, { by: [], ks, convention: "unbiased", threshold }, session.compaction)).pass;
+  } finally {
+    session.close();
+  }
+}
+
+/**
+ * @example
+ * const result = await runExperiment({ experiment, experimentPath: "examples/quickstart/experiment.yaml", dataDir: ".forge/runs/q" });
+ * result.pass.at(-1)!.pass_at[1]; // the mean pass@1
+ */
+export async function runExperiment(options: RunExperimentOptions): Promise<RunExperimentResult> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const { experiment } = options;
+  const tasks = loadExperimentTasks(experiment, dirname(resolve(options.experimentPath)));
+  mkdirSync(options.dataDir, { recursive: true });
+  const run = `${experiment.metadata.name}-${Date.now().toString(36)}`;
+  const services = await startServices(options, log);
+  let local: LocalRunResult;
+  try {
+    local = await runLocal({
+      run,
+      experiment: experiment.metadata.name,
+      tasks,
+      k: experiment.spec.rollouts.k,
+      harness: experiment.spec.harness.name,
+      harnessOptions: experiment.spec.harness.options,
+      harnessCommand: experiment.spec.harness.command,
+      model: experiment.spec.policy.model,
+      proxyUrl: services.proxyUrl,
+      adminToken: services.adminToken,
+      dataDir: options.dataDir,
+      parallelism: options.parallelism ?? experiment.spec.rollouts.parallelism,
+      timeoutSeconds: experiment.spec.rollouts.timeoutSeconds,
+      sandbox: options.sandbox ?? experiment.spec.rollouts.sandbox,
+      passThreshold: experiment.spec.metrics.passThreshold,
+      quiet: options.quiet,
+      signal: options.signal,
+    });
+  } finally {
+    // Closes the segment log, so what was recorded is readable even after Ctrl-C.
+    await services.stop();
+  }
+  const ks = experiment.spec.metrics.k;
+  const threshold = experiment.spec.metrics.passThreshold;
+  const result: RunExperimentResult = {
+    run,
+    data_dir: options.dataDir,
+    local,
+    rollouts_per_minute: local.outcomes.length / (local.durationMs / 60_000),
+    pass: passTable(local.outcomes, ks, threshold),
+    pass_source: "inline",
+  };
+  writeFileSync(join(options.dataDir, "rollouts", "outcomes.json"), `${JSON.stringify(local.outcomes, null, 2)}\n`);
+  if (local.aborted) return result;
+  result.export = await exportBatch(options.dataDir);
+  try {
+    result.analytics = await analyticsPass(options.dataDir, ks, threshold);
+    result.pass_source = "analytics";
+  } catch (error) {
+    log(`analytics unavailable (${(error as Error).message.split("\n")[0]}); pass@k computed inline with the unbiased estimator`);
+  }
+  return result;
+}
+
+export { formatPassTable };
