@@ -6,6 +6,9 @@ import type { SimTokenizer } from "./tokenizer.ts";
 
 const cache = new Map<string, number[]>();
 const CACHE_ENTRIES = 4096;
+/** Bound on the characters held as keys (a bench sends 200 KB prompts). */
+const CACHE_CHARS = 16 * 1024 * 1024;
+let cachedChars = 0;
 
 /**
  * Concatenated ids of each segment encoded on its own.
@@ -19,9 +22,14 @@ export function encodeSegments(tokenizer: SimTokenizer, segments: string[]): num
     let encoded = cache.get(segment);
     if (!encoded) {
       encoded = tokenizer.encode(segment);
-      if (segment.length >= 32) {
-        if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+      if (segment.length >= 32 && segment.length <= CACHE_CHARS / 8) {
+        while (cache.size > 0 && (cache.size >= CACHE_ENTRIES || cachedChars + segment.length > CACHE_CHARS)) {
+          const oldest = cache.keys().next().value!;
+          cachedChars -= oldest.length;
+          cache.delete(oldest);
+        }
         cache.set(segment, encoded);
+        cachedChars += segment.length;
       }
     }
     for (const id of encoded) ids.push(id);
