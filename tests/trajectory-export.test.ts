@@ -10,44 +10,13 @@ import { openSegmentLog, readRecords } from "../proxy/recorder/index.ts";
 import { scratchDir } from "../proxy/recorder/testing.ts";
 import { exportCommand } from "../proxy/trajectory/cli.ts";
 import { exportTrajectories, manifestPath, trajectoryOf } from "../proxy/trajectory/index.ts";
-import { rolloutRecords } from "../proxy/trajectory/testing.ts";
-import { RolloutStatus, type Record } from "../schemas/index.ts";
+import { rolloutRecords, scenarioRecords as scenario } from "../proxy/trajectory/testing.ts";
+import type { Record } from "../schemas/index.ts";
 
 const THINK = 151667;
 const END_THINK = 151668;
 const scratch = scratchDir("forge-trajectory-");
 afterAll(() => scratch.cleanup());
-
-function chatBody(messages: unknown[]) {
-  return { model: "qwen3", messages };
-}
-
-/** Six rollouts: g1 = ok (clean), failed (realign + fork), infra_error; g2 = ok + infra_error (dropped at min 2); g3 = one ok. */
-function scenario(): Record[] {
-  const all: Record[] = [];
-  const a = rolloutRecords("a", { task: "t1", group: "g1", experiment: "demo" });
-  a.call({ prompt: [1, 2, 3], completion: [10, 11], requestBody: chatBody([{ role: "system", content: "be brief" }, { role: "user", content: "fix it" }]) });
-  a.call({ prompt: [1, 2, 3, 10, 11, 4], completion: [12, 13] });
-  a.finish(1);
-  const b = rolloutRecords("b", { task: "t1", group: "g1", experiment: "demo" });
-  b.call({ prompt: [1, 2, 3], completion: [THINK, 5, END_THINK, 271, 20, 21] });
-  b.call({ prompt: [1, 2, 3, 20, 21, 6], completion: [22] }); // think stripped: realign
-  b.call({ prompt: [1, 9, 9, 9], completion: [23] }); // compaction: fork
-  b.finish(0, RolloutStatus.FAILED);
-  const c = rolloutRecords("c", { task: "t1", group: "g1", experiment: "demo" });
-  c.call({ prompt: [1, 2, 3], completion: [30] });
-  c.finish(0, RolloutStatus.INFRA_ERROR);
-  const d = rolloutRecords("d", { task: "t2", group: "g2", experiment: "demo" });
-  d.call({ prompt: [7], completion: [8] });
-  d.finish(1);
-  const e = rolloutRecords("e", { task: "t2", group: "g2", experiment: "demo" });
-  e.call({ prompt: [7], completion: [8] });
-  e.finish(0, RolloutStatus.INFRA_ERROR);
-  // interleave the rollouts' records as concurrent rollouts would be
-  const lists = [a, b, c, d, e].map((r) => [...r.records]);
-  while (lists.some((l) => l.length > 0)) for (const l of lists) if (l.length > 0) all.push(l.shift()!);
-  return all;
-}
 
 async function writeLog(dir: string, records: Iterable<Record>): Promise<void> {
   const log = await openSegmentLog(dir);

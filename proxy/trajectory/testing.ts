@@ -104,3 +104,38 @@ export function rolloutRecords(rolloutId: string, meta: { task?: string; group?:
     },
   };
 }
+
+const THINK = 151667;
+const END_THINK = 151668;
+
+function chatBody(messages: unknown[]) {
+  return { model: "qwen3", messages };
+}
+
+/** Five rollouts (tests/trajectory-*.test.ts): g1 = ok (clean), failed (realign + fork), infra_error; g2 = ok + infra_error (dropped at min 2); g3 = one ok. */
+export function scenarioRecords(): Record[] {
+  const all: Record[] = [];
+  const a = rolloutRecords("a", { task: "t1", group: "g1", experiment: "demo" });
+  a.call({ prompt: [1, 2, 3], completion: [10, 11], requestBody: chatBody([{ role: "system", content: "be brief" }, { role: "user", content: "fix it" }]) });
+  a.call({ prompt: [1, 2, 3, 10, 11, 4], completion: [12, 13] });
+  a.finish(1);
+  const b = rolloutRecords("b", { task: "t1", group: "g1", experiment: "demo" });
+  b.call({ prompt: [1, 2, 3], completion: [THINK, 5, END_THINK, 271, 20, 21] });
+  b.call({ prompt: [1, 2, 3, 20, 21, 6], completion: [22] }); // think stripped: realign
+  b.call({ prompt: [1, 9, 9, 9], completion: [23] }); // compaction: fork
+  b.finish(0, RolloutStatus.FAILED);
+  const c = rolloutRecords("c", { task: "t1", group: "g1", experiment: "demo" });
+  c.call({ prompt: [1, 2, 3], completion: [30] });
+  c.finish(0, RolloutStatus.INFRA_ERROR);
+  const d = rolloutRecords("d", { task: "t2", group: "g2", experiment: "demo" });
+  d.call({ prompt: [7], completion: [8] });
+  d.finish(1);
+  const e = rolloutRecords("e", { task: "t2", group: "g2", experiment: "demo" });
+  e.call({ prompt: [7], completion: [8] });
+  e.finish(0, RolloutStatus.INFRA_ERROR);
+  // interleave the rollouts' records as concurrent rollouts would be
+  const lists = [a, b, c, d, e].map((r) => [...r.records]);
+  while (lists.some((l) => l.length > 0)) for (const l of lists) if (l.length > 0) all.push(l.shift()!);
+  return all;
+}
+
