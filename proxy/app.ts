@@ -1,0 +1,120 @@
+/**
+ * The recording proxy as a Hono app: model routes per front door, control API, health and
+ * metrics, over one segment log. State is rebuilt from the log on start, so a proxy
+ * restarted on the same data dir continues its rollouts (seq, keys, prompt deltas).
+ */
+import { Hono } from "hono";
+import { openSegmentLog, readRecords, type SegmentLog } from "./recorder/index.ts";
+import { createCallRecorder, type CallRecorder } from "./record/call-recorder.ts";
+import { errorResponse, ProxyHttpError } from "./errors.ts";
+import { DEFAULT_FRONT_DOORS } from "./frontdoors/index.ts";
+import type { PipelineContext } from "./frontdoors/pipeline.ts";
+import { createProxyMetrics, type ProxyMetrics } from "./metrics.ts";
+import { DEFAULTS, type ProxyOptions } from "./options.ts";
+import { mountControlRoutes } from "./routes/control.ts";
+import { mountModelRoutes } from "./routes/model.ts";
+import { mountOpsRoutes } from "./routes/ops.ts";
+import { createPauseGate, type PauseGate } from "./state/pause.ts";
+import { newApiKey } from "./state/keys.ts";
+import { createRolloutRegistry, type RolloutRegistry } from "./state/rollouts.ts";
+import { createUpstreamClient } from "./upstream/client.ts";
+import { createUpstreamRouter, type UpstreamRouter } from "./upstream/router.ts";
+
+export interface ProxyState {
+  mode: "train" | "eval";
+  adminToken: string;
+  /** True when the admin token was generated (not given by flag or env). */
+  adminTokenGenerated: boolean;
+  registry: RolloutRegistry;
+  gate: PauseGate;
+  router: UpstreamRouter;
+  recorder: CallRecorder;
+  metrics: ProxyMetrics;
+  log: SegmentLog;
+  /** What the start found in the log: rollouts and calls replayed. */
+  restored: { rollouts: number; calls: number };
+}
+
+export interface Proxy {
+  app: Hono;
+  fetch: (request: Request) => Response | Promise<Response>;
+  state: ProxyState;
+  /** Stops health checks and closes the log (fsync). */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the log of `options.dataDir`, rebuilds the rollouts from it and returns the app.
+ *
+ * @example
+ * const proxy = await createProxy({ upstreams: [sim.url], dataDir: "data" });
+ * Bun.serve({ port: 0, fetch: proxy.fetch });
+ */
+export async function createProxy(options: ProxyOptions): Promise<Proxy> {
+  const mode = options.mode ?? "train";
+  if (mode !== "train" && mode !== "eval") throw new Error(`mode must be train or eval, got "${mode}"`);
+  const givenToken = options.adminToken ?? process.env.FORGE_ADMIN_TOKEN;
+  const adminToken = givenToken && givenToken !== "" ? givenToken : newApiKey().replace(/^fk-/, "fa-");
+  const upstreamApiKey = options.upstreamApiKey ?? process.env.FORGE_UPSTREAM_API_KEY ?? process.env.OPENAI_API_KEY;
+  const router = createUpstreamRouter({
+    urls: options.upstreams,
+    healthIntervalMs: options.healthIntervalMs ?? DEFAULTS.healthIntervalMs,
+    headers: upstreamApiKey ? { authorization: `Bearer ${upstreamApiKey}` } : undefined,
+  });
+  const log = await openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs });
+  const registry = createRolloutRegistry();
+  const restored = { rollouts: 0, calls: 0 };
+  try {
+    for await (const { record } of readRecords(log.dir)) {
+      const kind = record.kind;
+      if (kind.case === "rollout") {
+        registry.add(kind.value);
+        restored.rollouts++;
+      } else if (kind.case === "modelCall") {
+        registry.replayCall(kind.value);
+        restored.calls++;
+      } else if (kind.case === "rolloutResult") {
+        const state = registry.get(kind.value.rolloutId);
+        if (state) state.result = kind.value;
+      }
+    }
+  } catch (error) {
+    router.stop();
+    await log.close();
+    throw error;
+  }
+  const metrics = createProxyMetrics();
+  const gate = createPauseGate({ boundMs: options.pauseBoundMs ?? DEFAULTS.pauseBoundMs, policyVersion: registry.maxPolicyVersion() });
+  const recorder = createCallRecorder(log, registry, metrics);
+  const client = createUpstreamClient({ router, apiKey: upstreamApiKey, firstByteTimeoutMs: options.firstByteTimeoutMs ?? DEFAULTS.firstByteTimeoutMs });
+  const ctx: PipelineContext = {
+    mode,
+    client,
+    recorder,
+    registry,
+    gate,
+    metrics,
+    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+    maxResponseBytes: options.maxResponseBytes ?? DEFAULTS.maxResponseBytes,
+  };
+
+  const app = new Hono();
+  app.onError((error) => {
+    if (error instanceof ProxyHttpError) return errorResponse(error);
+    return errorResponse(new ProxyHttpError(500, `proxy error: ${(error as Error).message}`, "server_error", "proxy_error"));
+  });
+  app.notFound((c) => errorResponse(new ProxyHttpError(404, `no route ${c.req.method} ${c.req.path} on the forge proxy`, "not_found_error", "unknown_route")));
+  mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir });
+  mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics, publicUrl: options.publicUrl });
+  mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? DEFAULT_FRONT_DOORS, maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
+
+  return {
+    app,
+    fetch: (request) => app.fetch(request),
+    state: { mode, adminToken, adminTokenGenerated: !givenToken, registry, gate, router, recorder, metrics, log, restored },
+    async close() {
+      router.stop();
+      await log.close();
+    },
+  };
+}

@@ -1,0 +1,78 @@
+/**
+ * Reads a request body under a size limit without buffering an oversized one: the
+ * Content-Length is checked first, and a chunked body is counted as it arrives and cut at
+ * the limit.
+ */
+import { ProxyHttpError } from "./errors.ts";
+
+/**
+ * The body bytes, or a ProxyHttpError (413 over `maxBytes`, 415 not JSON).
+ *
+ * @example
+ * const bytes = await readJsonBody(request, 32 << 20);
+ */
+export async function readJsonBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const type = request.headers.get("content-type") ?? "";
+  const mediaType = type.split(";")[0]!.trim().toLowerCase();
+  if (mediaType !== "application/json" && !mediaType.endsWith("+json")) {
+    throw new ProxyHttpError(
+      415,
+      `Content-Type must be application/json, got ${type === "" ? "none" : JSON.stringify(type)}`,
+      "invalid_request_error",
+      "unsupported_media_type",
+    );
+  }
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(declared, maxBytes);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      // Stop reading: the rest of an oversized body is never buffered.
+      await reader.cancel().catch(() => {});
+      throw tooLarge(size, maxBytes);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Parses body bytes as a JSON object; 400 naming the parse error otherwise.
+ *
+ * @example
+ * parseJsonObject(new TextEncoder().encode('{"model":"m"}')).model // "m"
+ */
+export function parseJsonObject(bytes: Uint8Array): Record<string, any> {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder().decode(bytes));
+  } catch (error) {
+    throw new ProxyHttpError(400, `request body is not valid JSON: ${(error as Error).message}`, "invalid_request_error", "invalid_json");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new ProxyHttpError(400, "request body must be a JSON object", "invalid_request_error", "invalid_json");
+  }
+  return value as Record<string, any>;
+}
+
+function tooLarge(size: number, maxBytes: number): ProxyHttpError {
+  return new ProxyHttpError(
+    413,
+    `request body of ${size} bytes or more is over the proxy's limit of ${maxBytes} bytes (raise it with --max-body-bytes)`,
+    "invalid_request_error",
+    "request_too_large",
+  );
+}

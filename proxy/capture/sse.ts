@@ -1,0 +1,80 @@
+/**
+ * Incremental SSE rewriting for passthrough: upstream bytes are split into events as they
+ * arrive; each complete event is handed to a callback that keeps it byte for byte, replaces
+ * it, or drops it. Only complete events are held back, so the harness sees each event as soon
+ * as the upstream finished sending it.
+ */
+
+/** What to do with one event: `undefined` keeps its bytes, a string replaces it, "" drops it. */
+export type SseEventHandler = (data: string, raw: string) => string | undefined;
+
+export interface SseRewriter {
+  /** Feeds upstream bytes; returns the text to send on (possibly ""). */
+  push(bytes: Uint8Array): string;
+  /** The end of the upstream stream: returns what is left (an unterminated last event). */
+  end(): string;
+}
+
+/**
+ * A rewriter calling `onEvent` with each event's joined `data:` lines.
+ *
+ * @example
+ * const r = createSseRewriter((data) => (data === "[DONE]" ? undefined : `data: ${data.toUpperCase()}\n\n`));
+ * r.push(new TextEncoder().encode("data: a\n\ndata: [DO")); // "data: A\n\n"
+ * r.push(new TextEncoder().encode("NE]\n\n")); // "data: [DONE]\n\n"
+ */
+export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
+  const decoder = new TextDecoder();
+  let buffer = "";
+
+  const handle = (raw: string): string => {
+    // raw includes its terminating blank line.
+    let data = "";
+    let sawData = false;
+    for (const line of raw.split(/\r?\n/)) {
+      if (line.startsWith("data:")) {
+        const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+        data = sawData ? `${data}\n${value}` : value;
+        sawData = true;
+      }
+    }
+    if (!sawData) return raw; // comments, keep-alives, event-only blocks pass unchanged
+    const out = onEvent(data, raw);
+    return out === undefined ? raw : out;
+  };
+
+  const drain = (final: boolean): string => {
+    let out = "";
+    for (;;) {
+      const boundary = findBoundary(buffer);
+      if (boundary === -1) break;
+      out += handle(buffer.slice(0, boundary));
+      buffer = buffer.slice(boundary);
+    }
+    if (final && buffer !== "") {
+      out += handle(buffer);
+      buffer = "";
+    }
+    return out;
+  };
+
+  return {
+    push(bytes) {
+      buffer += decoder.decode(bytes, { stream: true });
+      return drain(false);
+    },
+    end() {
+      buffer += decoder.decode();
+      return drain(true);
+    },
+  };
+}
+
+/** Index just past the first blank line ("\n\n" or "\r\n\r\n"), or -1. */
+function findBoundary(text: string): number {
+  const lf = text.indexOf("\n\n");
+  const crlf = text.indexOf("\r\n\r\n");
+  if (lf === -1) return crlf === -1 ? -1 : crlf + 4;
+  if (crlf === -1 || lf < crlf) return lf + 2;
+  return crlf + 4;
+}

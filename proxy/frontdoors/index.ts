@@ -1,0 +1,8 @@
+/** The front doors the proxy serves; a new protocol is one more module in this list. */
+import { chatFrontDoor } from "./chat.ts";
+import { completionsFrontDoor } from "./completions.ts";
+import type { FrontDoor } from "./types.ts";
+
+export const DEFAULT_FRONT_DOORS: readonly FrontDoor[] = [chatFrontDoor, completionsFrontDoor];
+export { chatFrontDoor, completionsFrontDoor };
+export type { FrontDoor, PreparedCall } from "./types.ts";

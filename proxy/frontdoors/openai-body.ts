@@ -1,0 +1,33 @@
+/** Checks shared by the OpenAI-style front doors. */
+import { openAiErrorBody, ProxyHttpError, type OpenAiErrorType } from "../errors.ts";
+
+/**
+ * The model name, or 400 naming the field.
+ *
+ * @example
+ * requireModel({ model: "m" }) // "m"
+ */
+export function requireModel(body: Record<string, any>): string {
+  if (typeof body.model !== "string" || body.model === "") {
+    throw new ProxyHttpError(400, "model: required, a non-empty string (the name the upstream serves)", "invalid_request_error", "invalid_value", "model");
+  }
+  return body.model;
+}
+
+/**
+ * `stream`, which must be a boolean when present.
+ *
+ * @example
+ * streamFlag({ stream: true }) // true
+ */
+export function streamFlag(body: Record<string, any>): boolean {
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
+    throw new ProxyHttpError(400, `stream: expected a boolean, got ${JSON.stringify(body.stream)}`, "invalid_request_error", "invalid_type", "stream");
+  }
+  return body.stream === true;
+}
+
+/** OpenAI error body with the front door's signature. */
+export function openAiDoorError(status: number, message: string, type: string, code: string | null): unknown {
+  return openAiErrorBody(status, message, type as OpenAiErrorType, code);
+}

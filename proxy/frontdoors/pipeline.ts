@@ -1,0 +1,341 @@
+/**
+ * The model-call pipeline every front door shares: pause gate → sticky upstream → token
+ * capture and stripping (JSON or SSE, chunk by chunk) → optional translation → recording.
+ * Non-stream calls are recorded before the answer is sent; streams when they end, abort or
+ * fail.
+ */
+import { CallStatus, type ModelCall } from "../../schemas/index.ts";
+import { sessionHeaders } from "../translate/index.ts";
+import { captureAndStrip, newCapture, trainRequest, type TokenCapture } from "../capture/tokens.ts";
+import { createSseRewriter } from "../capture/sse.ts";
+import type { CallRecorder, FinishedCall } from "../record/call-recorder.ts";
+import { redactedHeaders } from "../record/headers.ts";
+import { ProxyHttpError } from "../errors.ts";
+import type { ProxyMetrics } from "../metrics.ts";
+import type { PauseGate } from "../state/pause.ts";
+import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
+import type { UpstreamClient } from "../upstream/client.ts";
+import type { FrontDoor, PreparedCall } from "./types.ts";
+
+export interface PipelineContext {
+  mode: "train" | "eval";
+  client: UpstreamClient;
+  recorder: CallRecorder;
+  registry: RolloutRegistry;
+  gate: PauseGate;
+  metrics: ProxyMetrics;
+  /** Between two upstream stream chunks. */
+  idleTimeoutMs: number;
+  /** Largest upstream error / JSON body read. */
+  maxResponseBytes: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
+
+/**
+ * Runs one model call of `rollout` through `door` and returns the harness's Response.
+ *
+ * @example
+ * return runModelCall(ctx, rollout, chatFrontDoor, prepared, bodyBytes, c.req.raw);
+ */
+export async function runModelCall(
+  ctx: PipelineContext,
+  rollout: RolloutState,
+  door: FrontDoor,
+  prepared: PreparedCall,
+  requestBody: Uint8Array,
+  request: Request,
+): Promise<Response> {
+  if (ctx.recorder.health.failure !== "") {
+    throw new ProxyHttpError(503, `the proxy refuses model calls because it cannot record them: ${ctx.recorder.health.failure}`, "service_unavailable", "recorder_unavailable");
+  }
+  const policyVersion = await ctx.gate.enter(request.signal);
+  ctx.metrics.inFlight(1);
+  let left = false;
+  const leave = () => {
+    if (left) return;
+    left = true;
+    ctx.gate.leave();
+    ctx.metrics.inFlight(-1);
+  };
+  try {
+    const response = await callUpstream(ctx, rollout, door, prepared, requestBody, request, policyVersion, leave);
+    return response;
+  } catch (error) {
+    leave();
+    throw error;
+  }
+}
+
+async function callUpstream(
+  ctx: PipelineContext,
+  rollout: RolloutState,
+  door: FrontDoor,
+  prepared: PreparedCall,
+  requestBody: Uint8Array,
+  request: Request,
+  policyVersion: number,
+  leave: () => void,
+): Promise<Response> {
+  const train = ctx.mode === "train";
+  const upstreamBody = train ? trainRequest(prepared.capture, prepared.upstreamBody) : prepared.upstreamBody;
+  const unchanged = prepared.passthrough && upstreamBody === prepared.upstreamBody;
+  const upstreamBytes = unchanged ? requestBody : encoder.encode(JSON.stringify(upstreamBody));
+  const callId = `call-${crypto.randomUUID()}`;
+  const seq = ctx.registry.nextSeq(rollout);
+  const capture = newCapture();
+  const base: FinishedCall = {
+    rollout,
+    seq,
+    callId,
+    protocol: door.protocol,
+    protocolName: door.name,
+    startUnixMs: Date.now(),
+    startPerf: performance.now(),
+    ttftMs: undefined,
+    requestBody,
+    responseBody: new Uint8Array(0),
+    upstreamRequestBody: unchanged ? undefined : upstreamBytes,
+    model: prepared.model,
+    upstream: "",
+    policyVersion,
+    stream: prepared.stream,
+    httpStatus: 0,
+    status: CallStatus.OK,
+    error: "",
+    capture,
+    train,
+    requestHeaders: redactedHeaders(request.headers),
+    session: sessionHeaders(request.headers),
+    upstreamAttempts: 0,
+  };
+  const callHeaders = { "x-forge-call-id": callId, "x-forge-seq": String(seq) };
+
+  const errorAnswer = (status: number, message: string, type: string, code: string | null, callStatus: CallStatus, extraHeaders: Record<string, string> = {}): Response => {
+    const bytes = encoder.encode(JSON.stringify(door.name === "chat" || door.name === "completions" ? { error: { message, type, param: null, code } } : prepared.errorBody(status, message, type, code)));
+    recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: status, status: callStatus, error: message });
+    leave();
+    return new Response(bytes, { status, headers: { "content-type": "application/json", ...callHeaders, ...extraHeaders } });
+  };
+
+  const sent = await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", request.signal);
+  base.upstreamAttempts = sent.attempts;
+  base.upstream = sent.upstream?.url ?? "";
+  if ("error" in sent) {
+    const e = sent.error;
+    const status = sent.kind === "timeout" ? CallStatus.TIMEOUT : sent.kind === "aborted" ? CallStatus.CLIENT_ABORTED : CallStatus.UPSTREAM_UNREACHABLE;
+    return errorAnswer(e.status, e.message, e.type, e.code, status);
+  }
+  const { response } = sent;
+  base.ttftMs = sent.headersAt - base.startPerf;
+
+  if (!response.ok) {
+    const text = await readLimited(response, ctx.maxResponseBytes).catch((error) => `(body unreadable: ${(error as Error).message})`);
+    let message = `upstream ${base.upstream} answered HTTP ${response.status}`;
+    let passthroughBody: string | undefined;
+    try {
+      const parsed = JSON.parse(text);
+      if (parsed?.error) {
+        message += `: ${typeof parsed.error === "string" ? parsed.error : (parsed.error.message ?? JSON.stringify(parsed.error))}`;
+        // An OpenAI-style error from an OpenAI-style upstream is passed through as is.
+        if (door.name === "chat" || door.name === "completions") passthroughBody = text;
+      }
+    } catch {
+      if (text !== "") message += `: ${text.slice(0, 500)}`;
+    }
+    const status = response.status;
+    if (passthroughBody !== undefined) {
+      const bytes = encoder.encode(passthroughBody);
+      recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: status, status: CallStatus.UPSTREAM_ERROR, error: message });
+      leave();
+      return new Response(bytes, { status, headers: { "content-type": "application/json", ...callHeaders } });
+    }
+    return errorAnswer(status, message, status >= 500 ? "upstream_error" : "invalid_request_error", "upstream_error", CallStatus.UPSTREAM_ERROR);
+  }
+
+  const isStream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
+  if (!isStream) {
+    const text = await readLimited(response, ctx.maxResponseBytes);
+    let json: any;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return errorAnswer(502, `upstream ${base.upstream} sent a body that is not JSON: ${text.slice(0, 200)}`, "upstream_error", "upstream_bad_body", CallStatus.UPSTREAM_ERROR);
+    }
+    const changed = captureAndStrip(prepared.capture, json, capture, prepared.wants);
+    const out = prepared.translateJson ? JSON.stringify(prepared.translateJson(json)) : changed ? JSON.stringify(json) : text;
+    const bytes = encoder.encode(out);
+    // Recorded before the harness sees it: an unrecorded answer is never served.
+    recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: 200, status: CallStatus.OK });
+    leave();
+    return new Response(bytes, { status: 200, headers: { "content-type": "application/json", ...callHeaders } });
+  }
+  return streamAnswer(ctx, base, prepared, sent.response, sent.abort, request, leave, callHeaders);
+}
+
+function streamAnswer(
+  ctx: PipelineContext,
+  base: FinishedCall,
+  prepared: PreparedCall,
+  upstream: Response,
+  abortUpstream: (reason?: unknown) => void,
+  request: Request,
+  leave: () => void,
+  callHeaders: Record<string, string>,
+): Response {
+  const capture: TokenCapture = base.capture;
+  const reader = upstream.body!.getReader();
+  const sentChunks: Uint8Array[] = [];
+  let sawDone = false;
+  let finished = false;
+  let firstChunk = true;
+
+  const rewriter = createSseRewriter((data) => {
+    if (data === "[DONE]") {
+      sawDone = true;
+      return undefined;
+    }
+    let chunk: any;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return undefined; // not ours to judge; the harness gets it as sent
+    }
+    if (chunk === null || typeof chunk !== "object") return undefined;
+    if (!captureAndStrip(prepared.capture, chunk, capture, prepared.wants)) return undefined;
+    // The usage-only chunk the proxy asked for in train mode is dropped when the harness did not ask.
+    if (Array.isArray(chunk.choices) && chunk.choices.length === 0 && !prepared.wants.usage && !("usage" in chunk)) return "";
+    return `data: ${JSON.stringify(chunk)}\n\n`;
+  });
+
+  const finish = (status: CallStatus, error: string) => {
+    if (finished) return;
+    finished = true;
+    request.signal.removeEventListener("abort", onClientAbort);
+    const bytes = concat(sentChunks);
+    try {
+      ctx.recorder.record({ ...base, responseBody: bytes, httpStatus: 200, status, error });
+    } catch {
+      // The stream was already served; the recorder is now failed and refuses further calls.
+    }
+    leave();
+  };
+  const onClientAbort = () => {
+    abortUpstream(new Error("client disconnected"));
+    finish(CallStatus.CLIENT_ABORTED, "the harness disconnected before the stream ended");
+  };
+  request.signal.addEventListener("abort", onClientAbort, { once: true });
+
+  let idleTimer: ReturnType<typeof setTimeout> | undefined;
+  const readWithIdle = () =>
+    new Promise<{ done: boolean; value?: Uint8Array } | "idle">((resolve, reject) => {
+      idleTimer = setTimeout(() => resolve("idle"), ctx.idleTimeoutMs);
+      reader.read().then(resolve, reject);
+    }).finally(() => clearTimeout(idleTimer));
+
+  const errorEvent = (message: string, code: string) =>
+    encoder.encode(`data: ${JSON.stringify({ error: { message, type: "upstream_error", param: null, code } })}\n\n`);
+
+  let body: ReadableStream<Uint8Array> = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (finished) {
+        controller.close();
+        return;
+      }
+      let result: { done: boolean; value?: Uint8Array } | "idle";
+      try {
+        result = await readWithIdle();
+      } catch (error) {
+        if (finished) return;
+        const message = `upstream ${base.upstream} stream failed: ${(error as Error).message}`;
+        const tail = encoder.encode(rewriter.end());
+        enqueue(controller, tail);
+        enqueue(controller, errorEvent(message, "upstream_stream_error"));
+        finish(CallStatus.UPSTREAM_ERROR, message);
+        controller.close();
+        return;
+      }
+      if (result === "idle") {
+        abortUpstream(new Error("idle timeout"));
+        const message = `upstream ${base.upstream} sent nothing for ${ctx.idleTimeoutMs} ms mid-stream`;
+        enqueue(controller, errorEvent(message, "upstream_timeout"));
+        finish(CallStatus.TIMEOUT, message);
+        controller.close();
+        return;
+      }
+      if (result.done) {
+        enqueue(controller, encoder.encode(rewriter.end()));
+        const complete = sawDone || capture.finishReason !== "";
+        finish(complete ? CallStatus.OK : CallStatus.UPSTREAM_ERROR, complete ? "" : `upstream ${base.upstream} ended the stream before [DONE]`);
+        controller.close();
+        return;
+      }
+      if (firstChunk) {
+        firstChunk = false;
+        base.ttftMs = performance.now() - base.startPerf;
+      }
+      const text = rewriter.push(result.value!);
+      if (text !== "") enqueue(controller, encoder.encode(text));
+    },
+    cancel() {
+      onClientAbort();
+    },
+  });
+
+  const enqueue = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
+    if (bytes.byteLength === 0) return;
+    if (!prepared.translateStream) sentChunks.push(bytes);
+    controller.enqueue(bytes);
+  };
+  if (prepared.translateStream) {
+    const tap = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        sentChunks.push(chunk);
+        controller.enqueue(chunk);
+      },
+    });
+    body = body.pipeThrough(prepared.translateStream()).pipeThrough(tap);
+  }
+  return new Response(body, { status: 200, headers: { ...SSE_HEADERS, ...callHeaders } });
+}
+
+function recordOrThrow(ctx: PipelineContext, call: FinishedCall): ModelCall {
+  try {
+    return ctx.recorder.record(call);
+  } catch (error) {
+    throw new ProxyHttpError(503, `the call could not be recorded, so it is not served: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
+  }
+}
+
+async function readLimited(response: Response, maxBytes: number): Promise<string> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw new ProxyHttpError(502, `upstream answer is over ${maxBytes} bytes`, "upstream_error", "upstream_too_large");
+    }
+    chunks.push(value);
+  }
+  return decoder.decode(concat(chunks));
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  let size = 0;
+  for (const c of chunks) size += c.byteLength;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}

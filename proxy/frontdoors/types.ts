@@ -1,0 +1,40 @@
+/**
+ * The plug-in surface for protocol front doors. A front door turns a harness request into
+ * one upstream request (Chat Completions or Completions, where vLLM/SGLang give token ids)
+ * and, where its protocol differs, translates the answer back. The shared pipeline
+ * (frontdoors/pipeline.ts) does everything else: pause gate, routing, token capture,
+ * stripping, recording, errors.
+ */
+import type { Protocol } from "../../schemas/index.ts";
+import type { CaptureKind, HarnessWants } from "../capture/tokens.ts";
+
+export interface PreparedCall {
+  /** The upstream API whose answer is captured (and stripped of the train-mode fields). */
+  capture: CaptureKind;
+  /** Upstream path, e.g. "/v1/chat/completions". */
+  upstreamPath: string;
+  model: string;
+  stream: boolean;
+  /** The upstream request before train-mode additions. */
+  upstreamBody: Record<string, any>;
+  /** Whether upstreamBody is the harness body itself (then it is not stored twice). */
+  passthrough: boolean;
+  /** Fields of the upstream answer the harness asked for (kept in what it receives). */
+  wants: HarnessWants;
+  /** Translates a (stripped) JSON answer to the harness protocol; absent = sent as is. */
+  translateJson?(json: any): unknown;
+  /** Translates the (stripped) upstream SSE to the harness protocol's SSE; absent = as is. */
+  translateStream?(): TransformStream<Uint8Array, Uint8Array>;
+  /** The protocol's error body. */
+  errorBody(status: number, message: string, type: string, code: string | null): unknown;
+}
+
+export interface FrontDoor {
+  /** Metrics label and docs name: chat | completions | responses | anthropic_messages. */
+  name: string;
+  protocol: Protocol;
+  /** Path under `/r/:rollout` and at the root, e.g. "/v1/chat/completions". */
+  path: string;
+  /** Validates the harness body (throws ProxyHttpError 400 naming the field) and prepares the call. */
+  prepare(body: Record<string, any>): PreparedCall;
+}

@@ -1,0 +1,46 @@
+/** Options of the proxy and their defaults. */
+import type { FrontDoor } from "./frontdoors/types.ts";
+
+export interface ProxyOptions {
+  /** `HOST:PORT` to serve on (startProxy). Default 127.0.0.1:8787. */
+  listen?: string;
+  /** OpenAI-compatible upstream base URLs (vLLM, SGLang, any API). */
+  upstreams: string[];
+  /** Data directory; the segment log is `dataDir/log`. */
+  dataDir: string;
+  /** train: token ids and logprobs asked for and recorded; eval: requests unchanged. Default train. */
+  mode?: "train" | "eval";
+  /** Admin token of the control API. Default: FORGE_ADMIN_TOKEN, else a generated one (see `state.adminToken`). */
+  adminToken?: string;
+  /** Upstream API key. Default: FORGE_UPSTREAM_API_KEY, else OPENAI_API_KEY. */
+  upstreamApiKey?: string;
+  /** Largest request body. Default 32 MiB (screenshots). */
+  maxBodyBytes?: number;
+  /** Largest upstream JSON / error body read. Default 64 MiB. */
+  maxResponseBytes?: number;
+  /** From sending a call upstream to its answer's headers. Default 600000. */
+  firstByteTimeoutMs?: number;
+  /** Between two chunks of an upstream stream. Default 120000. */
+  idleTimeoutMs?: number;
+  /** The recorder's group-commit fsync interval. Default 50. */
+  groupCommitMs?: number;
+  /** How long a call may wait while paused before 429. Default 300000. */
+  pauseBoundMs?: number;
+  /** Upstream health-check interval; 0 disables. Default 5000. */
+  healthIntervalMs?: number;
+  /** Base URL given to harnesses in registration answers. Default: the origin of the request. */
+  publicUrl?: string;
+  /** Front doors served. Default chat + completions. */
+  frontDoors?: readonly FrontDoor[];
+}
+
+export const DEFAULTS = {
+  listen: "127.0.0.1:8787",
+  maxBodyBytes: 32 * 1024 * 1024,
+  maxResponseBytes: 64 * 1024 * 1024,
+  firstByteTimeoutMs: 600_000,
+  idleTimeoutMs: 120_000,
+  groupCommitMs: 50,
+  pauseBoundMs: 300_000,
+  healthIntervalMs: 5000,
+} as const;

@@ -1,0 +1,143 @@
+/**
+ * Glue between a finished model call and the segment log: builds the ModelCall record (token
+ * view with prompt delta, bodies, headers, timings), appends it, updates the rollout state and
+ * the metrics. A failed append puts the recorder in a failed state: the proxy then refuses
+ * model calls (503) instead of serving calls whose training data would be lost.
+ */
+import { CallStatus, create, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
+import type { SegmentLog } from "../recorder/index.ts";
+import { promptDelta } from "../capture/delta.ts";
+import type { TokenCapture } from "../capture/tokens.ts";
+import type { ProxyMetrics } from "../metrics.ts";
+import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
+
+export interface RecorderHealth {
+  /** Why the log cannot be written, or "" when it can. */
+  failure: string;
+}
+
+export interface FinishedCall {
+  rollout: RolloutState;
+  seq: number;
+  callId: string;
+  protocol: Protocol;
+  protocolName: string;
+  startUnixMs: number;
+  startPerf: number;
+  ttftMs: number | undefined;
+  requestBody: Uint8Array;
+  responseBody: Uint8Array;
+  upstreamRequestBody: Uint8Array | undefined;
+  model: string;
+  upstream: string;
+  policyVersion: number;
+  stream: boolean;
+  httpStatus: number;
+  status: CallStatus;
+  error: string;
+  capture: TokenCapture;
+  /** Whether ids were asked for (train mode). */
+  train: boolean;
+  requestHeaders: ModelCall["requestHeaders"];
+  session: Record<string, string>;
+  upstreamAttempts: number;
+}
+
+export interface CallRecorder {
+  readonly health: RecorderHealth;
+  /** Appends the call; throws (and marks the recorder failed) when the log cannot take it. */
+  record(call: FinishedCall): ModelCall;
+  /** Appends any other record (Rollout, RolloutResult). */
+  append(record: ForgeRecord): void;
+}
+
+/**
+ * A recorder over `log`.
+ *
+ * @example
+ * const recorder = createCallRecorder(log, registry, metrics);
+ * recorder.record(finishedCall);
+ */
+export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, metrics: ProxyMetrics): CallRecorder {
+  const health: RecorderHealth = { failure: "" };
+  const append = (record: ForgeRecord) => {
+    try {
+      log.append(record);
+    } catch (error) {
+      metrics.recorderError();
+      health.failure = `the segment log in ${log.dir} cannot be written: ${(error as Error).message}`;
+      throw error;
+    }
+  };
+  return {
+    health,
+    append,
+    record(call) {
+      const cap = call.capture;
+      const prompt = cap.promptTokenIds;
+      const tokenStatus = !call.train
+        ? TokenStatus.NOT_REQUESTED
+        : prompt && cap.sawCompletionIds && call.status === CallStatus.OK
+          ? TokenStatus.COMPLETE
+          : prompt || cap.sawCompletionIds
+            ? TokenStatus.PARTIAL
+            : TokenStatus.MISSING;
+      const delta = prompt ? promptDelta(prompt, call.rollout.recent) : undefined;
+      const endPerf = performance.now();
+      const u = cap.usage;
+      const modelCall = create(ModelCallSchema, {
+        rolloutId: call.rollout.rollout.rolloutId,
+        seq: call.seq,
+        callId: call.callId,
+        startUnixMs: call.startUnixMs,
+        endUnixMs: call.startUnixMs + (endPerf - call.startPerf),
+        protocol: call.protocol,
+        requestBody: call.requestBody,
+        responseBody: call.responseBody,
+        model: cap.model || call.model,
+        upstream: call.upstream,
+        policyVersion: call.policyVersion,
+        stream: call.stream,
+        httpStatus: call.httpStatus,
+        status: call.status,
+        error: call.error,
+        usage: u
+          ? create(UsageSchema, {
+              promptTokens: u.prompt_tokens ?? 0,
+              completionTokens: u.completion_tokens ?? 0,
+              totalTokens: u.total_tokens ?? 0,
+              cachedTokens: u.cached_tokens ?? 0,
+            })
+          : undefined,
+        latencyMs: endPerf - call.startPerf,
+        ttftMs: call.ttftMs ?? 0,
+        promptTokenIds: delta?.suffix ?? [],
+        completionTokenIds: cap.completionTokenIds,
+        completionLogprobs: cap.completionLogprobs,
+        finishReason: cap.finishReason,
+        tokenStatus,
+        prefixOf: delta?.prefixOf ?? "",
+        prefixLen: delta?.prefixLen ?? 0,
+        promptLen: prompt?.length ?? 0,
+        requestHeaders: call.requestHeaders,
+        session: call.session,
+        upstreamRequestBody: call.upstreamRequestBody,
+        upstreamAttempts: call.upstreamAttempts,
+      });
+      append(create(RecordSchema, { kind: { case: "modelCall", value: modelCall } }));
+      registry.noteCall(call.rollout, modelCall, prompt);
+      const statusName = CallStatus[call.status] ?? String(call.status);
+      metrics.callFinished(
+        { protocol: call.protocolName, status: statusName, http_status: call.httpStatus },
+        modelCall.latencyMs / 1000,
+        call.ttftMs === undefined ? undefined : call.ttftMs / 1000,
+      );
+      metrics.tokens("prompt", u?.prompt_tokens ?? prompt?.length ?? 0);
+      metrics.tokens("completion", u?.completion_tokens ?? cap.completionTokenIds.length);
+      if (tokenStatus === TokenStatus.MISSING && call.status === CallStatus.OK) metrics.tokenMissing(call.protocolName);
+      return modelCall;
+    },
+  };
+}
+
+export { Protocol };

@@ -1,0 +1,154 @@
+/** The control API (admin token): rollouts, finish with reward, read, pause/resume. */
+import type { Context, Hono } from "hono";
+import type { z } from "zod";
+import { create, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus, toJson } from "../../schemas/index.ts";
+import { FinishRolloutSchema, PauseSchema, RegisterRolloutSchema, ResumeSchema, zodProblems } from "../../schemas/control.ts";
+import { parseJsonObject, readJsonBody } from "../body.ts";
+import { ProxyHttpError } from "../errors.ts";
+import type { CallRecorder } from "../record/call-recorder.ts";
+import type { SegmentLog } from "../recorder/index.ts";
+import { keySha256, newApiKey } from "../state/keys.ts";
+import type { PauseGate } from "../state/pause.ts";
+import type { RolloutRegistry } from "../state/rollouts.ts";
+import type { ProxyMetrics } from "../metrics.ts";
+import { requireAdmin } from "./auth.ts";
+
+export interface ControlRoutesOptions {
+  adminToken: string;
+  registry: RolloutRegistry;
+  recorder: CallRecorder;
+  log: SegmentLog;
+  gate: PauseGate;
+  metrics: ProxyMetrics;
+  /** Base URL handed to harnesses; default: the origin the control request came to. */
+  publicUrl?: string;
+}
+
+const STATUS = { ok: RolloutStatus.OK, failed: RolloutStatus.FAILED, infra_error: RolloutStatus.INFRA_ERROR, timeout: RolloutStatus.TIMEOUT } as const;
+
+/**
+ * Mounts `/control/*` on `app`.
+ *
+ * @example
+ * mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics });
+ */
+export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): void {
+  const { registry, recorder, log, gate, metrics } = options;
+  app.use("/control/*", async (c, next) => {
+    requireAdmin(c, options.adminToken);
+    await next();
+  });
+
+  app.post("/control/rollouts", async (c) => {
+    const body = await parsed(c, RegisterRolloutSchema);
+    const id = body.rollout_id ?? `ro-${crypto.randomUUID()}`;
+    if (registry.get(id)) throw new ProxyHttpError(409, `rollout "${id}" is already registered`, "invalid_request_error", "rollout_exists", "rollout_id");
+    const apiKey = newApiKey();
+    const rollout = create(RolloutSchema, {
+      rolloutId: id,
+      experiment: body.experiment,
+      iteration: body.iteration ?? 0,
+      taskId: body.task_id,
+      group: body.group ?? `${body.task_id}@v${gate.policyVersion}`,
+      attempt: body.attempt ?? 0,
+      harness: body.harness ?? "",
+      createdUnixMs: Date.now(),
+      policyVersion: gate.policyVersion,
+      labels: body.labels ?? {},
+      keySha256: keySha256(apiKey),
+    });
+    appendOr503(recorder, create(RecordSchema, { kind: { case: "rollout", value: rollout } }));
+    registry.add(rollout);
+    const origin = (options.publicUrl ?? new URL(c.req.url).origin).replace(/\/+$/, "");
+    return c.json(
+      {
+        rollout_id: id,
+        api_key: apiKey,
+        openai_base_url: `${origin}/r/${id}/v1`,
+        anthropic_base_url: `${origin}/r/${id}`,
+        policy_version: gate.policyVersion,
+      },
+      201,
+    );
+  });
+
+  app.post("/control/rollouts/:id/finish", async (c) => {
+    const id = c.req.param("id");
+    const state = registry.get(id);
+    if (!state) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+    if (state.result) throw new ProxyHttpError(409, `rollout "${id}" is already finished`, "invalid_request_error", "rollout_finished");
+    const body = await parsed(c, FinishRolloutSchema);
+    const result = create(RolloutResultSchema, {
+      rolloutId: id,
+      reward: body.reward,
+      status: STATUS[body.status],
+      verifierOutput: body.verifier_output ?? "",
+      finishedUnixMs: Date.now(),
+      error: body.error ?? "",
+      metrics: body.metrics ?? {},
+    });
+    appendOr503(recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
+    // The rollout's records are on stable storage before the executor hears "finished".
+    try {
+      await log.sync();
+    } catch (error) {
+      throw new ProxyHttpError(503, `the result was written but could not be fsynced: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
+    }
+    state.result = result;
+    return c.json({ rollout_id: id, calls: state.calls, synced: true });
+  });
+
+  app.get("/control/rollouts/:id", (c) => {
+    const id = c.req.param("id");
+    const state = registry.get(id);
+    if (!state) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+    return c.json({
+      rollout: toJson(RolloutSchema, state.rollout),
+      result: state.result ? toJson(RolloutResultSchema, state.result) : undefined,
+      calls: state.calls,
+      token_status_counts: state.tokenStatusCounts,
+    });
+  });
+
+  app.get("/control/rollouts/:id/trajectory", async (c) => {
+    const id = c.req.param("id");
+    if (!registry.get(id)) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+    // Loaded on first use: trajectory assembly pulls in the export code, not needed to serve calls.
+    const { trajectoryOf } = await import("../trajectory/index.ts");
+    const { readRecords } = await import("../recorder/index.ts");
+    const trajectory = await trajectoryOf(readRecords(log.dir), id);
+    return c.json(trajectory ?? { rollout_id: id, samples: [] });
+  });
+
+  app.post("/control/pause", async (c) => {
+    const body = await parsed(c, PauseSchema, true);
+    metrics.setPaused(true);
+    const result = await gate.pause(body.timeout_ms);
+    return c.json({ paused: true, drained: result.drained, in_flight: gate.inFlight, policy_version: gate.policyVersion });
+  });
+
+  app.post("/control/resume", async (c) => {
+    const body = await parsed(c, ResumeSchema);
+    const released = gate.waiting;
+    gate.resume(body.policy_version);
+    metrics.setPaused(false);
+    return c.json({ paused: false, policy_version: gate.policyVersion, released });
+  });
+}
+
+async function parsed<S extends z.ZodType>(c: Context, schema: S, emptyOk = false): Promise<z.infer<S>> {
+  const raw = c.req.raw;
+  const empty = emptyOk && (raw.headers.get("content-length") === "0" || !raw.body);
+  const value = empty ? {} : parseJsonObject(await readJsonBody(raw, 1 << 20));
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ProxyHttpError(400, `invalid ${c.req.method} ${c.req.path} body: ${zodProblems(result.error)}`, "invalid_request_error", "invalid_body");
+  return result.data;
+}
+
+function appendOr503(recorder: CallRecorder, record: Parameters<CallRecorder["append"]>[0]): void {
+  try {
+    recorder.append(record);
+  } catch (error) {
+    throw new ProxyHttpError(503, `cannot record: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
+  }
+}

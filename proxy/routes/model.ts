@@ -1,0 +1,46 @@
+/** Model routes: each front door at `/r/:rollout<path>` and `<path>`, and the models list. */
+import type { Hono } from "hono";
+import { parseJsonObject, readJsonBody } from "../body.ts";
+import { ProxyHttpError } from "../errors.ts";
+import type { FrontDoor } from "../frontdoors/types.ts";
+import { runModelCall, type PipelineContext } from "../frontdoors/pipeline.ts";
+import type { RolloutRegistry } from "../state/rollouts.ts";
+import { resolveRollout } from "./auth.ts";
+
+export interface ModelRoutesOptions {
+  ctx: PipelineContext;
+  registry: RolloutRegistry;
+  doors: readonly FrontDoor[];
+  maxBodyBytes: number;
+}
+
+/**
+ * Mounts the model routes on `app`.
+ *
+ * @example
+ * mountModelRoutes(app, { ctx, registry, doors: DEFAULT_FRONT_DOORS, maxBodyBytes: 32 << 20 });
+ */
+export function mountModelRoutes(app: Hono, options: ModelRoutesOptions): void {
+  const { ctx, registry, doors, maxBodyBytes } = options;
+  for (const door of doors) {
+    const handler = async (c: any) => {
+      const rollout = resolveRollout(c, registry);
+      const bytes = await readJsonBody(c.req.raw, maxBodyBytes);
+      const body = parseJsonObject(bytes);
+      const prepared = door.prepare(body);
+      return runModelCall(ctx, rollout, door, prepared, bytes, c.req.raw);
+    };
+    app.post(`/r/:rollout${door.path}`, handler);
+    app.post(door.path, handler);
+  }
+  const models = async (c: any) => {
+    const rollout = resolveRollout(c, registry);
+    const sent = await ctx.client.send(rollout.rollout.rolloutId, "/v1/models", undefined, "GET", c.req.raw.signal);
+    if ("error" in sent) throw sent.error;
+    const text = await sent.response.text();
+    if (!sent.response.ok) throw new ProxyHttpError(sent.response.status, `upstream ${sent.upstream.url} answered HTTP ${sent.response.status} to /v1/models: ${text.slice(0, 300)}`, "upstream_error", "upstream_error");
+    return new Response(text, { status: 200, headers: { "content-type": "application/json" } });
+  };
+  app.get("/r/:rollout/v1/models", models);
+  app.get("/v1/models", models);
+}

@@ -1,0 +1,60 @@
+/** Serves the proxy with Bun.serve. */
+import { createProxy, type Proxy } from "./app.ts";
+import { DEFAULTS, type ProxyOptions } from "./options.ts";
+
+export interface StartedProxy {
+  /** `http://HOST:PORT`. */
+  url: string;
+  proxy: Proxy;
+  /** Stops serving (open streams are cut) and closes the log. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Parses `HOST:PORT` (`[::1]:8787` for IPv6).
+ *
+ * @example
+ * parseListen("127.0.0.1:0") // { hostname: "127.0.0.1", port: 0 }
+ */
+export function parseListen(listen: string): { hostname: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(listen);
+  if (!match) throw new Error(`--listen must be HOST:PORT (e.g. 127.0.0.1:8787), got "${listen}"`);
+  const port = Number(match[3]);
+  if (port > 65535) throw new Error(`--listen port ${port} is over 65535`);
+  return { hostname: (match[1] ?? match[2])!, port };
+}
+
+/**
+ * Starts the proxy.
+ *
+ * @example
+ * const { url, stop } = await startProxy({ listen: "127.0.0.1:0", upstreams: [sim.url], dataDir });
+ */
+export async function startProxy(options: ProxyOptions): Promise<StartedProxy> {
+  const { hostname, port } = parseListen(options.listen ?? DEFAULTS.listen);
+  const proxy = await createProxy(options);
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({
+      hostname,
+      port,
+      // Long generations and paused calls must not hit Bun's 10 s default idle timeout.
+      idleTimeout: 0,
+      // Bodies are limited by the proxy itself (413 with a clear error), a bit above for headers.
+      maxRequestBodySize: (options.maxBodyBytes ?? DEFAULTS.maxBodyBytes) + 1024 * 1024,
+      fetch: proxy.fetch,
+    });
+  } catch (error) {
+    await proxy.close();
+    throw error;
+  }
+  const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
+  return {
+    url: `http://${host}:${server.port}`,
+    proxy,
+    async stop() {
+      await server.stop(true);
+      await proxy.close();
+    },
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * Rollouts the proxy knows: their Rollout record, key digest, seq counter, result, call
+ * counts and the recent token sequences used for prompt deltas. Rebuilt from the log on start,
+ * so a restarted proxy continues its rollouts.
+ */
+import type { ModelCall, Rollout, RolloutResult } from "../../schemas/index.ts";
+import { TokenStatus } from "../../schemas/index.ts";
+import { fullPrompt, type PastCall } from "../capture/delta.ts";
+import { keyMatchesSha256 } from "./keys.ts";
+
+export interface RolloutState {
+  rollout: Rollout;
+  result: RolloutResult | undefined;
+  /** Last seq handed out. */
+  seq: number;
+  calls: number;
+  tokenStatusCounts: Record<string, number>;
+  /** The last few calls' full token sequences (newest last). */
+  recent: PastCall[];
+}
+
+export interface RolloutRegistry {
+  get(id: string): RolloutState | undefined;
+  /** The rollout whose key this is (constant-time digest compare). */
+  byKey(key: string): RolloutState | undefined;
+  add(rollout: Rollout): RolloutState;
+  /** Next seq of the rollout. */
+  nextSeq(state: RolloutState): number;
+  /** Folds a written ModelCall into the rollout's counters and recent tokens. */
+  noteCall(state: RolloutState, call: ModelCall, fullPromptIds: number[] | undefined): void;
+  /** Replays a logged ModelCall (on start): rebuilds the full prompt from its delta. */
+  replayCall(call: ModelCall): void;
+  size(): number;
+  /** The highest policy_version seen in the log. */
+  maxPolicyVersion(): number;
+}
+
+export interface RegistryOptions {
+  /** Calls kept per rollout to pick a delta parent. Default 4. */
+  recentCalls?: number;
+  /** Token budget of the recent sequences over all rollouts; oldest rollouts' history dropped. Default 64 Mi tokens. */
+  maxRecentTokens?: number;
+}
+
+/**
+ * An in-memory registry of rollouts.
+ *
+ * @example
+ * const registry = createRolloutRegistry();
+ * registry.add(create(RolloutSchema, { rolloutId: "ro-1", keySha256: keySha256(key) }));
+ * registry.byKey(key)?.rollout.rolloutId // "ro-1"
+ */
+export function createRolloutRegistry(options: RegistryOptions = {}): RolloutRegistry {
+  const recentCalls = options.recentCalls ?? 4;
+  const maxRecentTokens = options.maxRecentTokens ?? 64 * 1024 * 1024;
+  const rollouts = new Map<string, RolloutState>();
+  // Insertion order = least recently used first, for bounding the token history.
+  const history = new Map<string, number>();
+  let historyTokens = 0;
+  let policyVersion = 0;
+
+  const touchHistory = (state: RolloutState) => {
+    const id = state.rollout.rolloutId;
+    const size = state.recent.reduce((n, p) => n + p.tokens.length, 0);
+    historyTokens += size - (history.get(id) ?? 0);
+    history.delete(id);
+    history.set(id, size);
+    for (const [oldId, oldSize] of history) {
+      if (historyTokens <= maxRecentTokens || oldId === id) break;
+      const old = rollouts.get(oldId);
+      if (old) old.recent = [];
+      history.delete(oldId);
+      historyTokens -= oldSize;
+    }
+  };
+
+  const registry: RolloutRegistry = {
+    get: (id) => rollouts.get(id),
+    byKey(key) {
+      // Linear in the number of live rollouts, each check constant-time; a digest index would
+      // leak nothing either, but this keeps the comparison the only path.
+      let found: RolloutState | undefined;
+      for (const state of rollouts.values()) if (keyMatchesSha256(key, state.rollout.keySha256)) found = state;
+      return found;
+    },
+    add(rollout) {
+      const state: RolloutState = { rollout, result: undefined, seq: 0, calls: 0, tokenStatusCounts: {}, recent: [] };
+      rollouts.set(rollout.rolloutId, state);
+      policyVersion = Math.max(policyVersion, rollout.policyVersion);
+      return state;
+    },
+    nextSeq: (state) => ++state.seq,
+    noteCall(state, call, prompt) {
+      state.calls++;
+      state.seq = Math.max(state.seq, call.seq);
+      const status = TokenStatus[call.tokenStatus] ?? String(call.tokenStatus);
+      state.tokenStatusCounts[status] = (state.tokenStatusCounts[status] ?? 0) + 1;
+      policyVersion = Math.max(policyVersion, call.policyVersion);
+      if (prompt && (call.tokenStatus === TokenStatus.COMPLETE || call.tokenStatus === TokenStatus.PARTIAL)) {
+        state.recent.push({ callId: call.callId, tokens: prompt.concat(call.completionTokenIds) });
+        if (state.recent.length > recentCalls) state.recent.shift();
+        touchHistory(state);
+      }
+    },
+    replayCall(call) {
+      const state = rollouts.get(call.rolloutId);
+      if (!state) return;
+      const prompt = call.promptLen > 0 || call.promptTokenIds.length > 0 ? fullPrompt(call.prefixOf, call.prefixLen, call.promptTokenIds, state.recent) : undefined;
+      registry.noteCall(state, call, prompt);
+    },
+    size: () => rollouts.size,
+    maxPolicyVersion: () => policyVersion,
+  };
+  return registry;
+}

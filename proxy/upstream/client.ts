@@ -1,0 +1,110 @@
+/**
+ * The upstream HTTP client shared by every front door: sends a JSON body to an upstream
+ * path, waits for the answer's headers under the first-byte timeout, and retries on another
+ * upstream only when nothing was received (connection refused/reset before any byte).
+ */
+import { ProxyHttpError } from "../errors.ts";
+import type { UpstreamRouter, UpstreamState } from "./router.ts";
+
+export interface UpstreamClientOptions {
+  router: UpstreamRouter;
+  /** Sent as `Authorization: Bearer` upstream (FORGE_UPSTREAM_API_KEY / OPENAI_API_KEY). */
+  apiKey?: string;
+  /** From sending the request to the answer's headers. Default 600 s (long non-streamed generations). */
+  firstByteTimeoutMs: number;
+}
+
+export interface UpstreamAnswer {
+  response: Response;
+  upstream: UpstreamState;
+  attempts: number;
+  /** Aborts the upstream request (client went away, idle timeout). */
+  abort(reason?: unknown): void;
+  /** When the headers arrived (ms, performance.now()). */
+  headersAt: number;
+}
+
+export interface UpstreamFailure {
+  error: ProxyHttpError;
+  upstream: UpstreamState | undefined;
+  attempts: number;
+  /** CALL_STATUS-ish reason: unreachable or timeout. */
+  kind: "unreachable" | "timeout" | "aborted";
+}
+
+export interface UpstreamClient {
+  send(rolloutId: string, path: string, body: Uint8Array | undefined, method: "POST" | "GET", clientSignal?: AbortSignal): Promise<UpstreamAnswer | UpstreamFailure>;
+}
+
+/**
+ * A client over `router`.
+ *
+ * @example
+ * const client = createUpstreamClient({ router, firstByteTimeoutMs: 60_000 });
+ * const answer = await client.send("ro-1", "/v1/chat/completions", bytes, "POST");
+ */
+export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
+  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  return {
+    async send(rolloutId, path, body, method, clientSignal) {
+      const ranked = options.router.rank(rolloutId);
+      let attempts = 0;
+      let last: UpstreamFailure | undefined;
+      for (const upstream of ranked) {
+        attempts++;
+        const controller = new AbortController();
+        const onClientAbort = () => controller.abort(new Error("client disconnected"));
+        clientSignal?.addEventListener("abort", onClientAbort, { once: true });
+        let timedOut = false;
+        const timer = setTimeout(() => {
+          timedOut = true;
+          controller.abort(new Error("first-byte timeout"));
+        }, options.firstByteTimeoutMs);
+        try {
+          const response = await fetch(upstream.url + path, {
+            method,
+            headers: method === "GET" ? { accept: "application/json", ...(headers.authorization ? { authorization: headers.authorization } : {}) } : headers,
+            body: method === "POST" ? body : undefined,
+            signal: controller.signal,
+          });
+          clearTimeout(timer);
+          return {
+            response,
+            upstream,
+            attempts,
+            headersAt: performance.now(),
+            abort: (reason) => {
+              clientSignal?.removeEventListener("abort", onClientAbort);
+              controller.abort(reason);
+            },
+          };
+        } catch (error) {
+          clearTimeout(timer);
+          clientSignal?.removeEventListener("abort", onClientAbort);
+          if (clientSignal?.aborted) {
+            return { error: new ProxyHttpError(499, "client disconnected", "invalid_request_error", "client_aborted"), upstream, attempts, kind: "aborted" };
+          }
+          if (timedOut) {
+            // A slow upstream may still be working on it: do not send the call twice.
+            return {
+              error: new ProxyHttpError(504, `upstream ${upstream.url} sent nothing within ${options.firstByteTimeoutMs} ms`, "timeout_error", "upstream_timeout"),
+              upstream,
+              attempts,
+              kind: "timeout",
+            };
+          }
+          const message = (error as Error).message;
+          options.router.markDown(upstream.url, `request failed: ${message}`);
+          last = {
+            error: new ProxyHttpError(502, `upstream ${upstream.url} could not be reached: ${message}`, "upstream_error", "upstream_unreachable"),
+            upstream,
+            attempts,
+            kind: "unreachable",
+          };
+        }
+      }
+      return last ?? { error: new ProxyHttpError(502, "no upstream configured", "upstream_error", "upstream_unreachable"), upstream: undefined, attempts, kind: "unreachable" };
+    },
+  };
+}

@@ -1,0 +1,134 @@
+/**
+ * Chat and Completions through the real proxy to the real policy simulator with the official
+ * openai client; the log read back carries exactly the ids the simulator sampled.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { CallStatus, Protocol, TokenStatus } from "../schemas/index.ts";
+import { resolvePrompts, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+
+let h: ProxyHarness;
+beforeAll(async () => {
+  h = await startProxyHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const last = <T>(xs: T[]) => xs[xs.length - 1]!;
+
+describe("chat completions", () => {
+  test("non-streaming: harness sees no train-mode fields; record has the sampled ids", async () => {
+    const r = await h.register();
+    const answer = await h.client(r).chat.completions.create({ model: "qwen3", messages: [{ role: "user", content: "hello there" }], max_tokens: 16 });
+    const sample = last(h.sims[0]!.samples);
+    expect(answer.choices[0]!.message.content).toBe(sample.text.replace("<|im_end|>", ""));
+    const raw = answer as any;
+    expect(raw.prompt_token_ids).toBeUndefined();
+    expect(raw.choices[0].token_ids).toBeUndefined();
+    expect(raw.choices[0].logprobs).toBeNull();
+    const [call] = await h.calls(r.rollout_id);
+    expect(call!.seq).toBe(1);
+    expect(call!.protocol).toBe(Protocol.CHAT);
+    expect(call!.status).toBe(CallStatus.OK);
+    expect(call!.tokenStatus).toBe(TokenStatus.COMPLETE);
+    expect(call!.promptTokenIds).toEqual(sample.prompt_token_ids);
+    expect(call!.completionTokenIds).toEqual(sample.token_ids);
+    expect(call!.completionLogprobs.length).toBe(sample.logprobs.length);
+    call!.completionLogprobs.forEach((lp, i) => expect(lp).toBeCloseTo(sample.logprobs[i]!, 5));
+    expect(call!.promptLen).toBe(sample.prompt_token_ids.length);
+    expect(JSON.parse(new TextDecoder().decode(call!.requestBody)).messages[0].content).toBe("hello there");
+    expect(JSON.parse(new TextDecoder().decode(call!.upstreamRequestBody)).return_token_ids).toBe(true);
+    expect(JSON.parse(new TextDecoder().decode(call!.responseBody)).choices[0].message.content).toBe(answer.choices[0]!.message.content);
+    expect(call!.requestHeaders.find((x) => x.name === "authorization")!.value).toBe("[redacted]");
+    expect(call!.usage!.completionTokens).toBe(sample.token_ids.length);
+  });
+
+  test("streaming: chunks pass through, ids captured per chunk", async () => {
+    const r = await h.register();
+    const stream = await h.client(r).chat.completions.create({ model: "qwen3", messages: [{ role: "user", content: "stream please" }], stream: true });
+    let text = "";
+    let sawIds = false;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? "";
+      if ((chunk as any).prompt_token_ids || (chunk as any).choices[0]?.token_ids) sawIds = true;
+      if ((chunk as any).usage) sawIds = true;
+    }
+    expect(sawIds).toBe(false);
+    const sample = last(h.sims[0]!.samples);
+    expect(text).toBe(sample.text.replace("<|im_end|>", ""));
+    const [call] = await h.calls(r.rollout_id);
+    expect(call!.stream).toBe(true);
+    expect(call!.tokenStatus).toBe(TokenStatus.COMPLETE);
+    expect(call!.promptTokenIds).toEqual(sample.prompt_token_ids);
+    expect(call!.completionTokenIds).toEqual(sample.token_ids);
+    expect(call!.finishReason).toBe("stop");
+    expect(call!.ttftMs).toBeGreaterThan(0);
+    const sse = new TextDecoder().decode(call!.responseBody);
+    expect(sse.endsWith("data: [DONE]\n\n")).toBe(true);
+    expect(sse).not.toContain("token_ids");
+  });
+
+  test("a harness that asks for token ids and logprobs gets them", async () => {
+    const r = await h.register();
+    const answer: any = await h.client(r).chat.completions.create({ model: "qwen3", messages: [{ role: "user", content: "ids" }], logprobs: true, return_token_ids: true } as any);
+    const sample = last(h.sims[0]!.samples);
+    expect(answer.choices[0].token_ids).toEqual(sample.token_ids);
+    expect(answer.prompt_token_ids).toEqual(sample.prompt_token_ids);
+    expect(answer.choices[0].logprobs.content.length).toBe(sample.token_ids.length);
+  });
+
+  test("multi-turn prompts are stored as deltas that resolve to the sampled prompts", async () => {
+    const r = await h.register();
+    const client = h.client(r);
+    const messages: any[] = [{ role: "system", content: "You are terse." }, { role: "user", content: "turn one" }];
+    const sampled: number[][] = [];
+    for (let turn = 0; turn < 4; turn++) {
+      const stream = turn % 2 === 1;
+      let content = "";
+      if (stream) {
+        for await (const chunk of await client.chat.completions.create({ model: "qwen3", messages, stream: true })) content += chunk.choices[0]?.delta?.content ?? "";
+      } else {
+        content = (await client.chat.completions.create({ model: "qwen3", messages })).choices[0]!.message.content ?? "";
+      }
+      sampled.push(last(h.sims[0]!.samples).prompt_token_ids);
+      messages.push({ role: "assistant", content }, { role: "user", content: `turn ${turn + 2}` });
+    }
+    const calls = await h.calls(r.rollout_id);
+    expect(calls.map((c) => c.seq)).toEqual([1, 2, 3, 4]);
+    const prompts = resolvePrompts(calls);
+    calls.forEach((c, i) => {
+      expect(prompts.get(c.callId)).toEqual(sampled[i]!);
+      expect(c.promptLen).toBe(sampled[i]!.length);
+    });
+    for (const c of calls.slice(1)) {
+      expect(c.prefixOf).not.toBe("");
+      expect(c.promptTokenIds.length).toBeLessThan(c.promptLen);
+    }
+    expect(calls[1]!.prefixOf).toBe(calls[0]!.callId);
+  });
+});
+
+describe("completions", () => {
+  test("non-streaming and streaming record the sampled ids", async () => {
+    const r = await h.register();
+    const client = h.client(r);
+    const answer: any = await client.completions.create({ model: "qwen3", prompt: "Once upon a time", max_tokens: 8 });
+    const s1 = last(h.sims[0]!.samples);
+    expect(answer.choices[0].text).toBe(s1.text.replace("<|im_end|>", ""));
+    expect(answer.choices[0].token_ids).toBeUndefined();
+    expect(answer.choices[0].prompt_token_ids).toBeUndefined();
+    let text = "";
+    for await (const chunk of await client.completions.create({ model: "qwen3", prompt: "Once upon a time", max_tokens: 8, stream: true })) text += chunk.choices[0]?.text ?? "";
+    const s2 = last(h.sims[0]!.samples);
+    expect(text).toBe(s2.text.replace("<|im_end|>", ""));
+    const calls = await h.calls(r.rollout_id);
+    expect(calls.map((c) => c.protocol)).toEqual([Protocol.COMPLETIONS, Protocol.COMPLETIONS]);
+    const prompts = resolvePrompts(calls);
+    expect(prompts.get(calls[0]!.callId)).toEqual(s1.prompt_token_ids);
+    expect(calls[0]!.completionTokenIds).toEqual(s1.token_ids);
+    expect(prompts.get(calls[1]!.callId)).toEqual(s2.prompt_token_ids);
+    expect(calls[1]!.completionTokenIds).toEqual(s2.token_ids);
+    expect(calls[1]!.completionLogprobs.length).toBe(s2.token_ids.length);
+    for (const c of calls) expect(c.tokenStatus).toBe(TokenStatus.COMPLETE);
+  });
+});
