@@ -99,7 +99,7 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
             tool_calls: message.toolCalls.map((call, i) => ({ id: c.callId(i), type: "function", function: { name: call.name, arguments: call.arguments } })),
           },
           logprobs: body.logprobs ? { content: c.logprobs.map((l) => logprobEntry(tokenizer, l)) } : null,
-          finish_reason: message.toolCalls.length === 0 && c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason,
+          finish_reason: finishReasonOf(c.g, message),
           stop_reason: c.g.stopReason,
           ...(body.return_token_ids ? { token_ids: c.g.ids } : {}),
         };
@@ -111,6 +111,12 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
     },
     { headers: { "x-forge-simulator": "1", ...policyHeader } },
   );
+}
+
+/** vLLM reports "tool_calls" whenever the tool parser found calls, whatever ended generation. */
+function finishReasonOf(g: Generation, message: ReturnType<typeof finalMessage>): string {
+  if (message.toolCalls.length > 0) return "tool_calls";
+  return g.finishReason === "tool_calls" ? "stop" : g.finishReason;
 }
 
 /** `task=NAME step=N variant=ok|failing`, or `default step=N`. */
@@ -156,7 +162,7 @@ function streamChat(
         if (d.content !== undefined || (!d.reasoning && !d.toolCalls)) delta.content = d.content ?? "";
         if (d.toolCalls) delta.tool_calls = d.toolCalls;
         const message = last ? finalMessage(c.g) : undefined;
-        const finish = message ? (message.toolCalls.length === 0 && c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason) : null;
+        const finish = message ? finishReasonOf(c.g, message) : null;
         const completionSoFar = generated.reduce((a, b) => a + b, 0);
         yield chunk(
           [

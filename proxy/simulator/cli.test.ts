@@ -29,7 +29,7 @@ test("forge policy-sim prints its URL, serves, and stops on SIGTERM", async () =
 });
 
 test("--json prints one JSON line with the URLs", async () => {
-  const proc = Bun.spawn(["bun", "-e", runner], { env: { ...process.env, SIM_ARGS: JSON.stringify(["--listen", "127.0.0.1:0", "--json", "--quiet"]) }, stdout: "pipe" });
+  const proc = Bun.spawn(["bun", "-e", runner], { env: { ...process.env, SIM_ARGS: JSON.stringify(["--listen", "127.0.0.1:0", "--json", "--quiet"]) }, stdout: "pipe", stderr: "pipe" });
   const reader = proc.stdout.getReader();
   let out = "";
   while (!out.includes("\n")) {

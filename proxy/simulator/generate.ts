@@ -54,7 +54,9 @@ export function bodySpans(turn: PolicyTurn): Span[] {
     push("toolName", call.name, i);
     push("markup", '", "arguments": ');
     push("toolArgs", call.arguments, i);
-    push("markup", "}\n</tool_call>", i);
+    // The call parses once its JSON closes (hermes also accepts an unclosed <tool_call>).
+    push("markup", "}", i);
+    push("markup", "\n</tool_call>");
   });
   return spans;
 }

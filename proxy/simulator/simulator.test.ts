@@ -150,6 +150,13 @@ describe("chat completions", () => {
     expect(completion.choices[0]!.text).toBe("You said: one ");
   });
 
+  test("a stop string at </tool_call> still yields the parsed call (like hermes)", async () => {
+    const res = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "Create hello.txt now" }], tools: [writeTool], stop: ["</tool_call>"] });
+    const call = res.choices[0]!.message.tool_calls?.[0] as OpenAI.ChatCompletionMessageFunctionToolCall | undefined;
+    expect(call?.function.name).toBe("write");
+    expect(res.choices[0]!.finish_reason).toBe("tool_calls");
+  });
+
   test("same seed and request → same output and logprobs; another seed differs in logprobs", async () => {
     const body = { model: "m", messages: [{ role: "user" as const, content: "Determinism please" }], logprobs: true };
     const a = await client.chat.completions.create(body);
