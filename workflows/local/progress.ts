@@ -31,7 +31,7 @@ export function progressReporter(stream: { write(text: string): unknown; isTTY?:
       if (options.quiet) return;
       const now = performance.now();
       if (tty) stream.write(`\r\x1b[2K${formatProgress(state, now - started)}`);
-      else if (now - lastPrinted > 5000 || state.done === state.total) {
+      else if (now - lastPrinted > 5000 && state.done < state.total) {
         lastPrinted = now;
         stream.write(`${formatProgress(state, now - started)}\n`);
       }

@@ -47,7 +47,7 @@ export type RunExperimentResult = {
 async function startServices(options: RunExperimentOptions, log: (line: string) => void): Promise<{ proxyUrl: string; adminToken?: string; stop(): Promise<void> }> {
   const { experiment } = options;
   const proxyModule = (await import(PROXY_INDEX)) as {
-    startProxy: (o: Record<string, unknown>) => Promise<Stoppable & { adminToken?: string }>;
+    startProxy: (o: { listen: string; upstreams: string[]; dataDir: string; mode: "train" | "eval"; adminToken: string; healthIntervalMs?: number }) => Promise<Stoppable>;
     startPolicySimulator: (o: Record<string, unknown>) => Promise<Stoppable>;
   };
   let simulator: Stoppable | undefined;
@@ -58,11 +58,13 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
     upstreams = [simulator.url];
     log(`policy simulator at ${simulator.url} (seed ${seed}${script ? `, script ${script}` : ""})`);
   }
-  const proxy = await proxyModule.startProxy({ dataDir: options.dataDir, upstreams, upstream: upstreams[0], hostname: "127.0.0.1", port: 0, policyVersion: 0 });
-  log(`proxy at ${proxy.url}, recording to ${join(options.dataDir, "log")}`);
+  // A fresh admin token per run: only this process may register and finish rollouts.
+  const adminToken = `forge-admin-${crypto.randomUUID()}`;
+  const proxy = await proxyModule.startProxy({ listen: "127.0.0.1:0", upstreams, dataDir: options.dataDir, mode: experiment.spec.policy.mode, adminToken });
+  log(`proxy at ${proxy.url} (${experiment.spec.policy.mode} mode), recording to ${join(options.dataDir, "log")}`);
   return {
     proxyUrl: proxy.url,
-    adminToken: proxy.adminToken,
+    adminToken,
     async stop() {
       await proxy.stop();
       await simulator?.stop();

@@ -1,0 +1,132 @@
+/** Unit tests of the harness adapters: the command, environment and config files per harness. */
+import { describe, expect, test } from "bun:test";
+import { HARNESS_ADAPTERS, launchHarness, prepareHarness, type HarnessContext } from "../workflows/harnesses/index.ts";
+import { parseExperimentText } from "../schemas/experiment.ts";
+import { HARNESS_NAMES } from "../schemas/experiment.ts";
+
+const ctx: HarnessContext = {
+  baseUrlOpenAI: "http://127.0.0.1:9999/r/run.i0.t.0/v1",
+  baseUrlAnthropic: "http://127.0.0.1:9999/r/run.i0.t.0",
+  apiKey: "fk-test-key",
+  model: "forge-sim/qwen3-sim",
+  workspace: "/data/rollouts/r/workspace",
+  homeDir: "/data/rollouts/r/home",
+  prompt: "Create hello.txt",
+};
+const file = (launch: { files: { path: string; content: string }[] }, path: string) => {
+  const found = launch.files.find((f) => f.path === path);
+  if (!found) throw new Error(`no file ${path} in ${launch.files.map((f) => f.path).join(", ")}`);
+  return found.content;
+};
+
+describe("harness adapters", () => {
+  test("every harness the experiment schema accepts has an adapter", () => {
+    for (const name of HARNESS_NAMES) expect(HARNESS_ADAPTERS[name]).toBeFunction();
+  });
+
+  test("every launch gets the common proxy variables and a private HOME", () => {
+    for (const name of HARNESS_NAMES) {
+      const launch = launchHarness(name, { ...ctx, command: ["my-agent"] });
+      expect(launch.env.OPENAI_BASE_URL).toBe(ctx.baseUrlOpenAI);
+      expect(launch.env.ANTHROPIC_BASE_URL).toBe(ctx.baseUrlAnthropic);
+      expect(launch.env.OPENAI_API_KEY).toBe(ctx.apiKey);
+      expect(launch.env.HOME).toBe(ctx.homeDir);
+      for (const f of launch.files) expect(f.path.startsWith(ctx.homeDir) || f.path.startsWith(ctx.workspace)).toBe(true);
+    }
+  });
+
+  test("codex: custom provider with wire_api responses in CODEX_HOME/config.toml, telemetry and updates off", () => {
+    const launch = launchHarness("codex", ctx);
+    expect(launch.command).toEqual(["codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--cd", ctx.workspace, ctx.prompt]);
+    expect(launch.env.CODEX_HOME).toBe(`${ctx.homeDir}/.codex`);
+    const config = Bun.TOML.parse(file(launch, `${ctx.homeDir}/.codex/config.toml`)) as Record<string, any>;
+    expect(config.model_provider).toBe("forge");
+    expect(config.model_providers.forge).toEqual({ name: "forge", base_url: ctx.baseUrlOpenAI, env_key: "FORGE_CODEX_API_KEY", wire_api: "responses" });
+    expect(launch.env.FORGE_CODEX_API_KEY).toBe(ctx.apiKey);
+    expect(config.check_for_update_on_startup).toBe(false);
+    expect(config.analytics.enabled).toBe(false);
+    expect(config.features.plugins).toBe(false);
+  });
+
+  test("claude-code: Anthropic base URL and key, nonessential traffic off, print mode with tools allowed", () => {
+    const launch = launchHarness("claude-code", ctx);
+    expect(launch.command.slice(0, 3)).toEqual(["claude", "-p", ctx.prompt]);
+    expect(launch.command).toContain("--allowedTools");
+    expect(launch.env.ANTHROPIC_BASE_URL).toBe(ctx.baseUrlAnthropic);
+    expect(launch.env.ANTHROPIC_API_KEY).toBe(ctx.apiKey);
+    expect(launch.env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
+  });
+
+  test("opencode: openai-compatible provider at the proxy, models fetch and autoupdate off", () => {
+    const launch = launchHarness("opencode", ctx);
+    expect(launch.command).toEqual(["opencode", "run", "--model", `forge/${ctx.model}`, ctx.prompt]);
+    const config = JSON.parse(file(launch, launch.env.OPENCODE_CONFIG!));
+    expect(config.provider.forge.npm).toBe("@ai-sdk/openai-compatible");
+    expect(config.provider.forge.options).toEqual({ baseURL: ctx.baseUrlOpenAI, apiKey: ctx.apiKey });
+    expect(Object.keys(config.provider.forge.models)).toEqual([ctx.model]);
+    expect(config.autoupdate).toBe(false);
+    expect(launch.env.OPENCODE_DISABLE_MODELS_FETCH).toBe("1");
+    expect(launch.env.OPENCODE_DISABLE_AUTOUPDATE).toBe("1");
+  });
+
+  test("qwen-code: OPENAI_* variables, --auth-type openai -y, usage statistics off", () => {
+    const launch = launchHarness("qwen-code", ctx);
+    expect(launch.command).toEqual(["qwen", "--auth-type", "openai", "-y", "--model", ctx.model, "-p", ctx.prompt]);
+    expect(launch.env.OPENAI_MODEL).toBe(ctx.model);
+    const settings = JSON.parse(file(launch, `${ctx.homeDir}/.qwen/settings.json`));
+    expect(settings.usageStatisticsEnabled).toBe(false);
+    expect(settings.privacy.usageStatisticsEnabled).toBe(false);
+  });
+
+  test("pi: models.json in PI_CODING_AGENT_DIR with the chosen api; a wrong api is refused", () => {
+    const launch = launchHarness("pi", { ...ctx, options: { api: "openai-completions" } });
+    expect(launch.command).toEqual(["pi", "-p", "--provider", "forge", "--model", ctx.model, ctx.prompt]);
+    const models = JSON.parse(file(launch, `${launch.env.PI_CODING_AGENT_DIR}/models.json`));
+    expect(models.providers.forge).toMatchObject({ baseUrl: ctx.baseUrlOpenAI, api: "openai-completions", apiKey: ctx.apiKey });
+    expect(models.providers.forge.models[0].id).toBe(ctx.model);
+    const anthropic = JSON.parse(file(launchHarness("pi", { ...ctx, options: { api: "anthropic-messages" } }), `${launch.env.PI_CODING_AGENT_DIR}/models.json`));
+    expect(anthropic.providers.forge.baseUrl).toBe(ctx.baseUrlAnthropic);
+    expect(() => launchHarness("pi", { ...ctx, options: { api: "chat" } })).toThrow(/options.api/);
+  });
+
+  test("openclaw: openclaw.json provider and agent exec with --config, --model provider/model, --cwd", () => {
+    const launch = launchHarness("openclaw", ctx);
+    const configPath = `${ctx.homeDir}/.openclaw/openclaw.json`;
+    expect(launch.command).toEqual(["openclaw", "agent", "exec", "--config", configPath, "--model", `forge/${ctx.model}`, "--cwd", ctx.workspace, ctx.prompt]);
+    expect(JSON.parse(file(launch, configPath)).models.providers.forge).toEqual({ baseUrl: ctx.baseUrlOpenAI, apiKey: ctx.apiKey, api: "openai-completions", models: [{ id: ctx.model, name: ctx.model }] });
+  });
+
+  test("command: argv with {prompt}/{model}/{workspace} filled; missing argv is a clear error", () => {
+    expect(launchHarness("command", { ...ctx, command: ["agent", "--task", "{prompt}", "--in={workspace}"] }).command).toEqual(["agent", "--task", ctx.prompt, `--in=${ctx.workspace}`]);
+    expect(() => launchHarness("command", ctx)).toThrow(/spec.harness.command/);
+  });
+
+  test("forge-react: runs its script with this Bun, nothing installed", () => {
+    const launch = launchHarness("forge-react", { ...ctx, options: { maxTurns: 5 } });
+    expect(launch.command[0]).toBe(process.execPath);
+    expect(launch.command[1]).toEndWith("workflows/harnesses/forge-react/main.ts");
+    expect(launch.command.slice(2)).toEqual(["--max-turns", "5"]);
+    expect(() => launchHarness("forge-react", { ...ctx, options: { maxTurns: "five" } })).toThrow(/options.maxTurns: expected a number/);
+  });
+
+  test("unknown harness names the known ones", () => {
+    expect(() => launchHarness("aider", ctx)).toThrow(/known: codex, claude-code/);
+  });
+
+  test("prepareHarness: the Argo pod's entry point gives the same launch with files as a map", () => {
+    const experiment = parseExperimentText(
+      "apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: t}\nspec:\n  policy: {model: m}\n  harness: {name: pi}\n  environment: {tasks: tasks}\n",
+      "inline.yaml",
+    );
+    const prepared = prepareHarness("pi", {
+      experiment,
+      registration: { rollout_id: "r", api_key: "k", openai_base_url: "http://p/r/r/v1", anthropic_base_url: "http://p/r/r" },
+      instruction: "do",
+      workspace: "/w",
+      home: "/h",
+      options: {},
+    });
+    expect(prepared.command).toEqual(["pi", "-p", "--provider", "forge", "--model", "m", "do"]);
+    expect(Object.keys(prepared.files)).toEqual(["/h/.pi/agent/models.json"]);
+  });
+});
