@@ -6,6 +6,7 @@ import { Hono } from "hono";
 import { handleChat } from "./chat.ts";
 import { handleCompletion } from "./completions.ts";
 import { errorResponse } from "./errors.ts";
+import { handleDetokenize, handleTokenize } from "./tokenize.ts";
 import { resolveOptions, type PolicySimulatorOptions } from "./options.ts";
 import type { SimSample } from "./types.ts";
 
@@ -31,6 +32,8 @@ export function createPolicySimulator(options: PolicySimulatorOptions): PolicySi
   });
   app.post("/v1/chat/completions", (c) => handleChat(ctx, c.req.raw));
   app.post("/v1/completions", (c) => handleCompletion(ctx, c.req.raw));
+  app.post("/tokenize", (c) => handleTokenize(c.req.raw));
+  app.post("/detokenize", (c) => handleDetokenize(c.req.raw));
   app.get("/v1/models", (c) =>
     c.json({
       object: "list",

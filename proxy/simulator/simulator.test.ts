@@ -266,6 +266,20 @@ describe("completions", () => {
   });
 });
 
+describe("/tokenize and /detokenize (vLLM's, at the server root)", () => {
+  test("chat messages count exactly the prompt a chat request gets", async () => {
+    const messages = [{ role: "user", content: "Count me" }];
+    const counted = (await (await fetch(`${sim.url}/tokenize`, { method: "POST", body: JSON.stringify({ model: "m", messages, tools: [bashTool], add_generation_prompt: true }) })).json()) as { count: number; tokens: number[] };
+    const chat = (await client.chat.completions.create({ model: "m", messages: messages as ChatCompletionMessageParam[], tools: [bashTool], ...({ return_token_ids: true } as Extra) })) as unknown as { prompt_token_ids: number[] };
+    expect(counted.tokens).toEqual(chat.prompt_token_ids);
+    expect(counted.count).toBe(chat.prompt_token_ids.length);
+    const prompt = (await (await fetch(`${sim.url}/tokenize`, { method: "POST", body: JSON.stringify({ prompt: "Hello" }) })).json()) as { tokens: number[] };
+    expect(prompt.tokens).toEqual([9707]);
+    const back = (await (await fetch(`${sim.url}/detokenize`, { method: "POST", body: JSON.stringify({ tokens: [151644, 9707] }) })).json()) as { prompt: string };
+    expect(back.prompt).toBe("<|im_start|>Hello");
+  });
+});
+
 describe("bad requests", () => {
   const post = (path: string, body: string) => fetch(`${sim.url}${path}`, { method: "POST", body, headers: { "content-type": "application/json" } });
   test.each([
