@@ -61,7 +61,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     healthIntervalMs: options.healthIntervalMs ?? DEFAULTS.healthIntervalMs,
     headers: upstreamApiKey ? { authorization: `Bearer ${upstreamApiKey}` } : undefined,
   });
-  const log = await openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs });
+  const log = await openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs, io: options.recorderIo });
   const registry = createRolloutRegistry();
   const restored = { rollouts: 0, calls: 0 };
   try {

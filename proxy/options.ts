@@ -1,5 +1,6 @@
 /** Options of the proxy and their defaults. */
 import type { FrontDoor } from "./frontdoors/types.ts";
+import type { WriterIo } from "./recorder/index.ts";
 
 export interface ProxyOptions {
   /** `HOST:PORT` to serve on (startProxy). Default 127.0.0.1:8787. */
@@ -32,6 +33,8 @@ export interface ProxyOptions {
   publicUrl?: string;
   /** Front doors served. Default chat + completions. */
   frontDoors?: readonly FrontDoor[];
+  /** For tests: the recorder's system calls (to inject ENOSPC/EIO). */
+  recorderIo?: WriterIo;
 }
 
 export const DEFAULTS = {
