@@ -8,10 +8,10 @@ import { planDeltas } from "./deltas.ts";
 import { describeIssues, errorResponse } from "./errors.ts";
 import { finalMessage, generate, type Generation } from "./generate.ts";
 import { hashId, hashIds, hashString, mix } from "./hash.ts";
-import { sampledLogprobs, type TokenLogprob } from "./logprobs.ts";
+import { logprobEntry, sampledLogprobs, type TokenLogprob } from "./logprobs.ts";
 import type { SimContext } from "./options.ts";
 import { decideTurn, type TurnDecision } from "./policy.ts";
-import { ChatRequestSchema, type ChatRequestBody } from "./request.ts";
+import { ChatRequestSchema, readBody, stopList, type ChatRequestBody } from "./request.ts";
 import { sleep, sseResponse } from "./sse.ts";
 import { loadTokenizer, type SimTokenizer } from "./tokenizer.ts";
 import { encodeSegments } from "./prompt-tokens.ts";
@@ -181,40 +181,4 @@ function streamChat(
     }
     if (includeUsage) yield chunk([], { usage });
   }, signal);
-}
-
-/** `stop` as a list (OpenAI accepts a string or a list). */
-export function stopList(stop: unknown): string[] {
-  if (typeof stop === "string") return [stop];
-  return Array.isArray(stop) ? stop.filter((s): s is string => typeof s === "string") : [];
-}
-
-const tokenTextCache = new Map<number, string>();
-
-/** `{token, logprob, bytes, top_logprobs}` as OpenAI/vLLM write a chat logprob entry. */
-export function logprobEntry(tokenizer: SimTokenizer, l: TokenLogprob) {
-  const entry = (id: number, logprob: number) => ({ token: tokenText(tokenizer, id), logprob, bytes: tokenizer.tokenBytes(id) });
-  return { ...entry(l.id, l.logprob), top_logprobs: l.top.map((t) => entry(t.id, t.logprob)) };
-}
-
-export function tokenText(tokenizer: SimTokenizer, id: number): string {
-  let text = tokenTextCache.get(id);
-  if (text === undefined) {
-    text = tokenizer.decode([id]);
-    if (tokenTextCache.size < 200_000) tokenTextCache.set(id, text);
-  }
-  return text;
-}
-
-/** The body as JSON, or the 400 vLLM sends for a body that is not. */
-export async function readBody(request: Request): Promise<unknown | Response> {
-  const text = await request.text();
-  if (text.trim() === "") return errorResponse(400, "policy simulator: the request body is empty; expected a JSON object");
-  try {
-    const value = JSON.parse(text);
-    if (typeof value !== "object" || value === null || Array.isArray(value)) return errorResponse(400, "policy simulator: expected a JSON object as the request body");
-    return value;
-  } catch (error) {
-    return errorResponse(400, `policy simulator: the request body is not valid JSON: ${(error as Error).message}`);
-  }
 }

@@ -3,15 +3,14 @@
  * ChatML (what a proxy renders itself) is read back into turns so scripts match it too; there
  * is no tool parsing on this endpoint, so the policy answers in text.
  */
-import { readBody, stopList, tokenText } from "./chat.ts";
 import { planDeltas } from "./deltas.ts";
 import { describeIssues, errorResponse } from "./errors.ts";
 import { generate, spanText } from "./generate.ts";
 import { hashIds, mix } from "./hash.ts";
-import { sampledLogprobs } from "./logprobs.ts";
+import { sampledLogprobs, tokenText } from "./logprobs.ts";
 import type { SimContext } from "./options.ts";
 import { decideTurn } from "./policy.ts";
-import { CompletionRequestSchema, type CompletionRequestBody } from "./request.ts";
+import { CompletionRequestSchema, readBody, stopList, type CompletionRequestBody } from "./request.ts";
 import { sleep, sseResponse } from "./sse.ts";
 import { IM_END, loadTokenizer, type SimTokenizer } from "./tokenizer.ts";
 import type { SimMessage } from "./types.ts";

@@ -4,6 +4,7 @@
  * mass the sampled token leaves, so they form a valid (sub-)distribution.
  */
 import { mix, unit } from "./hash.ts";
+import type { SimTokenizer } from "./tokenizer.ts";
 
 export interface TokenLogprob {
   id: number;
@@ -39,4 +40,21 @@ export function sampledLogprobs(ids: readonly number[], context: number, topCoun
     }
     return { id, logprob, top };
   });
+}
+
+const tokenTextCache = new Map<number, string>();
+
+/** `{token, logprob, bytes, top_logprobs}` as OpenAI/vLLM write a chat logprob entry. */
+export function logprobEntry(tokenizer: SimTokenizer, l: TokenLogprob) {
+  const entry = (id: number, logprob: number) => ({ token: tokenText(tokenizer, id), logprob, bytes: tokenizer.tokenBytes(id) });
+  return { ...entry(l.id, l.logprob), top_logprobs: l.top.map((t) => entry(t.id, t.logprob)) };
+}
+
+export function tokenText(tokenizer: SimTokenizer, id: number): string {
+  let text = tokenTextCache.get(id);
+  if (text === undefined) {
+    text = tokenizer.decode([id]);
+    if (tokenTextCache.size < 200_000) tokenTextCache.set(id, text);
+  }
+  return text;
 }

@@ -3,6 +3,7 @@
  * validated; every other field passes (vLLM ignores unknown fields too).
  */
 import { z } from "zod";
+import { errorResponse } from "./errors.ts";
 
 const count = (what: string, min: number, max: number) =>
   z.number({ error: `expected ${what}` }).int({ error: `expected ${what}` }).min(min, { error: `expected ${what}` }).max(max, { error: `expected ${what}` });
@@ -69,3 +70,22 @@ export const CompletionRequestSchema = z.looseObject({
   logprobs: count("an integer from 0 to 20", 0, 20).nullish(),
 });
 export type CompletionRequestBody = z.infer<typeof CompletionRequestSchema>;
+
+/** `stop` as a list (OpenAI accepts a string or a list). */
+export function stopList(stop: unknown): string[] {
+  if (typeof stop === "string") return [stop];
+  return Array.isArray(stop) ? stop.filter((s): s is string => typeof s === "string") : [];
+}
+
+/** The body as JSON, or the 400 vLLM sends for a body that is not. */
+export async function readBody(request: Request): Promise<unknown | Response> {
+  const text = await request.text();
+  if (text.trim() === "") return errorResponse(400, "policy simulator: the request body is empty; expected a JSON object");
+  try {
+    const value = JSON.parse(text);
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return errorResponse(400, "policy simulator: expected a JSON object as the request body");
+    return value;
+  } catch (error) {
+    return errorResponse(400, `policy simulator: the request body is not valid JSON: ${(error as Error).message}`);
+  }
+}

@@ -3,13 +3,12 @@
  * `POST /detokenize`, at the server root. The proxy answers Anthropic `count_tokens` with it.
  */
 import { z } from "zod";
-import { readBody } from "./chat.ts";
 import { renderChatSegments } from "./chatml.ts";
 import { describeIssues, errorResponse } from "./errors.ts";
 import { encodeSegments } from "./prompt-tokens.ts";
 import { loadTokenizer, type SimTokenizer } from "./tokenizer.ts";
 import type { SimMessage, SimTool } from "./types.ts";
-import { ChatRequestSchema } from "./request.ts";
+import { ChatRequestSchema, readBody } from "./request.ts";
 
 const MAX_MODEL_LEN = 131072;
 
