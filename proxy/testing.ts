@@ -84,8 +84,10 @@ export async function startProxyHarness(
         .filter((c) => rolloutId === undefined || c.rolloutId === rolloutId);
     },
     async restart() {
+      // Same port, so the base URLs handed out at registration keep working.
+      const port = new URL(proxy.url).port;
       await proxy.stop();
-      proxy = await startProxy(proxyOptions);
+      proxy = await startProxy({ ...proxyOptions, listen: `127.0.0.1:${port}` });
     },
     async close() {
       await proxy.stop();
