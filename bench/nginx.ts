@@ -103,7 +103,7 @@ const nginx = await startNginx({ bin: nginxBin, dir: join(work, "nginx"), upstre
 let proxy: RunningForgeProxy | null = null;
 let proxyNote = "";
 const rolloutPaths: string[] = [];
-let proxyHeaders: Record<string, string> = {};
+const rolloutHeaders: Record<string, string>[] = [];
 if (forgeProxyAvailable(ROOT)) {
   try {
     proxy = await startForgeProxy({ root: ROOT, dataDir: join(work, "data"), upstream: `${sim.url}/v1` });
@@ -111,7 +111,7 @@ if (forgeProxyAvailable(ROOT)) {
     for (let i = 0; i < 64; i++) {
       const r = await proxy.register(`bench-${i}`);
       rolloutPaths.push(`/r/${r.rollout_id}/v1/chat/completions`);
-      if (i === 0) proxyHeaders = { Authorization: `Bearer ${r.api_key}` };
+      rolloutHeaders.push({ Authorization: `Bearer ${r.api_key}` });
     }
   } catch (error) {
     proxyNote = `forge proxy not measured: ${(error as Error).message.split("\n")[0]}`;
@@ -122,25 +122,30 @@ if (forgeProxyAvailable(ROOT)) {
   proxyNote = "forge proxy not available in this checkout (proxy/cli.ts missing)";
 }
 if (proxyNote) log(proxyNote);
+// A refused call shows what went wrong before the figures are trusted.
+if (proxy) {
+  const probe = await fetch(`${proxy.url}${rolloutPaths[0]}`, { method: "POST", headers: { ...rolloutHeaders[0], "content-type": "application/json" }, body: SCENARIOS[0]?.body ?? "{}" });
+  const text = await probe.text();
+  if (probe.status !== 200) log(`forge probe: HTTP ${probe.status} ${text.slice(0, 300)}`);
+}
 
 const rows: Row[] = [];
 const started = performance.now();
 try {
   for (const s of SCENARIOS) {
-    const targets: { target: Target; base: string; paths: string[]; headers?: Record<string, string>; pid?: number; tree?: boolean }[] = [
+    const targets: { target: Target; base: string; paths: string[]; pathHeaders?: Record<string, string>[]; pid?: number; tree?: boolean }[] = [
       { target: "direct", base: sim.url, paths: ["/v1/chat/completions"] },
       { target: "nginx", base: nginx.url, paths: ["/v1/chat/completions"], pid: nginx.pid, tree: true },
     ];
-    // A per-rollout key on the /r/{id} route: each rollout's own key is what a harness sends; the
-    // bench sends rollout 0's key on every route only if the proxy accepts route-scoped access.
-    if (proxy) targets.push({ target: "forge", base: proxy.url, paths: rolloutPaths, headers: proxyHeaders, pid: proxy.pid });
+    // Each rollout's route with its own key, as a harness sends it.
+    if (proxy) targets.push({ target: "forge", base: proxy.url, paths: rolloutPaths, pathHeaders: rolloutHeaders, pid: proxy.pid });
     const direct: WrkResult[] = [];
     for (const t of targets) {
       // A short warm-up so connection set-up and JIT are not in the figures.
-      await runWrk({ bin: wrkBin, dir: work, base: t.base, paths: t.paths, body: s.body, headers: t.headers, connections: s.connections, seconds: 1 });
+      await runWrk({ bin: wrkBin, dir: work, base: t.base, paths: t.paths, body: s.body, pathHeaders: t.pathHeaders, connections: s.connections, seconds: 1 });
       const cpu0 = t.pid ? (t.tree ? treeCpuSeconds(t.pid) : cpuSeconds(t.pid)) : 0;
       const bytes0 = t.target === "forge" ? logBytes(proxy!.dataDir) : 0;
-      const r = await runWrk({ bin: wrkBin, dir: work, base: t.base, paths: t.paths, body: s.body, headers: t.headers, connections: s.connections, seconds: SECONDS });
+      const r = await runWrk({ bin: wrkBin, dir: work, base: t.base, paths: t.paths, body: s.body, pathHeaders: t.pathHeaders, connections: s.connections, seconds: SECONDS });
       // Records are written when a call ends; let the last ones land before reading the log size.
       if (t.target === "forge") await Bun.sleep(200);
       const cpu = t.pid ? (t.tree ? treeCpuSeconds(t.pid) : cpuSeconds(t.pid)) - cpu0 : null;

@@ -5,7 +5,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
-import { freePort } from "./free-port.ts";
 
 export interface RunningForgeProxy {
   url: string;
@@ -25,29 +24,34 @@ export function forgeProxyAvailable(root: string): boolean {
 }
 
 /**
- * Starts `bun bin/forge.ts proxy --data DIR --upstream URL --listen 127.0.0.1:PORT` with an
- * admin token and waits for `/healthz`.
+ * Starts `bun bin/forge.ts proxy --data DIR --upstream URL --listen 127.0.0.1:0 --json` with an
+ * admin token, reads its URL from the JSON line and waits for `/healthz`.
  *
  * @example
  * const proxy = await startForgeProxy({ root, dataDir, upstream: sim.url });
  */
 export async function startForgeProxy(o: { root: string; dataDir: string; upstream: string; extraArgs?: string[] }): Promise<RunningForgeProxy> {
-  const port = await freePort();
   const adminToken = `bench-admin-${Math.random().toString(36).slice(2)}`;
-  const args = ["bin/forge.ts", "proxy", "--data", o.dataDir, "--upstream", o.upstream, "--host", "127.0.0.1", "--port", String(port), ...(o.extraArgs ?? [])];
-  const child: ChildProcess = spawn("bun", args, { cwd: o.root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, FORGE_ADMIN_TOKEN: adminToken } });
+  const args = ["bin/forge.ts", "proxy", "--data", o.dataDir, "--upstream", o.upstream, "--listen", "127.0.0.1:0", "--admin-token", adminToken, "--json", ...(o.extraArgs ?? [])];
+  const child: ChildProcess = spawn("bun", args, { cwd: o.root, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
-  child.stdout?.on("data", (b) => (out = (out + b).slice(-20_000)));
+  let url = "";
+  child.stdout?.on("data", (b) => {
+    out = (out + b).slice(-20_000);
+    const line = out.split("\n").find((l) => l.startsWith("{") && l.includes('"url"'));
+    if (line && !url) url = JSON.parse(line).url;
+  });
   child.stderr?.on("data", (b) => (out = (out + b).slice(-20_000)));
-  const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`forge proxy exited (${child.exitCode}) on start: bun ${args.join(" ")}\n${out}`);
-    try {
-      const r = await fetch(`${url}/healthz`);
-      if (r.ok) break;
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`forge proxy did not answer /healthz on ${url} within 20 s\n${out}`);
+    if (url) {
+      try {
+        const r = await fetch(`${url}/healthz`);
+        if (r.ok) break;
+      } catch {}
+    }
+    if (Date.now() > deadline) throw new Error(`forge proxy did not answer /healthz within 20 s\n${out}`);
     await Bun.sleep(100);
   }
   return {

@@ -14,6 +14,8 @@ export interface WrkOptions {
   base: string;
   /** Request paths, taken in turn (e.g. one per rollout). */
   paths: string[];
+  /** Per path, extra headers (e.g. that rollout's key); same length as paths when given. */
+  pathHeaders?: Record<string, string>[];
   body: string | Uint8Array;
   headers?: Record<string, string>;
   connections: number;
@@ -53,14 +55,15 @@ local f = io.open(${luaString(bodyPath)}, "rb")
 local body = f:read("*a")
 f:close()
 local paths = { ${o.paths.map(luaString).join(", ")} }
-local headers = { ${Object.entries(headers).map(([k, v]) => `[${luaString(k)}] = ${luaString(v)}`).join(", ")} }
+local headers = { ${o.paths.map((_, i) => `{ ${Object.entries({ ...headers, ...(o.pathHeaders?.[i] ?? {}) }).map(([k, v]) => `[${luaString(k)}] = ${luaString(v)}`).join(", ")} }`).join(", ")} }
 local counter = 0
 function init(args)
   counter = math.random(#paths)
 end
 function request()
   counter = counter + 1
-  return wrk.format("POST", paths[(counter % #paths) + 1], headers, body)
+  local i = (counter % #paths) + 1
+  return wrk.format("POST", paths[i], headers[i], body)
 end
 function done(summary, latency, requests)
   io.write(string.format('WRKJSON {"requests":%d,"duration_us":%d,"bytes":%d,"p50":%f,"p99":%f,"mean":%f,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d}\\n',
@@ -84,7 +87,8 @@ end
   return {
     requests: j.requests,
     seconds,
-    rps: j.requests / seconds,
+    // Only answered calls count: a refused call (4xx/5xx) is not throughput.
+    rps: (j.requests - j.status) / seconds,
     bytes: j.bytes,
     p50: j.p50 / 1000,
     p99: j.p99 / 1000,
