@@ -2,7 +2,8 @@
 import { chatFrontDoor } from "./chat.ts";
 import { completionsFrontDoor } from "./completions.ts";
 import type { FrontDoor } from "./types.ts";
+import { anthropicMessagesDoor, responsesDoor } from "../translate/doors.ts";
 
-export const DEFAULT_FRONT_DOORS: readonly FrontDoor[] = [chatFrontDoor, completionsFrontDoor];
+export const DEFAULT_FRONT_DOORS: readonly FrontDoor[] = [chatFrontDoor, completionsFrontDoor, anthropicMessagesDoor, responsesDoor];
 export { chatFrontDoor, completionsFrontDoor };
 export type { FrontDoor, PreparedCall } from "./types.ts";

@@ -5,7 +5,7 @@
  * fail.
  */
 import { CallStatus, type ModelCall } from "../../schemas/index.ts";
-import { sessionHeaders } from "../translate/index.ts";
+import { findImages, sessionHeaders } from "../translate/index.ts";
 import { captureAndStrip, newCapture, trainRequest, type TokenCapture } from "../capture/tokens.ts";
 import { createSseRewriter } from "../capture/sse.ts";
 import type { CallRecorder, FinishedCall } from "../record/call-recorder.ts";
@@ -110,6 +110,8 @@ async function callUpstream(
     requestHeaders: redactedHeaders(request.headers),
     session: sessionHeaders(request.headers),
     upstreamAttempts: 0,
+    // The upstream body holds every image of every protocol (translation keeps them as data: URLs).
+    images: findImages(prepared.upstreamBody),
   };
   const callHeaders = { "x-forge-call-id": callId, "x-forge-seq": String(seq) };
 

@@ -4,7 +4,7 @@
  * the metrics. A failed append puts the recorder in a failed state: the proxy then refuses
  * model calls (503) instead of serving calls whose training data would be lost.
  */
-import { CallStatus, create, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
+import { BlobSchema, CallStatus, create, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
 import type { SegmentLog } from "../recorder/index.ts";
 import { promptDelta } from "../capture/delta.ts";
 import type { TokenCapture } from "../capture/tokens.ts";
@@ -41,6 +41,8 @@ export interface FinishedCall {
   requestHeaders: ModelCall["requestHeaders"];
   session: Record<string, string>;
   upstreamAttempts: number;
+  /** Base64 images of the request (translate/images.ts): stored once each as Blob records, referenced by sha256. */
+  images?: { inline: { sha256: string; mediaType: string; data: Uint8Array }[] };
 }
 
 export interface CallRecorder {
@@ -60,6 +62,8 @@ export interface CallRecorder {
  */
 export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, metrics: ProxyMetrics): CallRecorder {
   const health: RecorderHealth = { failure: "" };
+  // sha256 of the Blobs this process wrote: a screenshot sent again is referenced, not stored again.
+  const storedBlobs = new Set<string>();
   const append = (record: ForgeRecord) => {
     try {
       log.append(record);
@@ -123,7 +127,14 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         session: call.session,
         upstreamRequestBody: call.upstreamRequestBody,
         upstreamAttempts: call.upstreamAttempts,
+        blobRefs: call.images?.inline.map((image) => image.sha256) ?? [],
       });
+      for (const image of call.images?.inline ?? []) {
+        if (storedBlobs.has(image.sha256)) continue;
+        // Written before the call that refers to it, so a reader meets the Blob first.
+        append(create(RecordSchema, { kind: { case: "blob", value: create(BlobSchema, { sha256: image.sha256, mediaType: image.mediaType, data: image.data }) } }));
+        storedBlobs.add(image.sha256);
+      }
       append(create(RecordSchema, { kind: { case: "modelCall", value: modelCall } }));
       registry.noteCall(call.rollout, modelCall, prompt);
       const statusName = CallStatus[call.status] ?? String(call.status);

@@ -6,6 +6,7 @@ import type { FrontDoor } from "../frontdoors/types.ts";
 import { runModelCall, type PipelineContext } from "../frontdoors/pipeline.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
 import { resolveRollout } from "./auth.ts";
+import { mountTranslateRoutes } from "../translate/routes.ts";
 
 export interface ModelRoutesOptions {
   ctx: PipelineContext;
@@ -43,4 +44,6 @@ export function mountModelRoutes(app: Hono, options: ModelRoutesOptions): void {
   };
   app.get("/r/:rollout/v1/models", models);
   app.get("/v1/models", models);
+  // Anthropic count_tokens and the Responses WebSocket refusal (not model calls).
+  mountTranslateRoutes(app, { ctx, registry, maxBodyBytes });
 }

@@ -25,6 +25,7 @@ export type { FoundImages, InlineImage } from "./images.ts";
 export { decodeDataUrl, findImages } from "./images.ts";
 export { SESSION_HEADERS, sessionHeaders } from "./session-headers.ts";
 export type { CountTokensOptions, TokenCount } from "./count-tokens.ts";
+export type { TokenizeSender } from "./count-tokens.ts";
 export { countChatTokens, estimateTokens, tokenizeUrl } from "./count-tokens.ts";
 export type { FrontDoorCall, FrontDoorProtocol } from "./front-door.ts";
 export { anthropicError, anthropicFrontDoor, chatSseTransform, openaiError, responsesFrontDoor } from "./front-door.ts";
