@@ -9,11 +9,19 @@ import OpenAI from "openai";
 import { intFlag, parseCommand, untilSignal, UsageError } from "../bin/cli.ts";
 import { CallStatus, TokenStatus } from "../schemas/index.ts";
 import { readRecords } from "./recorder/index.ts";
-import { startPolicySimulator } from "./simulator/index.ts";
 import { DEFAULTS } from "./options.ts";
 import { parseListen, startProxy } from "./server.ts";
 
-export { policySimCommand } from "./simulator/cli.ts";
+/**
+ * `forge policy-sim`, from the simulator (loaded on use: its tokenizer is large, and
+ * `forge proxy` should start fast).
+ *
+ * @example
+ * await policySimCommand(["--listen", "127.0.0.1:0"]);
+ */
+export async function policySimCommand(argv: string[]): Promise<number> {
+  return (await import("./simulator/cli.ts")).policySimCommand(argv);
+}
 
 const proxyUsage = `
 usage: forge proxy --upstream URL [--upstream URL ...] --data DIR [--listen HOST:PORT]
@@ -133,6 +141,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
   if (!args) return 0;
   const dataDir = args.values.data ?? (await mkdtemp(join(tmpdir(), "forge-demo-")));
   if (!args.values.json) console.error("demo: starting the policy simulator (loading the Qwen3 tokenizer) and the proxy...");
+  const { startPolicySimulator } = await import("./simulator/index.ts");
   const sim = await startPolicySimulator({ seed: 1 });
   const adminToken = `demo-${crypto.randomUUID()}`;
   const proxy = await startProxy({ listen: "127.0.0.1:0", upstreams: [`${sim.url}/v1`], dataDir, mode: "train", adminToken, healthIntervalMs: 0 });
