@@ -23,7 +23,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  await h.close();
+  await h?.close();
 });
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
