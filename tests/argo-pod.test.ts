@@ -3,15 +3,18 @@
  * run them, against a stand-in for the proxy's control API that follows docs/contracts.md
  * (registration → base URLs and key; finish with reward and status; pause / resume).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parse } from "yaml";
 import { summarizeResults } from "../workflows/argo/pod.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const FIXTURE = join(ROOT, "workflows", "argo", "fixtures", "experiment.yaml");
 const TOKEN = "admin-secret";
+// Each test spawns the steps as processes (as the pods run them); on a loaded 2-core CI box that takes seconds.
+setDefaultTimeout(30_000);
 
 type Call = { path: string; auth: string | null; body: any };
 let calls: Call[] = [];
@@ -137,7 +140,17 @@ describe("rollout pod steps", () => {
   });
 });
 
-describe("report and weight sync", () => {
+describe("report, veRL config and weight sync", () => {
+  test("verl-config copies the ForgeAgentLoop and points its replay at the iteration's batch", async () => {
+    const out = join(mkdtempSync(join(tmpdir(), "forge-verl-")), "verl");
+    const { code } = await step(["verl-config", "--out", out, "--batch", "/data/exports/w/iteration-1/batch.parquet", "--experiment-name", "argo-fixture"]);
+    expect(code).toBe(0);
+    expect(readFileSync(join(out, "forge_verl", "agent_loop.py"), "utf8")).toContain('@register("forge_agent")');
+    expect(parse(readFileSync(join(out, "agent_loop.yaml"), "utf8"))).toEqual([
+      { name: "forge_agent", _target_: "forge_verl.agent_loop.ForgeAgentLoop", mode: "replay", batch_path: "/data/exports/w/iteration-1/batch.parquet", experiment: "argo-fixture" },
+    ]);
+  });
+
   test("the pass rate leaves infra errors out; items may be JSON strings (as Argo aggregates them)", () => {
     const raw = JSON.stringify([
       JSON.stringify({ reward: 1, status: "ok", passed: true }),

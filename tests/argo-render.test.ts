@@ -3,7 +3,7 @@
  * the Kubernetes OpenAPI schema (the models' validate()), has the workflow shape of
  * docs/argo.md, and renders byte-identically twice.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +20,8 @@ import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import { parseExperimentFile, parseExperimentText } from "../schemas/experiment.ts";
 import { manifestsToYaml, renderExperiment, type KubeObject } from "../workflows/argo/render.ts";
 
+// Some tests spawn `bun bin/forge.ts`; on a loaded 2-core CI box that takes seconds.
+setDefaultTimeout(30_000);
 const FIXTURE = join(import.meta.dir, "..", "workflows", "argo", "fixtures", "experiment.yaml");
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   ServiceAccount,
@@ -135,6 +137,8 @@ describe("forge render", () => {
     expect(args).toContain("data.train_files=/data/exports/{{workflow.name}}/iteration-1/batch.parquet");
     expect(train.container.resources.limits).toEqual({ "nvidia.com/gpu": "2" });
     expect(train.container.image).toBe("verlai/verl:vllm011.latest");
+    expect(args).toContain("actor_rollout_ref.rollout.agent.default_agent_loop=forge_agent");
+    expect(train.initContainers[0].args).toEqual(["verl-config", "--out", "/forge/verl", "--batch", "/data/exports/{{workflow.name}}/iteration-1/batch.parquet", "--experiment-name", "argo-fixture"]);
   });
 
   test("export, weight sync, report, exit handler and podGC use the project's real commands", () => {

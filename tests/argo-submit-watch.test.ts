@@ -3,7 +3,7 @@
  * through the real @kubernetes/client-node: create-or-replace, a watch that drops and resumes
  * from its resourceVersion, and a 410 Gone that makes it list again.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,8 @@ import { submitExperiment } from "../workflows/argo/submit.ts";
 import { watchWorkflow, type WorkflowProgress } from "../workflows/argo/watch.ts";
 import { startFakeKubernetes, type FakeKubernetes } from "./fake-k8s/server.ts";
 
+// Some tests spawn `bun bin/forge.ts`; on a loaded 2-core CI box that takes seconds.
+setDefaultTimeout(30_000);
 const FIXTURE = join(import.meta.dir, "..", "workflows", "argo", "fixtures", "experiment.yaml");
 const NS = "forge";
 const WORKFLOWS = `/apis/argoproj.io/v1alpha1/namespaces/${NS}/workflows`;

@@ -3,9 +3,8 @@
  * first step of each iteration, and its JSON output fans the rollouts out with `withParam`,
  * so the Workflow object stays the same size however many rollouts there are.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
 import type { Experiment } from "../../schemas/experiment.ts";
+import { loadExperimentTasks } from "../tasks/index.ts";
 
 /**
  * One rollout of the plan: an Argo parameter item (`{{item.task_id}}`), so strings, and only
@@ -15,39 +14,14 @@ import type { Experiment } from "../../schemas/experiment.ts";
 export type PlannedRollout = { task_id: string; attempt: string };
 
 /**
- * Lists the task ids of an experiment: a task directory's subdirectories that hold an
- * `instruction.md`, the `id` of each JSONL line, or the inline list.
+ * Lists the task ids of an experiment with the area's task loader (workflows/tasks): a
+ * directory of Harbor task directories, one task directory, a JSONL list, or the inline list.
  *
  * @example
  * listTaskIds(experiment, dirname(experimentPath)) // ["count-lines", "fix-typo"]
  */
 export function listTaskIds(experiment: Experiment, baseDir: string): string[] {
-  const tasks = experiment.spec.environment.tasks;
-  if (Array.isArray(tasks)) return tasks.map((task) => task.id);
-  const path = resolve(baseDir, tasks);
-  if (!existsSync(path)) throw new Error(`spec.environment.tasks: ${path} does not exist (it is resolved against the experiment file's directory)`);
-  if (statSync(path).isDirectory()) {
-    const ids = readdirSync(path)
-      .filter((entry) => existsSync(join(path, entry, "instruction.md")))
-      .sort();
-    if (ids.length === 0) throw new Error(`spec.environment.tasks: ${path} has no task directories (each needs an instruction.md)`);
-    return ids;
-  }
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .map((line, index) => ({ line: line.trim(), index }))
-    .filter(({ line }) => line.length > 0)
-    .map(({ line, index }) => {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(line);
-      } catch (error) {
-        throw new Error(`${path}:${index + 1}: not JSON: ${(error as Error).message}`);
-      }
-      const id = (parsed as { id?: unknown }).id;
-      if (typeof id !== "string" || !id) throw new Error(`${path}:${index + 1}: each task line needs a string "id"`);
-      return id;
-    });
+  return loadExperimentTasks(experiment, baseDir).map((task) => task.id);
 }
 
 /**

@@ -5,13 +5,14 @@
  * the only kind the rollout template retries.
  */
 import { spawn } from "node:child_process";
-import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { stringify } from "yaml";
 import type { Experiment } from "../../schemas/experiment.ts";
 import { harnessInvocation, type HarnessInvocation, type Registration } from "./harness.ts";
-import { annotateWorkflow } from "./kube.ts";
 import { ANNOTATION_DESCRIPTION, ANNOTATION_PASS_RATE } from "./names.ts";
+import { readReward } from "../local/reward.ts";
 import { loadTask } from "./task.ts";
 import { INFRA_EXIT_CODE } from "./workflow.ts";
 
@@ -62,7 +63,7 @@ function writeTree(root: string, files: Map<string, Uint8Array> | Record<string,
  */
 export async function registerStep(options: { experiment: Experiment; experimentDir: string; proxy: string; workspace: string; state: string } & RolloutIds) {
   const { experiment } = options;
-  const task = loadTask(experiment, options.experimentDir, options.taskId);
+  const { task, files } = loadTask(experiment, options.experimentDir, options.taskId);
   const registration = (await control(options.proxy, "/control/rollouts", {
     rollout_id: options.rolloutId,
     experiment: experiment.metadata.name,
@@ -72,14 +73,14 @@ export async function registerStep(options: { experiment: Experiment; experiment
     attempt: options.attempt,
     harness: experiment.spec.harness.name,
   })) as Registration;
-  writeTree(options.workspace, task.files);
+  writeTree(options.workspace, files);
   const home = join(options.state, "home");
   mkdirSync(home, { recursive: true });
-  const invocation = await harnessInvocation({ experiment, registration, instruction: task.instruction, workspace: options.workspace, home });
+  const invocation = harnessInvocation({ experiment, registration, instruction: task.instruction, workspace: options.workspace, home });
   writeFileSync(join(options.state, "instruction.md"), task.instruction);
   writeFileSync(join(options.state, "harness.json"), JSON.stringify(invocation));
   const { experiment: _, ...ids } = options;
-  writeFileSync(join(options.state, "rollout.json"), JSON.stringify({ ...ids, registration, timeoutSeconds: task.timeoutSeconds }));
+  writeFileSync(join(options.state, "rollout.json"), JSON.stringify({ ...ids, registration, timeoutSeconds: task.agentTimeoutSeconds }));
   console.log(`registered ${registration.rollout_id} (task ${options.taskId}, policy version ${registration.policy_version ?? "?"})`);
 }
 
@@ -140,47 +141,51 @@ export async function harnessStep(options: { state: string; workspace: string; t
   console.log(`harness ${outcome.timed_out ? "timed out" : `exited ${outcome.exit_code ?? outcome.error}`} after ${outcome.duration_ms} ms`);
 }
 
-/** Reads the verifier's reward: reward.json `{reward}` or reward.txt, else the exit code (0 → 1). */
-export function readReward(workspace: string, exitCode: number | null): number {
-  for (const dir of [workspace, join(workspace, "tests"), "/logs/verifier"]) {
-    const json = join(dir, "reward.json");
-    if (existsSync(json)) {
-      const value = JSON.parse(readFileSync(json, "utf8")) as { reward?: number } | number;
-      const reward = typeof value === "number" ? value : value.reward;
-      if (typeof reward === "number" && Number.isFinite(reward)) return reward;
-    }
-    const txt = join(dir, "reward.txt");
-    if (existsSync(txt)) {
-      const reward = Number(readFileSync(txt, "utf8").trim());
-      if (Number.isFinite(reward)) return reward;
-    }
-  }
-  return exitCode === 0 ? 1 : 0;
-}
-
-/** The verify container: runs the task's verifier in the workspace and reports to the proxy. */
+/**
+ * The verify container: runs the task's verifier in the workspace (its tests in $FORGE_TESTS,
+ * its logs and reward file in $FORGE_LOGS, as the local executor gives them) and reports
+ * reward and status to the proxy. Same rules as workflows/local: no verifier → the harness's
+ * exit code decides; a verifier timeout is status timeout; the verifier runs after a harness
+ * crash or timeout too, and the status still says what went wrong.
+ */
 export async function verifyStep(options: { experiment: Experiment; experimentDir: string; proxy: string; workspace: string; state: string } & RolloutIds) {
   const { experiment } = options;
-  const task = loadTask(experiment, options.experimentDir, options.taskId);
+  const { task, testFiles, testScript, verifier } = loadTask(experiment, options.experimentDir, options.taskId);
   const harness = JSON.parse(readFileSync(join(options.state, "harness-result.json"), "utf8")) as HarnessOutcome;
-  writeTree(join(options.workspace, "tests"), task.testFiles);
-  let reward = 0;
-  let verifierOutput = "";
-  // The verifier is task code too: it does not get the admin token either.
-  const { FORGE_ADMIN_TOKEN: _token, ...env } = process.env as Record<string, string>;
-  if (task.testFiles.has("test.sh") || task.testScript) {
-    const command = task.testScript ? ["bash", "-c", task.testScript] : ["bash", "tests/test.sh"];
-    const outcome = await runGroup(command, { cwd: options.workspace, env, timeoutMs: (task.verifierTimeoutSeconds ?? 600) * 1000, log: join(options.state, "verifier.log") });
-    verifierOutput = readFileSync(join(options.state, "verifier.log"), "utf8").slice(-4000);
-    reward = outcome.timed_out ? 0 : readReward(options.workspace, outcome.exit_code);
-  } else if (task.expected !== undefined) {
-    const log = existsSync(join(options.state, "harness.log")) ? readFileSync(join(options.state, "harness.log"), "utf8") : "";
-    reward = log.includes(task.expected) ? 1 : 0;
-    verifierOutput = `expected ${JSON.stringify(task.expected)} ${reward ? "found" : "not found"} in the harness output`;
+  const testsDir = join(options.state, "tests");
+  const logsDir = join(options.state, "logs", "verifier");
+  mkdirSync(logsDir, { recursive: true });
+  writeTree(testsDir, testFiles);
+  const harnessLog = join(options.state, "harness.log");
+  let status: "ok" | "failed" | "timeout" | "infra_error" = harness.error ? "infra_error" : harness.timed_out ? "timeout" : harness.exit_code === 0 ? "ok" : "failed";
+  let reward: number;
+  let verifierOutput: string;
+  if (verifier.kind === "expected") {
+    const found = existsSync(harnessLog) && readFileSync(harnessLog, "utf8").includes(verifier.text);
+    reward = found ? 1 : 0;
+    verifierOutput = `expected ${JSON.stringify(verifier.text)} ${found ? "found" : "not found"} in the harness output`;
+  } else if (!testScript) {
+    reward = status === "ok" ? 1 : 0;
+    verifierOutput = `no verifier: reward from the harness exit code (${harness.exit_code ?? harness.signal})`;
   } else {
-    verifierOutput = "task has no verifier (tests/test.sh, test or expected)";
+    // The verifier is task code too: it does not get the admin token either.
+    const { FORGE_ADMIN_TOKEN: _token, ...inherited } = process.env as Record<string, string>;
+    const env = { ...inherited, FORGE_TESTS: testsDir, FORGE_LOGS: logsDir, FORGE_WORKSPACE: options.workspace, FORGE_HARNESS_STDOUT: harnessLog };
+    const seconds = task.verifierTimeoutSeconds ?? 600;
+    const log = join(options.state, "verifier.log");
+    const outcome = await runGroup(["bash", join(testsDir, testScript)], { cwd: options.workspace, env, timeoutMs: seconds * 1000, log });
+    verifierOutput = readFileSync(log, "utf8").slice(-4000);
+    if (outcome.error) throw new InfraError(`verifier did not start: ${outcome.error}`);
+    if (outcome.timed_out) {
+      reward = 0;
+      verifierOutput += `\n[verifier killed after ${seconds} s]`;
+      if (status === "ok") status = "timeout";
+    } else {
+      const read = readReward({ logsDir, workspace: options.workspace, exitCode: outcome.exit_code });
+      reward = read.reward;
+      verifierOutput += `${read.error ? `\n${read.error}` : ""}\n[reward ${read.reward} from ${read.source}]`;
+    }
   }
-  const status = harness.error ? "infra_error" : harness.timed_out ? "timeout" : harness.exit_code === 0 ? "ok" : "failed";
   await control(options.proxy, `/control/rollouts/${encodeURIComponent(options.rolloutId)}/finish`, {
     reward,
     status,
@@ -222,8 +227,12 @@ export function summarizeResults(raw: string, iteration: number): IterationRepor
   };
 }
 
-/** In-cluster config for the steps that annotate the workflow; null outside a cluster. */
-function inClusterConfig(): KubeConfig | null {
+/**
+ * In-cluster config for the steps that annotate the workflow; null outside a cluster.
+ * client-node is loaded only here: most steps never need it, and it is slow to import.
+ */
+async function inClusterConfig(): Promise<KubeConfig | null> {
+  const { KubeConfig } = await import("@kubernetes/client-node");
   try {
     const kc = new KubeConfig();
     kc.loadFromDefault();
@@ -239,9 +248,10 @@ export async function reportStep(options: { results: string; iteration: number; 
   const rate = report.passRate.toFixed(3);
   writeFileSync(options.out, rate);
   console.log(JSON.stringify(report));
-  const kc = inClusterConfig();
+  const kc = await inClusterConfig();
   if (!kc) return;
   try {
+    const { annotateWorkflow } = await import("./kube.ts");
     await annotateWorkflow(kc, options.namespace, options.workflow, {
       [ANNOTATION_PASS_RATE]: rate,
       [`${ANNOTATION_PASS_RATE}.iteration-${options.iteration}`]: rate,
@@ -285,7 +295,7 @@ export async function syncStep(options: {
       }
     } else if (options.strategy === "restart") {
       if (!options.deployment) throw new Error("weight sync restart needs spec.training.weightSync.deployment");
-      const kc = inClusterConfig();
+      const kc = await inClusterConfig();
       if (!kc) throw new Error("weight sync restart must run inside the cluster");
       const { AppsV1Api, PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
       const apps = kc.makeApiClient(AppsV1Api);
@@ -313,13 +323,27 @@ export async function syncStep(options: {
   console.log(`proxy resumed at policy version ${options.policyVersion}`);
 }
 
+/**
+ * The veRL step's init container: copies the ForgeAgentLoop package (integrations/verl) to
+ * `out` (on the trainer's PYTHONPATH) and writes the agent-loop config that replays this
+ * iteration's exported batch (`actor_rollout_ref.rollout.agent.agent_loop_config_path`).
+ */
+export function verlConfigStep(options: { source: string; out: string; batch: string; experimentName: string }) {
+  mkdirSync(options.out, { recursive: true });
+  cpSync(options.source, options.out, { recursive: true });
+  const config = [{ name: "forge_agent", _target_: "forge_verl.agent_loop.ForgeAgentLoop", mode: "replay", batch_path: options.batch, experiment: options.experimentName }];
+  writeFileSync(join(options.out, "agent_loop.yaml"), stringify(config));
+  console.log(`veRL agent loop: replay ${options.batch}`);
+}
+
 /** The exit handler: the final state onto the workflow's description. */
 export async function exitStep(options: { workflow: string; namespace: string; status: string; duration: string }) {
-  const kc = inClusterConfig();
+  const kc = await inClusterConfig();
   const line = `${options.status} after ${Math.round(Number(options.duration) || 0)} s`;
   console.log(`workflow ${options.workflow}: ${line}`);
   if (!kc) return;
   try {
+    const { annotateWorkflow } = await import("./kube.ts");
     await annotateWorkflow(kc, options.namespace, options.workflow, { "openforge.dev/final-status": line });
   } catch (error) {
     console.error(`could not annotate workflow ${options.workflow}: ${(error as Error).message}`);

@@ -1,18 +1,18 @@
 #!/usr/bin/env bun
 /**
  * Entry point of the workflow's pods: `bun workflows/argo/step.ts STEP [flags]`, with STEP one
- * of plan | register | harness | verify | report | sync | exit (see workflows/argo/pod.ts).
+ * of plan | register | harness | verify | report | sync | verl-config | exit (see workflows/argo/pod.ts).
  * Not a `forge` subcommand because only the rendered pods call it. Exit codes: 0 done,
  * 1 failed, 2 bad usage, 75 infrastructure error (retried by the rollout template).
  */
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { parseExperimentFile } from "../../schemas/experiment.ts";
 import { listTaskIds, planRollouts, rolloutIdentity } from "./plan.ts";
-import { exitStep, harnessStep, InfraError, registerStep, reportStep, syncStep, verifyStep } from "./pod.ts";
+import { exitStep, harnessStep, InfraError, registerStep, reportStep, syncStep, verifyStep, verlConfigStep } from "./pod.ts";
 import { INFRA_EXIT_CODE } from "./workflow.ts";
 
-const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|report|sync|exit [flags]`;
+const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|report|sync|verl-config|exit [flags]`;
 
 const options = {
   experiment: { type: "string" },
@@ -37,6 +37,8 @@ const options = {
   deployment: { type: "string" },
   status: { type: "string" },
   duration: { type: "string" },
+  batch: { type: "string" },
+  "experiment-name": { type: "string" },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>["values"];
@@ -92,6 +94,9 @@ export async function runStep(argv: string[]): Promise<number> {
           deployment: values.deployment,
           namespace: need(values, "namespace"),
         });
+        return 0;
+      case "verl-config":
+        verlConfigStep({ source: join(import.meta.dir, "..", "..", "integrations", "verl"), out: need(values, "out"), batch: need(values, "batch"), experimentName: need(values, "experiment-name") });
         return 0;
       case "exit":
         await exitStep({ workflow: need(values, "workflow"), namespace: need(values, "namespace"), status: need(values, "status"), duration: values.duration ?? "0" });

@@ -73,7 +73,7 @@ export function harnessImage(experiment: Experiment): string {
 export function verlCommand(experiment: Experiment, iteration: number): string[] {
   const { training, policy } = experiment.spec;
   const run = "{{workflow.name}}";
-  const batch = `${DATA_DIR}/exports/${run}/iteration-${iteration}/batch.parquet`;
+  const batch = verlBatchPath(iteration);
   const defaults = [
     `algorithm.adv_estimator=${ADV_ESTIMATOR[training.algorithm]}`,
     `data.train_files=${batch}`,
@@ -82,7 +82,7 @@ export function verlCommand(experiment: Experiment, iteration: number): string[]
     "actor_rollout_ref.rollout.mode=async",
     // The ForgeAgentLoop (integrations/verl) replays the recorded trajectories instead of sampling.
     "actor_rollout_ref.rollout.agent.agent_loop_config_path=/forge/verl/agent_loop.yaml",
-    "actor_rollout_ref.rollout.agent.default_agent_loop=forge_replay",
+    "actor_rollout_ref.rollout.agent.default_agent_loop=forge_agent",
     "actor_rollout_ref.actor.checkpoint.save_contents=['model','optimizer','extra','hf_model']",
     `trainer.n_gpus_per_node=${training.gpus}`,
     "trainer.nnodes=1",
@@ -99,6 +99,11 @@ export function verlCommand(experiment: Experiment, iteration: number): string[]
   const key = (override: string) => override.slice(0, override.indexOf("=")).replace(/^[+~]+/, "");
   const overridden = new Set(training.overrides.map(key));
   return ["python3", "-m", "verl.trainer.main_ppo", ...defaults.filter((o) => !overridden.has(key(o))), ...training.overrides];
+}
+
+/** The batch `forge export` writes for an iteration, which veRL trains on. */
+export function verlBatchPath(iteration: number | string): string {
+  return `${DATA_DIR}/exports/{{workflow.name}}/iteration-${iteration}/batch.parquet`;
 }
 
 /** Where veRL writes the HF weights of training step `step` (what the weight sync loads). */
@@ -249,7 +254,7 @@ function exportTemplate(experiment: Experiment): Template {
       image: experiment.spec.proxy.image,
       workingDir: FORGE_APP_DIR,
       command: ["bun", "bin/forge.ts", "export"],
-      args: ["--data", DATA_DIR, "--format", "verl", "--out", `${DATA_DIR}/exports/{{workflow.name}}/iteration-${param("iteration")}/batch.parquet`],
+      args: ["--data", DATA_DIR, "--format", "verl", "--out", verlBatchPath(param("iteration"))],
       resources: { requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "8Gi" } },
       volumeMounts: [dataMount],
     },
@@ -262,12 +267,14 @@ function trainTemplate(experiment: Experiment, iteration: number): Template {
   return {
     name: `train-${iteration}`,
     metadata: { labels: { [LABEL_ROLE]: "train", [LABEL_ITERATION]: String(iteration) } },
-    // The veRL image does not contain this project: copy the ForgeAgentLoop in from the forge image.
+    // The veRL image does not contain this project: copy the ForgeAgentLoop in from the forge
+    // image, with an agent-loop config pointing it at this iteration's exported batch.
     initContainers: [
       {
         name: "forge-verl",
         image: experiment.spec.proxy.image,
-        command: ["cp", "-r", `${FORGE_APP_DIR}/integrations/verl/.`, "/forge/verl/"],
+        workingDir: FORGE_APP_DIR,
+        ...forgeStep("verl-config", "--out", "/forge/verl", "--batch", verlBatchPath(iteration), "--experiment-name", experiment.metadata.name),
         mirrorVolumeMounts: true,
       },
     ],
