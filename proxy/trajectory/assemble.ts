@@ -23,6 +23,10 @@ type Held = {
   open: boolean;
   calls: string[];
   lastSeq: number;
+  /** call_id of the last call grown into this sample. */
+  lastCall: string;
+  /** Whether `tokens` equal tokens(lastCall) (true until a realign keeps tokens the prompt dropped). */
+  exact: boolean;
   policyVersions: number[];
   blobRefs: Set<string>;
   realigns: number;
@@ -100,6 +104,7 @@ export function assembleTrajectory(
     appendCompletion(s, resolved);
     s.calls.push(call.callId);
     s.lastSeq = call.seq;
+    s.lastCall = call.callId;
     if (!s.policyVersions.includes(call.policyVersion)) s.policyVersions.push(call.policyVersion);
     for (const b of call.blobRefs) s.blobRefs.add(b);
   };
@@ -107,6 +112,17 @@ export function assembleTrajectory(
   for (const resolved of ordered) {
     const call = resolved.call;
     stats.calls++;
+    if (call.tokenStatus === TokenStatus.COMPLETE && call.prefixOf && !resolved.problem) {
+      // Fast path: the delta already says "all of the held tokens, then this suffix". The proxy
+      // picks the call with the longest common prefix, so this is the longest clean extension.
+      const s = held.find((x) => x.open && x.exact && x.lastCall === call.prefixOf && x.tokens.length === call.prefixLen);
+      if (s) {
+        grow(s, resolved, call.promptTokenIds);
+        stats.clean++;
+        kinds.push({ call_id: call.callId, seq: call.seq, kind: "clean", sample: s.index });
+        continue;
+      }
+    }
     const prompt = call.tokenStatus === TokenStatus.COMPLETE ? resolved.prompt : undefined;
     if (!prompt) {
       // Never retokenize: the sample this call belongs to cannot be continued token-exactly.
@@ -150,6 +166,7 @@ export function assembleTrajectory(
         if (match.stripped > maxDrift || (s.tokens.length - match.stripped) / s.tokens.length < minRetained) continue;
         grow(s, resolved, prompt.slice(match.consumed));
         s.realigns++;
+        s.exact = false;
         s.drift += match.stripped;
         stats.realign++;
         stats.drift_tokens += match.stripped;
@@ -168,6 +185,8 @@ export function assembleTrajectory(
       open: true,
       calls: [],
       lastSeq: call.seq,
+      lastCall: call.callId,
+      exact: true,
       policyVersions: [],
       blobRefs: new Set(),
       realigns: 0,

@@ -3,7 +3,8 @@
  */
 import { join } from "node:path";
 import { parseCommand, intFlag, UsageError } from "../../bin/cli.ts";
-import { readRecords } from "../recorder/index.ts";
+import { existsSync } from "node:fs";
+import { listSegments, readRecords, resolveLogDir } from "../recorder/index.ts";
 import { exportTrajectories, manifestPath, type ExportFormat } from "./export.ts";
 import type { RewardPolicy } from "./types.ts";
 
@@ -11,7 +12,7 @@ const usage = `
 usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
 
   --data DIR              data directory (segments in DIR/log)
-  --out FILE              output (default DIR/exports/batch-<format>.parquet, .jsonl for jsonl)
+  --out FILE              output (default DIR/exports/batch-verl.parquet, DIR/exports/batch-jsonl.jsonl, DIR/exports/sft/batch-sft.parquet)
   --format F              verl (parquet, one row per sample; default) | sft (chat parquet) | jsonl
   --min-group-size N      drop groups with fewer valid rollouts (default 2)
   --reward-policy P       final (reward on the final sample only; default) | same | discounted
@@ -53,6 +54,9 @@ export async function exportCommand(argv: string[]): Promise<number> {
   if (!args) return 0;
   const v = args.values;
   if (!v.data) throw new UsageError(`forge export: --data DIR is required\n${usage.trim()}`);
+  if (!existsSync(v.data)) throw new UsageError(`--data ${v.data}: no such directory`);
+  if ((await listSegments(v.data)).length === 0)
+    throw new UsageError(`--data ${v.data}: no segment log in ${resolveLogDir(v.data)} (pass the data directory the proxy wrote to)`);
   const format = v.format as ExportFormat;
   if (!["verl", "sft", "jsonl"].includes(format)) throw new UsageError(`--format must be verl, sft or jsonl, got "${format}"`);
   const policy = v["reward-policy"] as RewardPolicy;
@@ -68,7 +72,8 @@ export async function exportCommand(argv: string[]): Promise<number> {
     if (ids.length !== 2 || !ids.every(Number.isInteger)) throw new UsageError(`--think-tokens must be OPEN,CLOSE token ids or "none", got "${v["think-tokens"]}"`);
     think = { thinkOpen: ids[0]!, thinkClose: ids[1]! };
   }
-  const out = v.out ?? join(v.data, "exports", `batch-${format}.${format === "jsonl" ? "jsonl" : "parquet"}`);
+  // SFT goes to a subfolder: analytics' `samples` view reads DIR/exports/*.parquet as veRL batches.
+  const out = v.out ?? (format === "sft" ? join(v.data, "exports", "sft", "batch-sft.parquet") : join(v.data, "exports", `batch-${format}.${format === "jsonl" ? "jsonl" : "parquet"}`));
   const manifest = await exportTrajectories(readRecords(v.data), {
     format,
     out,
