@@ -10,7 +10,7 @@ import expectedJson from "./fixtures/qwen3-template-expected.json";
 let tokenizer: SimTokenizer;
 beforeAll(async () => {
   tokenizer = await loadTokenizer();
-});
+}, 30_000);
 
 const bash: SimTool = { type: "function", function: { name: "bash", description: "Run", parameters: { type: "object", properties: { command: { type: "string" } } } } };
 

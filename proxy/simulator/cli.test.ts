@@ -4,7 +4,7 @@ import { UsageError } from "../../bin/cli.ts";
 
 const runner = `import { policySimCommand } from "${import.meta.dir}/cli.ts"; process.exitCode = await policySimCommand(JSON.parse(process.env.SIM_ARGS));`;
 
-test("forge policy-sim prints its URL, serves, and stops on SIGTERM", async () => {
+test("forge policy-sim prints its URL, serves, and stops on SIGTERM", { timeout: 30_000 }, async () => {
   const args = ["--listen", "127.0.0.1:0", "--seed", "4", "--script", `${import.meta.dir}/../../examples/policies/quickstart.yaml`, "--quiet"];
   const proc = Bun.spawn(["bun", "-e", runner], {
     env: { ...process.env, SIM_ARGS: JSON.stringify(args) },
@@ -28,7 +28,7 @@ test("forge policy-sim prints its URL, serves, and stops on SIGTERM", async () =
   expect(await proc.exited).toBe(0);
 });
 
-test("--json prints one JSON line with the URLs", async () => {
+test("--json prints one JSON line with the URLs", { timeout: 30_000 }, async () => {
   const proc = Bun.spawn(["bun", "-e", runner], { env: { ...process.env, SIM_ARGS: JSON.stringify(["--listen", "127.0.0.1:0", "--json", "--quiet"]) }, stdout: "pipe", stderr: "pipe" });
   const reader = proc.stdout.getReader();
   let out = "";
@@ -45,7 +45,7 @@ test("--json prints one JSON line with the URLs", async () => {
   expect(await proc.exited).toBe(0);
 });
 
-test("bad flags are usage errors; a bad script names the file", async () => {
+test("bad flags are usage errors; a bad script names the file", { timeout: 30_000 }, async () => {
   await expect(policySimCommand(["--listen", "nowhere"])).rejects.toBeInstanceOf(UsageError);
   await expect(policySimCommand(["--seed", "x"])).rejects.toBeInstanceOf(UsageError);
   await expect(policySimCommand(["--script", "/nonexistent.yaml"])).rejects.toThrow(/\/nonexistent\.yaml/);

@@ -80,6 +80,17 @@ describe("scripted policy", () => {
     expect(second.turn.toolCalls[0]!.name).toBe("finish");
   });
 
+  test("context appended after the prompt (OpenClaw) and a re-sent prompt do not restart the steps", () => {
+    const messages = conversation("Create hello.txt containing exactly one line: Hello, OpenForge!");
+    const toolTurn: SimMessage[] = [{ role: "assistant", content: null, tool_calls: [{ id: "c1", function: { name: "write", arguments: "{}" } }] }, { role: "tool", tool_call_id: "c1", content: "ok" }];
+    const appended = decideTurn({ messages: [...messages, ...toolTurn, { role: "user", content: "<internal-context>time: now</internal-context>" }], tools: forgeReact, script: quickstart, seed: 1 });
+    expect(appended).toMatchObject({ task: "hello-file", step: 1 });
+    const resent = decideTurn({ messages: [...messages, ...toolTurn, { role: "user", content: "Reminder: Create hello.txt containing exactly one line: Hello, OpenForge!" }], tools: forgeReact, script: quickstart, seed: 1 });
+    expect(resent).toMatchObject({ task: "hello-file", step: 1 });
+    const first = decideTurn({ messages, tools: forgeReact, script: quickstart, seed: 1 });
+    expect(resent.failing).toBe(first.failing);
+  });
+
   test("regex matchers and task order; unmatched prompts get the default policy", () => {
     const script = PolicyScriptSchema.parse({
       tasks: [

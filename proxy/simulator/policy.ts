@@ -1,7 +1,7 @@
 /**
  * The simulated policy: decides what the model says in one assistant turn, from the script,
  * the seed and the conversation so far. It is stateless across requests: the step to play is
- * the number of tool results the conversation holds after the task's user message, and whether
+ * the number of tool results the conversation holds after the task's (first) user message, and whether
  * the conversation plays the failing variant is a hash of
  *   seed · task · conversation key · choice index,
  * where the conversation key is the `x-forge-rollout` request header when present (the proxy
@@ -153,16 +153,20 @@ export function corrupt(content: string): string {
   return content.slice(0, Math.ceil(content.length / 2));
 }
 
-/** The first task whose matcher hits a user message; the anchor is the last such message. */
+/**
+ * The task of the latest user message that matches one (script order breaks ties), anchored at
+ * the earliest user message matching that task: a harness that re-sends the prompt or appends
+ * context after it (OpenClaw) neither restarts the steps nor changes the conversation key.
+ */
 export function matchTask(script: PolicyScript, messages: SimMessage[]): { task: TaskScript; anchor: number } | undefined {
-  for (const task of script.tasks) {
-    const matchers = Array.isArray(task.match) ? task.match : [task.match];
-    for (let i = messages.length - 1; i >= 0; i--) {
-      const m = messages[i]!;
-      if (m.role !== "user") continue;
-      const text = contentText(m.content);
-      if (matchers.some((matcher) => matches(matcher, text))) return { task, anchor: i };
-    }
+  const hits = (task: TaskScript, m: SimMessage) => {
+    if (m.role !== "user") return false;
+    const text = contentText(m.content);
+    return (Array.isArray(task.match) ? task.match : [task.match]).some((matcher) => matches(matcher, text));
+  };
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const task = script.tasks.find((t) => hits(t, messages[i]!));
+    if (task) return { task, anchor: messages.findIndex((m) => hits(task, m)) };
   }
   return undefined;
 }

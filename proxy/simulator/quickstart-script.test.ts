@@ -53,7 +53,7 @@ const root = mkdtempSync(join(tmpdir(), "forge-sim-quickstart-"));
 beforeAll(async () => {
   sim = await startPolicySimulator({ seed: 3, script: `${import.meta.dir}/../../examples/policies/quickstart.yaml` });
   client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: "sim", maxRetries: 0 });
-});
+}, 30_000);
 afterAll(async () => {
   await sim.stop();
   rmSync(root, { recursive: true, force: true });

@@ -1,4 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+
+// Tests start servers and load the tokenizer; a busy 2-core CI machine needs more than 5 s.
+setDefaultTimeout(30_000);
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { startPolicySimulator, loadTokenizer, IM_END, IM_START, type StartedPolicySimulator, type SimTokenizer } from "./index.ts";
@@ -44,7 +47,7 @@ beforeAll(async () => {
   console.log(`tokenizer loaded in ${tokenizer.loadMs.toFixed(0)} ms (first await ${(performance.now() - started).toFixed(0)} ms)`);
   sim = await startPolicySimulator({ seed: 11, script });
   client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: "sim", maxRetries: 0 });
-});
+}, 30_000);
 afterAll(() => sim.stop());
 
 type Extra = Record<string, unknown>;
