@@ -11,14 +11,14 @@ import { scratchDir } from "../proxy/recorder/testing.ts";
 import { exportCommand } from "../proxy/trajectory/cli.ts";
 import { exportTrajectories, manifestPath, trajectoryOf } from "../proxy/trajectory/index.ts";
 import { rolloutRecords, scenarioRecords as scenario } from "../proxy/trajectory/testing.ts";
-import type { Record } from "../schemas/index.ts";
+import type { Record as ForgeRecord } from "../schemas/index.ts";
 
 const THINK = 151667;
 const END_THINK = 151668;
 const scratch = scratchDir("forge-trajectory-");
 afterAll(() => scratch.cleanup());
 
-async function writeLog(dir: string, records: Iterable<Record>): Promise<void> {
+async function writeLog(dir: string, records: Iterable<ForgeRecord>): Promise<void> {
   const log = await openSegmentLog(dir);
   for (const r of records) log.append(r);
   await log.close();
