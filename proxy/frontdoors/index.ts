@@ -7,3 +7,4 @@ import { anthropicMessagesDoor, responsesDoor } from "../translate/doors.ts";
 export const DEFAULT_FRONT_DOORS: readonly FrontDoor[] = [chatFrontDoor, completionsFrontDoor, anthropicMessagesDoor, responsesDoor];
 export { chatFrontDoor, completionsFrontDoor };
 export type { FrontDoor, PreparedCall } from "./types.ts";
+export { translatedFrontDoor, type TranslatedCall } from "./translated.ts";
