@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 type Registered = Awaited<ReturnType<ProxyHarness["register"]>>;
-const post = (r: Registered, body: BodyInit | null, headers: Record<string, string> = {}) =>
+const post = (r: Registered, body: string | ReadableStream<Uint8Array> | null, headers: Record<string, string> = {}) =>
   fetch(`${r.openai_base_url}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${r.api_key}`, "content-type": "application/json", ...headers }, body });
 
 async function expectError(response: Response, status: number, code: string, text?: RegExp) {
