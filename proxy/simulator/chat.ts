@@ -57,7 +57,9 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
       tools,
       toolChoice: body.tool_choice,
       script: ctx.script,
-      seed: mix(ctx.seed, body.seed ?? 0),
+      // Not the request's `seed`: a harness that sends a fresh one per call must not flip the
+      // conversation's variant between turns (it still changes the sampled logprobs).
+      seed: ctx.seed,
       conversationKey: rollout,
       choiceIndex: index,
       enableThinking,

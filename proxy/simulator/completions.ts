@@ -37,7 +37,7 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
   const meta = { id: `cmpl-${crypto.randomUUID().replaceAll("-", "")}`, created: Math.floor(Date.now() / 1000), model: body.model ?? ctx.model };
 
   const choices = Array.from({ length: body.n ?? 1 }, (_, index) => {
-    const decision = decideTurn({ messages: chatmlTurns(promptText), tools: [], script: ctx.script, seed: mix(ctx.seed, body.seed ?? 0), choiceIndex: index });
+    const decision = decideTurn({ messages: chatmlTurns(promptText), tools: [], script: ctx.script, seed: ctx.seed, choiceIndex: index });
     const g = generate(tokenizer, { content: decision.turn.content, toolCalls: [] }, maxTokens, stopList(body.stop));
     const logprobs = sampledLogprobs(g.ids, mix(context, index), topCount ?? 0);
     const text = spanText(g, 0, g.byteEnds.at(-1) ?? 0, "content");
