@@ -93,10 +93,9 @@ describe("forge export", () => {
     const out1 = join(dir, "exports", "all.jsonl");
     const m = await exportTrajectories(readRecords(dir), { format: "jsonl", out: out1, minGroupSize: 1, rewardPolicy: "same" });
     expect(m.groups.dropped).toEqual([]);
-    // Without think ids (the CLI's default gives Qwen3's) b's stripped think is a fork: 3 samples.
-    expect(m.rows).toBe(5);
+    expect(m.rows).toBe(4);
     const rows = readFileSync(out1, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-    expect(rows.filter((r) => r.rollout_id === "b").map((r) => r.reward)).toEqual([0, 0, 0]);
+    expect(rows.filter((r) => r.rollout_id === "b").map((r) => r.reward)).toEqual([0, 0]);
     expect(rows.filter((r) => r.rollout_id === "a").map((r) => r.reward)).toEqual([1]);
   });
 
@@ -110,6 +109,12 @@ describe("forge export", () => {
       ["user", "hi"],
       ["assistant", "ok"],
     ]);
+  });
+
+  test("realign off (thinkOpen -1): b's stripped think block forks", async () => {
+    const m = await exportTrajectories(readRecords(dir), { format: "jsonl", out: join(dir, "exports", "nothink.jsonl"), thinkOpen: -1, thinkClose: -1 });
+    expect(m.calls.realign).toBe(0);
+    expect(m.calls.fork).toBe(2);
   });
 
   test("usage errors exit through UsageError", async () => {

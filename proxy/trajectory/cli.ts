@@ -66,7 +66,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
   if (!(gamma >= 0 && gamma <= 1)) throw new UsageError(`--gamma must be a number in [0, 1], got "${v.gamma}"`);
   const sftMinReward = v["sft-min-reward"] === undefined ? 1 : Number(v["sft-min-reward"]);
   if (Number.isNaN(sftMinReward)) throw new UsageError(`--sft-min-reward must be a number, got "${v["sft-min-reward"]}"`);
-  let think: { thinkOpen?: number; thinkClose?: number } = {};
+  let think: { thinkOpen?: number; thinkClose?: number } = { thinkOpen: -1, thinkClose: -1 };
   if (v["think-tokens"] !== "none") {
     const ids = v["think-tokens"]!.split(",").map(Number);
     if (ids.length !== 2 || !ids.every(Number.isInteger)) throw new UsageError(`--think-tokens must be OPEN,CLOSE token ids or "none", got "${v["think-tokens"]}"`);

@@ -16,7 +16,7 @@ import { assembleTrajectory } from "./assemble.ts";
 import { columnsSql, sftColumns, verlColumns } from "./columns.ts";
 import { requestMessages, responseMessage, type ChatMessage } from "./messages.ts";
 import { collectRollouts, type CollectStats, type CollectedRollout } from "./resolve.ts";
-import type { AssembleOptions, BrokenCall, RolloutTrajectory, TrajectorySample } from "./types.ts";
+import { withThinkDefaults, type AssembleOptions, type BrokenCall, type RolloutTrajectory, type TrajectorySample } from "./types.ts";
 
 export type ExportFormat = "verl" | "sft" | "jsonl";
 
@@ -122,6 +122,7 @@ async function closeStream(stream: ReturnType<typeof createWriteStream>): Promis
 
 /**
  * Exports the rollouts in a record stream. Returns the manifest (also written beside `out`).
+ * Without reasoning ids, Qwen3's are assumed (QWEN3_THINK).
  *
  * @example
  * const manifest = await exportTrajectories(readRecords("data"), { format: "verl", out: "data/exports/batch.parquet" });
@@ -132,6 +133,7 @@ export async function exportTrajectories(
   options: ExportOptions,
 ): Promise<ExportManifest> {
   const started = performance.now();
+  options = withThinkDefaults(options);
   const minGroupSize = options.minGroupSize ?? 2;
   const sftMinReward = options.sftMinReward ?? 1;
   const format = options.format;

@@ -12,4 +12,5 @@ export { exportTrajectories, manifestPath, sidecarPath } from "./export.ts";
 export type { ExportFormat, ExportManifest, ExportOptions } from "./export.ts";
 export { trajectoryOf } from "./trajectory-of.ts";
 export { exportCommand } from "./cli.ts";
+export { QWEN3_THINK, withThinkDefaults } from "./types.ts";
 export type * from "./types.ts";

@@ -4,11 +4,11 @@
 import type { Record } from "../../schemas/index.ts";
 import { assembleTrajectory } from "./assemble.ts";
 import { collectRollouts } from "./resolve.ts";
-import type { AssembleOptions, RolloutTrajectory } from "./types.ts";
+import { withThinkDefaults, type AssembleOptions, type RolloutTrajectory } from "./types.ts";
 
 /**
  * Assembles the rollout `rolloutId` from a record stream (other rollouts' records are skipped).
- * Returns undefined when the stream holds nothing about it.
+ * Returns undefined when the stream holds nothing about it. Without reasoning ids, Qwen3's are assumed (QWEN3_THINK).
  *
  * @example
  * const t = await trajectoryOf(readRecords("data"), "r-42", { thinkOpen: 151667, thinkClose: 151668 });
@@ -25,6 +25,6 @@ export async function trajectoryOf(
       if (v && "rolloutId" in v && v.rolloutId === rolloutId) yield record;
     }
   }
-  for await (const c of collectRollouts(only())) return assembleTrajectory(c.calls, c.rollout, c.result, options);
+  for await (const c of collectRollouts(only())) return assembleTrajectory(c.calls, c.rollout, c.result, withThinkDefaults(options));
   return undefined;
 }

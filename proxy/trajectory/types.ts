@@ -36,6 +36,19 @@ export type AssembleOptions = {
   timeouts?: "score" | "exclude";
 };
 
+/**
+ * What `exportTrajectories` and `trajectoryOf` assume when no reasoning ids are given: Qwen3's
+ * `<think>` / `</think>` and the "\n" / "\n\n" its template drops with a stripped block. Pass
+ * `thinkOpen: -1, thinkClose: -1` to turn realign off.
+ */
+export const QWEN3_THINK = { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] } as const;
+
+/** `options` with Qwen3's reasoning ids where none are set. */
+export function withThinkDefaults<T extends AssembleOptions>(options: T): T {
+  if (options.thinkOpen !== undefined || options.thinkClose !== undefined) return options;
+  return { ...options, thinkOpen: QWEN3_THINK.thinkOpen, thinkClose: QWEN3_THINK.thinkClose, thinkTrailing: options.thinkTrailing ?? QWEN3_THINK.thinkTrailing };
+}
+
 /** One training sample: a prompt and a multi-turn response, token for token as served. */
 export type TrajectorySample = {
   sample_id: string;
