@@ -103,6 +103,10 @@ describe("trajectories through the proxy", () => {
     expect(t.stats.drift_tokens).toBeGreaterThan(0);
     expectSampled(t, 0, [first.sample, second.sample]);
     expect(t.samples[0]!.reward).toBe(0.5);
+    // The control API serves the same assembly.
+    const served = await h.control(`/control/rollouts/${r.rollout_id}/trajectory`, undefined, "GET");
+    expect(served.status).toBe(200);
+    expect(JSON.parse(JSON.stringify(t))).toEqual(await served.json());
   });
 
   test("fork: OpenClaw re-appends its context message at the end and renames tool-call ids", async () => {
