@@ -187,6 +187,7 @@ describe("forge render", () => {
       "--listen", "0.0.0.0:8080", "--data", "/data", "--mode", "train",
       "--upstream", "http://vllm-0.inference:8000", "--upstream", "http://vllm-1.inference:8000",
       "--admin-token", "$(FORGE_ADMIN_TOKEN)",
+      "--public-url", "http://argo-fixture-proxy.forge.svc:8080",
     ]);
     expect(byKind(objects, "Service").spec.selector).toEqual(deployment.spec.selector.matchLabels);
     const policy = byKind(objects, "NetworkPolicy").spec;
@@ -234,6 +235,18 @@ function forgeSubcommands(): string[] {
   const source = readFileSync(join(import.meta.dir, "..", "bin", "forge.ts"), "utf8");
   return [...source.matchAll(/^\s+"?([a-z-]+)"?: \{ summary:/gm)].map((m) => m[1]!);
 }
+
+test("the quickstart renders: simulator beside the proxy, records and exports, no veRL step (no weights)", () => {
+  const quickstart = join(import.meta.dir, "..", "examples", "quickstart", "experiment.yaml");
+  const objects = renderExperiment(parseExperimentFile(quickstart), { namespace: "forge", experimentPath: quickstart });
+  for (const object of objects) expect(() => new MODELS[object.kind]!(object as never).validate()).not.toThrow();
+  expect(template(objects, "iteration-0").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "report", "export"]);
+  const sim = byKind(objects, "Deployment").spec.template.spec.containers[1];
+  expect(sim.args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--script", "/experiment/simulator.yaml"]);
+  const config = byKind(objects, "ConfigMap");
+  expect(config.data["simulator.yaml"]).toBe(readFileSync(join(import.meta.dir, "..", "examples", "policies", "quickstart.yaml"), "utf8"));
+  expect(Object.keys(config.data).filter((k) => k.endsWith("instruction.md"))).toHaveLength(5);
+});
 
 describe("forge render CLI", () => {
   const ROOT = join(import.meta.dir, "..");

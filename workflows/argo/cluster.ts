@@ -5,6 +5,7 @@
  * lets rollout pods reach only the proxy and DNS, and the workflow's ServiceAccount + RBAC.
  * Built as typed, validated `kubernetes-models` objects; never YAML templates.
  */
+import { extname } from "node:path";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
@@ -15,10 +16,15 @@ import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import type { IContainer } from "kubernetes-models/v1/Container";
 import type { Experiment } from "../../schemas/experiment.ts";
-import { baseLabels, DATA_DIR, EXPERIMENT_DIR, FORGE_APP_DIR, LABEL_ROLE, LABEL_EXPERIMENT, objectNames } from "./names.ts";
+import { baseLabels, DATA_DIR, EXPERIMENT_DIR, FORGE_APP_DIR, LABEL_ROLE, LABEL_EXPERIMENT, objectNames, proxyUrl } from "./names.ts";
 
 /** Port of the simulator sidecar inside the proxy pod (loopback only). */
 const SIMULATOR_PORT = 8000;
+
+/** Name of the simulator script under /experiment (wherever it sat beside the experiment file). */
+export function mountedSimulatorScript(script: string): string {
+  return `simulator${extname(script)}`;
+}
 
 /** Env var carrying the admin token, from the Secret `forge submit` creates (docs/argo.md). */
 export function adminTokenEnv(experiment: Experiment) {
@@ -57,6 +63,9 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
         // Kubernetes expands $(VAR) from the container's env, so the token never sits in the spec.
         "--admin-token",
         "$(FORGE_ADMIN_TOKEN)",
+        // The base URLs handed to harnesses must be the Service's, not the pod's listen address.
+        "--public-url",
+        proxyUrl(experiment, namespace),
       ],
       env: [adminTokenEnv(experiment)],
       ports: [{ name: "http", containerPort: proxy.port }],
@@ -78,7 +87,7 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
         `127.0.0.1:${SIMULATOR_PORT}`,
         "--seed",
         String(policy.simulator.seed),
-        ...(policy.simulator.script ? ["--script", `${EXPERIMENT_DIR}/${policy.simulator.script}`] : []),
+        ...(policy.simulator.script ? ["--script", `${EXPERIMENT_DIR}/${mountedSimulatorScript(policy.simulator.script)}`] : []),
       ],
       resources: { requests: { cpu: "500m", memory: "1Gi" } },
       volumeMounts: [{ name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true }],

@@ -3,10 +3,11 @@
  * and validated models; and those objects as multi-document YAML for `kubectl apply -f -`.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, extname, join, relative, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { stringify } from "yaml";
 import type { Experiment } from "../../schemas/experiment.ts";
 import {
+  mountedSimulatorScript,
   renderDataVolume,
   renderExperimentConfig,
   renderProxyDeployment,
@@ -62,7 +63,7 @@ export function collectExperimentFiles(experiment: Experiment, experimentPath: s
   }
   const script = experiment.spec.policy.simulator.script;
   if (script) {
-    const name = `simulator${extname(script)}`;
+    const name = mountedSimulatorScript(script);
     files.set(name, readFileSync(resolve(baseDir, script)));
     mounted.spec.policy.simulator.script = name;
   }

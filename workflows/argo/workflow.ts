@@ -382,10 +382,10 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
     },
   ];
   if (experiment.spec.policy.mode === "train") {
-    tasks.push(
-      { name: "export", template: "export", dependencies: ["report"], arguments: { parameters: [iterationArg] } },
-      { name: "train", template: `train-${iteration}`, dependencies: ["export"] },
-    );
+    tasks.push({ name: "export", template: "export", dependencies: ["report"], arguments: { parameters: [iterationArg] } });
+  }
+  if (trains(experiment)) {
+    tasks.push({ name: "train", template: `train-${iteration}`, dependencies: ["export"] });
     if (experiment.spec.training.weightSync.strategy !== "none") {
       tasks.push({
         name: "sync",
@@ -406,8 +406,17 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
   };
 }
 
+/**
+ * Whether the workflow trains: train mode against real inference servers. With the policy
+ * simulator (no upstreams) there are no weights to train or load, so an iteration records
+ * and exports, and stops there.
+ */
+export function trains(experiment: Experiment): boolean {
+  return experiment.spec.policy.mode === "train" && experiment.spec.policy.upstreams.length > 0;
+}
+
 function iterationCount(experiment: Experiment): number {
-  return experiment.spec.policy.mode === "train" ? experiment.spec.training.iterations : 1;
+  return trains(experiment) ? experiment.spec.training.iterations : 1;
 }
 
 /** One-line summary shown in the Argo UI's workflow list; the report step appends the pass rate. */
@@ -444,8 +453,9 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
     reportTemplate(experiment),
     exitTemplate(experiment),
   ];
-  if (experiment.spec.policy.mode === "train") {
-    templates.push(exportTemplate(experiment), ...Array.from({ length: iterations }, (_, i) => trainTemplate(experiment, i)));
+  if (experiment.spec.policy.mode === "train") templates.push(exportTemplate(experiment));
+  if (trains(experiment)) {
+    templates.push(...Array.from({ length: iterations }, (_, i) => trainTemplate(experiment, i)));
     if (experiment.spec.training.weightSync.strategy !== "none") templates.push(syncTemplate(experiment, options.namespace));
   }
   const template = new WorkflowTemplate({
