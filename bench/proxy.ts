@@ -40,15 +40,19 @@ async function startSimulator(): Promise<{ url: string; stop(): void }> {
   return { url, stop: () => child.kill("SIGTERM") };
 }
 
-async function load(concurrency: number, target: (worker: number) => { url: string; key: string }): Promise<Result> {
+const HARNESS_BODY = JSON.stringify({ model: "qwen3", stream: true, messages: [{ role: "user", content: PROMPT }] });
+// Direct calls ask the simulator for what the proxy asks it for in train mode, so both rows
+// cost the upstream the same and the difference is the proxy's.
+const TRAIN_BODY = JSON.stringify({ model: "qwen3", stream: true, messages: [{ role: "user", content: PROMPT }], return_token_ids: true, logprobs: true, stream_options: { include_usage: true } });
+
+async function load(concurrency: number, target: (worker: number) => { url: string; key: string; body: string }): Promise<Result> {
   const latencies: number[] = [];
   let failed = 0;
-  const body = JSON.stringify({ model: "qwen3", stream: true, messages: [{ role: "user", content: PROMPT }] });
   const started = performance.now();
   const until = started + SECONDS * 1000;
   await Promise.all(
     Array.from({ length: concurrency }, async (_, w) => {
-      const { url, key } = target(w);
+      const { url, key, body } = target(w);
       while (performance.now() < until) {
         const t0 = performance.now();
         try {
@@ -78,12 +82,12 @@ try {
   const keys = await Promise.all(Array.from({ length: Math.max(...LEVELS) }, (_, i) => proxy.register(`bench-${i}`)));
   const rows: Record<string, number | string>[] = [];
   // Warm both paths (JIT, connection pools) before measuring.
-  await load(8, () => ({ url: `${sim.url}/v1/chat/completions`, key: "sim" }));
-  await load(8, (w) => ({ url: `${proxy.url}/r/${keys[w]!.rollout_id}/v1/chat/completions`, key: keys[w]!.api_key }));
+  await load(8, () => ({ url: `${sim.url}/v1/chat/completions`, key: "sim", body: TRAIN_BODY }));
+  await load(8, (w) => ({ url: `${proxy.url}/r/${keys[w]!.rollout_id}/v1/chat/completions`, key: keys[w]!.api_key, body: HARNESS_BODY }));
   for (const c of LEVELS) {
     process.stderr.write(`bench: ${c} concurrent streams, direct then through the proxy (${SECONDS} s each)...\n`);
-    const direct = await load(c, () => ({ url: `${sim.url}/v1/chat/completions`, key: "sim" }));
-    const viaProxy = await load(c, (w) => ({ url: `${proxy.url}/r/${keys[w]!.rollout_id}/v1/chat/completions`, key: keys[w]!.api_key }));
+    const direct = await load(c, () => ({ url: `${sim.url}/v1/chat/completions`, key: "sim", body: TRAIN_BODY }));
+    const viaProxy = await load(c, (w) => ({ url: `${proxy.url}/r/${keys[w]!.rollout_id}/v1/chat/completions`, key: keys[w]!.api_key, body: HARNESS_BODY }));
     const d = { rps: direct.calls / direct.seconds, p50: pct(direct.latencies, 50), p99: pct(direct.latencies, 99) };
     const p = { rps: viaProxy.calls / viaProxy.seconds, p50: pct(viaProxy.latencies, 50), p99: pct(viaProxy.latencies, 99) };
     rows.push({

@@ -122,7 +122,7 @@ async function callUpstream(
     return new Response(bytes, { status, headers: { "content-type": "application/json", ...callHeaders, ...extraHeaders } });
   };
 
-  const sent = await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", request.signal);
+  const sent = await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", request.signal, prepared.upstreamHeaders);
   base.upstreamAttempts = sent.attempts;
   base.upstream = sent.upstream?.url ?? "";
   if ("error" in sent) {
@@ -215,6 +215,7 @@ function streamAnswer(
   const finish = (status: CallStatus, error: string) => {
     if (finished) return;
     finished = true;
+    clearInterval(watchdog);
     request.signal.removeEventListener("abort", onClientAbort);
     const bytes = concat(sentChunks);
     try {
@@ -230,12 +231,21 @@ function streamAnswer(
   };
   request.signal.addEventListener("abort", onClientAbort, { once: true });
 
-  let idleTimer: ReturnType<typeof setTimeout> | undefined;
+  // One watchdog per stream instead of a timer per chunk: reads only bump a timestamp.
+  let lastByteAt = performance.now();
+  let idleReject: ((reason: "idle") => void) | undefined;
+  const watchdog = setInterval(() => {
+    if (performance.now() - lastByteAt > ctx.idleTimeoutMs) idleReject?.("idle");
+  }, Math.max(10, Math.min(1000, ctx.idleTimeoutMs / 4)));
+  watchdog.unref?.();
   const readWithIdle = () =>
     new Promise<{ done: boolean; value?: Uint8Array } | "idle">((resolve, reject) => {
-      idleTimer = setTimeout(() => resolve("idle"), ctx.idleTimeoutMs);
-      reader.read().then(resolve, reject);
-    }).finally(() => clearTimeout(idleTimer));
+      idleReject = resolve;
+      reader.read().then((r) => {
+        lastByteAt = performance.now();
+        resolve(r);
+      }, reject);
+    });
 
   const errorEvent = (message: string, code: string) =>
     encoder.encode(`data: ${JSON.stringify({ error: { message, type: "upstream_error", param: null, code } })}\n\n`);
