@@ -8,6 +8,7 @@ import { openSegmentLog, readRecords, type SegmentLog } from "./recorder/index.t
 import { createCallRecorder, type CallRecorder } from "./record/call-recorder.ts";
 import { errorResponse, ProxyHttpError } from "./errors.ts";
 import { DEFAULT_FRONT_DOORS } from "./frontdoors/index.ts";
+import { frontDoorsFor } from "./translate/doors.ts";
 import type { PipelineContext } from "./frontdoors/pipeline.ts";
 import { createProxyMetrics, type ProxyMetrics } from "./metrics.ts";
 import { DEFAULTS, type ProxyOptions } from "./options.ts";
@@ -53,6 +54,10 @@ export interface Proxy {
 export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   const mode = options.mode ?? "train";
   if (mode !== "train" && mode !== "eval") throw new Error(`mode must be train or eval, got "${mode}"`);
+  const upstreamProtocol = options.upstreamProtocol ?? "chat";
+  if (upstreamProtocol !== "chat" && mode === "train") {
+    throw new Error(`upstream protocol "${upstreamProtocol}" passes calls through to a vendor API, which returns no token ids: use it with mode eval (--mode eval)`);
+  }
   const givenToken = options.adminToken ?? process.env.FORGE_ADMIN_TOKEN;
   const adminToken = givenToken && givenToken !== "" ? givenToken : newApiKey().replace(/^fk-/, "fa-");
   const upstreamApiKey = options.upstreamApiKey ?? process.env.FORGE_UPSTREAM_API_KEY ?? process.env.OPENAI_API_KEY;
@@ -106,7 +111,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   app.notFound((c) => errorResponse(new ProxyHttpError(404, `no route ${c.req.method} ${c.req.path} on the forge proxy`, "not_found_error", "unknown_route")));
   mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir });
   mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics, publicUrl: options.publicUrl });
-  mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? DEFAULT_FRONT_DOORS, maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
+  mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? (upstreamProtocol === "chat" ? DEFAULT_FRONT_DOORS : frontDoorsFor(upstreamProtocol, { apiKey: upstreamApiKey })), maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
 
   return {
     app,

@@ -27,7 +27,7 @@ const proxyUsage = `
 usage: forge proxy --upstream URL [--upstream URL ...] --data DIR [--listen HOST:PORT]
                    [--mode train|eval] [--admin-token TOKEN] [--max-body-bytes N]
                    [--group-commit-ms N] [--first-byte-timeout-ms N] [--idle-timeout-ms N]
-                   [--pause-bound-ms N] [--public-url URL] [--json]
+                   [--pause-bound-ms N] [--public-url URL] [--upstream-protocol chat|anthropic|responses] [--json]
 
 Serves the recording proxy: OpenAI Chat Completions and Completions at /r/ROLLOUT/v1/... (and
 /v1/... with a rollout's key), the control API at /control/..., /healthz and /metrics.
@@ -44,6 +44,9 @@ Every model call is recorded token for token to DIR/log (docs/proxy.md).
   --idle-timeout-ms N       longest gap between upstream stream chunks (default ${DEFAULTS.idleTimeoutMs})
   --pause-bound-ms N        longest a call waits while paused before 429 (default ${DEFAULTS.pauseBoundMs})
   --public-url URL          base URL handed to harnesses (default: the origin a request came to)
+  --upstream-protocol P     chat (default): Anthropic Messages and Responses calls are translated to
+                            Chat Completions; anthropic|responses: the upstream is that vendor API and
+                            those calls pass through unchanged (eval only: no token ids; docs/front-doors.md)
   --json                    print one JSON line with the URL once listening
 
 The upstream API key is read from env FORGE_UPSTREAM_API_KEY (or OPENAI_API_KEY).
@@ -70,6 +73,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
         "idle-timeout-ms": { type: "string" },
         "pause-bound-ms": { type: "string" },
         "public-url": { type: "string" },
+        "upstream-protocol": { type: "string" },
         json: { type: "boolean" },
       },
     },
@@ -81,6 +85,13 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   if (!v.data) throw new UsageError(`forge proxy: --data DIR is required\n${proxyUsage}`);
   const mode = v.mode ?? "train";
   if (mode !== "train" && mode !== "eval") throw new UsageError(`--mode must be train or eval, got "${mode}"`);
+  const upstreamProtocol = v["upstream-protocol"] ?? "chat";
+  if (upstreamProtocol !== "chat" && upstreamProtocol !== "anthropic" && upstreamProtocol !== "responses") {
+    throw new UsageError(`--upstream-protocol must be chat, anthropic or responses, got "${upstreamProtocol}"`);
+  }
+  if (upstreamProtocol !== "chat" && mode !== "eval") {
+    throw new UsageError(`--upstream-protocol ${upstreamProtocol} passes calls through to a vendor API, which returns no token ids: add --mode eval`);
+  }
   const listen = v.listen ?? DEFAULTS.listen;
   let hostname: string;
   try {
@@ -104,6 +115,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     idleTimeoutMs: intFlag("idle-timeout-ms", v["idle-timeout-ms"], DEFAULTS.idleTimeoutMs),
     pauseBoundMs: intFlag("pause-bound-ms", v["pause-bound-ms"], DEFAULTS.pauseBoundMs),
     publicUrl: v["public-url"],
+    upstreamProtocol,
   });
   const { state } = started.proxy;
   if (v.json) {

@@ -31,7 +31,12 @@ export interface ProxyOptions {
   healthIntervalMs?: number;
   /** Base URL given to harnesses in registration answers. Default: the origin of the request. */
   publicUrl?: string;
-  /** Front doors served. Default chat + completions. */
+  /**
+   * What the upstream speaks: "chat" (default: vLLM/SGLang; Anthropic and Responses calls are
+   * translated), or "anthropic" / "responses" (a vendor API: those calls pass through; eval only).
+   */
+  upstreamProtocol?: "chat" | "anthropic" | "responses";
+  /** Front doors served. Default: chat, completions, anthropic_messages, responses. */
   frontDoors?: readonly FrontDoor[];
   /** For tests: the recorder's system calls (to inject ENOSPC/EIO). */
   recorderIo?: WriterIo;

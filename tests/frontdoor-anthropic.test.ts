@@ -95,7 +95,7 @@ describe("anthropic messages front door", () => {
   test("streaming (?beta=true): the SDK's MessageStream accumulates the translated events", async () => {
     const { r, anthropic } = await client();
     const events: string[] = [];
-    const stream = anthropic.beta.messages.stream({ model: "claude-x", max_tokens: 512, tools: tools as any, messages: [{ role: "user", content: task }] });
+    const stream = anthropic.messages.stream({ model: "claude-x", max_tokens: 512, tools, messages: [{ role: "user", content: task }] }, { query: { beta: "true" } });
     stream.on("streamEvent", (e) => events.push(e.type));
     const msg = await stream.finalMessage();
     const sample = last(h.sims[0]!.samples);

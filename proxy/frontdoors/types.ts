@@ -25,6 +25,8 @@ export interface PreparedCall {
   translateJson?(json: any): unknown;
   /** Translates the (stripped) upstream SSE to the harness protocol's SSE; absent = as is. */
   translateStream?(): TransformStream<Uint8Array, Uint8Array>;
+  /** Headers added to the upstream request (passthrough to a vendor API: its auth and version headers). */
+  upstreamHeaders?: Record<string, string>;
   /** The protocol's error body. */
   errorBody(status: number, message: string, type: string, code: string | null): unknown;
 }
@@ -36,5 +38,5 @@ export interface FrontDoor {
   /** Path under `/r/:rollout` and at the root, e.g. "/v1/chat/completions". */
   path: string;
   /** Validates the harness body (throws ProxyHttpError 400 naming the field) and prepares the call. */
-  prepare(body: Record<string, any>): PreparedCall;
+  prepare(body: Record<string, any>, request?: Request): PreparedCall;
 }

@@ -28,7 +28,7 @@ export function mountModelRoutes(app: Hono, options: ModelRoutesOptions): void {
       const rollout = resolveRollout(c, registry);
       const bytes = await readJsonBody(c.req.raw, maxBodyBytes);
       const body = parseJsonObject(bytes);
-      const prepared = door.prepare(body);
+      const prepared = door.prepare(body, c.req.raw);
       return runModelCall(ctx, rollout, door, prepared, bytes, c.req.raw);
     };
     app.post(`/r/:rollout${door.path}`, handler);

@@ -6,6 +6,8 @@
 import { Protocol } from "../../schemas/index.ts";
 import { ProxyHttpError } from "../errors.ts";
 import type { FrontDoor, PreparedCall } from "../frontdoors/types.ts";
+import { chatFrontDoor } from "../frontdoors/chat.ts";
+import { completionsFrontDoor } from "../frontdoors/completions.ts";
 import type { FrontDoorCall } from "./front-door.ts";
 import { anthropicError, anthropicFrontDoor, openaiError, responsesFrontDoor } from "./front-door.ts";
 import { TranslationError } from "./chat-types.ts";
@@ -57,14 +59,23 @@ export type UpstreamProtocol = "chat" | "anthropic" | "responses";
  * createAnthropicMessagesDoor().prepare({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }).upstreamPath
  * // "/v1/chat/completions"
  */
-export function createAnthropicMessagesDoor(upstream: UpstreamProtocol = "chat"): FrontDoor {
+export function createAnthropicMessagesDoor(upstream: UpstreamProtocol = "chat", vendor: VendorOptions = {}): FrontDoor {
   return {
     name: "anthropic_messages",
     protocol: Protocol.ANTHROPIC_MESSAGES,
     path: "/v1/messages",
-    prepare(body) {
+    prepare(body, request) {
       requireModel(body);
-      if (upstream === "anthropic") return passthroughCall(body, "/v1/messages", anthropicError);
+      if (upstream === "anthropic") {
+        const call = passthroughCall(body, `/v1/messages${request ? new URL(request.url).search : ""}`, anthropicError);
+        // Anthropic authenticates with x-api-key (not a bearer) and needs its version header; betas are the harness's.
+        const headers: Record<string, string> = { "anthropic-version": request?.headers.get("anthropic-version") ?? "2023-06-01" };
+        const beta = request?.headers.get("anthropic-beta");
+        if (beta) headers["anthropic-beta"] = beta;
+        if (vendor.apiKey) Object.assign(headers, { "x-api-key": vendor.apiKey, authorization: "" });
+        call.upstreamHeaders = headers;
+        return call;
+      }
       return preparedFrom(translated(() => anthropicFrontDoor(body)));
     },
   };
@@ -105,6 +116,24 @@ function passthroughCall(body: Record<string, any>, path: string, errorBody: (st
     wants: { tokenIds: true, logprobs: true, usage: true },
     errorBody: (status, message) => errorBody(status, message),
   };
+}
+
+export interface VendorOptions {
+  /** The vendor API key (Anthropic wants it as x-api-key). */
+  apiKey?: string;
+}
+
+/**
+ * Every front door for an upstream protocol: Chat Completions upstreams (vLLM, SGLang) get the
+ * translating doors; a vendor upstream (`--upstream-protocol anthropic|responses`, eval-only)
+ * gets its own protocol passed through unchanged.
+ *
+ * @example
+ * frontDoorsFor("anthropic", { apiKey: "sk-ant-..." }).map((d) => d.name)
+ * // ["chat", "completions", "anthropic_messages", "responses"]
+ */
+export function frontDoorsFor(upstream: UpstreamProtocol, vendor: VendorOptions = {}): FrontDoor[] {
+  return [chatFrontDoor, completionsFrontDoor, createAnthropicMessagesDoor(upstream, vendor), createResponsesDoor(upstream)];
 }
 
 /** The translated front doors with their default (Chat Completions) upstream. */

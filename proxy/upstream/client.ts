@@ -33,7 +33,15 @@ export interface UpstreamFailure {
 }
 
 export interface UpstreamClient {
-  send(rolloutId: string, path: string, body: Uint8Array | undefined, method: "POST" | "GET", clientSignal?: AbortSignal): Promise<UpstreamAnswer | UpstreamFailure>;
+  /** `extraHeaders` are added to a POST (a value of "" removes a default header, e.g. authorization). */
+  send(
+    rolloutId: string,
+    path: string,
+    body: Uint8Array | undefined,
+    method: "POST" | "GET",
+    clientSignal?: AbortSignal,
+    extraHeaders?: Record<string, string>,
+  ): Promise<UpstreamAnswer | UpstreamFailure>;
 }
 
 /**
@@ -47,7 +55,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   return {
-    async send(rolloutId, path, body, method, clientSignal) {
+    async send(rolloutId, path, body, method, clientSignal, extraHeaders) {
+      const postHeaders = extraHeaders ? withExtra(headers, extraHeaders) : headers;
       const ranked = options.router.rank(rolloutId);
       let attempts = 0;
       let last: UpstreamFailure | undefined;
@@ -64,7 +73,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         try {
           const response = await fetch(upstream.url + path, {
             method,
-            headers: method === "GET" ? { accept: "application/json", ...(headers.authorization ? { authorization: headers.authorization } : {}) } : headers,
+            headers: method === "GET" ? { accept: "application/json", ...(headers.authorization ? { authorization: headers.authorization } : {}) } : postHeaders,
             body: method === "POST" ? body : undefined,
             signal: controller.signal,
           });
@@ -107,4 +116,10 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       return last ?? { error: new ProxyHttpError(502, "no upstream configured", "upstream_error", "upstream_unreachable"), upstream: undefined, attempts, kind: "unreachable" };
     },
   };
+}
+
+function withExtra(base: Record<string, string>, extra: Record<string, string>): Record<string, string> {
+  const out = { ...base, ...extra };
+  for (const [name, value] of Object.entries(out)) if (value === "") delete out[name];
+  return out;
 }
