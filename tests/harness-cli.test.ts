@@ -11,13 +11,14 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPolicySimulator, startProxy } from "../proxy/index.ts";
+import type { PolicyScriptInput } from "../schemas/policy-script.ts";
 import { HARNESS_BINARIES } from "../workflows/harnesses/index.ts";
 import { runLocal } from "../workflows/local/executor.ts";
 import { taskFromSpec } from "../workflows/tasks/index.ts";
 
 const ADMIN = "harness-cli-admin";
 const CONTENT = "Hello, OpenForge!";
-const script = {
+const script: PolicyScriptInput = {
   version: 1,
   failure_rate: 0,
   tasks: [{ name: "hello", match: "hello.txt", steps: [{ bash: `printf '${CONTENT}\\n' > hello.txt` }, { finish: "Created hello.txt." }] }],

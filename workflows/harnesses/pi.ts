@@ -12,7 +12,7 @@ const APIS = ["openai-completions", "openai-responses", "anthropic-messages"] as
  * piAdapter({ ...ctx, options: { api: "openai-completions" } }).command; // ["pi", "-p", "--provider", "forge", ...]
  */
 export const piAdapter: HarnessAdapter = (ctx) => {
-  const api = option(ctx, "api", "openai-completions");
+  const api: string = option(ctx, "api", "openai-completions");
   if (!(APIS as readonly string[]).includes(api)) throw new Error(`spec.harness.options.api: expected one of ${APIS.join(", ")}, got "${api}"`);
   const agentDir = `${ctx.homeDir}/.pi/agent`;
   const models = {

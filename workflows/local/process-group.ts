@@ -87,5 +87,5 @@ export async function runProcessGroup(options: GroupOptions): Promise<GroupResul
   liveGroups.delete(pid);
   closeSync(out);
   closeSync(err);
-  return { exitCode: child.signalCode ? null : exitCode, signal: child.signalCode ?? null, timedOut, aborted, durationMs: performance.now() - started };
+  return { exitCode: child.signalCode ? null : exitCode, signal: child.signalCode ? String(child.signalCode) : null, timedOut, aborted, durationMs: performance.now() - started };
 }
