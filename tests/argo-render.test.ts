@@ -215,7 +215,7 @@ describe("forge render", () => {
     const containers = byKind(objects, "Deployment").spec.template.spec.containers;
     expect(containers.map((c: AnyTemplate) => c.name)).toEqual(["proxy", "policy-sim"]);
     expect(containers[0].args).toContain("http://127.0.0.1:8000");
-    expect(containers[1].args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7"]);
+    expect(containers[1].args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--model", "sim"]);
     const names = templates(objects).map((t) => t.name);
     expect(names).toEqual(["experiment", "iteration-0", "plan", "rollout", "report", "exit-handler"]);
     expect(template(objects, "rollout").containerSet.containers[1].image).toBe("ghcr.io/openforge/harness-claude-code:0.1.0");
@@ -242,7 +242,7 @@ test("the quickstart renders: simulator beside the proxy, records and exports, n
   for (const object of objects) expect(() => new MODELS[object.kind]!(object as never).validate()).not.toThrow();
   expect(template(objects, "iteration-0").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "report", "export"]);
   const sim = byKind(objects, "Deployment").spec.template.spec.containers[1];
-  expect(sim.args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--script", "/experiment/simulator.yaml"]);
+  expect(sim.args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--model", "forge-sim/qwen3-sim", "--script", "/experiment/simulator.yaml"]);
   const config = byKind(objects, "ConfigMap");
   expect(config.data["simulator.yaml"]).toBe(readFileSync(join(import.meta.dir, "..", "examples", "policies", "quickstart.yaml"), "utf8"));
   expect(Object.keys(config.data).filter((k) => k.endsWith("instruction.md"))).toHaveLength(5);
