@@ -133,6 +133,19 @@ describe("assembleTrajectory", () => {
     expect(t.samples[1]!.prompt_ids).toEqual([1, 2, 10, 3, 11, 4]);
   });
 
+  test("a PARTIAL call closes only the sample it continued", async () => {
+    const r = rolloutRecords("r6b");
+    r.call({ prompt: [1, 2], completion: [10] }); // main
+    r.call({ prompt: [5, 6], completion: [20] }); // sub-agent
+    r.call({ prompt: [1, 2, 10, 3], completion: [11], tokenStatus: TokenStatus.PARTIAL }); // main, cut mid-stream
+    r.call({ prompt: [5, 6, 20, 7], completion: [21] }); // sub-agent goes on
+    r.call({ prompt: [1, 2, 10, 3, 11, 4], completion: [12] }); // main again: a new sample
+    r.finish(1);
+    const t = await assemble(r);
+    expect(t.kinds.map((k) => [k.kind, k.sample])).toEqual([["start", 0], ["fork", 1], ["broken", -1], ["clean", 1], ["fork", 2]]);
+    expect(t.broken[0]!.token_status).toBe("partial");
+  });
+
   test("reward policies: final, same, discounted", async () => {
     const build = () => {
       const r = rolloutRecords("r7");
