@@ -110,6 +110,9 @@ describe("anthropic messages front door", () => {
     const sse = decode(calls[0]!.responseBody);
     expect(sse.startsWith("event: message_start\n")).toBe(true);
     expect(sse).toContain("event: ping\n");
+    // The prompt ids of the first upstream chunk give message_start its input tokens up front.
+    const start = JSON.parse(sse.split("\n")[1]!.slice("data: ".length));
+    expect(start.message.usage.input_tokens).toBe(sample.prompt_token_ids.length);
     expect(sse).toContain('"type":"input_json_delta"');
     expect(sse).not.toContain("token_ids");
   });

@@ -12,8 +12,12 @@ import type { FrontDoorCall } from "./front-door.ts";
 import { anthropicError, anthropicFrontDoor, openaiError, responsesFrontDoor } from "./front-door.ts";
 import { TranslationError } from "./chat-types.ts";
 
-/** The harness's protocol has no token-id fields; usage is needed to translate the stream's end. */
-const WANTS = { tokenIds: false, logprobs: false, usage: true };
+/**
+ * What the translator (not the harness) gets of the Chat answer: usage for the stream's end, and
+ * prompt ids so message_start can report input tokens up front. The harness's protocol has no
+ * token-id fields, so none of them reach it.
+ */
+const WANTS = { tokenIds: true, logprobs: false, usage: true };
 
 function requireModel(body: Record<string, any>): string {
   if (typeof body.model !== "string" || body.model === "") {
