@@ -117,6 +117,15 @@ describe("forge export", () => {
     expect(m.calls.fork).toBe(2);
   });
 
+  test("--experiment / --iteration keep only that experiment's rollouts", async () => {
+    const none = await exportTrajectories(readRecords(dir), { format: "jsonl", out: join(dir, "exports", "other.jsonl"), experiment: "other", minGroupSize: 1 });
+    expect(none.rows).toBe(0);
+    expect(none.filter.skipped_rollouts).toBe(5);
+    const demo = await exportTrajectories(readRecords(dir), { format: "jsonl", out: join(dir, "exports", "demo.jsonl"), experiment: "demo", iteration: 0, minGroupSize: 1 });
+    expect(demo.rows).toBe(4);
+    expect(demo.filter.skipped_rollouts).toBe(0);
+  });
+
   test("usage errors exit through UsageError", async () => {
     await expect(exportCommand(["--format", "verl"])).rejects.toThrow("--data DIR is required");
     await expect(exportCommand(["--data", dir, "--format", "xml"])).rejects.toThrow("--format must be");

@@ -19,6 +19,8 @@ usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
   --gamma G               discount for --reward-policy discounted (default 0.9)
   --timeouts T            score (a timeout is the policy's failure; default) | exclude
   --think-tokens A,B      reasoning open/close token ids the template strips (default 151667,151668: Qwen3); "none" disables realign
+  --experiment NAME       only rollouts registered under this experiment
+  --iteration N           only rollouts of this iteration
   --data-source NAME      veRL data_source column (default: the experiment name)
   --sft-min-reward R      sft: keep ok rollouts with reward >= R (default 1)
   --json                  print the manifest as JSON
@@ -45,6 +47,8 @@ export async function exportCommand(argv: string[]): Promise<number> {
         timeouts: { type: "string", default: "score" },
         "think-tokens": { type: "string", default: "151667,151668" },
         "data-source": { type: "string" },
+        experiment: { type: "string" },
+        iteration: { type: "string" },
         "sft-min-reward": { type: "string" },
         json: { type: "boolean", default: false },
       },
@@ -85,6 +89,8 @@ export async function exportCommand(argv: string[]): Promise<number> {
     // Qwen3 renders "</think>\n\n": "\n\n" (271) and "\n" (198) go with a stripped block.
     thinkTrailing: [198, 271],
     ...(v["data-source"] ? { dataSource: v["data-source"] } : {}),
+    ...(v.experiment ? { experiment: v.experiment } : {}),
+    ...(v.iteration !== undefined ? { iteration: intFlag("iteration", v.iteration, 0) } : {}),
     sftMinReward,
     onProgress: (p) => process.stderr.write(`\rexport: ${p.records} records, ${p.rollouts} rollouts, ${p.samples} samples`),
   });

@@ -30,6 +30,10 @@ export type ExportOptions = AssembleOptions & {
   dataSource?: string;
   /** SFT keeps rollouts with status ok and reward ≥ this (default 1). */
   sftMinReward?: number;
+  /** Only rollouts registered under this experiment (Rollout.experiment). */
+  experiment?: string;
+  /** Only rollouts of this iteration (Rollout.iteration). */
+  iteration?: number;
   /** Called about once a second with the progress so far. */
   onProgress?: (p: { records: number; rollouts: number; samples: number }) => void;
 };
@@ -40,6 +44,7 @@ export type ExportManifest = {
   sidecar_jsonl: string | null;
   options: { min_group_size: number; reward_policy: string; gamma: number; timeouts: string; sft_min_reward: number | null };
   records: number;
+  filter: { experiment: string | null; iteration: number | null; skipped_rollouts: number };
   rollouts: { seen: number; valid: number; excluded: { [reason: string]: number }; late_calls: number; max_open: number };
   groups: { seen: number; kept: number; dropped: { group: string; valid_rollouts: number }[] };
   samples: number;
@@ -152,6 +157,7 @@ export async function exportTrajectories(
       timeouts: options.timeouts ?? "score",
       sft_min_reward: format === "sft" ? sftMinReward : null,
     },
+    filter: { experiment: options.experiment ?? null, iteration: options.iteration ?? null, skipped_rollouts: 0 },
     records: 0,
     rollouts: { seen: 0, valid: 0, excluded: {}, late_calls: 0, max_open: 0 },
     groups: { seen: 0, kept: 0, dropped: [] },
@@ -184,6 +190,11 @@ export async function exportTrajectories(
 
   try {
     for await (const collected of collectRollouts(records, collect)) {
+      const r = collected.rollout;
+      if ((options.experiment !== undefined && r?.experiment !== options.experiment) || (options.iteration !== undefined && r?.iteration !== options.iteration)) {
+        manifest.filter.skipped_rollouts++;
+        continue;
+      }
       const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, options);
       manifest.rollouts.seen++;
       manifest.calls.total += t.stats.calls;
