@@ -6,7 +6,7 @@
 import type { ModelCall, Rollout, RolloutResult } from "../../schemas/index.ts";
 import { TokenStatus } from "../../schemas/index.ts";
 import { fullPrompt, type PastCall } from "../capture/delta.ts";
-import { keyMatchesSha256 } from "./keys.ts";
+import { keyMatchesSha256, keySha256 } from "./keys.ts";
 
 export interface RolloutState {
   rollout: Rollout;
@@ -54,6 +54,8 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
   const recentCalls = options.recentCalls ?? 4;
   const maxRecentTokens = options.maxRecentTokens ?? 64 * 1024 * 1024;
   const rollouts = new Map<string, RolloutState>();
+  // By sha256 of the key: looking up a digest tells a timing observer nothing about any key.
+  const byDigest = new Map<string, RolloutState>();
   // Insertion order = least recently used first, for bounding the token history.
   const history = new Map<string, number>();
   let historyTokens = 0;
@@ -77,15 +79,13 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
   const registry: RolloutRegistry = {
     get: (id) => rollouts.get(id),
     byKey(key) {
-      // Linear in the number of live rollouts, each check constant-time; a digest index would
-      // leak nothing either, but this keeps the comparison the only path.
-      let found: RolloutState | undefined;
-      for (const state of rollouts.values()) if (keyMatchesSha256(key, state.rollout.keySha256)) found = state;
-      return found;
+      const state = byDigest.get(keySha256(key));
+      return state && keyMatchesSha256(key, state.rollout.keySha256) ? state : undefined;
     },
     add(rollout) {
       const state: RolloutState = { rollout, result: undefined, seq: 0, calls: 0, tokenStatusCounts: {}, recent: [] };
       rollouts.set(rollout.rolloutId, state);
+      if (rollout.keySha256 !== "") byDigest.set(rollout.keySha256, state);
       policyVersion = Math.max(policyVersion, rollout.policyVersion);
       return state;
     },
