@@ -17,7 +17,7 @@ import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
-import { parseExperimentFile, parseExperimentText } from "../schemas/experiment.ts";
+import { parseExperimentFile } from "../schemas/experiment.ts";
 import { manifestsToYaml, renderExperiment, type KubeObject } from "../workflows/argo/render.ts";
 
 // Some tests spawn `bun bin/forge.ts`; on a loaded 2-core CI box that takes seconds.

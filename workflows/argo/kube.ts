@@ -78,7 +78,7 @@ function operations(kc: KubeConfig, kind: string): Ops {
       any(custom.replaceNamespacedCustomObject({ group: ARGO_GROUP, version: ARGO_VERSION, namespace, plural, name, body })),
     remove: (name, namespace) => custom.deleteNamespacedCustomObject({ group: ARGO_GROUP, version: ARGO_VERSION, namespace, plural, name }),
   });
-  // biome-ignore lint: the generated request types differ per kind; bodies are validated models.
+  // The generated request types differ per kind; our bodies are already validated models.
   const b = (body: KubeObject) => body as never;
   switch (kind) {
     case "ServiceAccount":
