@@ -19,6 +19,7 @@ usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
   --gamma G               discount for --reward-policy discounted (default 0.9)
   --timeouts T            score (a timeout is the policy's failure; default) | exclude
   --think-tokens A,B      reasoning open/close token ids the template strips (default 151667,151668: Qwen3); "none" disables realign
+  --group-rows N          also write a GRPO dataset, one row per group naming N samples (veRL rollout.n=N)
   --experiment NAME       only rollouts registered under this experiment
   --iteration N           only rollouts of this iteration
   --data-source NAME      veRL data_source column (default: the experiment name)
@@ -48,6 +49,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
         "think-tokens": { type: "string", default: "151667,151668" },
         "data-source": { type: "string" },
         experiment: { type: "string" },
+        "group-rows": { type: "string" },
         iteration: { type: "string" },
         "sft-min-reward": { type: "string" },
         json: { type: "boolean", default: false },
@@ -77,6 +79,8 @@ export async function exportCommand(argv: string[]): Promise<number> {
     think = { thinkOpen: ids[0]!, thinkClose: ids[1]! };
   }
   // SFT goes to a subfolder: analytics' `samples` view reads DIR/exports/*.parquet as veRL batches.
+  if (v["group-rows"] !== undefined && (format !== "verl" || intFlag("group-rows", v["group-rows"], 0) < 1))
+    throw new UsageError(`--group-rows needs --format verl and a count of at least 1, got "${v["group-rows"]}"`);
   const out = v.out ?? (format === "sft" ? join(v.data, "exports", "sft", "batch-sft.parquet") : join(v.data, "exports", `batch-${format}.${format === "jsonl" ? "jsonl" : "parquet"}`));
   const manifest = await exportTrajectories(readRecords(v.data), {
     format,
@@ -90,6 +94,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
     thinkTrailing: [198, 271],
     ...(v["data-source"] ? { dataSource: v["data-source"] } : {}),
     ...(v.experiment ? { experiment: v.experiment } : {}),
+    ...(v["group-rows"] !== undefined ? { groupRows: intFlag("group-rows", v["group-rows"], 0) } : {}),
     ...(v.iteration !== undefined ? { iteration: intFlag("iteration", v.iteration, 0) } : {}),
     sftMinReward,
     onProgress: (p) => process.stderr.write(`\rexport: ${p.records} records, ${p.rollouts} rollouts, ${p.samples} samples`),

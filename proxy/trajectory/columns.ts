@@ -48,3 +48,13 @@ export const sftColumns: readonly (readonly [string, string])[] = [
 export function columnsSql(columns: readonly (readonly [string, string])[]): string {
   return `{${columns.map(([name, type]) => `'${name}': '${type.replace(/\s+/g, " ").replace(/'/g, "''")}'`).join(", ")}}`;
 }
+
+/** The GRPO dataset of `groupRows`: one row per group, naming the samples its n copies replay. */
+export const groupColumns: readonly (readonly [string, string])[] = [
+  ["uid", "VARCHAR"],
+  ["data_source", "VARCHAR"],
+  ["agent_name", "VARCHAR"],
+  ["prompt", `${message}[]`],
+  ["task_id", "VARCHAR"],
+  ["extra_info", 'STRUCT("index" BIGINT, "group" VARCHAR, task_id VARCHAR, sample_ids VARCHAR[])'],
+];

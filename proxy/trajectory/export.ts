@@ -7,13 +7,13 @@
  * that file drops them and numbers the rows, and DuckDB streams the result into parquet.
  */
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { once } from "node:events";
 import { DuckDBInstance } from "@duckdb/node-api";
 import type { Record } from "../../schemas/index.ts";
 import { assembleTrajectory } from "./assemble.ts";
-import { columnsSql, sftColumns, verlColumns } from "./columns.ts";
+import { columnsSql, groupColumns, sftColumns, verlColumns } from "./columns.ts";
 import { requestMessages, responseMessage, type ChatMessage } from "./messages.ts";
 import { collectRollouts, type CollectStats, type CollectedRollout } from "./resolve.ts";
 import { withThinkDefaults, type AssembleOptions, type BrokenCall, type RolloutTrajectory, type TrajectorySample } from "./types.ts";
@@ -30,6 +30,13 @@ export type ExportOptions = AssembleOptions & {
   dataSource?: string;
   /** SFT keeps rollouts with status ok and reward ≥ this (default 1). */
   sftMinReward?: number;
+  /**
+   * Also write a GRPO dataset of one row per group naming `groupRows` of its samples
+   * (`groupDatasetPath(out)`), for veRL runs with `rollout.n = groupRows`: veRL gives each
+   * dataset row a fresh uid and repeats it n times, so groups survive only as rows. Groups with
+   * fewer samples are left out of it and reported; extra samples are left out and counted.
+   */
+  groupRows?: number;
   /** Only rollouts registered under this experiment (Rollout.experiment). */
   experiment?: string;
   /** Only rollouts of this iteration (Rollout.iteration). */
@@ -55,6 +62,7 @@ export type ExportManifest = {
   rollouts_with_drift: number;
   rollouts_with_forks: number;
   broken_calls: (BrokenCall & { rollout_id: string })[];
+  group_dataset: { path: string; rows: number; samples_per_row: number; short_groups: number; samples_left_out: number } | null;
   message_errors: number;
   seconds: number;
   peak_rss_bytes: number;
@@ -169,6 +177,7 @@ export async function exportTrajectories(
     rollouts_with_drift: 0,
     rollouts_with_forks: 0,
     broken_calls: [],
+    group_dataset: null,
     message_errors: 0,
     seconds: 0,
     peak_rss_bytes: 0,
@@ -244,6 +253,8 @@ export async function exportTrajectories(
   // Pass 2: drop the small groups, number the rows (extra_info.index: what replay looks rows up by).
   const jsonlOut = format === "jsonl" ? options.out : sidecarPath(options.out);
   const final = createWriteStream(jsonlOut);
+  // For the group dataset: per kept group its sample ids (in row order) and its first prompt.
+  const groupSamples = new Map<string, { ids: string[]; first: Row }>();
   try {
     const lines = createInterface({ input: createReadStream(tmp), crlfDelay: Infinity });
     for await (const line of lines) {
@@ -258,6 +269,15 @@ export async function exportTrajectories(
         for (const m of r.response_mask) manifest.tokens.sampled += m;
       }
       await writeLine(final, `${JSON.stringify(row)}\n`);
+      if (options.groupRows && format === "verl") {
+        const g = groupSamples.get(row.uid);
+        if (g) g.ids.push(row.sample_id as string);
+        else
+          groupSamples.set(row.uid, {
+            ids: [row.sample_id as string],
+            first: { uid: row.uid, data_source: row.data_source, agent_name: row.agent_name, prompt: row.prompt, task_id: row.task_id, extra_info: { index: -1 } },
+          });
+      }
     }
   } finally {
     await closeStream(final);
@@ -266,6 +286,7 @@ export async function exportTrajectories(
   rss();
 
   if (format !== "jsonl") await jsonlToParquet(jsonlOut, options.out, format === "sft" ? sftColumns : verlColumns);
+  if (options.groupRows && format === "verl") manifest.group_dataset = await writeGroupDataset(options.out, groupSamples, options.groupRows);
   rss();
   manifest.seconds = Math.round((performance.now() - started) / 10) / 100;
   writeFileSync(manifestPath(options.out), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -307,6 +328,39 @@ function* rowsOf(
     const first = byId.get(s.call_ids[0]!)!;
     yield sampleRow(s, t, dataSource, messagesOr(() => requestMessages(first)) ?? []);
   }
+}
+
+/** Where `groupRows` puts the GRPO dataset: a folder beside the batch (outside `exports/*.parquet`, which analytics reads as samples). */
+export function groupDatasetPath(out: string): string {
+  return join(`${out.replace(/\.parquet$/, "")}.groups`, "dataset.parquet");
+}
+
+async function writeGroupDataset(
+  out: string,
+  groups: Map<string, { ids: string[]; first: Row }>,
+  n: number,
+): Promise<NonNullable<ExportManifest["group_dataset"]>> {
+  const path = groupDatasetPath(out);
+  mkdirSync(dirname(path), { recursive: true });
+  const jsonl = path.replace(/\.parquet$/, ".jsonl");
+  const stream = createWriteStream(jsonl);
+  const summary = { path, rows: 0, samples_per_row: n, short_groups: 0, samples_left_out: 0 };
+  try {
+    for (const [group, { ids, first }] of groups) {
+      if (ids.length < n) {
+        summary.short_groups++;
+        summary.samples_left_out += ids.length;
+        continue;
+      }
+      summary.samples_left_out += ids.length - n;
+      const row = { ...first, extra_info: { index: summary.rows++, group, task_id: first.task_id, sample_ids: ids.slice(0, n) } };
+      await writeLine(stream, `${JSON.stringify(row)}\n`);
+    }
+  } finally {
+    await closeStream(stream);
+  }
+  await jsonlToParquet(jsonl, path, groupColumns);
+  return summary;
 }
 
 async function jsonlToParquet(jsonl: string, out: string, columns: readonly (readonly [string, string])[]): Promise<void> {

@@ -61,6 +61,7 @@ class Batch:
         self.rows = rows
         self._by_sample = {row["sample_id"]: row for row in rows}
         self._by_index = {int(row["extra_info"]["index"]): row for row in rows}
+        self._claims: dict[str, int] = {}
         self.groups: dict[str, list[dict]] = {}
         for row in rows:
             self.groups.setdefault(row["uid"], []).append(row)
@@ -83,9 +84,21 @@ class Batch:
             raise KeyError(f"{self.path}: no row with sample_id {sample_id!r}")
         return self._by_sample[sample_id]
 
+    def claim(self, group: str, sample_ids: list) -> dict:
+        """The next sample of a group row: veRL runs a row ``rollout.n`` times with the same
+        fields, so the k-th run of the row in this process gets its k-th sample (cycling)."""
+        k = self._claims.get(group, 0)
+        self._claims[group] = k + 1
+        return self.by_sample_id(str(sample_ids[k % len(sample_ids)]))
+
     def lookup(self, kwargs: dict) -> dict:
-        """The row a veRL dataset item refers to: extra_info.sample_id, else ``index`` (RLHFDataset copies extra_info.index there)."""
+        """The row a veRL dataset item refers to: the next of extra_info.sample_ids (a
+        ``--group-rows`` dataset), else extra_info.sample_id, else ``index`` (RLHFDataset copies
+        extra_info.index there)."""
         extra = kwargs.get("extra_info") or {}
+        ids = extra.get("sample_ids") if isinstance(extra, dict) else None
+        if ids is not None and len(ids) > 0:
+            return self.claim(str(extra.get("group") or kwargs.get("uid") or ""), list(ids))
         if isinstance(extra, dict) and extra.get("sample_id"):
             return self.by_sample_id(str(extra["sample_id"]))
         if kwargs.get("sample_id"):

@@ -67,6 +67,16 @@ class ReplayTest(unittest.TestCase):
         outputs = asyncio.run(run_all([{"index": 0, "extra_info": {"sample_id": last["sample_id"]}}]))
         self.assertEqual(outputs[0].response_ids, last["response_ids"])
 
+    def test_group_rows_hand_out_each_sample_once_per_round(self):
+        # A --group-rows dataset row, as veRL repeats it rollout.n times with the same fields.
+        ids = [row["sample_id"] for row in self.batch.rows]
+        item = {"index": 0, "extra_info": {"group": "g-test", "sample_ids": ids}}
+        outputs = asyncio.run(run_all([item] * (len(ids) + 1)))
+        got = [out.extra_fields["forge_sample_id"] for out in outputs]
+        self.assertEqual(got, ids + ids[:1])
+        for out, row in zip(outputs, self.batch.rows):
+            self.assertEqual(out.response_ids, row["response_ids"])
+
     def test_unknown_index_names_the_batch(self):
         with self.assertRaises(KeyError) as ctx:
             asyncio.run(run_all([{"index": 10**6}]))
