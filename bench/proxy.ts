@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startForgeProxy } from "./lib/forge-proxy.ts";
+import { cpuSeconds } from "./lib/proc-cpu.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const args = process.argv.slice(2);
@@ -87,7 +88,9 @@ try {
   for (const c of LEVELS) {
     process.stderr.write(`bench: ${c} concurrent streams, direct then through the proxy (${SECONDS} s each)...\n`);
     const direct = await load(c, () => ({ url: `${sim.url}/v1/chat/completions`, key: "sim", body: TRAIN_BODY }));
+    const cpuBefore = cpuSeconds(proxy.pid);
     const viaProxy = await load(c, (w) => ({ url: `${proxy.url}/r/${keys[w]!.rollout_id}/v1/chat/completions`, key: keys[w]!.api_key, body: HARNESS_BODY }));
+    const proxyCpuMsPerCall = ((cpuSeconds(proxy.pid) - cpuBefore) * 1000) / Math.max(1, viaProxy.calls);
     const d = { rps: direct.calls / direct.seconds, p50: pct(direct.latencies, 50), p99: pct(direct.latencies, 99) };
     const p = { rps: viaProxy.calls / viaProxy.seconds, p50: pct(viaProxy.latencies, 50), p99: pct(viaProxy.latencies, 99) };
     rows.push({
@@ -101,6 +104,7 @@ try {
       direct_p99_ms: +d.p99.toFixed(2),
       proxy_p99_ms: +p.p99.toFixed(2),
       added_p99_ms: +(p.p99 - d.p99).toFixed(2),
+      proxy_cpu_ms_per_call: +proxyCpuMsPerCall.toFixed(2),
       failed: direct.failed + viaProxy.failed,
     });
   }
