@@ -250,6 +250,13 @@ function streamAnswer(
   const errorEvent = (message: string, code: string) =>
     encoder.encode(`data: ${JSON.stringify({ error: { message, type: "upstream_error", param: null, code } })}\n\n`);
 
+  // How the upstream stream ended. Passthrough records at once (before the harness sees the
+  // end); a translated stream records when the translator has flushed its last events.
+  let ended: { status: CallStatus; error: string } | undefined;
+  const end = (status: CallStatus, error: string) => {
+    if (prepared.translateStream) ended = { status, error };
+    else finish(status, error);
+  };
   let body: ReadableStream<Uint8Array> = new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (finished) {
@@ -265,7 +272,7 @@ function streamAnswer(
         const tail = encoder.encode(rewriter.end());
         enqueue(controller, tail);
         enqueue(controller, errorEvent(message, "upstream_stream_error"));
-        finish(CallStatus.UPSTREAM_ERROR, message);
+        end(CallStatus.UPSTREAM_ERROR, message);
         controller.close();
         return;
       }
@@ -273,14 +280,14 @@ function streamAnswer(
         abortUpstream(new Error("idle timeout"));
         const message = `upstream ${base.upstream} sent nothing for ${ctx.idleTimeoutMs} ms mid-stream`;
         enqueue(controller, errorEvent(message, "upstream_timeout"));
-        finish(CallStatus.TIMEOUT, message);
+        end(CallStatus.TIMEOUT, message);
         controller.close();
         return;
       }
       if (result.done) {
         enqueue(controller, encoder.encode(rewriter.end()));
         const complete = sawDone || capture.finishReason !== "";
-        finish(complete ? CallStatus.OK : CallStatus.UPSTREAM_ERROR, complete ? "" : `upstream ${base.upstream} ended the stream before [DONE]`);
+        end(complete ? CallStatus.OK : CallStatus.UPSTREAM_ERROR, complete ? "" : `upstream ${base.upstream} ended the stream before [DONE]`);
         controller.close();
         return;
       }
@@ -306,6 +313,10 @@ function streamAnswer(
       transform(chunk, controller) {
         sentChunks.push(chunk);
         controller.enqueue(chunk);
+      },
+      flush() {
+        // The translator's last events are in: now the record holds all the harness got.
+        if (ended) finish(ended.status, ended.error);
       },
     });
     body = body.pipeThrough(prepared.translateStream()).pipeThrough(tap);
