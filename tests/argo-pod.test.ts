@@ -8,6 +8,7 @@ import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
+import { groupDatasetPath, manifestPath, type ExportManifest } from "../proxy/trajectory/index.ts";
 import { summarizeResults } from "../workflows/argo/pod.ts";
 
 const ROOT = join(import.meta.dir, "..");
@@ -149,6 +150,30 @@ describe("report, veRL config and weight sync", () => {
     expect(parse(readFileSync(join(out, "agent_loop.yaml"), "utf8"))).toEqual([
       { name: "forge_agent", _target_: "forge_verl.agent_loop.ForgeAgentLoop", mode: "replay", batch_path: "/data/exports/w/iteration-1/batch.parquet", experiment: "argo-fixture" },
     ]);
+  });
+
+  test("verl-config checks the group dataset holds a full training batch (named groups, the fix)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "forge-verl-batch-"));
+    const batch = join(dir, "batch.parquet");
+    const out = join(dir, "verl");
+    const args = ["verl-config", "--out", out, "--batch", batch, "--experiment-name", "argo-fixture", "--train-batch-size", "2"];
+    const missing = await step(args);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("no export manifest");
+    // The fields the check reads, typed by the export's own manifest and written where it puts it.
+    const manifest = (rows: number): Pick<ExportManifest, "group_dataset" | "groups"> => ({
+      groups: { seen: 2, kept: 2, dropped: [] },
+      group_dataset: { path: groupDatasetPath(batch), rows, samples_per_row: 4, short_groups: 2 - rows, samples_left_out: 3 },
+    });
+    writeFileSync(manifestPath(batch), JSON.stringify(manifest(1)));
+    const short = await step(args);
+    expect(short.code).toBe(1);
+    expect(short.stderr).toContain("1 group rows, fewer than data.train_batch_size=2");
+    expect(short.stderr).toContain("1 groups had fewer than 4 samples");
+    expect(short.stderr).toContain("data.train_batch_size=1");
+    writeFileSync(manifestPath(batch), JSON.stringify(manifest(2)));
+    expect((await step(args)).code).toBe(0);
+    expect(parse(readFileSync(join(out, "agent_loop.yaml"), "utf8"))[0].batch_path).toBe(batch);
   });
 
   test("the pass rate leaves infra errors out; items may be JSON strings (as Argo aggregates them)", () => {

@@ -18,6 +18,7 @@ import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClai
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import { parseExperimentFile } from "../schemas/experiment.ts";
+import { groupDatasetPath } from "../proxy/trajectory/index.ts";
 import { manifestsToYaml, renderExperiment, type KubeObject } from "../workflows/argo/render.ts";
 
 // Some tests spawn `bun bin/forge.ts`; on a loaded 2-core CI box that takes seconds.
@@ -134,11 +135,67 @@ describe("forge render", () => {
     expect(args).toContain("trainer.n_gpus_per_node=2");
     expect(args).toContain("actor_rollout_ref.actor.optim.lr=1e-6");
     expect(args.filter((a) => a.startsWith("trainer.save_freq="))).toEqual(["trainer.save_freq=1"]);
-    expect(args).toContain("data.train_files=/data/exports/{{workflow.name}}/iteration-1/batch.parquet");
+    // GRPO groups survive veRL's per-row uid: train on the group dataset (one row per task naming
+    // its k samples), each row run rollout.n = k times; the replay reads the per-sample batch.
+    const groups = "/data/exports/{{workflow.name}}/iteration-1/batch.groups/dataset.parquet";
+    expect(groups).toBe(groupDatasetPath("/data/exports/{{workflow.name}}/iteration-1/batch.parquet"));
+    expect(args).toContain(`data.train_files=${groups}`);
+    expect(args).toContain(`data.val_files=${groups}`);
+    expect(args.filter((a) => a.includes("batch.parquet"))).toEqual([]);
+    expect(args).toContain("actor_rollout_ref.rollout.n=4");
+    for (const flag of [
+      "data.return_raw_chat=True",
+      "data.filter_overlong_prompts=False",
+      "actor_rollout_ref.rollout.calculate_log_probs=True",
+      "actor_rollout_ref.rollout.mode=async",
+      "actor_rollout_ref.rollout.agent.agent_loop_config_path=/forge/verl/agent_loop.yaml",
+      "data.max_prompt_length=8192",
+      "data.max_response_length=16384",
+      "actor_rollout_ref.rollout.prompt_length=8192",
+      "actor_rollout_ref.rollout.response_length=16384",
+      "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=24576",
+    ]) expect(args).toContain(flag);
+    // Two tasks in the fixture: one batch of two groups, a multiple of the agent-loop workers.
+    const value = (key: string) => Number(args.find((a) => a.startsWith(`${key}=`))!.split("=")[1]);
+    expect(value("data.train_batch_size")).toBe(2);
+    expect(value("data.train_batch_size") % value("actor_rollout_ref.rollout.agent.num_workers")).toBe(0);
+    expect(value("actor_rollout_ref.actor.ppo_mini_batch_size")).toBeLessThanOrEqual(value("data.train_batch_size"));
+    // Hydra rejects a key given twice.
+    const keys = args.slice(2).map((a) => a.slice(0, a.indexOf("=")));
+    expect(new Set(keys).size).toBe(keys.length);
     expect(train.container.resources.limits).toEqual({ "nvidia.com/gpu": "2" });
     expect(train.container.image).toBe("verlai/verl:vllm011.latest");
     expect(args).toContain("actor_rollout_ref.rollout.agent.default_agent_loop=forge_agent");
-    expect(train.initContainers[0].args).toEqual(["verl-config", "--out", "/forge/verl", "--batch", "/data/exports/{{workflow.name}}/iteration-1/batch.parquet", "--experiment-name", "argo-fixture"]);
+    expect(train.initContainers[0].args).toEqual([
+      "verl-config", "--out", "/forge/verl", "--batch", "/data/exports/{{workflow.name}}/iteration-1/batch.parquet",
+      "--experiment-name", "argo-fixture", "--train-batch-size", "2",
+    ]);
+  });
+
+  test("the veRL step: lengths and batch size from the overrides, k = 1, one algorithm each", () => {
+    const path = writeExperiment(
+      [
+        "apiVersion: openforge.dev/v1", "kind: Experiment", "metadata: {name: lengths}", "spec:",
+        "  policy: {model: m, upstreams: ['http://vllm:8000'], mode: train}", "  harness: {name: codex}",
+        "  environment: {tasks: [{id: a, instruction: x}, {id: b, instruction: y}, {id: c, instruction: z}]}",
+        "  rollouts: {k: 1}",
+        "  training: {algorithm: ppo, overrides: [data.max_prompt_length=4096, data.train_batch_size=2, actor_rollout_ref.rollout.agent.num_workers=2]}", "",
+      ].join("\n"),
+    );
+    const objects = render(path);
+    const args: string[] = template(objects, "train-0").container.args;
+    expect(args).toContain("algorithm.adv_estimator=gae");
+    expect(args).toContain("critic.model.path=m");
+    expect(args).toContain("actor_rollout_ref.rollout.prompt_length=4096");
+    expect(args).toContain("actor_rollout_ref.actor.ppo_max_token_len_per_gpu=20480");
+    expect(args).toContain("actor_rollout_ref.actor.ppo_mini_batch_size=2");
+    expect(args).toContain("actor_rollout_ref.rollout.n=1");
+    expect(args.filter((a) => a.startsWith("data.train_batch_size="))).toEqual(["data.train_batch_size=2"]);
+    expect(args.filter((a) => a.startsWith("actor_rollout_ref.rollout.agent.num_workers="))).toEqual(["actor_rollout_ref.rollout.agent.num_workers=2"]);
+    expect(template(objects, "train-0").initContainers[0].args.slice(-2)).toEqual(["--train-batch-size", "2"]);
+    const exported = template(objects, "export").container.args;
+    expect(exported.slice(4, 8)).toEqual(["--group-rows", "1", "--min-group-size", "1"]);
+    for (const object of objects) expect(() => new MODELS[object.kind]!(object as never).validate()).not.toThrow();
   });
 
   test("export, weight sync, report, exit handler and podGC use the project's real commands", () => {
@@ -148,7 +205,8 @@ describe("forge render", () => {
     expect(spec.podGC.strategy).toBe("OnPodSuccess");
     const exported = template(objects, "export").container;
     expect([...exported.command, ...exported.args].join(" ")).toBe(
-      "bun bin/forge.ts export --data /data --format verl --out /data/exports/{{workflow.name}}/iteration-{{inputs.parameters.iteration}}/batch.parquet",
+      "bun bin/forge.ts export --data /data --format verl --group-rows 4 --min-group-size 2 --experiment argo-fixture " +
+        "--iteration {{inputs.parameters.iteration}} --out /data/exports/{{workflow.name}}/iteration-{{inputs.parameters.iteration}}/batch.parquet",
     );
     const sync = template(objects, "sync").container.args;
     expect(sync.slice(0, 5)).toEqual(["sync", "--proxy", "http://argo-fixture-proxy.forge.svc:8080", "--strategy", "update-from-disk"]);

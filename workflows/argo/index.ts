@@ -3,7 +3,18 @@
  * render an experiment to manifests, submit them, watch a workflow.
  */
 export { collectExperimentFiles, manifestsToYaml, renderExperiment, type KubeObject, type RenderOptions } from "./render.ts";
-export { describeExperiment, harnessImage, renderWorkflow, renderWorkflowTemplate, verlCommand, type WorkflowOptions } from "./workflow.ts";
+export {
+  describeExperiment,
+  exportArgs,
+  harnessImage,
+  INFRA_EXIT_CODE,
+  renderWorkflow,
+  renderWorkflowTemplate,
+  verlCommand,
+  verlTrainBatchSize,
+  type VerlOptions,
+  type WorkflowOptions,
+} from "./workflow.ts";
 export {
   renderDataVolume,
   renderExperimentConfig,

@@ -327,13 +327,39 @@ export async function syncStep(options: {
  * The veRL step's init container: copies the ForgeAgentLoop package (integrations/verl) to
  * `out` (on the trainer's PYTHONPATH) and writes the agent-loop config that replays this
  * iteration's exported batch (`actor_rollout_ref.rollout.agent.agent_loop_config_path`).
+ * With `trainBatchSize`, first checks the export's manifest: the group dataset veRL trains on
+ * must hold at least that many rows, or veRL (drop_last) stops with "Train dataloader is empty!"
+ * after minutes of start-up; this says which groups went missing instead.
  */
-export function verlConfigStep(options: { source: string; out: string; batch: string; experimentName: string }) {
+export function verlConfigStep(options: { source: string; out: string; batch: string; experimentName: string; trainBatchSize?: number }) {
+  if (options.trainBatchSize !== undefined) checkGroupDataset(options.batch, options.trainBatchSize);
   mkdirSync(options.out, { recursive: true });
   cpSync(options.source, options.out, { recursive: true });
   const config = [{ name: "forge_agent", _target_: "forge_verl.agent_loop.ForgeAgentLoop", mode: "replay", batch_path: options.batch, experiment: options.experimentName }];
   writeFileSync(join(options.out, "agent_loop.yaml"), stringify(config));
   console.log(`veRL agent loop: replay ${options.batch}`);
+}
+
+/** The manifest `forge export` writes beside a batch (proxy/trajectory manifestPath). */
+const exportManifestPath = (batch: string) => `${batch.replace(/\.(parquet|jsonl)$/, "")}.manifest.json`;
+
+/** Throws unless the batch's group dataset (`--group-rows`) has at least `rows` rows. */
+function checkGroupDataset(batch: string, rows: number) {
+  const path = exportManifestPath(batch);
+  if (!existsSync(path)) throw new Error(`${path}: no export manifest (did the export step of this iteration run?)`);
+  const manifest = JSON.parse(readFileSync(path, "utf8")) as {
+    group_dataset?: { path: string; rows: number; samples_per_row: number; short_groups: number } | null;
+    groups?: { seen: number; kept: number };
+  };
+  const groups = manifest.group_dataset;
+  if (!groups) throw new Error(`${path}: the export wrote no group dataset (run forge export with --group-rows k; veRL trains on it)`);
+  if (groups.rows < rows) {
+    throw new Error(
+      `${groups.path}: ${groups.rows} group rows, fewer than data.train_batch_size=${rows} (veRL would stop with "Train dataloader is empty!"): ` +
+        `${groups.short_groups} groups had fewer than ${groups.samples_per_row} samples and ${(manifest.groups?.seen ?? 0) - (manifest.groups?.kept ?? 0)} were dropped below --min-group-size ` +
+        `(infrastructure errors are left out, not scored 0; see the manifest). Lower it with training.overrides: data.train_batch_size=${Math.max(groups.rows, 1)}.`,
+    );
+  }
 }
 
 /** The exit handler: the final state onto the workflow's description. */

@@ -15,6 +15,7 @@ import {
   renderRolloutNetworkPolicy,
   renderWorkflowRbac,
 } from "./cluster.ts";
+import { listTaskIds } from "./plan.ts";
 import { renderWorkflow, renderWorkflowTemplate } from "./workflow.ts";
 
 /** Any rendered object: what the Kubernetes API accepts (apiVersion, kind, metadata, …). */
@@ -96,7 +97,7 @@ export function renderExperiment(experiment: Experiment, options: RenderOptions)
     renderProxyDeployment(experiment, namespace, items),
     renderProxyService(experiment, namespace),
     renderRolloutNetworkPolicy(experiment, namespace, options.apiServerCidrs),
-    renderWorkflowTemplate(experiment, { namespace, commit: options.commit, configItems: items }),
+    renderWorkflowTemplate(experiment, { namespace, commit: options.commit, configItems: items, taskCount: listTaskIds(experiment, dirname(options.experimentPath)).length }),
     renderWorkflow(experiment, { namespace, commit: options.commit, generateName: options.generateName }),
   ];
   // toJSON drops undefined fields, so the YAML and the API bodies carry only what was set.

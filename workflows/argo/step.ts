@@ -39,6 +39,7 @@ const options = {
   duration: { type: "string" },
   batch: { type: "string" },
   "experiment-name": { type: "string" },
+  "train-batch-size": { type: "string" },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>["values"];
@@ -96,7 +97,13 @@ export async function runStep(argv: string[]): Promise<number> {
         });
         return 0;
       case "verl-config":
-        verlConfigStep({ source: join(import.meta.dir, "..", "..", "integrations", "verl"), out: need(values, "out"), batch: need(values, "batch"), experimentName: need(values, "experiment-name") });
+        verlConfigStep({
+          source: join(import.meta.dir, "..", "..", "integrations", "verl"),
+          out: need(values, "out"),
+          batch: need(values, "batch"),
+          experimentName: need(values, "experiment-name"),
+          ...(values["train-batch-size"] !== undefined ? { trainBatchSize: Number(values["train-batch-size"]) } : {}),
+        });
         return 0;
       case "exit":
         await exitStep({ workflow: need(values, "workflow"), namespace: need(values, "namespace"), status: need(values, "status"), duration: values.duration ?? "0" });

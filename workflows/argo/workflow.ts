@@ -38,6 +38,8 @@ export type WorkflowOptions = {
   generateName?: boolean;
   /** How the experiment ConfigMap's keys map back to paths under /experiment. */
   configItems?: ConfigItem[];
+  /** Tasks per iteration (GRPO groups): sizes veRL's `data.train_batch_size` (render counts them). */
+  taskCount?: number;
 };
 
 /** veRL's `algorithm.adv_estimator` for each training.algorithm (PPO is GAE with a critic). */
@@ -49,6 +51,10 @@ const ADV_ESTIMATOR: Record<Experiment["spec"]["training"]["algorithm"], string>
   remax: "remax",
   gpg: "gpg",
 };
+
+/** Where the train step's init container writes the agent-loop config (and the ForgeAgentLoop package). */
+const VERL_DIR = "/forge/verl";
+const AGENT_LOOP_CONFIG = `${VERL_DIR}/agent_loop.yaml`;
 
 const STEP_SCRIPT = `${FORGE_APP_DIR}/workflows/argo/step.ts`;
 const param = (name: string) => `{{inputs.parameters.${name}}}`;
@@ -62,28 +68,80 @@ export function harnessImage(experiment: Experiment): string {
   return experiment.spec.harness.image ?? `ghcr.io/openforge/harness-${experiment.spec.harness.name}:0.1.0`;
 }
 
+/** Prompt / response lengths when the experiment's overrides do not set `data.max_*_length`. */
+export const DEFAULT_PROMPT_LENGTH = 8192;
+export const DEFAULT_RESPONSE_LENGTH = 16384;
+
+/** What the veRL command is sized by, beyond the experiment. */
+export type VerlOptions = {
+  /**
+   * GRPO groups (dataset rows) one iteration produces: the number of tasks. Sets
+   * `data.train_batch_size` (one optimizer step over the whole iteration); without it, the
+   * inline task list's length, else 8.
+   */
+  taskCount?: number;
+};
+
+/** The value of `key` in a list of hydra overrides (`key=value`, `+key=value`), if set. */
+function overrideValue(overrides: string[], key: string): string | undefined {
+  const found = overrides.findLast((o) => o.slice(0, o.indexOf("=")).replace(/^[+~]+/, "") === key);
+  return found?.slice(found.indexOf("=") + 1);
+}
+
 /**
- * The veRL command line of one iteration: our defaults (replay the exported batch, resume
- * from the previous iteration's checkpoint, train exactly one more step), then the
- * experiment's overrides, which win on the same key (Hydra rejects a key given twice).
+ * The veRL command line of one iteration: our defaults (GRPO on the iteration's group dataset,
+ * one row per task naming its k samples, run `rollout.n = k` times so the k copies share
+ * veRL's per-row uid; replay of the recorded tokens; resume from the previous iteration's
+ * checkpoint and train exactly one more step), then the experiment's overrides, which win on
+ * the same key (Hydra rejects a key given twice). Lengths follow the overrides: setting
+ * `data.max_prompt_length` also sizes `rollout.prompt_length` and the token budget per GPU.
  *
  * @example
  * verlCommand(experiment, 0).slice(0, 3) // ["python3", "-m", "verl.trainer.main_ppo"]
+ * verlCommand(experiment, 0, { taskCount: 5 }).includes("actor_rollout_ref.rollout.n=4") // with rollouts.k: 4
  */
-export function verlCommand(experiment: Experiment, iteration: number): string[] {
-  const { training, policy } = experiment.spec;
+export function verlCommand(experiment: Experiment, iteration: number, options: VerlOptions = {}): string[] {
+  const { training, policy, rollouts } = experiment.spec;
+  const { overrides } = training;
   const run = "{{workflow.name}}";
-  const batch = verlBatchPath(iteration);
+  const groups = verlGroupDatasetPath(iteration);
+  const promptLength = overrideValue(overrides, "data.max_prompt_length") ?? String(DEFAULT_PROMPT_LENGTH);
+  const responseLength = overrideValue(overrides, "data.max_response_length") ?? String(DEFAULT_RESPONSE_LENGTH);
+  const batchSize = verlTrainBatchSize(experiment, options);
+  // Dynamic batching packs sequences by tokens; one sequence must fit a GPU's budget.
+  const tokensPerGpu = String(Number(promptLength) + Number(responseLength));
   const defaults = [
     `algorithm.adv_estimator=${ADV_ESTIMATOR[training.algorithm]}`,
-    `data.train_files=${batch}`,
-    `data.val_files=${batch}`,
+    // One row per group (forge export --group-rows k), repeated k times by veRL: the k copies get
+    // one uid, the GRPO group. The per-sample batch would make groups of one (docs/verl.md).
+    `data.train_files=${groups}`,
+    `data.val_files=${groups}`,
+    // The agent loop reads the row's chat (raw_prompt); the recorded prompt is checked by the
+    // ForgeAgentLoop against rollout.prompt_length, so veRL need not tokenize-filter rows.
+    "data.return_raw_chat=True",
+    "data.filter_overlong_prompts=False",
+    `data.max_prompt_length=${promptLength}`,
+    `data.max_response_length=${responseLength}`,
+    `data.train_batch_size=${batchSize}`,
     `actor_rollout_ref.model.path=${policy.model}`,
+    `actor_rollout_ref.actor.ppo_mini_batch_size=${batchSize}`,
+    "actor_rollout_ref.actor.use_dynamic_bsz=True",
+    `actor_rollout_ref.actor.ppo_max_token_len_per_gpu=${tokensPerGpu}`,
     "actor_rollout_ref.rollout.mode=async",
-    // The ForgeAgentLoop (integrations/verl) replays the recorded trajectories instead of sampling.
-    "actor_rollout_ref.rollout.agent.agent_loop_config_path=/forge/verl/agent_loop.yaml",
+    `actor_rollout_ref.rollout.n=${rollouts.k}`,
+    `actor_rollout_ref.rollout.prompt_length=${promptLength}`,
+    `actor_rollout_ref.rollout.response_length=${responseLength}`,
+    // The recorded logprobs are returned as rollout logprobs (the behaviour policy's).
+    "actor_rollout_ref.rollout.calculate_log_probs=True",
+    // Replay generates nothing, so one agent-loop worker is enough, and it keeps the k copies of
+    // every row in one process, in order, for any train_batch_size (a multiple of 1).
+    "actor_rollout_ref.rollout.agent.num_workers=1",
+    // The ForgeAgentLoop (integrations/verl) replays the recorded trajectories instead of sampling;
+    // the train step's init container writes this config (verl-config).
+    `actor_rollout_ref.rollout.agent.agent_loop_config_path=${AGENT_LOOP_CONFIG}`,
     "actor_rollout_ref.rollout.agent.default_agent_loop=forge_agent",
     "actor_rollout_ref.actor.checkpoint.save_contents=['model','optimizer','extra','hf_model']",
+    ...(training.algorithm === "ppo" ? [`critic.model.path=${policy.model}`, `critic.ppo_max_token_len_per_gpu=${tokensPerGpu}`] : []),
     `trainer.n_gpus_per_node=${training.gpus}`,
     "trainer.nnodes=1",
     `trainer.default_local_dir=${DATA_DIR}/checkpoints/${run}`,
@@ -97,13 +155,34 @@ export function verlCommand(experiment: Experiment, iteration: number): string[]
     `trainer.experiment_name=${experiment.metadata.name}`,
   ];
   const key = (override: string) => override.slice(0, override.indexOf("=")).replace(/^[+~]+/, "");
-  const overridden = new Set(training.overrides.map(key));
-  return ["python3", "-m", "verl.trainer.main_ppo", ...defaults.filter((o) => !overridden.has(key(o))), ...training.overrides];
+  const overridden = new Set(overrides.map(key));
+  return ["python3", "-m", "verl.trainer.main_ppo", ...defaults.filter((o) => !overridden.has(key(o))), ...overrides];
 }
 
-/** The batch `forge export` writes for an iteration, which veRL trains on. */
+/**
+ * `data.train_batch_size` of the veRL step: the experiment's override, else one row per task.
+ *
+ * @example
+ * verlTrainBatchSize(experiment, { taskCount: 5 }) // 5
+ */
+export function verlTrainBatchSize(experiment: Experiment, options: VerlOptions = {}): number {
+  const override = overrideValue(experiment.spec.training.overrides, "data.train_batch_size");
+  if (override !== undefined) return Number(override);
+  const { tasks } = experiment.spec.environment;
+  return options.taskCount ?? (Array.isArray(tasks) ? tasks.length : 8);
+}
+
+/** The per-sample batch `forge export` writes for an iteration (what the ForgeAgentLoop replays). */
 export function verlBatchPath(iteration: number | string): string {
   return `${DATA_DIR}/exports/{{workflow.name}}/iteration-${iteration}/batch.parquet`;
+}
+
+/**
+ * The iteration's GRPO dataset (`--group-rows k`: one row per group naming k samples), what veRL
+ * trains on; `forge export` puts it beside the batch (proxy/trajectory groupDatasetPath).
+ */
+export function verlGroupDatasetPath(iteration: number | string): string {
+  return `${DATA_DIR}/exports/{{workflow.name}}/iteration-${iteration}/batch.groups/dataset.parquet`;
 }
 
 /** Where veRL writes the HF weights of training step `step` (what the weight sync loads). */
@@ -244,6 +323,35 @@ function reportTemplate(experiment: Experiment): Template {
   };
 }
 
+/**
+ * `forge export` of one iteration: only this experiment's rollouts of that iteration (the data
+ * directory is shared by iterations and experiments), plus the GRPO dataset of one row per
+ * group naming k samples (`--group-rows k`), which veRL trains on with `rollout.n = k`.
+ *
+ * @example
+ * exportArgs(experiment, 0) // ["--data", "/data", "--format", "verl", "--group-rows", "4", …]
+ */
+export function exportArgs(experiment: Experiment, iteration: number | string): string[] {
+  const { k } = experiment.spec.rollouts;
+  return [
+    "--data",
+    DATA_DIR,
+    "--format",
+    "verl",
+    "--group-rows",
+    String(k),
+    // A group needs k samples for its row; with k = 1 the default minimum of 2 would drop all.
+    "--min-group-size",
+    String(Math.min(2, k)),
+    "--experiment",
+    experiment.metadata.name,
+    "--iteration",
+    String(iteration),
+    "--out",
+    verlBatchPath(iteration),
+  ];
+}
+
 function exportTemplate(experiment: Experiment): Template {
   return {
     name: "export",
@@ -254,27 +362,38 @@ function exportTemplate(experiment: Experiment): Template {
       image: experiment.spec.proxy.image,
       workingDir: FORGE_APP_DIR,
       command: ["bun", "bin/forge.ts", "export"],
-      args: ["--data", DATA_DIR, "--format", "verl", "--out", verlBatchPath(param("iteration"))],
+      args: exportArgs(experiment, param("iteration")),
       resources: { requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "8Gi" } },
       volumeMounts: [dataMount],
     },
   };
 }
 
-function trainTemplate(experiment: Experiment, iteration: number): Template {
+function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOptions): Template {
   const { training } = experiment.spec;
-  const [command, ...args] = verlCommand(experiment, iteration);
+  const [command, ...args] = verlCommand(experiment, iteration, verl);
   return {
     name: `train-${iteration}`,
     metadata: { labels: { [LABEL_ROLE]: "train", [LABEL_ITERATION]: String(iteration) } },
     // The veRL image does not contain this project: copy the ForgeAgentLoop in from the forge
-    // image, with an agent-loop config pointing it at this iteration's exported batch.
+    // image, with an agent-loop config pointing it at this iteration's exported batch; it also
+    // checks the group dataset holds a full batch (veRL's "Train dataloader is empty!" otherwise).
     initContainers: [
       {
         name: "forge-verl",
         image: experiment.spec.proxy.image,
         workingDir: FORGE_APP_DIR,
-        ...forgeStep("verl-config", "--out", "/forge/verl", "--batch", verlBatchPath(iteration), "--experiment-name", experiment.metadata.name),
+        ...forgeStep(
+          "verl-config",
+          "--out",
+          VERL_DIR,
+          "--batch",
+          verlBatchPath(iteration),
+          "--experiment-name",
+          experiment.metadata.name,
+          "--train-batch-size",
+          String(verlTrainBatchSize(experiment, verl)),
+        ),
         mirrorVolumeMounts: true,
       },
     ],
@@ -284,14 +403,14 @@ function trainTemplate(experiment: Experiment, iteration: number): Template {
       command: [command!],
       args,
       env: [
-        { name: "PYTHONPATH", value: "/forge/verl" },
+        { name: "PYTHONPATH", value: VERL_DIR },
         { name: "HYDRA_FULL_ERROR", value: "1" },
       ],
       resources: {
         requests: { cpu: String(8 * training.gpus), memory: `${64 * training.gpus}Gi`, "nvidia.com/gpu": String(training.gpus) },
         limits: { "nvidia.com/gpu": String(training.gpus) },
       },
-      volumeMounts: [dataMount, { name: "forge", mountPath: "/forge/verl" }, { name: "dshm", mountPath: "/dev/shm" }],
+      volumeMounts: [dataMount, { name: "forge", mountPath: VERL_DIR }, { name: "dshm", mountPath: "/dev/shm" }],
     },
     volumes: [
       { name: "forge", emptyDir: {} },
@@ -455,7 +574,8 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
   ];
   if (experiment.spec.policy.mode === "train") templates.push(exportTemplate(experiment));
   if (trains(experiment)) {
-    templates.push(...Array.from({ length: iterations }, (_, i) => trainTemplate(experiment, i)));
+    const verl = options.taskCount === undefined ? {} : { taskCount: options.taskCount };
+    templates.push(...Array.from({ length: iterations }, (_, i) => trainTemplate(experiment, i, verl)));
     if (experiment.spec.training.weightSync.strategy !== "none") templates.push(syncTemplate(experiment, options.namespace));
   }
   const template = new WorkflowTemplate({
