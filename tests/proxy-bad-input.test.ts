@@ -142,6 +142,27 @@ describe("upstream failures", () => {
     }
   });
 
+  test("a non-streamed body that stalls after its headers → 504, recorded as TIMEOUT", async () => {
+    const stall = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      idleTimeout: 0,
+      fetch: () =>
+        new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"id":')) }), { headers: { "content-type": "application/json" } }),
+    });
+    const s = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${stall.port}/v1`], idleTimeoutMs: 200 } });
+    try {
+      const r = await s.register();
+      const response = await fetch(`${r.openai_base_url}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${r.api_key}`, "content-type": "application/json" }, body: JSON.stringify(chat) });
+      await expectError(response, 504, "upstream_timeout", /200 ms/);
+      const [call] = await s.calls(r.rollout_id);
+      expect(call!.status).toBe(CallStatus.TIMEOUT);
+    } finally {
+      await s.close();
+      await stall.stop(true);
+    }
+  });
+
   test("upstream stalls mid-stream: the idle timeout ends the stream with an error event, recorded as TIMEOUT", async () => {
     const s = await startProxyHarness({ sim: { chunkDelayMs: 600 }, proxy: { idleTimeoutMs: 200 } });
     try {

@@ -134,7 +134,7 @@ async function callUpstream(
   base.ttftMs = sent.headersAt - base.startPerf;
 
   if (!response.ok) {
-    const text = await readLimited(response, ctx.maxResponseBytes).catch((error) => `(body unreadable: ${(error as Error).message})`);
+    const text = await readLimited(response, ctx.maxResponseBytes, ctx.idleTimeoutMs).catch((error) => `(body unreadable: ${(error as Error).message})`);
     let message = `upstream ${base.upstream} answered HTTP ${response.status}`;
     let passthroughBody: string | undefined;
     try {
@@ -159,7 +159,14 @@ async function callUpstream(
 
   const isStream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
   if (!isStream) {
-    const text = await readLimited(response, ctx.maxResponseBytes);
+    let text: string;
+    try {
+      text = await readLimited(response, ctx.maxResponseBytes, ctx.idleTimeoutMs);
+    } catch (error) {
+      sent.abort(error);
+      const e = error instanceof ProxyHttpError ? error : new ProxyHttpError(502, `upstream ${base.upstream} body failed: ${(error as Error).message}`, "upstream_error", "upstream_stream_error");
+      return errorAnswer(e.status, e.message, e.type, e.code, e.status === 504 ? CallStatus.TIMEOUT : CallStatus.UPSTREAM_ERROR);
+    }
     let json: any;
     try {
       json = JSON.parse(text);
@@ -332,13 +339,20 @@ function recordOrThrow(ctx: PipelineContext, call: FinishedCall): ModelCall {
   }
 }
 
-async function readLimited(response: Response, maxBytes: number): Promise<string> {
+async function readLimited(response: Response, maxBytes: number, idleMs: number): Promise<string> {
   if (!response.body) return "";
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const idle = new Promise<"idle">((resolve) => (timer = setTimeout(() => resolve("idle"), idleMs)));
+    const result = await Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
+    if (result === "idle") {
+      await reader.cancel().catch(() => {});
+      throw new ProxyHttpError(504, `upstream sent its headers but then nothing for ${idleMs} ms`, "timeout_error", "upstream_timeout");
+    }
+    const { done, value } = result;
     if (done) break;
     size += value.byteLength;
     if (size > maxBytes) {
