@@ -7,8 +7,11 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { startPolicySimulator, startProxy } from "../proxy/index.ts";
+import { groupDatasetPath, type ExportManifest } from "../proxy/trajectory/index.ts";
+import { parseExperimentFile } from "../schemas/experiment.ts";
+import { exportArgs } from "../workflows/argo/index.ts";
 
 setDefaultTimeout(60_000);
 const ROOT = join(import.meta.dir, "..");
@@ -17,10 +20,11 @@ const TOKEN = `admin-${crypto.randomUUID()}`;
 
 let sim: Awaited<ReturnType<typeof startPolicySimulator>>;
 let proxy: Awaited<ReturnType<typeof startProxy>>;
+let dataDir: string;
 
 beforeAll(async () => {
   sim = await startPolicySimulator({ seed: 7, script: join(ROOT, "examples", "policies", "quickstart.yaml"), model: "forge-sim/qwen3-sim" });
-  proxy = await startProxy({ listen: "127.0.0.1:0", upstreams: [sim.url], dataDir: mkdtempSync(join(tmpdir(), "forge-argo-data-")), mode: "train", adminToken: TOKEN });
+  proxy = await startProxy({ listen: "127.0.0.1:0", upstreams: [sim.url], dataDir: (dataDir = mkdtempSync(join(tmpdir(), "forge-argo-data-"))), mode: "train", adminToken: TOKEN });
 });
 afterAll(async () => {
   await proxy?.stop();
@@ -33,12 +37,13 @@ async function step(args: string[]) {
   return { stdout, stderr, code };
 }
 
-test("register → forge-react harness → verify through the real proxy records calls and the reward", async () => {
+/** The three phases of one rollout pod, as the rendered containerSet runs them; returns result.json. */
+async function runPod(options: { run: string; task: string; iteration: number; attempt: number }) {
   const pod = mkdtempSync(join(tmpdir(), "forge-pod-"));
   const [workspace, state] = [join(pod, "workspace"), join(pod, "forge")];
   mkdirSync(workspace);
   mkdirSync(state);
-  const ids = ["--run", "wf-test", "--task", "hello-file", "--iteration", "0", "--attempt", "0"];
+  const ids = ["--run", options.run, "--task", options.task, "--iteration", String(options.iteration), "--attempt", String(options.attempt)];
   const common = ["--experiment", QUICKSTART, "--proxy", proxy.url, "--workspace", workspace, "--state", state, ...ids];
   const register = await step(["register", ...common]);
   expect(register.stderr).toBe("");
@@ -47,7 +52,11 @@ test("register → forge-react harness → verify through the real proxy records
   expect(harness.code).toBe(0);
   const verify = await step(["verify", ...common]);
   expect(verify.code).toBe(0);
-  const result = JSON.parse(readFileSync(join(state, "result.json"), "utf8"));
+  return JSON.parse(readFileSync(join(state, "result.json"), "utf8"));
+}
+
+test("register → forge-react harness → verify through the real proxy records calls and the reward", async () => {
+  const result = await runPod({ run: "wf-test", task: "hello-file", iteration: 0, attempt: 0 });
   expect(result).toMatchObject({ rollout_id: "wf-test.i0.hello-file.0", task_id: "hello-file" });
   expect(["ok", "failed"]).toContain(result.status);
 
@@ -60,4 +69,35 @@ test("register → forge-react harness → verify through the real proxy records
   expect(stored.result?.status).toBe(`ROLLOUT_STATUS_${result.status.toUpperCase()}`);
   expect(stored.result?.reward ?? 0).toBe(result.reward);
   expect(stored.result?.verifierOutput).toContain(`[reward ${result.reward} from`);
+});
+
+test("the rendered export step, run on what the pods recorded: one GRPO row per group naming k samples, other iterations left out", async () => {
+  // k = 2 keeps the test short; the flags are the rendered template's, with /data → the proxy's dir.
+  const parsed = parseExperimentFile(QUICKSTART);
+  const experiment = { ...parsed, spec: { ...parsed.spec, rollouts: { ...parsed.spec.rollouts, k: 2 } } };
+  for (const attempt of [0, 1]) await runPod({ run: "wf-export", task: "shout", iteration: 0, attempt });
+  await runPod({ run: "wf-export", task: "shout", iteration: 1, attempt: 0 });
+  const out = join(mkdtempSync(join(tmpdir(), "forge-export-")), "iteration-0", "batch.parquet");
+  const args = exportArgs(experiment, 0).map((a) => (a === "/data" ? dataDir : a));
+  args.splice(args.indexOf("--out") + 1, 1, out);
+  expect(args.slice(4, 10)).toEqual(["--group-rows", "2", "--min-group-size", "2", "--experiment", "quickstart"]);
+  const run = Bun.spawn(["bun", "bin/forge.ts", "export", ...args, "--json"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const [stdout, code] = await Promise.all([new Response(run.stdout).text(), run.exited]);
+  expect(code).toBe(0);
+  const manifest = JSON.parse(stdout) as ExportManifest;
+  // The iteration-1 rollout is filtered out; the first test's hello-file rollout is a group of one.
+  expect(manifest.filter).toMatchObject({ experiment: "quickstart", iteration: 0 });
+  expect(manifest.filter.skipped_rollouts).toBeGreaterThanOrEqual(1);
+  expect(manifest.group_dataset).toMatchObject({ path: groupDatasetPath(out), rows: 1, samples_per_row: 2 });
+  const rows = readFileSync(groupDatasetPath(out).replace(/\.parquet$/, ".jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  expect(rows).toHaveLength(1);
+  expect(rows[0]).toMatchObject({ uid: "shout@i0", agent_name: "forge_agent", task_id: "shout" });
+  expect(rows[0].extra_info.sample_ids).toHaveLength(2);
+  // The train step's init container accepts a batch of one group and refuses two, from the real manifest.
+  const verl = join(dirname(out), "verl");
+  const config = (size: string) => step(["verl-config", "--out", verl, "--batch", out, "--experiment-name", "quickstart", "--train-batch-size", size]);
+  expect((await config("1")).code).toBe(0);
+  const short = await config("2");
+  expect(short.code).toBe(1);
+  expect(short.stderr).toContain("1 group rows, fewer than data.train_batch_size=2");
 });
