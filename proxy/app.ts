@@ -80,7 +80,10 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
         restored.calls++;
       } else if (kind.case === "rolloutResult") {
         const state = registry.get(kind.value.rolloutId);
-        if (state) state.result = kind.value;
+        if (state) {
+          state.result = kind.value;
+          registry.forgetHistory(state);
+        }
       }
     }
   } catch (error) {

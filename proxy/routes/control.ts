@@ -95,6 +95,7 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
       throw new ProxyHttpError(503, `the result was written but could not be fsynced: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
     }
     state.result = result;
+    registry.forgetHistory(state);
     return c.json({ rollout_id: id, calls: state.calls, synced: true });
   });
 

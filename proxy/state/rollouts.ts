@@ -30,6 +30,8 @@ export interface RolloutRegistry {
   noteCall(state: RolloutState, call: ModelCall, fullPromptIds: number[] | undefined): void;
   /** Replays a logged ModelCall (on start): rebuilds the full prompt from its delta. */
   replayCall(call: ModelCall): void;
+  /** Drops a finished rollout's token history (its calls are done; memory goes to live ones). */
+  forgetHistory(state: RolloutState): void;
   size(): number;
   /** The highest policy_version seen in the log. */
   maxPolicyVersion(): number;
@@ -107,6 +109,12 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       if (!state) return;
       const prompt = call.promptLen > 0 || call.promptTokenIds.length > 0 ? fullPrompt(call.prefixOf, call.prefixLen, call.promptTokenIds, state.recent) : undefined;
       registry.noteCall(state, call, prompt);
+    },
+    forgetHistory(state) {
+      const id = state.rollout.rolloutId;
+      historyTokens -= history.get(id) ?? 0;
+      history.delete(id);
+      state.recent = [];
     },
     size: () => rollouts.size,
     maxPolicyVersion: () => policyVersion,
