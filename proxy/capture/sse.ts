@@ -26,9 +26,18 @@ export interface SseRewriter {
 export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
   const decoder = new TextDecoder();
   let buffer = "";
+  let sawCr = false;
 
   const handle = (raw: string): string => {
-    // raw includes its terminating blank line.
+    // raw includes its terminating blank line. Fast path: the one-line `data: …\n\n` event
+    // every LLM server sends.
+    if (raw.startsWith("data: ") && raw.endsWith("\n\n")) {
+      const nl = raw.indexOf("\n", 6);
+      if (nl === raw.length - 2 && raw.charCodeAt(nl - 1) !== 13) {
+        const out = onEvent(raw.slice(6, nl), raw);
+        return out === undefined ? raw : out;
+      }
+    }
     let data = "";
     let sawData = false;
     for (const line of raw.split(/\r?\n/)) {
@@ -46,7 +55,7 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
   const drain = (final: boolean): string => {
     let out = "";
     for (;;) {
-      const boundary = findBoundary(buffer);
+      const boundary = sawCr ? findBoundary(buffer) : lfBoundary(buffer);
       if (boundary === -1) break;
       out += handle(buffer.slice(0, boundary));
       buffer = buffer.slice(boundary);
@@ -60,7 +69,9 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
 
   return {
     push(bytes) {
-      buffer += decoder.decode(bytes, { stream: true });
+      const text = decoder.decode(bytes, { stream: true });
+      if (!sawCr && text.includes("\r")) sawCr = true;
+      buffer += text;
       return drain(false);
     },
     end() {
@@ -68,6 +79,11 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
       return drain(true);
     },
   };
+}
+
+function lfBoundary(text: string): number {
+  const lf = text.indexOf("\n\n");
+  return lf === -1 ? -1 : lf + 2;
 }
 
 /** Index just past the first blank line ("\n\n" or "\r\n\r\n"), or -1. */
