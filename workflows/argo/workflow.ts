@@ -127,6 +127,10 @@ export function verlCommand(experiment: Experiment, iteration: number, options: 
     `actor_rollout_ref.actor.ppo_mini_batch_size=${batchSize}`,
     "actor_rollout_ref.actor.use_dynamic_bsz=True",
     `actor_rollout_ref.actor.ppo_max_token_len_per_gpu=${tokensPerGpu}`,
+    // veRL has no default engine (`name: ???`) and shards it over 2 GPUs by default; replay only
+    // needs the server for weight updates, so the smallest layout that fits any GPU count.
+    "actor_rollout_ref.rollout.name=vllm",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
     "actor_rollout_ref.rollout.mode=async",
     `actor_rollout_ref.rollout.n=${rollouts.k}`,
     `actor_rollout_ref.rollout.prompt_length=${promptLength}`,
