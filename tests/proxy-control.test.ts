@@ -105,11 +105,16 @@ describe("pause / resume", () => {
         for await (const c of await client.chat.completions.create({ ...chat("a long one please"), stream: true })) text += c.choices[0]?.delta?.content ?? "";
         return text;
       })();
-      await Bun.sleep(30);
+      const gate = h.proxy.proxy.state.gate;
+      const until = async (ok: () => boolean) => {
+        for (let i = 0; i < 1000 && !ok(); i++) await Bun.sleep(5);
+      };
+      await until(() => gate.inFlight === 1);
       const pausing = h.control("/control/pause", { timeout_ms: 10_000 });
-      await Bun.sleep(10);
+      await until(() => gate.paused);
       let heldDone = false;
       const held = client.chat.completions.create(chat("held")).then((x) => ((heldDone = true), x));
+      await until(() => gate.waiting === 1);
       const paused = (await (await pausing).json()) as any;
       expect(paused).toMatchObject({ paused: true, drained: true, in_flight: 0 });
       await inflight;
