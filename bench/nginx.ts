@@ -5,7 +5,8 @@
  * for non-streaming calls, bytes written and CPU per call, 200 KB prompts and a 4 MB screenshot.
  * The load generator is Debian's `wrk` (C); nginx and wrk are installed with apt-get if missing.
  *
- *   bun bench/nginx.ts [--seconds 6] [--chunk-delay-ms 10] [--json] [--only stream256,...]
+ *   bun bench/nginx.ts [--seconds 4] [--repeat 3] [--chunk-delay-ms 10] [--json] [--only stream256,...]
+ *                      [--profile DIR] [--fetch-limit N|default]
  *
  * Rows: direct (wrk → simulator), nginx (wrk → nginx → simulator), forge (wrk → proxy, recording
  * on → simulator). "added" = that row's latency minus direct's.
@@ -16,7 +17,7 @@ import { join, resolve } from "node:path";
 import { startPolicySimulator } from "../proxy/simulator/index.ts";
 import { ensureTools } from "./lib/tools.ts";
 import { startNginx } from "./lib/nginx.ts";
-import { runWrk, type WrkResult } from "./lib/wrk.ts";
+import { runWrk } from "./lib/wrk.ts";
 import { cpuSeconds, treeCpuSeconds } from "./lib/proc-cpu.ts";
 import { forgeProxyAvailable, startForgeProxy, type RunningForgeProxy } from "./lib/forge-proxy.ts";
 
@@ -26,10 +27,16 @@ const flag = (name: string, fallback: string) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1]! : fallback;
 };
-const SECONDS = Number(flag("seconds", "6"));
+const SECONDS = Number(flag("seconds", "4"));
+const REPEAT = Number(flag("repeat", "3"));
 const CHUNK_DELAY_MS = Number(flag("chunk-delay-ms", "10"));
 const JSON_OUT = args.includes("--json");
 const ONLY = flag("only", "").split(",").filter(Boolean);
+// --profile DIR: the proxy runs under `bun --cpu-prof --cpu-prof-md` and writes its profile to DIR on exit.
+const PROFILE_DIR = flag("profile", "");
+// Bun's fetch keeps at most 256 requests in flight per process unless this is set at start; the
+// proxy's upstream calls are fetches, so past 256 streams they would queue (docs/performance.md).
+const FETCH_LIMIT = flag("fetch-limit", "4096");
 const log = (line: string) => console.error(line);
 
 interface Scenario {
@@ -82,6 +89,8 @@ interface Row {
   addedP50: number | null;
   addedP99: number | null;
   cpuMsPerCall: number | null;
+  /** CPU of the simulator per call: the same work in every row, so a rise means it was starved or retried. */
+  upstreamCpuMsPerCall: number;
   bytesPerCall: number | null;
   errors: number;
   requests: number;
@@ -106,7 +115,13 @@ const rolloutPaths: string[] = [];
 const rolloutHeaders: Record<string, string>[] = [];
 if (forgeProxyAvailable(ROOT)) {
   try {
-    proxy = await startForgeProxy({ root: ROOT, dataDir: join(work, "data"), upstream: `${sim.url}/v1` });
+    proxy = await startForgeProxy({
+      root: ROOT,
+      dataDir: join(work, "data"),
+      upstream: `${sim.url}/v1`,
+      bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE_DIR)}`] : [],
+      env: FETCH_LIMIT === "default" ? {} : { BUN_CONFIG_MAX_HTTP_REQUESTS: FETCH_LIMIT },
+    });
     // 64 rollouts, each called in turn: the routes carry the rollout, the admin token is not needed on them.
     for (let i = 0; i < 64; i++) {
       const r = await proxy.register(`bench-${i}`);
@@ -139,34 +154,67 @@ try {
     ];
     // Each rollout's route with its own key, as a harness sends it.
     if (proxy) targets.push({ target: "forge", base: proxy.url, paths: rolloutPaths, pathHeaders: rolloutHeaders, pid: proxy.pid });
-    const direct: WrkResult[] = [];
     for (const t of targets) {
       // A short warm-up so connection set-up and JIT are not in the figures.
       await runWrk({ bin: wrkBin, dir: work, base: t.base, paths: t.paths, body: s.body, pathHeaders: t.pathHeaders, connections: s.connections, seconds: 1 });
-      const cpu0 = t.pid ? (t.tree ? treeCpuSeconds(t.pid) : cpuSeconds(t.pid)) : 0;
-      const bytes0 = t.target === "forge" ? logBytes(proxy!.dataDir) : 0;
-      const r = await runWrk({ bin: wrkBin, dir: work, base: t.base, paths: t.paths, body: s.body, pathHeaders: t.pathHeaders, connections: s.connections, seconds: SECONDS });
-      // Records are written when a call ends; let the last ones land before reading the log size.
-      if (t.target === "forge") await Bun.sleep(200);
-      const cpu = t.pid ? (t.tree ? treeCpuSeconds(t.pid) : cpuSeconds(t.pid)) - cpu0 : null;
-      const bytes = t.target === "forge" ? logBytes(proxy!.dataDir) - bytes0 : null;
-      if (t.target === "direct") direct.push(r);
-      const d = direct[0];
-      const errors = r.errors.connect + r.errors.read + r.errors.write + r.errors.status + r.errors.timeout;
+    }
+    // Rounds interleave the targets, so a neighbour's load on the shared cores hits all of them;
+    // each figure is the median over the rounds.
+    const samples = new Map<Target, Row[]>();
+    for (let round = 0; round < REPEAT; round++) {
+      for (const t of targets) {
+        const cpu0 = t.pid ? (t.tree ? treeCpuSeconds(t.pid) : cpuSeconds(t.pid)) : 0;
+        const bytes0 = t.target === "forge" ? logBytes(proxy!.dataDir) : 0;
+        // The simulator runs in this process (the bench itself idles while wrk runs): its CPU.
+        const sim0 = process.cpuUsage();
+        const r = await runWrk({ bin: wrkBin, dir: work, base: t.base, paths: t.paths, body: s.body, pathHeaders: t.pathHeaders, connections: s.connections, seconds: SECONDS });
+        // Records are written when a call ends; let the last ones land before reading the log size.
+        if (t.target === "forge") await Bun.sleep(200);
+        const simCpu = process.cpuUsage(sim0);
+        const cpu = t.pid ? (t.tree ? treeCpuSeconds(t.pid) : cpuSeconds(t.pid)) - cpu0 : null;
+        const bytes = t.target === "forge" ? logBytes(proxy!.dataDir) - bytes0 : null;
+        const errors = r.errors.connect + r.errors.read + r.errors.write + r.errors.status + r.errors.timeout;
+        const row: Row = {
+          scenario: s.name,
+          target: t.target,
+          rps: r.rps,
+          p50: r.p50,
+          p99: r.p99,
+          addedP50: null,
+          addedP99: null,
+          cpuMsPerCall: cpu === null ? null : (cpu * 1000) / Math.max(1, r.requests),
+          upstreamCpuMsPerCall: (simCpu.user + simCpu.system) / 1000 / Math.max(1, r.requests),
+          bytesPerCall: bytes === null ? null : bytes / Math.max(1, r.requests),
+          errors,
+          requests: r.requests,
+        };
+        samples.set(t.target, [...(samples.get(t.target) ?? []), row]);
+        log(`${s.name.padEnd(13)} ${t.target.padEnd(6)} round ${round + 1}: ${r.rps.toFixed(0).padStart(6)} calls/s  p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  errors ${errors}`);
+      }
+    }
+    const med = (xs: (number | null)[]) => {
+      const v = xs.filter((x): x is number => x !== null).sort((a, b) => a - b);
+      return v.length === 0 ? null : v[v.length >> 1]!;
+    };
+    const direct = samples.get("direct")!;
+    for (const t of targets) {
+      const list = samples.get(t.target)!;
+      const p50 = med(list.map((x) => x.p50))!;
+      const p99 = med(list.map((x) => x.p99))!;
       rows.push({
         scenario: s.name,
         target: t.target,
-        rps: r.rps,
-        p50: r.p50,
-        p99: r.p99,
-        addedP50: d && t.target !== "direct" ? r.p50 - d.p50 : null,
-        addedP99: d && t.target !== "direct" ? r.p99 - d.p99 : null,
-        cpuMsPerCall: cpu === null ? null : (cpu * 1000) / Math.max(1, r.requests),
-        bytesPerCall: bytes === null ? null : bytes / Math.max(1, r.requests),
-        errors,
-        requests: r.requests,
+        rps: med(list.map((x) => x.rps))!,
+        p50,
+        p99,
+        addedP50: t.target === "direct" ? null : p50 - med(direct.map((x) => x.p50))!,
+        addedP99: t.target === "direct" ? null : p99 - med(direct.map((x) => x.p99))!,
+        cpuMsPerCall: med(list.map((x) => x.cpuMsPerCall)),
+        upstreamCpuMsPerCall: med(list.map((x) => x.upstreamCpuMsPerCall))!,
+        bytesPerCall: med(list.map((x) => x.bytesPerCall)),
+        errors: list.reduce((a, x) => a + x.errors, 0),
+        requests: list.reduce((a, x) => a + x.requests, 0),
       });
-      log(`${s.name.padEnd(13)} ${t.target.padEnd(6)} ${r.rps.toFixed(0).padStart(6)} calls/s  p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  errors ${errors}`);
     }
   }
 } finally {
@@ -180,14 +228,14 @@ const fmt = (x: number | null, digits = 1) => (x === null ? "—" : x.toFixed(di
 if (JSON_OUT) {
   console.log(JSON.stringify({ seconds: SECONDS, chunkDelayMs: CHUNK_DELAY_MS, rows, note: proxyNote || undefined }, null, 2));
 } else {
-  console.log(`\nbench/nginx: wrk (${SECONDS}s per row) → {direct | nginx 2 workers | forge proxy, recording on} → policy simulator (${CHUNK_DELAY_MS} ms/chunk)`);
-  console.log("scenario      target   calls/s  ×nginx   p50 ms   p99 ms  +p50 ms  +p99 ms  cpu ms/call  ×nginx  bytes/call  errors");
+  console.log(`\nbench/nginx: wrk (median of ${REPEAT} interleaved rounds of ${SECONDS}s) → {direct | nginx 2 workers | forge proxy, recording on} → policy simulator (${CHUNK_DELAY_MS} ms/chunk)`);
+  console.log("scenario      target   calls/s  ×nginx   p50 ms   p99 ms  +p50 ms  +p99 ms  cpu ms/call  ×nginx  sim ms/call  bytes/call  errors");
   for (const r of rows) {
     const n = rows.find((x) => x.scenario === r.scenario && x.target === "nginx");
     const ratio = n ? r.rps / n.rps : null;
     const cpuRatio = n && r.cpuMsPerCall !== null && n.cpuMsPerCall ? r.cpuMsPerCall / n.cpuMsPerCall : null;
     console.log(
-      `${r.scenario.padEnd(13)} ${r.target.padEnd(6)} ${fmt(r.rps, 0).padStart(9)} ${fmt(ratio, 2).padStart(7)} ${fmt(r.p50).padStart(8)} ${fmt(r.p99).padStart(8)} ${fmt(r.addedP50).padStart(8)} ${fmt(r.addedP99).padStart(8)} ${fmt(r.cpuMsPerCall, 3).padStart(12)} ${fmt(cpuRatio, 2).padStart(7)} ${fmt(r.bytesPerCall, 0).padStart(11)} ${String(r.errors).padStart(7)}`,
+      `${r.scenario.padEnd(13)} ${r.target.padEnd(6)} ${fmt(r.rps, 0).padStart(9)} ${fmt(ratio, 2).padStart(7)} ${fmt(r.p50).padStart(8)} ${fmt(r.p99).padStart(8)} ${fmt(r.addedP50).padStart(8)} ${fmt(r.addedP99).padStart(8)} ${fmt(r.cpuMsPerCall, 3).padStart(12)} ${fmt(cpuRatio, 2).padStart(7)} ${fmt(r.upstreamCpuMsPerCall, 3).padStart(12)} ${fmt(r.bytesPerCall, 0).padStart(11)} ${String(r.errors).padStart(7)}`,
     );
   }
   if (proxyNote) console.log(`\n${proxyNote}`);

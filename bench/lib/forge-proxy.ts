@@ -30,10 +30,10 @@ export function forgeProxyAvailable(root: string): boolean {
  * @example
  * const proxy = await startForgeProxy({ root, dataDir, upstream: sim.url });
  */
-export async function startForgeProxy(o: { root: string; dataDir: string; upstream: string; extraArgs?: string[] }): Promise<RunningForgeProxy> {
+export async function startForgeProxy(o: { root: string; dataDir: string; upstream: string; extraArgs?: string[]; bunArgs?: string[]; env?: Record<string, string> }): Promise<RunningForgeProxy> {
   const adminToken = `bench-admin-${Math.random().toString(36).slice(2)}`;
-  const args = ["bin/forge.ts", "proxy", "--data", o.dataDir, "--upstream", o.upstream, "--listen", "127.0.0.1:0", "--admin-token", adminToken, "--json", ...(o.extraArgs ?? [])];
-  const child: ChildProcess = spawn("bun", args, { cwd: o.root, stdio: ["ignore", "pipe", "pipe"] });
+  const args = [...(o.bunArgs ?? []), "bin/forge.ts", "proxy", "--data", o.dataDir, "--upstream", o.upstream, "--listen", "127.0.0.1:0", "--admin-token", adminToken, "--json", ...(o.extraArgs ?? [])];
+  const child: ChildProcess = spawn("bun", args, { cwd: o.root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...o.env } });
   let out = "";
   let url = "";
   child.stdout?.on("data", (b) => {
