@@ -111,6 +111,18 @@ describe("responses front door", () => {
     expect(final.output.find((o) => o.type === "function_call")).toMatchObject({ name: "shell", call_id: expect.any(String) });
   });
 
+  test("a long prompt streams (the first chunk, with thousands of prompt ids, spans many reads)", async () => {
+    const { r, openai } = await client();
+    const instructions = Array.from({ length: 3000 }, (_, i) => `rule ${i}: be careful.`).join("\n");
+    const stream = await openai.responses.create({ model: "m", instructions, input: task, tools: [shell], stream: true });
+    const types: string[] = [];
+    for await (const e of stream) types.push(e.type);
+    expect(types.at(-1)).toBe("response.completed");
+    const [call] = await h.calls(r.rollout_id);
+    expect(call!.tokenStatus).toBe(TokenStatus.COMPLETE);
+    expect(call!.promptLen).toBeGreaterThan(10_000);
+  });
+
   test("a repeated screenshot is stored once as a Blob", async () => {
     const { r, openai } = await client();
     const png = Buffer.from(Array.from({ length: 500 }, (_, i) => (i * 13) % 256)).toString("base64");

@@ -266,44 +266,52 @@ function streamAnswer(
   };
   let body: ReadableStream<Uint8Array> = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (finished) {
-        controller.close();
-        return;
+      // A pull that enqueues nothing is not called again while a piped reader waits (Streams
+      // spec: pullAgain is only set by reads during the pull), so read on until there is output:
+      // an event split over several upstream reads must not stall a translated stream.
+      for (;;) {
+        if (finished) {
+          controller.close();
+          return;
+        }
+        let result: { done: boolean; value?: Uint8Array } | "idle";
+        try {
+          result = await readWithIdle();
+        } catch (error) {
+          if (finished) return;
+          const message = `upstream ${base.upstream} stream failed: ${(error as Error).message}`;
+          const tail = encoder.encode(rewriter.end());
+          enqueue(controller, tail);
+          enqueue(controller, errorEvent(message, "upstream_stream_error"));
+          end(CallStatus.UPSTREAM_ERROR, message);
+          controller.close();
+          return;
+        }
+        if (result === "idle") {
+          abortUpstream(new Error("idle timeout"));
+          const message = `upstream ${base.upstream} sent nothing for ${ctx.idleTimeoutMs} ms mid-stream`;
+          enqueue(controller, errorEvent(message, "upstream_timeout"));
+          end(CallStatus.TIMEOUT, message);
+          controller.close();
+          return;
+        }
+        if (result.done) {
+          enqueue(controller, encoder.encode(rewriter.end()));
+          const complete = sawDone || capture.finishReason !== "";
+          end(complete ? CallStatus.OK : CallStatus.UPSTREAM_ERROR, complete ? "" : `upstream ${base.upstream} ended the stream before [DONE]`);
+          controller.close();
+          return;
+        }
+        if (firstChunk) {
+          firstChunk = false;
+          base.ttftMs = performance.now() - base.startPerf;
+        }
+        const text = rewriter.push(result.value!);
+        if (text !== "") {
+          enqueue(controller, encoder.encode(text));
+          return;
+        }
       }
-      let result: { done: boolean; value?: Uint8Array } | "idle";
-      try {
-        result = await readWithIdle();
-      } catch (error) {
-        if (finished) return;
-        const message = `upstream ${base.upstream} stream failed: ${(error as Error).message}`;
-        const tail = encoder.encode(rewriter.end());
-        enqueue(controller, tail);
-        enqueue(controller, errorEvent(message, "upstream_stream_error"));
-        end(CallStatus.UPSTREAM_ERROR, message);
-        controller.close();
-        return;
-      }
-      if (result === "idle") {
-        abortUpstream(new Error("idle timeout"));
-        const message = `upstream ${base.upstream} sent nothing for ${ctx.idleTimeoutMs} ms mid-stream`;
-        enqueue(controller, errorEvent(message, "upstream_timeout"));
-        end(CallStatus.TIMEOUT, message);
-        controller.close();
-        return;
-      }
-      if (result.done) {
-        enqueue(controller, encoder.encode(rewriter.end()));
-        const complete = sawDone || capture.finishReason !== "";
-        end(complete ? CallStatus.OK : CallStatus.UPSTREAM_ERROR, complete ? "" : `upstream ${base.upstream} ended the stream before [DONE]`);
-        controller.close();
-        return;
-      }
-      if (firstChunk) {
-        firstChunk = false;
-        base.ttftMs = performance.now() - base.startPerf;
-      }
-      const text = rewriter.push(result.value!);
-      if (text !== "") enqueue(controller, encoder.encode(text));
     },
     cancel() {
       onClientAbort();
