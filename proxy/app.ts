@@ -69,6 +69,8 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   const log = await openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs, io: options.recorderIo });
   const registry = createRolloutRegistry();
   const restored = { rollouts: 0, calls: 0 };
+  // Blobs already in the log are not written again (a screenshot is stored once per data dir).
+  const storedBlobs = new Set<string>();
   try {
     for await (const { record } of readRecords(log.dir)) {
       const kind = record.kind;
@@ -78,6 +80,8 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
       } else if (kind.case === "modelCall") {
         registry.replayCall(kind.value);
         restored.calls++;
+      } else if (kind.case === "blob") {
+        storedBlobs.add(kind.value.sha256);
       } else if (kind.case === "rolloutResult") {
         const state = registry.get(kind.value.rolloutId);
         if (state) {
@@ -93,7 +97,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   }
   const metrics = createProxyMetrics();
   const gate = createPauseGate({ boundMs: options.pauseBoundMs ?? DEFAULTS.pauseBoundMs, policyVersion: registry.maxPolicyVersion() });
-  const recorder = createCallRecorder(log, registry, metrics);
+  const recorder = createCallRecorder(log, registry, metrics, storedBlobs);
   const client = createUpstreamClient({ router, apiKey: upstreamApiKey, firstByteTimeoutMs: options.firstByteTimeoutMs ?? DEFAULTS.firstByteTimeoutMs });
   const ctx: PipelineContext = {
     mode,

@@ -135,6 +135,11 @@ describe("anthropic messages front door", () => {
     expect(calls.map((c) => c.blobRefs)).toEqual([[sha], [sha]]);
     // The upstream still receives the image.
     expect(decode(calls[1]!.upstreamRequestBody)).toContain(`data:image/png;base64,${png}`);
+    // After a restart on the same data dir the log still holds it once.
+    await h.restart();
+    await anthropic.messages.create({ model: "claude-x", max_tokens: 64, messages: [{ role: "user", content: [image] }] });
+    expect((await h.records()).filter((x) => x.kind.case === "blob" && x.kind.value.sha256 === sha).length).toBe(1);
+    expect((await h.calls(r.rollout_id)).at(-1)!.blobRefs).toEqual([sha]);
   });
 
   test("count_tokens is answered by the upstream's tokenizer (/tokenize) and equals the sampled prompt", async () => {

@@ -60,10 +60,9 @@ export interface CallRecorder {
  * const recorder = createCallRecorder(log, registry, metrics);
  * recorder.record(finishedCall);
  */
-export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, metrics: ProxyMetrics): CallRecorder {
+export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, metrics: ProxyMetrics, storedBlobs = new Set<string>()): CallRecorder {
   const health: RecorderHealth = { failure: "" };
-  // sha256 of the Blobs this process wrote: a screenshot sent again is referenced, not stored again.
-  const storedBlobs = new Set<string>();
+  // storedBlobs: sha256 of the Blobs in the log; a screenshot sent again is referenced, not stored again.
   const append = (record: ForgeRecord) => {
     try {
       log.append(record);
