@@ -64,6 +64,13 @@ export function responsesToChatRequest(body: Json, options: ResponsesToChatOptio
     if (choice !== undefined) request.tool_choice = choice;
     if (typeof body.parallel_tool_calls === "boolean") request.parallel_tool_calls = body.parallel_tool_calls;
   }
+  // Structured output (Codex --output-schema): Responses nests the schema in text.format.
+  const format = body.text?.format;
+  if (format?.type === "json_schema") {
+    request.response_format = { type: "json_schema", json_schema: { name: String(format.name ?? "output"), schema: format.schema ?? {}, ...(typeof format.strict === "boolean" ? { strict: format.strict } : {}) } };
+  } else if (format?.type === "json_object") {
+    request.response_format = { type: "json_object" };
+  }
   if (typeof body.user === "string") request.user = body.user;
   if (typeof body.safety_identifier === "string" && request.user === undefined) request.user = body.safety_identifier;
   return { request, catalogue };
