@@ -92,7 +92,17 @@ function statusOf(result: GroupResult): RolloutStatus {
  * /logs/verifier inside the sandbox (Harbor's paths); unsandboxed, the same directories are
  * given as $FORGE_TESTS and $FORGE_LOGS.
  */
-async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<typeof prepareWorkspace> & { dir: string }, harnessStdout: string) {
+type Verdict = {
+  reward: number;
+  output: string;
+  timedOut: boolean;
+  /** The verifier could not be run (or was interrupted): the rollout is an infra_error. */
+  infraError?: string;
+  /** Something to report beside the reward (e.g. a malformed reward file, scored 0). */
+  note?: string;
+};
+
+async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<typeof prepareWorkspace> & { dir: string }, harnessStdout: string): Promise<Verdict | undefined> {
   const { task } = plan;
   if (task.verifier.kind === "expected") {
     const found = harnessStdout.includes(task.verifier.text);
@@ -135,11 +145,11 @@ async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<t
     signal: ctx.signal,
   });
   const output = `${tail(join(dirs.logs, "verifier.stdout"))}${tail(join(dirs.logs, "verifier.stderr"))}`;
-  if (result.spawnError) return { reward: 0, output, timedOut: false, infra: `verifier: cannot start: ${result.spawnError}` };
-  if (result.aborted) return { reward: 0, output, timedOut: false, infra: "verifier: interrupted" };
+  if (result.spawnError) return { reward: 0, output, timedOut: false, infraError: `verifier: cannot start: ${result.spawnError}` };
+  if (result.aborted) return { reward: 0, output, timedOut: false, infraError: "verifier: interrupted (Ctrl-C)" };
   if (result.timedOut) return { reward: 0, output: `${output}\n[verifier killed after ${task.verifierTimeoutSeconds ?? ctx.verifierTimeoutSeconds} s]`, timedOut: true };
   const reward = readReward({ logsDir: dirs.verifierLogs, workspace: dirs.workspace, exitCode: result.exitCode });
-  return { reward: reward.reward, output: `${output}${reward.error ? `\n${reward.error}` : ""}\n[reward ${reward.reward} from ${reward.source.replace(dirs.dir, "<rollout>")}]`, timedOut: false, infra: reward.error };
+  return { reward: reward.reward, output: `${output}${reward.error ? `\n${reward.error}` : ""}\n[reward ${reward.reward} from ${reward.source.replace(dirs.dir, "<rollout>")}]`, timedOut: false, note: reward.error };
 }
 
 /**
@@ -251,10 +261,8 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
     const reward = status === "ok" ? 1 : 0;
     return finish(outcome(status, reward, `no verifier: reward from the harness exit code (${harness.exitCode ?? harness.signal})`, harness.exitCode, harnessNote));
   }
-  if ("infra" in verdict && verdict.infra && !verdict.output.includes("[reward")) {
-    return finish(outcome("infra_error", 0, verdict.output, harness.exitCode, verdict.infra));
-  }
+  if (verdict.infraError) return finish(outcome("infra_error", 0, verdict.output, harness.exitCode, verdict.infraError));
   const finalStatus: RolloutStatus = status !== "ok" ? status : verdict.timedOut ? "timeout" : "ok";
-  const error = [harnessNote, verdict.timedOut ? "verifier timed out" : undefined, "infra" in verdict ? verdict.infra : undefined].filter(Boolean).join("; ") || undefined;
+  const error = [harnessNote, verdict.timedOut ? "verifier timed out" : undefined, verdict.note].filter(Boolean).join("; ") || undefined;
   return finish(outcome(finalStatus, verdict.reward, verdict.output, harness.exitCode, error));
 }
