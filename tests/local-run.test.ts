@@ -1,8 +1,9 @@
 /** `forge run` on the quickstart, as a user runs it: a separate process, JSON out. */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readRecords } from "../proxy/index.ts";
 
 const root = join(import.meta.dir, "..");
 const forge = (args: string[]) => Bun.spawnSync([process.execPath, join(root, "bin", "forge.ts"), ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
@@ -43,4 +44,46 @@ describe("forge run", () => {
     expect(missing.exitCode).toBe(2);
     expect(missing.stderr.toString()).toContain("no/such/experiment.yaml: cannot read the experiment file");
   });
+
+  test("Ctrl-C: running rollouts are killed and recorded as infra_error, the log is readable, exit 130", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "forge-run-int-"));
+    try {
+      const experiment = join(dir, "experiment.yaml");
+      writeFileSync(
+        experiment,
+        [
+          "apiVersion: openforge.dev/v1",
+          "kind: Experiment",
+          "metadata: {name: interrupt}",
+          "spec:",
+          "  policy: {model: forge-sim/qwen3-sim}",
+          '  harness: {name: command, command: [bash, -c, "sleep 300 & sleep 300"]}',
+          "  environment:",
+          "    tasks: [{id: a, instruction: wait}]",
+          "  rollouts: {k: 3, parallelism: 2, sandbox: none}",
+        ].join("\n"),
+      );
+      const child = Bun.spawn([process.execPath, join(root, "bin", "forge.ts"), "run", experiment, "--data", join(dir, "data"), "--json", "--quiet"], { cwd: root, stdout: "pipe", stderr: "pipe" });
+      // Wait until both rollouts run (their workspaces exist), then interrupt.
+      const started = performance.now();
+      while (performance.now() - started < 20_000) {
+        const glob = [...new Bun.Glob("data/rollouts/*/logs/harness.stdout").scanSync({ cwd: dir })];
+        if (glob.length >= 2) break;
+        await Bun.sleep(100);
+      }
+      await Bun.sleep(300);
+      child.kill("SIGINT");
+      expect(await child.exited).toBe(130);
+      const out = JSON.parse(await new Response(child.stdout).text());
+      expect(out.aborted).toBe(true);
+      expect(out.outcomes.map((o: { status: string }) => o.status)).toEqual(["infra_error", "infra_error"]);
+      const results: string[] = [];
+      for await (const { record } of readRecords(join(dir, "data"))) {
+        if (record.kind.case === "rolloutResult") results.push(record.kind.value.rolloutId);
+      }
+      expect(results).toHaveLength(2); // the third rollout was never started, so never registered
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
