@@ -23,7 +23,19 @@ pass@k / pass^k table.
   --sandbox MODE       auto | bwrap | none (default spec.rollouts.sandbox)
   --json               print the result as JSON on stdout
   --quiet              no progress line
+  --label KEY=VALUE    record a label on every rollout (repeatable; gitops sets openforge.dev/commit)
 `;
+
+/** `--label key=value` flags → a map; a flag without `=` or with an empty key is a usage error. */
+function parseLabels(flags: string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const flag of flags) {
+    const at = flag.indexOf("=");
+    if (at <= 0) throw new UsageError(`--label must be KEY=VALUE, got "${flag}"`);
+    labels[flag.slice(0, at)] = flag.slice(at + 1);
+  }
+  return labels;
+}
 
 function timestamp(): string {
   return new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
@@ -45,6 +57,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         sandbox: { type: "string" },
         json: { type: "boolean", default: false },
         quiet: { type: "boolean", default: false },
+        label: { type: "string", multiple: true },
       },
     },
     argv,
@@ -57,6 +70,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const sandbox = values.sandbox as "auto" | "bwrap" | "none" | undefined;
   if (sandbox !== undefined && !["auto", "bwrap", "none"].includes(sandbox)) throw new UsageError(`--sandbox must be auto, bwrap or none, got "${sandbox}"`);
 
+  const labels = parseLabels(values.label ?? []);
   const experimentPath = positionals[0]!;
   let experiment;
   try {
@@ -87,7 +101,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   process.on("SIGTERM", onSignal);
   let result;
   try {
-    result = await runExperiment({ experiment, experimentPath, dataDir, parallelism, sandbox, quiet: values.quiet, signal: controller.signal });
+    result = await runExperiment({ experiment, experimentPath, dataDir, parallelism, sandbox, quiet: values.quiet, signal: controller.signal, labels });
   } catch (error) {
     if (error instanceof TaskError) throw new UsageError(`forge run: ${error.message}`);
     throw error;

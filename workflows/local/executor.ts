@@ -39,6 +39,8 @@ export type LocalRunOptions = {
   progress?: { write(text: string): unknown; isTTY?: boolean };
   quiet?: boolean;
   onOutcome?: (outcome: RolloutOutcome) => void;
+  /** Labels recorded on every rollout (e.g. `openforge.dev/commit` from gitops). */
+  labels?: Record<string, string>;
 };
 
 export type LocalRunResult = { outcomes: RolloutOutcome[]; durationMs: number; sandbox: "bwrap" | "none"; aborted: boolean };
@@ -98,6 +100,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     baseEnv: baseEnvironment(),
     graceMs: options.graceMs ?? 2000,
     signal: options.signal,
+    labels: options.labels ?? {},
   };
   const plans = planLocalRollouts({ run: options.run, iteration, tasks: options.tasks, k: options.k });
   const state: ProgressState = { total: plans.length, done: 0, running: 0, passed: 0, failed: 0, timedOut: 0, infra: 0 };

@@ -37,6 +37,8 @@ export type RolloutContext = {
   baseEnv: Record<string, string>;
   graceMs: number;
   signal?: AbortSignal;
+  /** Recorded on the rollout's registration. */
+  labels: Record<string, string>;
 };
 
 export type RolloutOutcome = {
@@ -183,6 +185,7 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
       group: plan.group,
       attempt: plan.attempt,
       harness: ctx.harness,
+      labels: ctx.labels,
     });
   } catch (error) {
     // Nothing to report to: the proxy does not know the rollout.

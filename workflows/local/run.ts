@@ -29,6 +29,8 @@ export type RunExperimentOptions = {
   signal?: AbortSignal;
   /** Where progress and notes go (stderr by default). */
   log?: (line: string) => void;
+  /** Labels recorded on every rollout (`--label key=value`). */
+  labels?: Record<string, string>;
 };
 
 export type RunExperimentResult = {
@@ -131,6 +133,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
       passThreshold: experiment.spec.metrics.passThreshold,
       quiet: options.quiet,
       signal: options.signal,
+      labels: options.labels,
     });
   } finally {
     // Closes the segment log, so what was recorded is readable even after Ctrl-C.
