@@ -132,3 +132,37 @@ describe("completions", () => {
     for (const c of calls) expect(c.tokenStatus).toBe(TokenStatus.COMPLETE);
   });
 });
+
+describe("what the upstream is told", () => {
+  test("each call carries its rollout id in x-forge-rollout, and never the harness's key", async () => {
+    const seen: Headers[] = [];
+    // Stands in for the inference server only to observe the request headers.
+    const upstream = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(request) {
+        if (new URL(request.url).pathname.endsWith("/chat/completions")) seen.push(request.headers);
+        return Response.json({
+          id: "c1",
+          object: "chat.completion",
+          created: 0,
+          model: "m",
+          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        });
+      },
+    });
+    const local = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${upstream.port}/v1`] } });
+    try {
+      const a = await local.register();
+      const b = await local.register();
+      await local.client(a).chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+      await local.client(b).chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+      expect(seen.map((headers) => headers.get("x-forge-rollout"))).toEqual([a.rollout_id, b.rollout_id]);
+      for (const headers of seen) expect(headers.get("authorization") ?? "").not.toContain(a.api_key);
+    } finally {
+      await local.close();
+      upstream.stop(true);
+    }
+  });
+});

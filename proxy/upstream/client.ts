@@ -56,7 +56,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   return {
     async send(rolloutId, path, body, method, clientSignal, extraHeaders) {
-      const postHeaders = extraHeaders ? withExtra(headers, extraHeaders) : headers;
+      // The rollout id lets an upstream tell rollouts apart (the policy simulator picks a
+      // rollout's variant from it; vLLM ignores it); it is an id, not a secret.
+      const postHeaders = withExtra(headers, { ...extraHeaders, "x-forge-rollout": rolloutId });
       const ranked = options.router.rank(rolloutId);
       let attempts = 0;
       let last: UpstreamFailure | undefined;
