@@ -7,8 +7,8 @@
  * read a fully populated `Experiment` and never re-decide defaults themselves.
  */
 import { readFileSync } from "node:fs";
-import { LineCounter, parseDocument, isMap, isPair, isScalar, isSeq, type Node } from "yaml";
 import { z } from "zod";
+import { parseYamlAgainst } from "./yaml-file.ts";
 
 /** A problem with an experiment file; `message` is `file:line:col: field: what is wrong`. */
 export class ExperimentError extends Error {
@@ -213,139 +213,7 @@ export function parseExperimentFile(path: string): Experiment {
  * parseExperimentText("apiVersion: openforge.dev/v1\nkind: Experiment\n...", "inline.yaml");
  */
 export function parseExperimentText(source: string, path: string): Experiment {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    const problems = doc.errors.map((error) => {
-      const at = lineCounter.linePos(error.pos[0]);
-      return `${path}:${at.line}:${at.col}: YAML syntax error: ${error.message.split("\n")[0]}`;
-    });
-    throw new ExperimentError(problems.join("\n"), problems);
-  }
-  const data = doc.toJS();
-  if (data === null || typeof data !== "object" || Array.isArray(data)) {
-    throw new ExperimentError(`${path}:1:1: expected a YAML mapping with apiVersion, kind, metadata and spec`);
-  }
-  const result = ExperimentSchema.safeParse(data, { reportInput: true });
-  if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => formatIssue(issue, doc.contents, lineCounter, path));
-  throw new ExperimentError(problems.join("\n"), problems);
-}
-
-type Issue = z.core.$ZodIssue;
-
-function formatIssue(issue: Issue, root: unknown, lineCounter: LineCounter, path: string): string {
-  const fieldPath = issue.path.map((part) => (typeof part === "symbol" ? String(part) : part));
-  if (issue.code === "unrecognized_keys") {
-    // One message per issue; point at the first unknown key, name them all.
-    const keys = issue.keys;
-    const at = keyPosition(root, fieldPath, keys[0] ?? "", lineCounter);
-    const where = fieldPath.length ? `${dotted(fieldPath)}: ` : "";
-    const allowed = knownKeys(fieldPath);
-    const suggestion = keys.length === 1 && allowed.length ? closest(keys[0]!, allowed) : undefined;
-    const hint = suggestion ? ` (did you mean "${suggestion}"?)` : allowed.length ? ` (allowed: ${allowed.join(", ")})` : "";
-    return `${path}:${at}: ${where}unknown field${keys.length > 1 ? "s" : ""} ${keys.map((k) => `"${k}"`).join(", ")}${hint}`;
-  }
-  const at = valuePosition(root, fieldPath, lineCounter);
-  if (issue.code === "invalid_type" && "input" in issue && issue.input === undefined) {
-    return `${path}:${at}: ${dotted(fieldPath)}: required field is missing`;
-  }
-  const got = "input" in issue && issue.input !== undefined ? `, got ${describe(issue.input)}` : issue.code === "invalid_type" ? ", but it is missing" : "";
-  return `${path}:${at}: ${dotted(fieldPath) || "(document)"}: ${issue.message}${got}`;
-}
-
-function dotted(path: (string | number)[]): string {
-  return path.map((part, index) => (typeof part === "number" ? `[${part}]` : index === 0 ? part : `.${part}`)).join("");
-}
-
-function describe(value: unknown): string {
-  const json = JSON.stringify(value);
-  if (json === undefined) return String(value);
-  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
-}
-
-/** The YAML node at a path, or the deepest existing ancestor (for missing fields). */
-function nodeAt(root: unknown, path: (string | number)[]): { node: unknown; depth: number } {
-  let node = root;
-  let depth = 0;
-  for (const part of path) {
-    let next: unknown;
-    if (isMap(node)) next = node.items.find((pair) => isPair(pair) && isScalar(pair.key) && pair.key.value === part)?.value;
-    else if (isSeq(node) && typeof part === "number") next = node.items[part];
-    if (next === undefined || next === null) break;
-    node = next;
-    depth += 1;
-  }
-  return { node, depth };
-}
-
-function position(node: unknown, lineCounter: LineCounter): string {
-  const range = (node as Node | undefined)?.range;
-  if (!range) return "1:1";
-  const at = lineCounter.linePos(range[0]);
-  return `${at.line}:${at.col}`;
-}
-
-function valuePosition(root: unknown, path: (string | number)[], lineCounter: LineCounter): string {
-  return position(nodeAt(root, path).node, lineCounter);
-}
-
-function keyPosition(root: unknown, path: (string | number)[], key: string, lineCounter: LineCounter): string {
-  const { node } = nodeAt(root, path);
-  if (isMap(node)) {
-    const pair = node.items.find((item) => isPair(item) && isScalar(item.key) && item.key.value === key);
-    if (pair) return position(pair.key, lineCounter);
-  }
-  return position(node, lineCounter);
-}
-
-/** The fields a mapping accepts, so a typo's fix is in the message. */
-function knownKeys(path: (string | number)[]): string[] {
-  let schema: z.ZodType = ExperimentSchema;
-  for (const part of path) {
-    const inner = unwrap(schema);
-    if (inner instanceof z.ZodObject) schema = inner.shape[part as string] as z.ZodType;
-    else if (inner instanceof z.ZodArray) schema = inner.element as z.ZodType;
-    else if (inner instanceof z.ZodUnion) {
-      const array = inner.options.find((option) => unwrap(option as z.ZodType) instanceof z.ZodArray);
-      if (!array) return [];
-      schema = (unwrap(array as z.ZodType) as z.ZodArray).element as z.ZodType;
-    } else return [];
-    if (!schema) return [];
-  }
-  const inner = unwrap(schema);
-  return inner instanceof z.ZodObject ? Object.keys(inner.shape) : [];
-}
-
-/** The allowed key nearest to a typo (edit distance ≤ 2, or a case-only difference). */
-function closest(key: string, allowed: string[]): string | undefined {
-  const distance = (a: string, b: string) => {
-    const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-    for (let i = 1; i <= a.length; i++) {
-      let previous = row[0]!;
-      row[0] = i;
-      for (let j = 1; j <= b.length; j++) {
-        const current = row[j]!;
-        row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
-        previous = current;
-      }
-    }
-    return row[b.length]!;
-  };
-  let best: { name: string; d: number } | undefined;
-  for (const name of allowed) {
-    const d = name.toLowerCase() === key.toLowerCase() ? 0 : distance(key, name);
-    if (d <= 2 && (!best || d < best.d)) best = { name, d };
-  }
-  return best?.name;
-}
-
-function unwrap(schema: z.ZodType): z.ZodType {
-  let current = schema as z.ZodType & { unwrap?: () => z.ZodType };
-  for (let i = 0; i < 10; i++) {
-    if (current instanceof z.ZodDefault || current instanceof z.ZodOptional) current = current.unwrap() as typeof current;
-    else if (current instanceof z.ZodPipe) current = current.in as typeof current;
-    else break;
-  }
-  return current;
+  const result = parseYamlAgainst(ExperimentSchema, source, path, "a YAML mapping with apiVersion, kind, metadata and spec");
+  if (!result.ok) throw new ExperimentError(result.problems.join("\n"), result.problems);
+  return result.data;
 }

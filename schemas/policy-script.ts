@@ -8,8 +8,8 @@
  * `examples/policies/quickstart.yaml:14:9: tasks[0].steps[1].write.path: expected a file path`.
  */
 import { readFileSync } from "node:fs";
-import { LineCounter, parseDocument, isMap, isPair, isScalar, isSeq } from "yaml";
 import { z } from "zod";
+import { parseYamlAgainst } from "./yaml-file.ts";
 
 /** A problem with a policy script; `message` lists every problem as `file:line:col: field: what`. */
 export class PolicyScriptError extends Error {
@@ -124,100 +124,7 @@ export function parsePolicyScriptFile(path: string): PolicyScript {
  * parsePolicyScriptText("tasks:\n  - {name: hi, match: hello, steps: [{say: hi}]}\n", "inline.yaml");
  */
 export function parsePolicyScriptText(source: string, path: string): PolicyScript {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    const problems = doc.errors.map((error) => {
-      const at = lineCounter.linePos(error.pos[0]);
-      return `${path}:${at.line}:${at.col}: YAML syntax error: ${error.message.split("\n")[0]}`;
-    });
-    throw new PolicyScriptError(problems.join("\n"), problems);
-  }
-  const value = doc.toJS() ?? {};
-  if (typeof value !== "object" || Array.isArray(value)) {
-    throw new PolicyScriptError(`${path}:1:1: expected a YAML mapping with tasks (and optionally thinking, failure_rate)`);
-  }
-  const result = PolicyScriptSchema.safeParse(value);
-  if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => {
-    const fieldPath = issue.path.filter((p): p is string | number => typeof p !== "symbol");
-    const keys = issue.code === "unrecognized_keys" ? (issue as { keys: string[] }).keys : [];
-    const where = positionOf(doc.contents, keys.length > 0 ? [...fieldPath, keys[0]!] : fieldPath, lineCounter, keys.length > 0);
-    const field = dotted(keys.length > 0 ? [...fieldPath, keys[0]!] : fieldPath) || "(top level)";
-    const suggestion = keys.length > 0 ? nearest(keys[0]!, allowedKeys(fieldPath)) : undefined;
-    const message =
-      keys.length > 0
-        ? `unknown field "${keys.join('", "')}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}; allowed: ${allowedKeys(fieldPath).join(", ")}`
-        : issue.message;
-    return `${path}:${where}: ${field}: ${message}`;
-  });
-  throw new PolicyScriptError(problems.join("\n"), problems);
-}
-
-function dotted(path: (string | number)[]): string {
-  return path.map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? part : `.${part}`)).join("");
-}
-
-/** line:col of the deepest YAML node on `path` (the key itself for a missing/unknown field). */
-function positionOf(root: unknown, path: (string | number)[], lineCounter: LineCounter, atKey = false): string {
-  let node: unknown = root;
-  let at: [number, number, number] | undefined = (root as { range?: [number, number, number] })?.range;
-  for (const [i, part] of path.entries()) {
-    if (isMap(node)) {
-      const pair = node.items.find((item) => isPair(item) && isScalar(item.key) && item.key.value === part);
-      if (!pair || !isPair(pair)) break;
-      at = (pair.key as { range?: [number, number, number] }).range ?? at;
-      if (atKey && i === path.length - 1) break;
-      node = pair.value;
-      at = (node as { range?: [number, number, number] })?.range ?? at;
-    } else if (isSeq(node) && typeof part === "number") {
-      node = node.items[part];
-      at = (node as { range?: [number, number, number] })?.range ?? at;
-    } else break;
-  }
-  if (!at) return "1:1";
-  const pos = lineCounter.linePos(at[0]);
-  return `${pos.line}:${pos.col}`;
-}
-
-const KEYS = {
-  script: ["version", "thinking", "failure_rate", "tasks"],
-  task: ["name", "match", "failure_rate", "thinking", "steps", "failing"],
-  step: ["bash", "write", "read", "finish", "say", "think"],
-  write: ["path", "content"],
-  regex: ["regex", "flags", "contains"],
-};
-
-function allowedKeys(path: (string | number)[]): string[] {
-  const names = path.filter((p) => typeof p === "string");
-  const last = names.at(-1);
-  if (path.length === 0) return KEYS.script;
-  if (last === "write") return KEYS.write;
-  if (last === "match") return KEYS.regex;
-  if (last === "steps" || last === "failing") return KEYS.step;
-  return KEYS.task;
-}
-
-/** The allowed key within edit distance 2, for "did you mean". */
-function nearest(key: string, allowed: string[]): string | undefined {
-  let best: { key: string; distance: number } | undefined;
-  for (const candidate of allowed) {
-    const distance = editDistance(key.toLowerCase(), candidate);
-    if (distance <= 2 && (!best || distance < best.distance)) best = { key: candidate, distance };
-  }
-  return best?.key;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let previous = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const current = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
-      previous = current;
-    }
-  }
-  return row[b.length]!;
+  const result = parseYamlAgainst(PolicyScriptSchema, source, path, "a YAML mapping with tasks (and optionally thinking, failure_rate)");
+  if (!result.ok) throw new PolicyScriptError(result.problems.join("\n"), result.problems);
+  return result.data;
 }
