@@ -19,7 +19,7 @@ describe("parseYamlAgainst", () => {
       "f.yaml:2:8: match.regex: required field is missing",
       'f.yaml:2:10: match: unknown field "regx" (did you mean "regex"?)',
     ]);
-    expect(problems("name: a\nitems:\n  - { size: 1, colour: red }\n")).toEqual(['f.yaml:3:15: items[0]: unknown field "colour" (allowed: size)']);
+    expect(problems("name: a\nitems:\n  - { size: 1, colour: red }\n")).toEqual(['f.yaml:3:16: items[0]: unknown field "colour" (allowed: size)']);
   });
 
   test("missing fields use the schema's words; wrong values say what was given", () => {
