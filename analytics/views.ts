@@ -7,28 +7,16 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { sqlString } from "./compact.ts";
+import { verlColumns } from "../proxy/trajectory/index.ts";
 import { macroSql } from "./macros.ts";
 import { emptySelectSql, tableNames, tables, type Column } from "./tables.ts";
 
 /**
- * Columns of `samples` when no trajectory export exists: the veRL batch of `forge export
- * --format verl` (issue 4: token columns, `uid` = GRPO group, rollout/task/group/policy version).
- * When exports exist their own columns are used (`union_by_name` across files).
+ * Columns of `samples` when no trajectory export exists: those of the veRL batch `forge export
+ * --format verl` writes, taken from the exporter so the two cannot drift. When exports exist
+ * their own columns are used (`union_by_name` across files).
  */
-export const sampleColumns: readonly (readonly [string, string])[] = [
-  ["uid", "VARCHAR"],
-  ["data_source", "VARCHAR"],
-  ["rollout_id", "VARCHAR"],
-  ["task_id", "VARCHAR"],
-  ["group_id", "VARCHAR"],
-  ["policy_version", "INTEGER"],
-  ["prompt_ids", "INTEGER[]"],
-  ["response_ids", "INTEGER[]"],
-  ["response_mask", "INTEGER[]"],
-  ["response_logprobs", "DOUBLE[]"],
-  ["reward", "DOUBLE"],
-  ["num_turns", "INTEGER"],
-];
+export const sampleColumns = verlColumns;
 
 function hasParquet(dir: string): boolean {
   return existsSync(dir) && readdirSync(dir).some((file) => file.endsWith(".parquet"));

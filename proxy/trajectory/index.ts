@@ -11,6 +11,7 @@ export type { ChatMessage, ToolCall } from "./messages.ts";
 export { exportTrajectories, groupDatasetPath, manifestPath, sidecarPath } from "./export.ts";
 export type { ExportFormat, ExportManifest, ExportOptions } from "./export.ts";
 export { trajectoryOf } from "./trajectory-of.ts";
+export { verlColumns } from "./columns.ts";
 export { exportCommand } from "./cli.ts";
 export { QWEN3_THINK, withThinkDefaults } from "./types.ts";
 export type * from "./types.ts";
