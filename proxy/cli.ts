@@ -103,6 +103,11 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   if (!isLoopback(hostname) && !explicitToken) {
     console.error(`forge proxy: WARNING: listening on ${hostname} (not loopback) with a generated admin token; pass --admin-token or FORGE_ADMIN_TOKEN for a deployment`);
   }
+  if (process.env.BUN_CONFIG_MAX_HTTP_REQUESTS === undefined) {
+    // Bun reads this once at start: without it, upstream fetches past 256 at a time queue
+    // inside the proxy, unseen by /metrics. `bun run forge` sets it; a bare `bun` does not.
+    console.error("forge proxy: note: BUN_CONFIG_MAX_HTTP_REQUESTS is unset, so at most 256 upstream calls run at once; start with BUN_CONFIG_MAX_HTTP_REQUESTS=4096 (as `bun run forge` does) for more");
+  }
   const started = await startProxy({
     listen,
     upstreams: v.upstream,

@@ -249,6 +249,8 @@ describe("forge render", () => {
       "--admin-token", "$(FORGE_ADMIN_TOKEN)",
       "--public-url", "http://argo-fixture-proxy.forge.svc:8080",
     ]);
+    // Past Bun's default of 256 concurrent fetches the proxy's upstream calls would queue.
+    expect(deployment.spec.template.spec.containers[0].env).toContainEqual({ name: "BUN_CONFIG_MAX_HTTP_REQUESTS", value: "4096" });
     expect(byKind(objects, "Service").spec.selector).toEqual(deployment.spec.selector.matchLabels);
     const policy = byKind(objects, "NetworkPolicy").spec;
     expect(policy.podSelector.matchLabels).toEqual({ "openforge.dev/experiment": "argo-fixture", "openforge.dev/role": "rollout" });
