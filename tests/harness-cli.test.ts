@@ -6,6 +6,7 @@
  * with tools (404, or no answer in 10 s).
  *
  * Install the CLIs: npm install -g @openai/codex @anthropic-ai/claude-code @mariozechner/pi-coding-agent @qwen-code/qwen-code opencode-ai
+ * OpenClaw needs Node ≥ 24 beside the system Node; see `.ci/run` (installs both under /opt).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -14,6 +15,7 @@ import { join } from "node:path";
 import { startPolicySimulator, startProxy } from "../proxy/index.ts";
 import type { PolicyScriptInput } from "../schemas/policy-script.ts";
 import { HARNESS_BINARIES } from "../workflows/harnesses/index.ts";
+import { findOpenclaw } from "../workflows/harnesses/openclaw.ts";
 import { runLocal } from "../workflows/local/executor.ts";
 import { taskFromSpec } from "../workflows/tasks/index.ts";
 
@@ -93,14 +95,28 @@ const cases: { harness: string; options?: Record<string, unknown> }[] = [
   { harness: "opencode" },
   { harness: "codex" },
   { harness: "claude-code" },
+  { harness: "openclaw" },
 ];
+
+/** Why a harness cannot run here (openclaw needs its own Node ≥ 24, not just a binary on PATH). */
+function missing(harness: string): string | undefined {
+  if (harness === "openclaw") {
+    try {
+      findOpenclaw();
+      return undefined;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+  const binary = HARNESS_BINARIES[harness];
+  return !binary || Bun.which(binary) !== null ? undefined : `\`${binary}\` is not on PATH`;
+}
 
 describe("harness CLIs through the proxy", () => {
   for (const { harness, options } of cases) {
-    const binary = HARNESS_BINARIES[harness];
-    const installed = !binary || Bun.which(binary) !== null;
-    if (!installed) console.warn(`harness-cli: skipping ${harness}: \`${binary}\` is not on PATH`);
-    test.skipIf(!installed)(
+    const why = missing(harness);
+    if (why) console.warn(`harness-cli: skipping ${harness}: ${why}`);
+    test.skipIf(Boolean(why))(
       `${harness}: creates the file; the rollout's records are complete`,
       async () => {
         const problem = await frontDoorProblem(harness);
@@ -138,6 +154,20 @@ describe("harness CLIs through the proxy", () => {
         // At least the tool call and the answer after it (opencode adds a title call).
         expect(info.calls).toBeGreaterThanOrEqual(2);
         expect(info.token_status_counts.COMPLETE).toBe(info.calls);
+        if (harness === "openclaw") {
+          // OpenClaw re-appends its internal-context message at the end of every request, so a
+          // later prompt is not a prefix extension of the earlier one: assembly forks a new sample
+          // there instead of failing.
+          const trajectory = (await (await fetch(`${proxy.url}/control/rollouts/${outcome.rollout_id}/trajectory`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
+            valid: boolean;
+            broken: unknown[];
+            samples: unknown[];
+            stats: { fork: number; broken: number };
+          };
+          expect({ valid: trajectory.valid, broken: trajectory.broken }).toEqual({ valid: true, broken: [] });
+          expect(trajectory.stats.fork).toBeGreaterThanOrEqual(1);
+          expect(trajectory.samples.length).toBe(trajectory.stats.fork + 1);
+        }
       },
       150_000,
     );
