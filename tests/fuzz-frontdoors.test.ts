@@ -98,12 +98,13 @@ for (const door of Object.keys(DOORS) as (keyof typeof SEED_BODIES)[]) {
 }
 
 // Inputs the fuzz found (seeds 1-3, 2,500 per door); each must be a 4xx and leave the proxy serving.
-const FOUND: { name: string; path: string; body: unknown }[] = [
-  { name: "completions prompt of token ids outside uint32", path: "/v1/completions", body: { model: "m", prompt: [9007199254740991], max_tokens: 2 } },
+const FOUND: { name: string; path: string; body: unknown; fixed?: boolean }[] = [
+  { name: "completions prompt of token ids outside uint32", fixed: true, path: "/v1/completions", body: { model: "m", prompt: [9007199254740991], max_tokens: 2 } },
   { name: "responses tools: [null]", path: "/v1/responses", body: { model: "m", input: "hi", tools: [null] } },
 ];
 for (const found of FOUND) {
-  test.failing(`found by the fuzz: ${found.name} → 4xx, and the next valid call is still served`, async () => {
+  // Not fixed yet are kept as known failures (test.failing), so the suite stays green and says so.
+  (found.fixed ? test : test.failing)(`found by the fuzz: ${found.name} → 4xx, and the next valid call is still served`, async () => {
     const post = (path: string, body: unknown) =>
       proxy.fetch(
         new Request(`http://proxy/r/${rollout.rollout_id}${path}`, {

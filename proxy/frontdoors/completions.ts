@@ -27,6 +27,13 @@ export const completionsFrontDoor: FrontDoor = {
       // Several prompts give several calls' worth of tokens; a ModelCall records one.
       throw new ProxyHttpError(400, "prompt: the proxy records one prompt per call; send several prompts as several calls", "invalid_request_error", "invalid_value", "prompt");
     }
+    // Token ids are stored as uint32: one outside that range would fail the record after the
+    // upstream answered, so it is refused here (vLLM refuses ids outside its vocabulary anyway).
+    const ids = Array.isArray(p) ? (p.length === 1 && Array.isArray(p[0]) ? p[0] : p) : [];
+    const bad = ids.findIndex((x: unknown) => typeof x === "number" && !(Number.isInteger(x) && x >= 0 && x <= 0xffffffff));
+    if (bad >= 0) {
+      throw new ProxyHttpError(400, `prompt[${bad}]: a token id must be an integer from 0 to 4294967295, got ${ids[bad]}`, "invalid_request_error", "invalid_value", "prompt");
+    }
     return {
       capture: "completions",
       upstreamPath: "/v1/completions",

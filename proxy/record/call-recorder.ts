@@ -5,7 +5,7 @@
  * model calls (503) instead of serving calls whose training data would be lost.
  */
 import { BlobSchema, CallStatus, create, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
-import type { SegmentLog } from "../recorder/index.ts";
+import { RecorderError, type SegmentLog } from "../recorder/index.ts";
 import { promptDelta } from "../capture/delta.ts";
 import type { TokenCapture } from "../capture/tokens.ts";
 import type { ProxyMetrics } from "../metrics.ts";
@@ -68,7 +68,11 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
       log.append(record);
     } catch (error) {
       metrics.recorderError();
-      health.failure = `the segment log in ${log.dir} cannot be written: ${(error as Error).message}`;
+      // A record that does not encode (BAD_RECORD) is that call's problem: the log is fine, and
+      // failing it would refuse every rollout's calls because of one bad request.
+      if (!(error instanceof RecorderError && error.code === "BAD_RECORD")) {
+        health.failure = `the segment log in ${log.dir} cannot be written: ${(error as Error).message}`;
+      }
       throw error;
     }
   };
