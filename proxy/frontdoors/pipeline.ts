@@ -148,13 +148,16 @@ async function callUpstream(
       if (text !== "") message += `: ${text.slice(0, 500)}`;
     }
     const status = response.status;
+    // A rate limit's Retry-After is the harness's to honour (it decides when to call again).
+    const retryAfter = response.headers.get("retry-after");
+    const upstreamHeaders: Record<string, string> = retryAfter ? { "retry-after": retryAfter } : {};
     if (passthroughBody !== undefined) {
       const bytes = encoder.encode(passthroughBody);
       recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: status, status: CallStatus.UPSTREAM_ERROR, error: message });
       leave();
-      return new Response(bytes, { status, headers: { "content-type": "application/json", ...callHeaders } });
+      return new Response(bytes, { status, headers: { "content-type": "application/json", ...callHeaders, ...upstreamHeaders } });
     }
-    return errorAnswer(status, message, status >= 500 ? "upstream_error" : "invalid_request_error", "upstream_error", CallStatus.UPSTREAM_ERROR);
+    return errorAnswer(status, message, status >= 500 ? "upstream_error" : "invalid_request_error", "upstream_error", CallStatus.UPSTREAM_ERROR, upstreamHeaders);
   }
 
   const isStream = (response.headers.get("content-type") ?? "").includes("text/event-stream");

@@ -104,8 +104,7 @@ describe("errors before the first byte", () => {
     expect(call.httpStatus).toBe(500);
   });
 
-  // Known gap (the upstream's Retry-After is not passed to the harness).
-  test.failing("429 with Retry-After: the harness gets 429 and Retry-After (it decides when to retry)", async () => {
+  test("429 with Retry-After: the harness gets 429 and Retry-After (it decides when to retry)", async () => {
     const r = await t.register();
     const marker = `${chaosMarker("429")} g`;
     const res = await t.chat(r, marker);
