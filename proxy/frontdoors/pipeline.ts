@@ -32,6 +32,7 @@ export interface PipelineContext {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+const DONE_BYTES = encoder.encode("data: [DONE]\n\n");
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
 
 /**
@@ -201,19 +202,23 @@ function streamAnswer(
   const reader = upstream.body!.getReader();
   const sentChunks: Uint8Array[] = [];
   let sawDone = false;
+  // The first data line that is not JSON: the harness gets it as sent, the record says the call failed.
+  let malformed: string | undefined;
   let finished = false;
   let firstChunk = true;
 
   const rewriter = createSseRewriter((data) => {
     if (data === "[DONE]") {
       sawDone = true;
-      return undefined;
+      // Passthrough holds the end back until the call is in the log (see result.done below).
+      return prepared.translateStream ? undefined : "";
     }
     let chunk: any;
     try {
       chunk = JSON.parse(data);
     } catch {
-      return undefined; // not ours to judge; the harness gets it as sent
+      malformed ??= data.slice(0, 200);
+      return undefined; // the harness gets it as sent
     }
     if (chunk === null || typeof chunk !== "object") return undefined;
     if (!captureAndStrip(prepared.capture, chunk, capture, prepared.wants)) return undefined;
@@ -222,18 +227,22 @@ function streamAnswer(
     return `data: ${JSON.stringify(chunk)}\n\n`;
   });
 
-  const finish = (status: CallStatus, error: string) => {
-    if (finished) return;
+  /** Records the call once; false when the record could not be written. */
+  const finish = (status: CallStatus, error: string): boolean => {
+    if (finished) return true;
     finished = true;
     clearInterval(watchdog);
     request.signal.removeEventListener("abort", onClientAbort);
     const bytes = concat(sentChunks);
+    let recorded = true;
     try {
       ctx.recorder.record({ ...base, responseBody: bytes, httpStatus: 200, status, error });
     } catch {
-      // The stream was already served; the recorder is now failed and refuses further calls.
+      // The recorder is now failed and refuses further calls; this stream's end is withheld.
+      recorded = false;
     }
     leave();
+    return recorded;
   };
   const onClientAbort = () => {
     abortUpstream(new Error("client disconnected"));
@@ -301,7 +310,20 @@ function streamAnswer(
         if (result.done) {
           enqueue(controller, encoder.encode(rewriter.end()));
           const complete = sawDone || capture.finishReason !== "";
-          end(complete ? CallStatus.OK : CallStatus.UPSTREAM_ERROR, complete ? "" : `upstream ${base.upstream} ended the stream before [DONE]`);
+          const status = malformed !== undefined ? CallStatus.UPSTREAM_ERROR : complete ? CallStatus.OK : CallStatus.UPSTREAM_ERROR;
+          const error =
+            malformed !== undefined
+              ? `upstream ${base.upstream} sent a data line that is not JSON: ${malformed}`
+              : complete
+                ? ""
+                : `upstream ${base.upstream} ended the stream before [DONE]`;
+          if (sawDone && !prepared.translateStream) {
+            // The harness sees the end of the stream only once the call is in the log: a call that
+            // could not be recorded ends with an error event instead of a clean [DONE].
+            sentChunks.push(DONE_BYTES);
+            const recorded = finish(status, error);
+            controller.enqueue(recorded ? DONE_BYTES : errorEvent("the call could not be recorded, so its answer is withdrawn", "recorder_unavailable"));
+          } else end(status, error);
           controller.close();
           return;
         }

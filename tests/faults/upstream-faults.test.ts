@@ -70,8 +70,7 @@ describe("mid-stream failures are not retried and are recorded", () => {
     expect(call.error).toMatch(/before \[DONE\]/);
   });
 
-  // Known gap (proxy/frontdoors/pipeline.ts passes a non-JSON data line through and records OK).
-  test.failing("malformed SSE: the call is not recorded as OK", async () => {
+  test("malformed SSE: the call is not recorded as OK", async () => {
     const r = await t.register();
     const res = await t.chat(r, `${chaosMarker("malformed", 2)} d`, { stream: true });
     await readAll(res);
