@@ -5,7 +5,7 @@
  * for non-streaming calls, bytes written and CPU per call, 200 KB prompts and a 4 MB screenshot.
  * The load generator is Debian's `wrk` (C); nginx and wrk are installed with apt-get if missing.
  *
- *   bun bench/nginx.ts [--seconds 4] [--repeat 3] [--chunk-delay-ms 10] [--json] [--only stream256,...]
+ *   bun bench/nginx.ts [--seconds 3] [--repeat 3] [--chunk-delay-ms 10] [--json] [--only stream256,...]
  *                      [--profile DIR] [--fetch-limit N|default]
  *
  * Rows: direct (wrk → simulator), nginx (wrk → nginx → simulator), forge (wrk → proxy, recording
@@ -27,7 +27,7 @@ const flag = (name: string, fallback: string) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1]! : fallback;
 };
-const SECONDS = Number(flag("seconds", "4"));
+const SECONDS = Number(flag("seconds", "3"));
 const REPEAT = Number(flag("repeat", "3"));
 const CHUNK_DELAY_MS = Number(flag("chunk-delay-ms", "10"));
 const JSON_OUT = args.includes("--json");
