@@ -7,7 +7,7 @@
  * (freeform) tools become a function taking `{input: string}`. The catalogue remembers
  * each Chat name's origin so a call is answered as the item type the harness declared.
  */
-import type { ChatTool } from "./chat-types.ts";
+import { TranslationError, type ChatTool } from "./chat-types.ts";
 
 // Responses tools are JSON of many shapes; fields are checked as they are read.
 type Json = any;
@@ -57,10 +57,11 @@ export function responsesToolCatalogue(body: Json): ToolCatalogue {
   const tools: ChatTool[] = [];
   const origins = new Map<string, ToolOrigin>();
   const dropped: string[] = [];
-  const add = (t: Json, namespace: string | undefined) => {
-    const type = t?.type ?? "function";
+  const add = (t: Json, namespace: string | undefined, path: string) => {
+    if (t === null || typeof t !== "object" || Array.isArray(t)) throw new TranslationError(path, `expected a tool object, got ${JSON.stringify(t)}`);
+    const type = t.type ?? "function";
     if (type === "namespace") {
-      for (const child of Array.isArray(t.tools) ? t.tools : []) add(child, String(t.name ?? ""));
+      (Array.isArray(t.tools) ? t.tools : []).forEach((child: Json, i: number) => add(child, String(t.name ?? ""), `${path}.tools[${i}]`));
       return;
     }
     if (type !== "function" && type !== "custom") {
@@ -88,11 +89,11 @@ export function responsesToolCatalogue(body: Json): ToolCatalogue {
     tools.push({ type: "function", function: fn });
     origins.set(chatName, namespace ? { kind: type, name: declared, namespace } : { kind: type, name: declared });
   };
-  for (const t of Array.isArray(body?.tools) ? body.tools : []) add(t, undefined);
+  (Array.isArray(body?.tools) ? body.tools : []).forEach((t: Json, i: number) => add(t, undefined, `tools[${i}]`));
   if (Array.isArray(body?.input)) {
-    for (const item of body.input) {
-      if (item?.type === "additional_tools" && Array.isArray(item.tools)) for (const t of item.tools) add(t, undefined);
-    }
+    body.input.forEach((item: Json, i: number) => {
+      if (item?.type === "additional_tools" && Array.isArray(item.tools)) item.tools.forEach((t: Json, j: number) => add(t, undefined, `input[${i}].tools[${j}]`));
+    });
   }
   return { tools, origins, dropped };
 }

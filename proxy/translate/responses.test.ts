@@ -68,6 +68,8 @@ describe("responsesToChatRequest", () => {
     expect(request).toMatchObject({ messages: [{ role: "user", content: "hi" }], max_tokens: 5, temperature: 0 });
     expect(() => responsesToChatRequest({ model: "m", input: [{ type: "message", role: "robot", content: "x" }] })).toThrow("input[0].role");
     expect(() => responsesToChatRequest({ model: "m", previous_response_id: "resp_1", input: "x" })).toThrow(TranslationError);
+    expect(() => responsesToChatRequest({ model: "m", input: "x", tools: [null] })).toThrow("tools[0]: expected a tool object, got null");
+    expect(() => responsesToChatRequest({ model: "m", input: [{ type: "additional_tools", tools: ["shell"] }] })).toThrow('input[0].tools[0]: expected a tool object, got "shell"');
     const schema = { type: "object", properties: { ok: { type: "boolean" } } };
     expect(responsesToChatRequest({ model: "m", input: "x", text: { format: { type: "json_schema", name: "out", schema, strict: true } } }).request.response_format).toEqual({ type: "json_schema", json_schema: { name: "out", schema, strict: true } });
   });
