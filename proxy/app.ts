@@ -108,6 +108,8 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     metrics,
     idleTimeoutMs: options.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
     maxResponseBytes: options.maxResponseBytes ?? DEFAULTS.maxResponseBytes,
+    maxConcurrentCalls: options.maxConcurrentCalls ?? DEFAULTS.maxConcurrentCalls,
+    admitted: { count: 0 },
   };
 
   const app = new Hono();

@@ -43,6 +43,7 @@ Every model call is recorded token for token to DIR/log (docs/proxy.md).
   --first-byte-timeout-ms N upstream answer deadline (default ${DEFAULTS.firstByteTimeoutMs})
   --idle-timeout-ms N       longest gap between upstream stream chunks (default ${DEFAULTS.idleTimeoutMs})
   --pause-bound-ms N        longest a call waits while paused before 429 (default ${DEFAULTS.pauseBoundMs})
+  --max-concurrent-calls N  model calls in flight past which new ones get 429 + Retry-After (default ${DEFAULTS.maxConcurrentCalls})
   --public-url URL          base URL handed to harnesses (default: the origin a request came to)
   --upstream-protocol P     chat (default): Anthropic Messages and Responses calls are translated to
                             Chat Completions; anthropic|responses: the upstream is that vendor API and
@@ -72,6 +73,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
         "first-byte-timeout-ms": { type: "string" },
         "idle-timeout-ms": { type: "string" },
         "pause-bound-ms": { type: "string" },
+        "max-concurrent-calls": { type: "string" },
         "public-url": { type: "string" },
         "upstream-protocol": { type: "string" },
         json: { type: "boolean" },
@@ -119,6 +121,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     firstByteTimeoutMs: intFlag("first-byte-timeout-ms", v["first-byte-timeout-ms"], DEFAULTS.firstByteTimeoutMs),
     idleTimeoutMs: intFlag("idle-timeout-ms", v["idle-timeout-ms"], DEFAULTS.idleTimeoutMs),
     pauseBoundMs: intFlag("pause-bound-ms", v["pause-bound-ms"], DEFAULTS.pauseBoundMs),
+    maxConcurrentCalls: intFlag("max-concurrent-calls", v["max-concurrent-calls"], DEFAULTS.maxConcurrentCalls),
     publicUrl: v["public-url"],
     upstreamProtocol,
   });

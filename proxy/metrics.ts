@@ -12,6 +12,7 @@ export interface ProxyMetrics {
   tokens(kind: "prompt" | "completion", n: number): void;
   tokenMissing(protocol: string): void;
   recorderError(): void;
+  overloaded(): void;
   inFlight(delta: number): void;
   setPaused(paused: boolean): void;
   setWaiting(n: number): void;
@@ -32,6 +33,7 @@ export function createProxyMetrics(): ProxyMetrics {
   const missing = new Map<string, number>();
   const tokenCounts = { prompt: 0, completion: 0 };
   let recorderErrors = 0;
+  let overloads = 0;
   let inFlight = 0;
   let paused = 0;
   let waiting = 0;
@@ -59,6 +61,9 @@ export function createProxyMetrics(): ProxyMetrics {
     recorderError() {
       recorderErrors++;
     },
+    overloaded() {
+      overloads++;
+    },
     inFlight(delta) {
       inFlight += delta;
     },
@@ -80,6 +85,7 @@ export function createProxyMetrics(): ProxyMetrics {
       family("forge_proxy_completion_tokens_total", "counter", "Completion tokens of recorded calls (upstream usage).", [["", tokenCounts.completion]]);
       family("forge_proxy_token_missing_total", "counter", "Train-mode calls whose upstream returned no token ids (token_status=MISSING).", [...missing]);
       family("forge_proxy_recorder_errors_total", "counter", "Appends to the segment log that failed.", [["", recorderErrors]]);
+      family("forge_proxy_overloaded_total", "counter", "Model calls refused with 429 because --max-concurrent-calls were in flight.", [["", overloads]]);
       family("forge_proxy_in_flight", "gauge", "Model calls in flight.", [["", inFlight]]);
       family("forge_proxy_paused", "gauge", "1 while the proxy is paused for a weight sync.", [["", paused]]);
       family("forge_proxy_paused_waiting", "gauge", "Calls held by a pause.", [["", waiting]]);

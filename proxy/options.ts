@@ -25,6 +25,8 @@ export interface ProxyOptions {
   idleTimeoutMs?: number;
   /** The recorder's group-commit fsync interval. Default 50. */
   groupCommitMs?: number;
+  /** Model calls in flight (held by a pause included) past which new ones get 429. Default 4096. */
+  maxConcurrentCalls?: number;
   /** How long a call may wait while paused before 429. Default 300000. */
   pauseBoundMs?: number;
   /** Upstream health-check interval; 0 disables. Default 5000. */
@@ -50,5 +52,6 @@ export const DEFAULTS = {
   idleTimeoutMs: 120_000,
   groupCommitMs: 50,
   pauseBoundMs: 300_000,
+  maxConcurrentCalls: 4096,
   healthIntervalMs: 5000,
 } as const;

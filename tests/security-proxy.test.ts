@@ -203,3 +203,30 @@ describe("request size limits", () => {
     expect(t.upstream.requests.some((q) => q.body.length > 64 * 1024)).toBe(false);
   });
 });
+
+describe("concurrency limit", () => {
+  test("past --max-concurrent-calls a call gets 429 with Retry-After; finished calls free their slots", async () => {
+    const limited = await startProxyUnderTest({ chunks: 20, chunkDelayMs: 20, proxy: { maxConcurrentCalls: 2 } });
+    try {
+      const r = await limited.register("limited");
+      // Two streams hold both slots for ~400 ms while a third call arrives.
+      const first = limited.chat(r, "one", { stream: true });
+      const second = limited.chat(r, "two", { stream: true });
+      const [a, b] = await Promise.all([first, second]);
+      const refused = await limited.chat(r, "three");
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect((await refused.json()).error).toMatchObject({ type: "rate_limit_error", code: "too_many_concurrent_calls" });
+      await Promise.all([a.text(), b.text()]);
+      const later = await limited.chat(r, "four");
+      expect(later.status).toBe(200);
+      await later.text();
+      const metrics = await (await fetch(`${limited.proxy.url}/metrics`)).text();
+      expect(metrics).toContain("forge_proxy_overloaded_total 1");
+      // The refused call served nothing, so nothing is recorded for it.
+      expect((await limited.calls()).length).toBe(3);
+    } finally {
+      await limited.close();
+    }
+  });
+});

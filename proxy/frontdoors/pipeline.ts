@@ -28,6 +28,10 @@ export interface PipelineContext {
   idleTimeoutMs: number;
   /** Largest upstream error / JSON body read. */
   maxResponseBytes: number;
+  /** Calls admitted at once (waiting on a pause included); past it, 429. */
+  maxConcurrentCalls: number;
+  /** Calls admitted and not yet finished. */
+  admitted: { count: number };
 }
 
 const encoder = new TextEncoder();
@@ -52,12 +56,26 @@ export async function runModelCall(
   if (ctx.recorder.health.failure !== "") {
     throw new ProxyHttpError(503, `the proxy refuses model calls because it cannot record them: ${ctx.recorder.health.failure}`, "service_unavailable", "recorder_unavailable");
   }
-  const policyVersion = await ctx.gate.enter(request.signal);
+  if (ctx.admitted.count >= ctx.maxConcurrentCalls) {
+    // A bounded proxy: past the limit a harness is told to come back rather than queued
+    // without end (each held call keeps its body and a socket).
+    ctx.metrics.overloaded();
+    throw new ProxyHttpError(429, `the proxy has ${ctx.admitted.count} model calls in flight, its limit (--max-concurrent-calls ${ctx.maxConcurrentCalls}); retry shortly`, "rate_limit_error", "too_many_concurrent_calls", null, { "retry-after": "1" });
+  }
+  ctx.admitted.count++;
+  let policyVersion: number;
+  try {
+    policyVersion = await ctx.gate.enter(request.signal);
+  } catch (error) {
+    ctx.admitted.count--;
+    throw error;
+  }
   ctx.metrics.inFlight(1);
   let left = false;
   const leave = () => {
     if (left) return;
     left = true;
+    ctx.admitted.count--;
     ctx.gate.leave();
     ctx.metrics.inFlight(-1);
   };
