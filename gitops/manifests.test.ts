@@ -14,7 +14,7 @@ describe("Argo CD Application", () => {
 
   test("the schema behind buildApplication rejects a malformed Application", () => {
     const app = buildApplication({ name: "experiments", repoURL: "https://git.example.com/o/r.git", branch: "main", argocdNamespace: "argocd", namespace: "openforge" });
-    const broken = new Application({ ...app.toJSON(), spec: { ...app.spec, source: { ...app.spec.source!, directory: { recurse: "yes" as unknown as boolean } } } });
+    const broken = new Application({ metadata: app.metadata, spec: { ...app.spec, source: { ...app.spec.source!, directory: { recurse: "yes" as unknown as boolean } } } });
     expect(() => broken.validate()).toThrow(/recurse must be boolean/);
   });
 });

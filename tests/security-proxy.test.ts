@@ -32,7 +32,7 @@ describe("per-rollout keys", () => {
     expect((await post(`/r/${a.rollout_id}/v1/chat/completions`, a.api_key, "x-api-key")).status).toBe(200);
     const cross = await post(`/r/${b.rollout_id}/v1/chat/completions`, a.api_key);
     expect(cross.status).toBe(401);
-    expect((await cross.json()).error.code).toBe("invalid_api_key");
+    expect(((await cross.json()) as any).error.code).toBe("invalid_api_key");
     expect((await post(`/r/${b.rollout_id}/v1/chat/completions`)).status).toBe(401);
     expect((await post(`/r/${b.rollout_id}/v1/chat/completions`, ADMIN)).status).toBe(401); // the admin token is not a rollout key
     expect((await post(`/r/${b.rollout_id}/v1/completions`, a.api_key)).status).toBe(401);
@@ -189,7 +189,7 @@ describe("request size limits", () => {
     const big = body("x".repeat(100 * 1024));
     const declared = await fetch(`${t.proxy.url}/r/${a.rollout_id}/v1/chat/completions`, { method: "POST", headers: { ...json, authorization: `Bearer ${a.api_key}` }, body: big });
     expect(declared.status).toBe(413);
-    expect((await declared.json()).error.message).toMatch(/over the proxy's limit of 65536 bytes.*--max-body-bytes/);
+    expect(((await declared.json()) as any).error.message).toMatch(/over the proxy's limit of 65536 bytes.*--max-body-bytes/);
     // No Content-Length: a stream of chunks is cut at the limit.
     const chunks = new ReadableStream({
       start(c) {
@@ -216,7 +216,7 @@ describe("concurrency limit", () => {
       const refused = await limited.chat(r, "three");
       expect(refused.status).toBe(429);
       expect(refused.headers.get("retry-after")).toBe("1");
-      expect((await refused.json()).error).toMatchObject({ type: "rate_limit_error", code: "too_many_concurrent_calls" });
+      expect(((await refused.json()) as any).error).toMatchObject({ type: "rate_limit_error", code: "too_many_concurrent_calls" });
       await Promise.all([a.text(), b.text()]);
       const later = await limited.chat(r, "four");
       expect(later.status).toBe(200);

@@ -33,7 +33,7 @@ test("500 and 429 carry OpenAI error bodies; 429 has Retry-After", async () => {
   const b = await post(chaosMarker("429"), false);
   expect(b.status).toBe(429);
   expect(b.headers.get("retry-after")).toBe("1");
-  expect((await b.json()).error.type).toBe("rate_limit_error");
+  expect(((await b.json()) as any).error.type).toBe("rate_limit_error");
 });
 
 test("429then answers after n refusals of the same body", async () => {

@@ -83,11 +83,11 @@ describe.skipIf(!canMount)("disk full (data dir on a 1 MiB tmpfs)", () => {
       }
     }
     expect(refused).toBeDefined();
-    expect((await refused!.json()).error.message).toMatch(/ENOSPC|no space/i);
+    expect(((await refused!.json()) as any).error.message).toMatch(/ENOSPC|no space/i);
     expect(await servedAreRecorded(t, served)).toEqual([]);
     const health = await fetch(`${t.proxy.url}/healthz`);
     expect(health.status).toBe(503);
-    const body = await health.json();
+    const body = (await health.json()) as any;
     expect(body.ok).toBe(false);
     expect(body.recorder).toMatch(/cannot be written.*(ENOSPC|no space)/i);
     const stream = await t.chat(r, "stream after the refusal", { stream: true });
@@ -123,10 +123,10 @@ describe("data dir turns read-only (EROFS injected into the recorder's writes)",
     failing = true;
     const res = await t.chat(r, "now read-only");
     expect(res.status).toBe(503);
-    expect((await res.json()).error.message).toMatch(/EROFS/);
+    expect(((await res.json()) as any).error.message).toMatch(/EROFS/);
     const health = await fetch(`${t.proxy.url}/healthz`);
     expect(health.status).toBe(503);
-    expect((await health.json()).recorder).toMatch(/EROFS/);
+    expect(((await health.json()) as any).recorder).toMatch(/EROFS/);
     const stream = await t.chat(r, "stream", { stream: true });
     expect(stream.status).toBe(503);
     await stream.text();

@@ -86,7 +86,7 @@ describe("errors before the first byte", () => {
     const marker = `${chaosMarker("hang")} e`;
     const res = await t.chat(r, marker);
     expect(res.status).toBe(504);
-    const body = await res.json();
+    const body = (await res.json()) as any;
     expect(body.error.message).toMatch(/sent nothing within 400 ms/);
     const call = await recordOf(res.headers.get("x-forge-call-id"));
     expect(call.status).toBe(CallStatus.TIMEOUT);
@@ -97,7 +97,7 @@ describe("errors before the first byte", () => {
     const r = await t.register();
     const res = await t.chat(r, `${chaosMarker("500")} f`);
     expect(res.status).toBe(500);
-    expect((await res.json()).error.message).toMatch(/chaos: internal error/);
+    expect(((await res.json()) as any).error.message).toMatch(/chaos: internal error/);
     const call = await recordOf(res.headers.get("x-forge-call-id"));
     expect(call.status).toBe(CallStatus.UPSTREAM_ERROR);
     expect(call.httpStatus).toBe(500);
@@ -109,7 +109,7 @@ describe("errors before the first byte", () => {
     const res = await t.chat(r, marker);
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toBe("1");
-    expect((await res.json()).error.type).toBe("rate_limit_error");
+    expect(((await res.json()) as any).error.type).toBe("rate_limit_error");
     const call = await recordOf(res.headers.get("x-forge-call-id"));
     expect(call.status).toBe(CallStatus.UPSTREAM_ERROR);
     expect(call.httpStatus).toBe(429);
@@ -120,7 +120,7 @@ describe("errors before the first byte", () => {
     const r = await t.register();
     const res = await t.chat(r, `${chaosMarker("truncated")} h`);
     expect(res.status).toBe(502);
-    expect((await res.json()).error.message).toMatch(/not JSON/);
+    expect(((await res.json()) as any).error.message).toMatch(/not JSON/);
     const call = await recordOf(res.headers.get("x-forge-call-id"));
     expect(call.status).toBe(CallStatus.UPSTREAM_ERROR);
   });
