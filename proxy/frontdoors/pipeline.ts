@@ -102,6 +102,9 @@ async function callUpstream(
   const upstreamBody = train ? trainRequest(prepared.capture, prepared.upstreamBody) : prepared.upstreamBody;
   const unchanged = prepared.passthrough && upstreamBody === prepared.upstreamBody;
   const upstreamBytes = unchanged ? requestBody : encoder.encode(JSON.stringify(upstreamBody));
+  // An untranslated train-mode call differs from what the harness sent only by the fields
+  // trainRequest set: record those, not the whole (possibly 200 KB) body a second time.
+  const patch = prepared.passthrough && !unchanged ? addedFields(prepared.upstreamBody, upstreamBody) : undefined;
   const callId = `call-${crypto.randomUUID()}`;
   const seq = ctx.registry.nextSeq(rollout);
   const capture = newCapture();
@@ -116,7 +119,8 @@ async function callUpstream(
     ttftMs: undefined,
     requestBody,
     responseBody: new Uint8Array(0),
-    upstreamRequestBody: unchanged ? undefined : upstreamBytes,
+    upstreamRequestBody: unchanged || patch ? undefined : upstreamBytes,
+    upstreamRequestPatch: patch ? encoder.encode(JSON.stringify(patch)) : undefined,
     model: prepared.model,
     upstream: "",
     policyVersion,
@@ -426,4 +430,11 @@ function concat(chunks: Uint8Array[]): Uint8Array {
     at += c.byteLength;
   }
   return out;
+}
+
+/** The top-level fields of `sent` that are not the same value in `received` (set or replaced). */
+function addedFields(received: Record<string, unknown>, sent: Record<string, unknown>): Record<string, unknown> {
+  const patch: Record<string, unknown> = {};
+  for (const key of Object.keys(sent)) if (sent[key] !== received[key]) patch[key] = sent[key];
+  return patch;
 }

@@ -28,6 +28,8 @@ export interface FinishedCall {
   requestBody: Uint8Array;
   responseBody: Uint8Array;
   upstreamRequestBody: Uint8Array | undefined;
+  /** The top-level fields set on request_body for the upstream, when that is all that changed. */
+  upstreamRequestPatch?: Uint8Array;
   model: string;
   upstream: string;
   policyVersion: number;
@@ -129,6 +131,7 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         requestHeaders: call.requestHeaders,
         session: call.session,
         upstreamRequestBody: call.upstreamRequestBody,
+        upstreamRequestPatch: call.upstreamRequestPatch,
         upstreamAttempts: call.upstreamAttempts,
         blobRefs: call.images?.inline.map((image) => image.sha256) ?? [],
       });
