@@ -16,8 +16,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { parseExperimentFile } from "../schemas/experiment.ts";
-import { manifestsToYaml, renderExperiment, type KubeObject } from "../workflows/argo/render.ts";
-import { renderWorkflow } from "../workflows/argo/workflow.ts";
+import { manifestsToYaml, renderExperiment, renderWorkflow, type KubeObject } from "../workflows/argo/index.ts";
 import { buildApplication } from "./argocd.ts";
 import { buildEventSource, buildExperimentSensor } from "./argo-events.ts";
 import { isExperimentPath } from "./changes.ts";
