@@ -14,8 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPolicySimulator, startProxy } from "../proxy/index.ts";
 import type { PolicyScriptInput } from "../schemas/policy-script.ts";
-import { HARNESS_BINARIES } from "../workflows/harnesses/index.ts";
-import { findOpenclaw } from "../workflows/harnesses/openclaw.ts";
+import { harnessUnavailable } from "../workflows/harnesses/index.ts";
 import { runLocal } from "../workflows/local/executor.ts";
 import { taskFromSpec } from "../workflows/tasks/index.ts";
 
@@ -98,23 +97,10 @@ const cases: { harness: string; options?: Record<string, unknown> }[] = [
   { harness: "openclaw" },
 ];
 
-/** Why a harness cannot run here (openclaw needs its own Node ≥ 24, not just a binary on PATH). */
-function missing(harness: string): string | undefined {
-  if (harness === "openclaw") {
-    try {
-      findOpenclaw();
-      return undefined;
-    } catch (error) {
-      return (error as Error).message;
-    }
-  }
-  const binary = HARNESS_BINARIES[harness];
-  return !binary || Bun.which(binary) !== null ? undefined : `\`${binary}\` is not on PATH`;
-}
 
 describe("harness CLIs through the proxy", () => {
   for (const { harness, options } of cases) {
-    const why = missing(harness);
+    const why = harnessUnavailable(harness);
     if (why) console.warn(`harness-cli: skipping ${harness}: ${why}`);
     test.skipIf(Boolean(why))(
       `${harness}: creates the file; the rollout's records are complete`,

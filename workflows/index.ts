@@ -3,7 +3,7 @@
  * executor and `forge run`. (Argo Workflows builders are exported from `./argo/index.ts`.)
  */
 export { loadExperimentTasks, loadJsonlTasks, loadTaskDir, loadTasks, loadTaskTree, taskFromSpec, TaskError, type Task, type TaskVerifier } from "./tasks/index.ts";
-export { HARNESS_ADAPTERS, HARNESS_BINARIES, launchHarness, prepareHarness, type HarnessContext, type HarnessLaunch } from "./harnesses/index.ts";
+export { HARNESS_ADAPTERS, HARNESS_BINARIES, harnessUnavailable, launchHarness, prepareHarness, type HarnessContext, type HarnessLaunch } from "./harnesses/index.ts";
 export { planLocalRollouts, runLocal, type LocalRunOptions, type LocalRunResult } from "./local/executor.ts";
 export { runExperiment, type RunExperimentOptions, type RunExperimentResult } from "./local/run.ts";
 export { passAtK, passHatK, passTable, formatPassTable } from "./local/passk.ts";

@@ -8,7 +8,7 @@ import { codexAdapter } from "./codex.ts";
 import { commandAdapter } from "./command.ts";
 import { commonEnv } from "./env.ts";
 import { forgeReactAdapter } from "./forge-react/index.ts";
-import { openclawAdapter } from "./openclaw.ts";
+import { findOpenclaw, openclawAdapter } from "./openclaw.ts";
 import { opencodeAdapter } from "./opencode.ts";
 import { piAdapter } from "./pi.ts";
 import { qwenCodeAdapter } from "./qwen-code.ts";
@@ -29,15 +29,36 @@ export const HARNESS_ADAPTERS: Record<string, HarnessAdapter> = {
   "forge-react": forgeReactAdapter,
 };
 
-/** The binary each CLI harness needs on PATH (forge-react and command need none of their own). */
+/**
+ * The binary each CLI harness needs on PATH (forge-react and command need none of their own;
+ * openclaw runs on its own Node 24, see `findOpenclaw`).
+ */
 export const HARNESS_BINARIES: Record<string, string | undefined> = {
   codex: "codex",
   "claude-code": "claude",
   opencode: "opencode",
   "qwen-code": "qwen",
   pi: "pi",
-  openclaw: "openclaw",
 };
+
+/**
+ * Why a harness cannot run on this machine, or undefined when it can.
+ *
+ * @example
+ * harnessUnavailable("codex") // "`codex` is not on PATH" where it is not installed
+ */
+export function harnessUnavailable(harness: string): string | undefined {
+  if (harness === "openclaw") {
+    try {
+      findOpenclaw();
+      return undefined;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+  const binary = HARNESS_BINARIES[harness];
+  return !binary || Bun.which(binary) !== null ? undefined : `\`${binary}\` is not on PATH`;
+}
 
 /**
  * The launch for a harness by name, with the common proxy variables merged under the
