@@ -5,8 +5,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { expect } from "bun:test";
 import OpenAI from "openai";
-import type { ModelCall, Record as ForgeRecord } from "../schemas/index.ts";
+import { CallStatus, TokenStatus, type ModelCall, type Protocol, type Record as ForgeRecord } from "../schemas/index.ts";
 import { readRecords } from "./recorder/index.ts";
 import { startPolicySimulator, type StartedPolicySimulator } from "./simulator/index.ts";
 import type { PolicySimulatorOptions } from "./simulator/index.ts";
@@ -114,4 +115,19 @@ export function resolvePrompts(calls: ModelCall[]): Map<string, number[]> {
     tokens.set(c.callId, prompt.concat(c.completionTokenIds));
   }
   return prompts;
+}
+
+/**
+ * Asserts `call` was served OK over `protocol` and recorded token-exact: its full prompt (the
+ * delta chain resolved over `calls`) and its completion are the ids the simulator sampled.
+ *
+ * @example
+ * expectTokenExact(call, calls, last(h.sims[0]!.samples), Protocol.RESPONSES);
+ */
+export function expectTokenExact(call: ModelCall, calls: ModelCall[], sample: { prompt_token_ids: number[]; token_ids: number[] }, protocol: Protocol): void {
+  expect(call.protocol).toBe(protocol);
+  expect(call.status).toBe(CallStatus.OK);
+  expect(call.tokenStatus).toBe(TokenStatus.COMPLETE);
+  expect(resolvePrompts(calls).get(call.callId)).toEqual(sample.prompt_token_ids);
+  expect(call.completionTokenIds).toEqual(sample.token_ids);
 }

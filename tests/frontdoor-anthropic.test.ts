@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
 import { createHash } from "node:crypto";
-import { CallStatus, Protocol, TokenStatus, type ModelCall } from "../schemas/index.ts";
-import { resolvePrompts, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+import { Protocol, type ModelCall } from "../schemas/index.ts";
+import { expectTokenExact, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;
 beforeAll(async () => {
@@ -39,13 +39,8 @@ async function client(extra: Record<string, string> = {}) {
   return { r, anthropic: new Anthropic({ baseURL: r.anthropic_base_url, apiKey: r.api_key, maxRetries: 0, defaultHeaders: extra }) };
 }
 
-function expectExactTokens(call: ModelCall, calls: ModelCall[], sample: { prompt_token_ids: number[]; token_ids: number[] }) {
-  expect(call.protocol).toBe(Protocol.ANTHROPIC_MESSAGES);
-  expect(call.status).toBe(CallStatus.OK);
-  expect(call.tokenStatus).toBe(TokenStatus.COMPLETE);
-  expect(resolvePrompts(calls).get(call.callId)).toEqual(sample.prompt_token_ids);
-  expect(call.completionTokenIds).toEqual(sample.token_ids);
-}
+const expectExactTokens = (call: ModelCall, calls: ModelCall[], sample: { prompt_token_ids: number[]; token_ids: number[] }) =>
+  expectTokenExact(call, calls, sample, Protocol.ANTHROPIC_MESSAGES);
 
 describe("anthropic messages front door", () => {
   test("non-streaming tool call, then its tool_result: ids kept, records token-exact", async () => {

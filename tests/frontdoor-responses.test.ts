@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { createHash } from "node:crypto";
-import { CallStatus, Protocol, TokenStatus, type ModelCall } from "../schemas/index.ts";
-import { resolvePrompts, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+import { Protocol, TokenStatus, type ModelCall } from "../schemas/index.ts";
+import { expectTokenExact, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;
 beforeAll(async () => {
@@ -37,13 +37,8 @@ async function client(headers: Record<string, string> = {}) {
   return { r, openai: new OpenAI({ baseURL: r.openai_base_url, apiKey: r.api_key, maxRetries: 0, defaultHeaders: headers }) };
 }
 
-function expectExactTokens(call: ModelCall, calls: ModelCall[], sample: { prompt_token_ids: number[]; token_ids: number[] }) {
-  expect(call.protocol).toBe(Protocol.RESPONSES);
-  expect(call.status).toBe(CallStatus.OK);
-  expect(call.tokenStatus).toBe(TokenStatus.COMPLETE);
-  expect(resolvePrompts(calls).get(call.callId)).toEqual(sample.prompt_token_ids);
-  expect(call.completionTokenIds).toEqual(sample.token_ids);
-}
+const expectExactTokens = (call: ModelCall, calls: ModelCall[], sample: { prompt_token_ids: number[]; token_ids: number[] }) =>
+  expectTokenExact(call, calls, sample, Protocol.RESPONSES);
 
 describe("responses front door", () => {
   test("non-streaming function call, then its output: call ids kept, records token-exact", async () => {
