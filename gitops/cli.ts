@@ -1,15 +1,14 @@
 /**
  * `forge gitops init | render | hook | watch`.
  */
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { intFlag, parseCommand, UsageError } from "../bin/cli.ts";
 import { repoRoot } from "./git.ts";
 import { initGitopsRepo } from "./init.ts";
 import { readGitopsSettings } from "./settings.ts";
-import { triggerCommit } from "./trigger.ts";
+import { FORGE_CLI, triggerCommit } from "./trigger.ts";
 import { watchRepo } from "./watch.ts";
 
-const FORGE_CLI = resolve(join(import.meta.dir, "..", "bin", "forge.ts"));
 
 const USAGE = `
 usage: forge gitops SUBCOMMAND [--help]

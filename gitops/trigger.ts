@@ -30,7 +30,8 @@ export type TriggerOptions = {
   log?: (line: string) => void;
 };
 
-const FORGE_CLI = join(import.meta.dir, "..", "bin", "forge.ts");
+/** The forge CLI of this checkout: what the hook and the trigger run. */
+export const FORGE_CLI = join(import.meta.dir, "..", "bin", "forge.ts");
 
 /** Writes the tree of `commit` into a fresh temp dir, so a run sees exactly what was committed. */
 function exportCommit(repo: string, commit: string): string {
