@@ -43,8 +43,12 @@ export interface FinishedCall {
   requestHeaders: ModelCall["requestHeaders"];
   session: Record<string, string>;
   upstreamAttempts: number;
-  /** Base64 images of the request (translate/images.ts): stored once each as Blob records, referenced by sha256. */
-  images?: { inline: { sha256: string; mediaType: string; data: Uint8Array }[] };
+  /**
+   * Base64 images of the request (translate/images.ts): stored once each as Blob records,
+   * referenced by sha256. `data` may decode the base64 text when read, so it is read only for
+   * a Blob not stored yet (a screenshot sent again costs no decode).
+   */
+  images?: { inline: { sha256: string; mediaType: string; readonly data: Uint8Array }[] };
 }
 
 export interface CallRecorder {

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { equals } from "@bufbuild/protobuf";
-import { RecordSchema, toBinary } from "../../schemas/index.ts";
+import { create, fromBinary, RecordSchema, toBinary, type Record } from "../../schemas/index.ts";
 import { RecorderError } from "./errors.ts";
 import { openSegmentLog, nodeIo, type WriterIo } from "./segment-log.ts";
 import { readRecords } from "./reader.ts";
-import { modelCallRecord, recordsOfEveryKind, scratchDir } from "./testing.ts";
+import { expectedBody, modelCallRecord, recordsOfEveryKind, scratchDir } from "./testing.ts";
 import { crc32c } from "@node-rs/crc32";
 
 let scratch = scratchDir();
@@ -201,6 +201,19 @@ describe("append failures", () => {
     expect(read.map((r) => (r.record.kind.value as { callId: string }).callId)).toEqual(["ok-1", "ok-3"]);
   });
 
+  test("ENOSPC inside the body of a large (multi-buffer) frame cuts it too", async () => {
+    const io = failingIo({ failAfterBytes: 100_000, errno: "ENOSPC" });
+    const log = await openSegmentLog(scratch.dir, { io });
+    log.append(modelCallRecord("r", 1, "ok-1", 300_000));
+    const sizeBefore = statSync(join(scratch.dir, "log", "seg-00000001.forge")).size;
+    io.arm();
+    expect(() => log.append(modelCallRecord("r", 2, "lost", 300_000))).toThrow(RecorderError);
+    expect(statSync(join(scratch.dir, "log", "seg-00000001.forge")).size).toBe(sizeBefore);
+    log.append(modelCallRecord("r", 3, "ok-3", 300_000));
+    await log.close();
+    expect((await readAll(scratch.dir)).map((r) => (r.record.kind.value as { callId: string }).callId)).toEqual(["ok-1", "ok-3"]);
+  });
+
   test("EACCES / EROFS at once give RecorderError with a fix in the message", async () => {
     for (const errno of ["EACCES", "EROFS"]) {
       const io = failingIo({ failAfterBytes: 0, errno });
@@ -239,5 +252,66 @@ describe("append failures", () => {
     await Bun.write(file, "x");
     await expect(openSegmentLog(join(file, "data"))).rejects.toThrow(RecorderError);
     await expect(openSegmentLog(join(file, "data"))).rejects.toThrow(file);
+  });
+});
+
+describe("records with big bodies (written as several buffers, see encode-record.ts)", () => {
+  const bigRecords = (): Record[] => [
+    modelCallRecord("r", 1, "small", 100),
+    modelCallRecord("r", 2, "big", 400_000),
+    create(RecordSchema, { kind: { case: "blob", value: { sha256: "ef".repeat(32), mediaType: "image/png", data: expectedBody("png", 1 << 20) } } }),
+    modelCallRecord("r", 3, "after", 100),
+  ];
+
+  test("read back equal; the frame header has the payload's length and CRC", async () => {
+    const log = await openSegmentLog(scratch.dir);
+    const records = bigRecords();
+    const positions = records.map((record) => log.append(record));
+    await log.close();
+    const read = await readAll(scratch.dir);
+    expect(read).toHaveLength(records.length);
+    for (const [i, entry] of read.entries()) {
+      expect(equals(RecordSchema, entry.record, records[i]!)).toBe(true);
+      expect(entry).toMatchObject(positions[i]!);
+    }
+    const bytes = readFileSync(join(scratch.dir, "log", "seg-00000001.forge"));
+    const at = positions[2]!.offset;
+    const length = bytes.readUInt32LE(at);
+    const payload = bytes.subarray(at + 8, at + 8 + length);
+    expect(length).toBe(toBinary(RecordSchema, records[2]!).length);
+    expect(bytes.readUInt32LE(at + 4)).toBe(crc32c(payload) >>> 0);
+    expect(equals(RecordSchema, fromBinary(RecordSchema, payload), records[2]!)).toBe(true);
+  });
+
+  test("short writes that stop inside any buffer are continued", async () => {
+    let calls = 0;
+    const io: WriterIo = {
+      ...nodeIo,
+      writev(fd, buffers, position) {
+        calls += 1;
+        const flat = Buffer.concat(buffers);
+        return nodeIo.writev(fd, [flat.subarray(0, Math.min(flat.length, 4099))], position);
+      },
+    };
+    const log = await openSegmentLog(scratch.dir, { io });
+    const records = bigRecords();
+    for (const record of records) log.append(record);
+    await log.close();
+    expect(calls).toBeGreaterThan(300);
+    const read = await readAll(scratch.dir);
+    expect(read.every((entry, i) => equals(RecordSchema, entry.record, records[i]!))).toBe(true);
+  });
+
+  test("a torn tail inside a big frame is cut on open", async () => {
+    const log = await openSegmentLog(scratch.dir);
+    const records = bigRecords();
+    const positions = records.slice(0, 2).map((record) => log.append(record));
+    await log.close();
+    const path = join(scratch.dir, "log", "seg-00000001.forge");
+    truncateSync(path, positions[1]!.offset + 200_000);
+    const again = await openSegmentLog(scratch.dir);
+    expect(again.recovered).toEqual([expect.objectContaining({ segment: "seg-00000001.forge", keptRecords: 1, truncated: true })]);
+    await again.close();
+    expect((await readAll(scratch.dir)).map((r) => (r.record.kind.value as { callId: string }).callId)).toEqual(["small"]);
   });
 });

@@ -7,7 +7,8 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { crc32c } from "@node-rs/crc32";
-import { RecordSchema, toBinary, type Record } from "../../schemas/index.ts";
+import type { Record } from "../../schemas/index.ts";
+import { encodeRecord, type EncodedRecord } from "./encode-record.ts";
 import { RecorderError, ioError } from "./errors.ts";
 import { FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_MAGIC } from "./frame.ts";
 import { LOCK_HEARTBEAT_MS, acquireLock } from "./lock.ts";
@@ -130,8 +131,8 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
 
   // Writes the frame at `offset`, looping on short writes. On failure the partial frame is cut
   // off again so the segment stays a sequence of whole frames.
-  const writeFrame = (segment: Segment, payload: Uint8Array, offset: number): void => {
-    let parts: Uint8Array[] = [header, payload];
+  const writeFrame = (segment: Segment, payload: EncodedRecord, offset: number): void => {
+    let parts: Uint8Array[] = [header, ...payload.parts];
     let position = offset;
     const end = offset + FRAME_HEADER_BYTES + payload.length;
     try {
@@ -228,9 +229,9 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
       if (record.kind.case === undefined) {
         throw new RecorderError("BAD_RECORD", logDir, "recorder: append of an empty Record (kind not set): set one of model_call, blob, rollout, rollout_result");
       }
-      let payload: Uint8Array;
+      let payload: EncodedRecord;
       try {
-        payload = toBinary(RecordSchema, record);
+        payload = encodeRecord(record);
       } catch (error) {
         throw new RecorderError("BAD_RECORD", logDir, `recorder: record does not encode as forge.v1.Record (${(error as Error).message}); build it with create(RecordSchema, ...)`, { cause: error });
       }
@@ -246,7 +247,9 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
         }
       }
       header.writeUInt32LE(payload.length, 0);
-      header.writeUInt32LE(crc32c(payload) >>> 0, 4);
+      let crc = 0;
+      for (const part of payload.parts) crc = crc32c(part, crc);
+      header.writeUInt32LE(crc >>> 0, 4);
       const segment = current;
       const offset = segment.size;
       writeFrame(segment, payload, offset);

@@ -1,0 +1,103 @@
+/**
+ * The proxy's per-call work on large request bodies, in process, old way against new in one
+ * run: a Chat request with a 4 MB screenshot (a `data:image/png;base64,...` URL) and one with a
+ * 200 KB prompt.
+ *
+ * - findImages: the first sight of an image (decode + sha256) against the same image sent again
+ *   (a fresh copy of the text from JSON.parse, as the next turn of a rollout sends it), where the
+ *   sha256 cache answers and nothing is decoded.
+ * - the recorder's encode + CRC32C of the ModelCall (and the screenshot's Blob): one plain
+ *   toBinary + crc32c, as before, against encodeRecord (big bytes fields as their own buffers,
+ *   CRC over the parts). Also a whole `log.append` (encode, CRC, writev to a segment file).
+ *
+ *   bun bench/large-body.ts [--iterations 40] [--json]
+ */
+import { parseArgs } from "node:util";
+import { crc32c } from "@node-rs/crc32";
+import { findImages, imageCacheStats } from "../proxy/translate/images.ts";
+import { encodeRecord } from "../proxy/recorder/encode-record.ts";
+import { openSegmentLog } from "../proxy/recorder/index.ts";
+import { modelCallRecord, scratchDir } from "../proxy/recorder/testing.ts";
+import { create, RecordSchema, toBinary, type Record } from "../schemas/index.ts";
+
+const { values } = parseArgs({ options: { iterations: { type: "string", default: "40" }, json: { type: "boolean", default: false } } });
+const N = Number(values.iterations);
+const encoder = new TextEncoder();
+
+function words(n: number): string {
+  const vocab = ["the", "agent", "reads", "a", "file", "and", "runs", "tests", "before", "it", "edits", "code"];
+  return Array.from({ length: n }, (_, i) => vocab[(i * 7 + (i >> 3)) % vocab.length]).join(" ");
+}
+
+// Screenshot-like bytes (not constant: base64 and sha256 cost does not depend on it, compression would).
+const pixels = Buffer.alloc(3 << 20);
+for (let i = 0; i < pixels.length; i++) pixels[i] = (i * 2654435761) >>> 24;
+const base64 = pixels.toString("base64");
+const chat = (content: unknown) => JSON.stringify({ model: "m", stream: false, max_tokens: 50, messages: [{ role: "system", content: "You are a coding agent." }, { role: "user", content }] });
+/** The screenshot body; `variant` changes the first pixels, so each variant is an image not seen before. */
+const screenshotBody = (variant: number) =>
+  chat([{ type: "text", text: "What is on the screen?" }, { type: "image_url", image_url: { url: `data:image/png;base64,${Buffer.from([variant >> 16, variant >> 8, variant]).toString("base64")}${base64.slice(4)}` } }]);
+const bodies = { screenshot4m: screenshotBody(0), prompt200k: chat(`Review this file:\n${words(33_000)}`.slice(0, 200_000)) };
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+/** Median ms of `f(i)` over N runs after 3 warm-up runs; `prepare(i)` runs untimed before each. */
+function time<T>(f: (input: T, i: number) => unknown, prepare: (i: number) => T): number {
+  const ms: number[] = [];
+  for (let i = -3; i < N; i++) {
+    const input = prepare(i);
+    const start = performance.now();
+    f(input, i);
+    if (i >= 0) ms.push(performance.now() - start);
+  }
+  return median(ms);
+}
+
+type Row = { body: string; step: string; oldMs: number; newMs: number; ratio: number };
+const rows: Row[] = [];
+const row = (body: string, step: string, oldMs: number, newMs: number) => rows.push({ body, step, oldMs, newMs, ratio: newMs / oldMs });
+
+let variant = 1;
+for (const [name, text] of Object.entries(bodies)) {
+  const parse = time(() => JSON.parse(text), () => 0);
+  const bytes = encoder.encode(text);
+  const found = findImages(JSON.parse(text)); // seen once: later calls on this body are hits
+  const first = name === "screenshot4m" ? time((body) => findImages(body), () => JSON.parse(screenshotBody(variant++))) : time((body) => findImages(body), () => JSON.parse(text));
+  const hitsBefore = imageCacheStats().hits;
+  const repeated = time((body) => findImages(body), () => JSON.parse(text));
+  if (name === "screenshot4m" && imageCacheStats().hits - hitsBefore < N) throw new Error("findImages: the repeated screenshot was not a cache hit");
+  row(name, "findImages (first sight → seen before)", first, repeated);
+
+  // The ModelCall as call-recorder builds it for an untranslated train-mode call: request body,
+  // a small response, upstream_request_patch instead of the body again.
+  const call = modelCallRecord("bench", 2, "call-bench", 0);
+  if (call.kind.case !== "modelCall") throw new Error("unreachable");
+  const records: Record[] = [create(RecordSchema, { kind: { case: "modelCall", value: { ...call.kind.value, requestBody: bytes, upstreamRequestPatch: encoder.encode('{"return_token_ids":true}') } } })];
+  const image = found.inline[0];
+  if (image) records.unshift(create(RecordSchema, { kind: { case: "blob", value: { sha256: image.sha256, mediaType: image.mediaType, data: image.data } } }));
+  for (const record of records) {
+    const label = `encode + crc32c of the ${record.kind.case === "blob" ? "Blob" : "ModelCall"} (${(toBinary(RecordSchema, record).length / 1e6).toFixed(2)} MB)`;
+    const old = time(() => crc32c(toBinary(RecordSchema, record)), () => 0);
+    const now = time(() => {
+      let crc = 0;
+      for (const part of encodeRecord(record).parts) crc = crc32c(part, crc);
+      return crc;
+    }, () => 0);
+    row(name, label, old, now);
+  }
+  const scratch = scratchDir("forge-large-body-");
+  const log = await openSegmentLog(scratch.dir, { groupCommitMs: 1000 });
+  const append = time(() => records.forEach((r) => log.append(r)), () => 0);
+  await log.close();
+  scratch.cleanup();
+  if (values.json) continue;
+  console.log(`${name}: JSON.parse ${parse.toFixed(2)} ms, log.append of its record(s) now ${append.toFixed(2)} ms (encode + CRC + writev, page cache)`);
+}
+
+if (values.json) console.log(JSON.stringify(rows, null, 2));
+else {
+  console.log(`\nmedian of ${N} runs, ms (old → new, new/old)`);
+  for (const r of rows) console.log(`${r.body.padEnd(13)} ${r.step.padEnd(46)} ${r.oldMs.toFixed(3).padStart(8)} → ${r.newMs.toFixed(3).padStart(8)}   ${r.ratio.toFixed(2)}x`);
+}
