@@ -68,7 +68,7 @@ describe("real harness CLIs through the front doors", () => {
     const id = /"type":"tool_use","id":"([^"]+)"/.exec(firstSse)?.[1];
     expect(id).toBeDefined();
     expect(new TextDecoder().decode(calls[1]!.requestBody)).toContain(`"tool_use_id":"${id}"`);
-  });
+  }, 120_000); // a real CLI start: 2 s alone, longer beside the rest of the suite
 
   test.skipIf(!Bun.which("codex"))("Codex over /v1/responses", async () => {
     const r = await h.register({ harness: "codex" });
@@ -104,5 +104,5 @@ describe("real harness CLIs through the front doors", () => {
     const callId = /"type":"function_call"[^}]*"call_id":"([^"]+)"/.exec(firstSse)?.[1];
     expect(callId).toBeDefined();
     expect(new TextDecoder().decode(calls[1]!.requestBody)).toContain(`"call_id":"${callId}"`);
-  });
+  }, 120_000);
 });

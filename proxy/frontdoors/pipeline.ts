@@ -6,8 +6,7 @@
  */
 import { CallStatus, type ModelCall } from "../../schemas/index.ts";
 import { findImages, sessionHeaders } from "../translate/index.ts";
-import { captureAndStrip, newCapture, trainRequest, type TokenCapture } from "../capture/tokens.ts";
-import { createSseRewriter } from "../capture/sse.ts";
+import { captureAndStrip, newCapture, trainRequest } from "../capture/tokens.ts";
 import type { CallRecorder, FinishedCall } from "../record/call-recorder.ts";
 import { redactedHeaders } from "../record/headers.ts";
 import { ProxyHttpError } from "../errors.ts";
@@ -16,6 +15,7 @@ import type { PauseGate } from "../state/pause.ts";
 import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
 import type { UpstreamClient } from "../upstream/client.ts";
 import type { FrontDoor, PreparedCall } from "./types.ts";
+import { streamAnswer } from "./stream-answer.ts";
 
 export interface PipelineContext {
   mode: "train" | "eval";
@@ -36,8 +36,6 @@ export interface PipelineContext {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const DONE_BYTES = encoder.encode("data: [DONE]\n\n");
-const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
 
 /**
  * Runs one model call of `rollout` through `door` and returns the harness's Response.
@@ -208,182 +206,6 @@ async function callUpstream(
     return new Response(bytes, { status: 200, headers: { "content-type": "application/json", ...callHeaders } });
   }
   return streamAnswer(ctx, base, prepared, sent.response, sent.abort, request, leave, callHeaders);
-}
-
-function streamAnswer(
-  ctx: PipelineContext,
-  base: FinishedCall,
-  prepared: PreparedCall,
-  upstream: Response,
-  abortUpstream: (reason?: unknown) => void,
-  request: Request,
-  leave: () => void,
-  callHeaders: Record<string, string>,
-): Response {
-  const capture: TokenCapture = base.capture;
-  const reader = upstream.body!.getReader();
-  const sentChunks: Uint8Array[] = [];
-  let sawDone = false;
-  // The first data line that is not JSON: the harness gets it as sent, the record says the call failed.
-  let malformed: string | undefined;
-  let finished = false;
-  let firstChunk = true;
-
-  const rewriter = createSseRewriter((data) => {
-    if (data === "[DONE]") {
-      sawDone = true;
-      // Passthrough holds the end back until the call is in the log (see result.done below).
-      return prepared.translateStream ? undefined : "";
-    }
-    let chunk: any;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      malformed ??= data.slice(0, 200);
-      return undefined; // the harness gets it as sent
-    }
-    if (chunk === null || typeof chunk !== "object") return undefined;
-    if (!captureAndStrip(prepared.capture, chunk, capture, prepared.wants)) return undefined;
-    // The usage-only chunk the proxy asked for in train mode is dropped when the harness did not ask.
-    if (Array.isArray(chunk.choices) && chunk.choices.length === 0 && !prepared.wants.usage && !("usage" in chunk)) return "";
-    return `data: ${JSON.stringify(chunk)}\n\n`;
-  });
-
-  /** Records the call once; false when the record could not be written. */
-  const finish = (status: CallStatus, error: string): boolean => {
-    if (finished) return true;
-    finished = true;
-    clearInterval(watchdog);
-    request.signal.removeEventListener("abort", onClientAbort);
-    const bytes = concat(sentChunks);
-    let recorded = true;
-    try {
-      ctx.recorder.record({ ...base, responseBody: bytes, httpStatus: 200, status, error });
-    } catch {
-      // The recorder is now failed and refuses further calls; this stream's end is withheld.
-      recorded = false;
-    }
-    leave();
-    return recorded;
-  };
-  const onClientAbort = () => {
-    abortUpstream(new Error("client disconnected"));
-    finish(CallStatus.CLIENT_ABORTED, "the harness disconnected before the stream ended");
-  };
-  request.signal.addEventListener("abort", onClientAbort, { once: true });
-
-  // One watchdog per stream instead of a timer per chunk: reads only bump a timestamp.
-  let lastByteAt = performance.now();
-  let idleReject: ((reason: "idle") => void) | undefined;
-  const watchdog = setInterval(() => {
-    if (performance.now() - lastByteAt > ctx.idleTimeoutMs) idleReject?.("idle");
-  }, Math.max(10, Math.min(1000, ctx.idleTimeoutMs / 4)));
-  watchdog.unref?.();
-  const readWithIdle = () =>
-    new Promise<{ done: boolean; value?: Uint8Array } | "idle">((resolve, reject) => {
-      idleReject = resolve;
-      reader.read().then((r) => {
-        lastByteAt = performance.now();
-        resolve(r);
-      }, reject);
-    });
-
-  const errorEvent = (message: string, code: string) =>
-    encoder.encode(`data: ${JSON.stringify({ error: { message, type: "upstream_error", param: null, code } })}\n\n`);
-
-  // How the upstream stream ended. Passthrough records at once (before the harness sees the
-  // end); a translated stream records when the translator has flushed its last events.
-  let ended: { status: CallStatus; error: string } | undefined;
-  const end = (status: CallStatus, error: string) => {
-    if (prepared.translateStream) ended = { status, error };
-    else finish(status, error);
-  };
-  let body: ReadableStream<Uint8Array> = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      // A pull that enqueues nothing is not called again while a piped reader waits (Streams
-      // spec: pullAgain is only set by reads during the pull), so read on until there is output:
-      // an event split over several upstream reads must not stall a translated stream.
-      for (;;) {
-        if (finished) {
-          controller.close();
-          return;
-        }
-        let result: { done: boolean; value?: Uint8Array } | "idle";
-        try {
-          result = await readWithIdle();
-        } catch (error) {
-          if (finished) return;
-          const message = `upstream ${base.upstream} stream failed: ${(error as Error).message}`;
-          const tail = encoder.encode(rewriter.end());
-          enqueue(controller, tail);
-          enqueue(controller, errorEvent(message, "upstream_stream_error"));
-          end(CallStatus.UPSTREAM_ERROR, message);
-          controller.close();
-          return;
-        }
-        if (result === "idle") {
-          abortUpstream(new Error("idle timeout"));
-          const message = `upstream ${base.upstream} sent nothing for ${ctx.idleTimeoutMs} ms mid-stream`;
-          enqueue(controller, errorEvent(message, "upstream_timeout"));
-          end(CallStatus.TIMEOUT, message);
-          controller.close();
-          return;
-        }
-        if (result.done) {
-          enqueue(controller, encoder.encode(rewriter.end()));
-          const complete = sawDone || capture.finishReason !== "";
-          const status = malformed !== undefined ? CallStatus.UPSTREAM_ERROR : complete ? CallStatus.OK : CallStatus.UPSTREAM_ERROR;
-          const error =
-            malformed !== undefined
-              ? `upstream ${base.upstream} sent a data line that is not JSON: ${malformed}`
-              : complete
-                ? ""
-                : `upstream ${base.upstream} ended the stream before [DONE]`;
-          if (sawDone && !prepared.translateStream) {
-            // The harness sees the end of the stream only once the call is in the log: a call that
-            // could not be recorded ends with an error event instead of a clean [DONE].
-            sentChunks.push(DONE_BYTES);
-            const recorded = finish(status, error);
-            controller.enqueue(recorded ? DONE_BYTES : errorEvent("the call could not be recorded, so its answer is withdrawn", "recorder_unavailable"));
-          } else end(status, error);
-          controller.close();
-          return;
-        }
-        if (firstChunk) {
-          firstChunk = false;
-          base.ttftMs = performance.now() - base.startPerf;
-        }
-        const text = rewriter.push(result.value!);
-        if (text !== "") {
-          enqueue(controller, encoder.encode(text));
-          return;
-        }
-      }
-    },
-    cancel() {
-      onClientAbort();
-    },
-  });
-
-  const enqueue = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
-    if (bytes.byteLength === 0) return;
-    if (!prepared.translateStream) sentChunks.push(bytes);
-    controller.enqueue(bytes);
-  };
-  if (prepared.translateStream) {
-    const tap = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        sentChunks.push(chunk);
-        controller.enqueue(chunk);
-      },
-      flush() {
-        // The translator's last events are in: now the record holds all the harness got.
-        if (ended) finish(ended.status, ended.error);
-      },
-    });
-    body = body.pipeThrough(prepared.translateStream()).pipeThrough(tap);
-  }
-  return new Response(body, { status: 200, headers: { ...SSE_HEADERS, ...callHeaders } });
 }
 
 function recordOrThrow(ctx: PipelineContext, call: FinishedCall): ModelCall {
