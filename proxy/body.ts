@@ -25,6 +25,9 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(declared, maxBytes);
   if (!request.body) return new Uint8Array(0);
+  // A declared length within the limit: the server frames the body by it, so it is read in one
+  // native step (no chunk loop and no second copy to join the chunks).
+  if (Number.isFinite(declared)) return await request.bytes();
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -58,7 +61,8 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
 export function parseJsonObject(bytes: Uint8Array): Record<string, any> {
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder().decode(bytes));
+    // Buffer's UTF-8 decoding (same replacement of bad sequences as TextDecoder) is the faster of the two on MB bodies.
+    value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
   } catch (error) {
     throw new ProxyHttpError(400, `request body is not valid JSON: ${(error as Error).message}`, "invalid_request_error", "invalid_json");
   }

@@ -7,6 +7,7 @@
 import { CallStatus, type ModelCall } from "../../schemas/index.ts";
 import { findImages, sessionHeaders } from "../translate/index.ts";
 import { captureAndStrip, newCapture, trainRequest } from "../capture/tokens.ts";
+import { appendFields } from "../capture/append-fields.ts";
 import type { CallRecorder, FinishedCall } from "../record/call-recorder.ts";
 import { redactedHeaders } from "../record/headers.ts";
 import { ProxyHttpError } from "../errors.ts";
@@ -99,10 +100,13 @@ async function callUpstream(
   const train = ctx.mode === "train";
   const upstreamBody = train ? trainRequest(prepared.capture, prepared.upstreamBody) : prepared.upstreamBody;
   const unchanged = prepared.passthrough && upstreamBody === prepared.upstreamBody;
-  const upstreamBytes = unchanged ? requestBody : encoder.encode(JSON.stringify(upstreamBody));
   // An untranslated train-mode call differs from what the harness sent only by the fields
-  // trainRequest set: record those, not the whole (possibly 200 KB) body a second time.
+  // trainRequest set: record those, not the whole (possibly 200 KB) body a second time, and
+  // send the harness's bytes with them appended when they are new keys (no re-serialisation).
   const patch = prepared.passthrough && !unchanged ? addedFields(prepared.upstreamBody, upstreamBody) : undefined;
+  const upstreamBytes = unchanged
+    ? requestBody
+    : ((patch && appendFields(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(upstreamBody)));
   const callId = `call-${crypto.randomUUID()}`;
   const seq = ctx.registry.nextSeq(rollout);
   const capture = newCapture();
