@@ -181,10 +181,10 @@ export function streamAnswer(
         while (!over) {
           const text = await next();
           if (text === "") continue;
+          // No flush: the sink sends what was written at the end of the tick (measured: the
+          // harness gets each event at once), and a flush per event costs a second syscall.
           const written = controller.write(text);
-          if (written instanceof Promise) await written;
-          const flushed = controller.flush();
-          if (flushed instanceof Promise) await flushed;
+          if (written instanceof Promise) await written; // backpressure: a slow harness
         }
         controller.close();
       },
