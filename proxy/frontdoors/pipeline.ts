@@ -11,6 +11,7 @@ import { appendFields } from "../capture/append-fields.ts";
 import type { CallRecorder, FinishedCall } from "../record/call-recorder.ts";
 import { redactedHeaders } from "../record/headers.ts";
 import { ProxyHttpError } from "../errors.ts";
+import { decodeUtf8 } from "../body.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import type { PauseGate } from "../state/pause.ts";
 import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
@@ -36,7 +37,6 @@ export interface PipelineContext {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /**
  * Runs one model call of `rollout` through `door` and returns the harness's Response.
@@ -242,7 +242,7 @@ async function readLimited(response: Response, maxBytes: number, idleMs: number)
     }
     chunks.push(value);
   }
-  return decoder.decode(concat(chunks));
+  return decodeUtf8(concat(chunks));
 }
 
 function concat(chunks: Uint8Array[]): Uint8Array {
