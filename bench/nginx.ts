@@ -6,10 +6,13 @@
  * The load generator is Debian's `wrk` (C); nginx and wrk are installed with apt-get if missing.
  *
  *   bun bench/nginx.ts [--seconds 3] [--repeat 3] [--chunk-delay-ms 10] [--json] [--only stream256,...]
- *                      [--profile DIR] [--fetch-limit N|default]
+ *                      [--profile DIR] [--fetch-limit N|default] [--floor]
  *
  * Rows: direct (wrk → simulator), nginx (wrk → nginx → simulator), forge (wrk → proxy, recording
- * on → simulator). "added" = that row's latency minus direct's.
+ * on → simulator). "added" = that row's latency minus direct's. `--floor` adds two bare Bun
+ * proxies (bench/lib/bun-floor-proxy.ts): bun-pipe (upstream body handed on natively) and
+ * bun-touch (JS reads and writes every chunk, the least a recording proxy on Bun can do), so the
+ * table separates what Bun costs from what the recording costs.
  */
 import { mkdtempSync, rmSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,6 +23,7 @@ import { startNginx } from "./lib/nginx.ts";
 import { runWrk } from "./lib/wrk.ts";
 import { cpuSeconds, treeCpuSeconds } from "./lib/proc-cpu.ts";
 import { forgeProxyAvailable, startForgeProxy, type RunningForgeProxy } from "./lib/forge-proxy.ts";
+import { startFloorProxy, type RunningFloorProxy } from "./lib/bun-floor.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const args = process.argv.slice(2);
@@ -37,6 +41,7 @@ const PROFILE_DIR = flag("profile", "");
 // Bun's fetch keeps at most 256 requests in flight per process unless this is set at start; the
 // proxy's upstream calls are fetches, so past 256 streams they would queue (docs/performance.md).
 const FETCH_LIMIT = flag("fetch-limit", "4096");
+const FLOOR = args.includes("--floor");
 const log = (line: string) => console.error(line);
 
 interface Scenario {
@@ -79,7 +84,7 @@ const SCENARIOS: Scenario[] = [
   { name: "screenshot4m", connections: 4, body: chatBody({ stream: false, prompt: "What is on the screen?", image: screenshot }), chunks: 1 },
 ].filter((s) => ONLY.length === 0 || ONLY.includes(s.name));
 
-type Target = "direct" | "nginx" | "forge";
+type Target = "direct" | "nginx" | "bun-pipe" | "bun-touch" | "forge";
 interface Row {
   scenario: string;
   target: Target;
@@ -109,6 +114,13 @@ const work = mkdtempSync(join(tmpdir(), "forge-bench-nginx-"));
 const sim = await startPolicySimulator({ seed: 1, chunkDelayMs: CHUNK_DELAY_MS });
 const simHostPort = sim.url.replace(/^http:\/\//, "");
 const nginx = await startNginx({ bin: nginxBin, dir: join(work, "nginx"), upstream: simHostPort, workers: 2 });
+const fetchEnv: Record<string, string> = FETCH_LIMIT === "default" ? {} : { BUN_CONFIG_MAX_HTTP_REQUESTS: FETCH_LIMIT };
+const floors: { target: Target; proxy: RunningFloorProxy }[] = FLOOR
+  ? [
+      { target: "bun-pipe", proxy: await startFloorProxy(sim.url, "pipe", fetchEnv) },
+      { target: "bun-touch", proxy: await startFloorProxy(sim.url, "touch", fetchEnv) },
+    ]
+  : [];
 let proxy: RunningForgeProxy | null = null;
 let proxyNote = "";
 const rolloutPaths: string[] = [];
@@ -120,7 +132,7 @@ if (forgeProxyAvailable(ROOT)) {
       dataDir: join(work, "data"),
       upstream: `${sim.url}/v1`,
       bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE_DIR)}`] : [],
-      env: FETCH_LIMIT === "default" ? {} : { BUN_CONFIG_MAX_HTTP_REQUESTS: FETCH_LIMIT },
+      env: fetchEnv,
     });
     // 64 rollouts, each called in turn: the routes carry the rollout, the admin token is not needed on them.
     for (let i = 0; i < 64; i++) {
@@ -152,6 +164,7 @@ try {
       { target: "direct", base: sim.url, paths: ["/v1/chat/completions"] },
       { target: "nginx", base: nginx.url, paths: ["/v1/chat/completions"], pid: nginx.pid, tree: true },
     ];
+    for (const f of floors) targets.push({ target: f.target, base: f.proxy.url, paths: ["/v1/chat/completions"], pid: f.proxy.pid });
     // Each rollout's route with its own key, as a harness sends it.
     if (proxy) targets.push({ target: "forge", base: proxy.url, paths: rolloutPaths, pathHeaders: rolloutHeaders, pid: proxy.pid });
     for (const t of targets) {
@@ -189,7 +202,7 @@ try {
           requests: r.requests,
         };
         samples.set(t.target, [...(samples.get(t.target) ?? []), row]);
-        log(`${s.name.padEnd(13)} ${t.target.padEnd(6)} round ${round + 1}: ${r.rps.toFixed(0).padStart(6)} calls/s  p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  errors ${errors}`);
+        log(`${s.name.padEnd(13)} ${t.target.padEnd(9)} round ${round + 1}: ${r.rps.toFixed(0).padStart(6)} calls/s  p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  errors ${errors}`);
       }
     }
     const med = (xs: (number | null)[]) => {
@@ -219,6 +232,7 @@ try {
   }
 } finally {
   await proxy?.stop();
+  for (const f of floors) f.proxy.stop();
   await nginx.stop();
   await sim.stop();
   rmSync(work, { recursive: true, force: true });
@@ -229,13 +243,13 @@ if (JSON_OUT) {
   console.log(JSON.stringify({ seconds: SECONDS, chunkDelayMs: CHUNK_DELAY_MS, rows, note: proxyNote || undefined }, null, 2));
 } else {
   console.log(`\nbench/nginx: wrk (median of ${REPEAT} interleaved rounds of ${SECONDS}s) → {direct | nginx 2 workers | forge proxy, recording on} → policy simulator (${CHUNK_DELAY_MS} ms/chunk)`);
-  console.log("scenario      target   calls/s  ×nginx   p50 ms   p99 ms  +p50 ms  +p99 ms  cpu ms/call  ×nginx  sim ms/call  bytes/call  errors");
+  console.log(`${"scenario".padEnd(13)} ${"target".padEnd(9)} calls/s  ×nginx   p50 ms   p99 ms  +p50 ms  +p99 ms  cpu ms/call  ×nginx  sim ms/call  bytes/call  errors`);
   for (const r of rows) {
     const n = rows.find((x) => x.scenario === r.scenario && x.target === "nginx");
     const ratio = n ? r.rps / n.rps : null;
     const cpuRatio = n && r.cpuMsPerCall !== null && n.cpuMsPerCall ? r.cpuMsPerCall / n.cpuMsPerCall : null;
     console.log(
-      `${r.scenario.padEnd(13)} ${r.target.padEnd(6)} ${fmt(r.rps, 0).padStart(9)} ${fmt(ratio, 2).padStart(7)} ${fmt(r.p50).padStart(8)} ${fmt(r.p99).padStart(8)} ${fmt(r.addedP50).padStart(8)} ${fmt(r.addedP99).padStart(8)} ${fmt(r.cpuMsPerCall, 3).padStart(12)} ${fmt(cpuRatio, 2).padStart(7)} ${fmt(r.upstreamCpuMsPerCall, 3).padStart(12)} ${fmt(r.bytesPerCall, 0).padStart(11)} ${String(r.errors).padStart(7)}`,
+      `${r.scenario.padEnd(13)} ${r.target.padEnd(9)} ${fmt(r.rps, 0).padStart(7)} ${fmt(ratio, 2).padStart(7)} ${fmt(r.p50).padStart(8)} ${fmt(r.p99).padStart(8)} ${fmt(r.addedP50).padStart(8)} ${fmt(r.addedP99).padStart(8)} ${fmt(r.cpuMsPerCall, 3).padStart(12)} ${fmt(cpuRatio, 2).padStart(7)} ${fmt(r.upstreamCpuMsPerCall, 3).padStart(12)} ${fmt(r.bytesPerCall, 0).padStart(11)} ${String(r.errors).padStart(7)}`,
     );
   }
   if (proxyNote) console.log(`\n${proxyNote}`);
