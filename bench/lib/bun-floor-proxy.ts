@@ -20,7 +20,7 @@ const server = Bun.serve({
   async fetch(request) {
     // The upstream is asked for what the recording proxy asks for in train mode, so it streams
     // the same (larger) chunks: token ids and logprobs.
-    const body = { ...(await request.json()), return_token_ids: true, logprobs: true };
+    const body = { ...((await request.json()) as Record<string, unknown>), return_token_ids: true, logprobs: true };
     const answer = await fetch(upstream + new URL(request.url).pathname, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
     const headers = { "content-type": answer.headers.get("content-type") ?? "application/json" };
     if (mode === "pipe" || !answer.body) return new Response(answer.body, { status: answer.status, headers });
