@@ -6,11 +6,11 @@
  *
  *   bun bench/proxy.ts [--seconds 5] [--chunk-delay-ms 2] [--json]
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startForgeProxy } from "./lib/forge-proxy.ts";
+import { spawnWithUrl } from "./lib/spawn-url.ts";
 import { cpuSeconds } from "./lib/proc-cpu.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
@@ -28,16 +28,7 @@ const PROMPT = "Please summarise the following list of words back to me: " + Arr
 type Result = { calls: number; failed: number; seconds: number; latencies: number[] };
 
 async function startSimulator(): Promise<{ url: string; stop(): void }> {
-  const child = spawn("bun", ["bin/forge.ts", "policy-sim", "--listen", "127.0.0.1:0", "--json", "--quiet", "--chunk-delay-ms", CHUNK_DELAY_MS], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    let out = "";
-    child.stdout!.on("data", (b) => {
-      out += b;
-      const line = out.split("\n").find((l) => l.startsWith("{"));
-      if (line) resolveUrl(JSON.parse(line).url);
-    });
-    child.once("exit", (code) => reject(new Error(`policy-sim exited ${code}`)));
-  });
+  const { child, url } = await spawnWithUrl("bun", ["bin/forge.ts", "policy-sim", "--listen", "127.0.0.1:0", "--json", "--quiet", "--chunk-delay-ms", CHUNK_DELAY_MS], { cwd: ROOT }, "policy-sim");
   return { url, stop: () => child.kill("SIGTERM") };
 }
 

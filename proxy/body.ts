@@ -4,6 +4,7 @@
  * the limit.
  */
 import { isAscii } from "node:buffer";
+import { concatBytes } from "./bytes.ts";
 import { ProxyHttpError } from "./errors.ts";
 
 /**
@@ -43,14 +44,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
     }
     chunks.push(value);
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 /**

@@ -12,6 +12,7 @@ import type { CallRecorder, FinishedCall } from "../record/call-recorder.ts";
 import { redactedHeaders } from "../record/headers.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { decodeUtf8 } from "../body.ts";
+import { concatBytes } from "../bytes.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import type { PauseGate } from "../state/pause.ts";
 import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
@@ -242,20 +243,7 @@ async function readLimited(response: Response, maxBytes: number, idleMs: number)
     }
     chunks.push(value);
   }
-  return decodeUtf8(concat(chunks));
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  let size = 0;
-  for (const c of chunks) size += c.byteLength;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return decodeUtf8(concatBytes(chunks));
 }
 
 /** The top-level fields of `sent` that are not the same value in `received` (set or replaced). */

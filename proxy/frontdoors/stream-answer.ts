@@ -14,6 +14,7 @@ import { createSseRewriter } from "../capture/sse.ts";
 import type { FinishedCall } from "../record/call-recorder.ts";
 import type { PipelineContext } from "./pipeline.ts";
 import type { PreparedCall } from "./types.ts";
+import { concatBytes } from "../bytes.ts";
 
 const encoder = new TextEncoder();
 const DONE = "data: [DONE]\n\n";
@@ -233,14 +234,5 @@ export function streamAnswer(
 function joinSent(parts: SentPart[]): Uint8Array {
   if (parts.length === 0) return new Uint8Array(0);
   if (parts.every((p) => typeof p === "string")) return encoder.encode(parts.join(""));
-  const bytes = parts.map((p) => (typeof p === "string" ? encoder.encode(p) : p));
-  let size = 0;
-  for (const b of bytes) size += b.byteLength;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const b of bytes) {
-    out.set(b, at);
-    at += b.byteLength;
-  }
-  return out;
+  return concatBytes(parts.map((p) => (typeof p === "string" ? encoder.encode(p) : p)));
 }
