@@ -6,7 +6,7 @@
  */
 
 /** What to do with one event: `undefined` keeps its bytes, a string replaces it, "" drops it. */
-export type SseEventHandler = (data: string, raw: string) => string | undefined;
+export type SseEventHandler = (data: string) => string | undefined;
 
 export interface SseRewriter {
   /** Feeds upstream bytes; returns the text to send on (possibly ""). */
@@ -34,7 +34,7 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
     if (raw.startsWith("data: ") && raw.endsWith("\n\n")) {
       const nl = raw.indexOf("\n", 6);
       if (nl === raw.length - 2 && raw.charCodeAt(nl - 1) !== 13) {
-        const out = onEvent(raw.slice(6, nl), raw);
+        const out = onEvent(raw.slice(6, nl));
         return out === undefined ? raw : out;
       }
     }
@@ -48,7 +48,7 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
       }
     }
     if (!sawData) return raw; // comments, keep-alives, event-only blocks pass unchanged
-    const out = onEvent(data, raw);
+    const out = onEvent(data);
     return out === undefined ? raw : out;
   };
 
@@ -67,8 +67,21 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
     return out;
   };
 
+  // Whether the decoder holds no partial character: the last bytes fed ended an event.
+  let clean = true;
+  const whole = new TextDecoder();
+
   return {
     push(bytes) {
+      // Fast path: an LLM server writes one `data: …\n\n` event per flush, so a read is
+      // usually exactly one event. Its data is decoded alone, with no joining to a buffer and no
+      // boundary search over text.
+      if (clean && buffer === "" && isOneDataEvent(bytes)) {
+        const data = whole.decode(bytes.subarray(6, bytes.length - 2));
+        const out = onEvent(data);
+        return out === undefined ? `data: ${data}\n\n` : out;
+      }
+      clean = endsWithBlankLine(bytes);
       const text = decoder.decode(bytes, { stream: true });
       if (!sawCr && text.includes("\r")) sawCr = true;
       buffer += text;
@@ -93,4 +106,21 @@ function findBoundary(text: string): number {
   if (lf === -1) return crlf === -1 ? -1 : crlf + 4;
   if (crlf === -1 || lf < crlf) return lf + 2;
   return crlf + 4;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+const DATA_PREFIX = [0x64, 0x61, 0x74, 0x61, 0x3a, 0x20]; // "data: "
+
+/** `data: <one line without CR>\n\n` and nothing else. */
+function isOneDataEvent(bytes: Uint8Array): boolean {
+  const n = bytes.length;
+  if (n < 8 || bytes[n - 1] !== LF || bytes[n - 2] !== LF) return false;
+  for (let i = 0; i < 6; i++) if (bytes[i] !== DATA_PREFIX[i]) return false;
+  return bytes.indexOf(LF) === n - 2 && bytes.indexOf(CR) === -1;
+}
+
+function endsWithBlankLine(bytes: Uint8Array): boolean {
+  const n = bytes.length;
+  return n >= 2 && bytes[n - 1] === LF && bytes[n - 2] === LF;
 }
