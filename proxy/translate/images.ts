@@ -51,25 +51,28 @@ export function decodeDataUrl(url: string): { mediaType: string; data: Uint8Arra
 /**
  * base64 text → sha256 of its decoded bytes, process-wide, least recently used dropped first.
  * Keyed by a 64-bit wyhash of the text with a seed drawn per process (so colliding texts cannot
- * be prepared in advance) and checked against the text's length; the text itself is not kept,
- * so an entry is ~150 bytes and the cache holds a whole fleet's screenshots, not a handful.
- * Hashing the text costs ~0.3 ms per MB of it, decode + sha256 ~1.6 ms (bench/large-body.ts).
+ * be prepared in advance) and checked against the text's length and a second, independent
+ * 64-bit hash (xxHash3, its own seed): a wrong hit would point a call at another image's Blob,
+ * silently, so 128 bits are compared, not 64. The text itself is not kept, so an entry is ~150
+ * bytes and the cache holds a whole fleet's screenshots, not a handful. Hashing the text costs
+ * ~0.25 ms per MB of it for both hashes, decode + sha256 ~1.6 ms (bench/large-body.ts).
  */
 const CACHE_MAX_ENTRIES = 16_384;
 const seed = randomBytes(8).readBigUInt64LE();
-const cache = new Map<bigint, { length: number; sha256: string }>();
+const checkSeed = randomBytes(8).readBigUInt64LE();
+const cache = new Map<bigint, { length: number; check: bigint; sha256: string }>();
 const counts = { hits: 0, misses: 0 };
 
-function knownSha256(key: bigint, length: number): string | undefined {
+function knownSha256(key: bigint, length: number, base64: string): string | undefined {
   const entry = cache.get(key);
-  if (!entry || entry.length !== length) return undefined;
+  if (!entry || entry.length !== length || entry.check !== Bun.hash.xxHash3(base64, checkSeed)) return undefined;
   cache.delete(key); // re-insert: Map order is the recency order
   cache.set(key, entry);
   return entry.sha256;
 }
 
-function remember(key: bigint, length: number, sha256: string): void {
-  cache.set(key, { length, sha256 });
+function remember(key: bigint, base64: string, sha256: string): void {
+  cache.set(key, { length: base64.length, check: Bun.hash.xxHash3(base64, checkSeed), sha256 });
   if (cache.size > CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
 }
 
@@ -82,12 +85,12 @@ export function imageCacheStats(): { hits: number; misses: number; entries: numb
 function inlineImage(mediaType: string, base64: string): InlineImage {
   const key = Bun.hash.wyhash(base64, seed);
   let decoded: Uint8Array | undefined;
-  let sha256 = knownSha256(key, base64.length);
+  let sha256 = knownSha256(key, base64.length, base64);
   if (sha256 === undefined) {
     counts.misses += 1;
     decoded = decodeBase64(base64);
     sha256 = createHash("sha256").update(decoded).digest("hex");
-    remember(key, base64.length, sha256);
+    remember(key, base64, sha256);
   } else {
     counts.hits += 1;
   }
