@@ -12,6 +12,7 @@
  * toBinary's. Small records keep one plain toBinary: below the threshold the extra buffers cost
  * more than the copy.
  */
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { BlobSchema, ModelCallSchema, RecordSchema, toBinary, type Record } from "../../schemas/index.ts";
 
 /** Records whose big fields add up to less than this are encoded with one plain toBinary. */
@@ -90,18 +91,5 @@ function splitFields<M extends object>(message: M, fields: readonly (readonly [s
 
 /** The key of a length-delimited field (wire type 2) and its length, both varints. */
 function lengthDelimitedKey(field: number, length: number): Uint8Array {
-  const out = new Uint8Array(10);
-  let n = writeVarint(out, 0, (field << 3) | 2);
-  n = writeVarint(out, n, length);
-  return out.subarray(0, n);
-}
-
-function writeVarint(out: Uint8Array, at: number, value: number): number {
-  let v = value >>> 0;
-  while (v >= 0x80) {
-    out[at++] = (v & 0x7f) | 0x80;
-    v >>>= 7;
-  }
-  out[at++] = v;
-  return at;
+  return new BinaryWriter().tag(field, WireType.LengthDelimited).uint32(length).finish();
 }
