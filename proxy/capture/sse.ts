@@ -69,7 +69,6 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
 
   // Whether the decoder holds no partial character: the last bytes fed ended an event.
   let clean = true;
-  const whole = new TextDecoder();
 
   return {
     push(bytes) {
@@ -77,7 +76,8 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
       // usually exactly one event. Its data is decoded alone, with no joining to a buffer and no
       // boundary search over text.
       if (clean && buffer === "" && isOneDataEvent(bytes)) {
-        const data = whole.decode(bytes.subarray(6, bytes.length - 2));
+        // A decode without `stream` leaves the decoder as it found it: empty, since `clean`.
+        const data = decoder.decode(bytes.subarray(6, bytes.length - 2));
         const out = onEvent(data);
         return out === undefined ? `data: ${data}\n\n` : out;
       }
