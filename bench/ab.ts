@@ -20,13 +20,10 @@ import { startForgeProxy, type RunningForgeProxy } from "./lib/forge-proxy.ts";
 import { cpuSeconds } from "./lib/proc-cpu.ts";
 import { ensureTools } from "./lib/tools.ts";
 import { runWrk } from "./lib/wrk.ts";
+import { benchFlags } from "./lib/flags.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const { flag } = benchFlags();
 const BASE = flag("base", "HEAD~1");
 const SCENARIO = flag("scenario", "stream256");
 const ROUNDS = Number(flag("rounds", "4"));

@@ -24,24 +24,21 @@ import { runWrk } from "./lib/wrk.ts";
 import { cpuSeconds, treeCpuSeconds } from "./lib/proc-cpu.ts";
 import { forgeProxyAvailable, startForgeProxy, type RunningForgeProxy } from "./lib/forge-proxy.ts";
 import { startFloorProxy, type RunningFloorProxy } from "./lib/bun-floor.ts";
+import { benchFlags } from "./lib/flags.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const { flag, has } = benchFlags();
 const SECONDS = Number(flag("seconds", "3"));
 const REPEAT = Number(flag("repeat", "3"));
 const CHUNK_DELAY_MS = Number(flag("chunk-delay-ms", "10"));
-const JSON_OUT = args.includes("--json");
+const JSON_OUT = has("json");
 const ONLY = flag("only", "").split(",").filter(Boolean);
 // --profile DIR: the proxy runs under `bun --cpu-prof --cpu-prof-md` and writes its profile to DIR on exit.
 const PROFILE_DIR = flag("profile", "");
 // Bun's fetch keeps at most 256 requests in flight per process unless this is set at start; the
 // proxy's upstream calls are fetches, so past 256 streams they would queue (docs/performance.md).
 const FETCH_LIMIT = flag("fetch-limit", "4096");
-const FLOOR = args.includes("--floor");
+const FLOOR = has("floor");
 const log = (line: string) => console.error(line);
 
 interface Scenario {

@@ -12,13 +12,10 @@ import { join, resolve } from "node:path";
 import { startForgeProxy } from "./lib/forge-proxy.ts";
 import { spawnWithUrl } from "./lib/spawn-url.ts";
 import { cpuSeconds } from "./lib/proc-cpu.ts";
+import { benchFlags } from "./lib/flags.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const { flag, has } = benchFlags();
 const SECONDS = Number(flag("seconds", "5"));
 const CHUNK_DELAY_MS = flag("chunk-delay-ms", "2");
 const LEVELS = [1, 64, 256];
@@ -99,7 +96,7 @@ try {
       failed: direct.failed + viaProxy.failed,
     });
   }
-  if (args.includes("--json")) console.log(JSON.stringify({ seconds: SECONDS, chunk_delay_ms: Number(CHUNK_DELAY_MS), rows }));
+  if (has("json")) console.log(JSON.stringify({ seconds: SECONDS, chunk_delay_ms: Number(CHUNK_DELAY_MS), rows }));
   else {
     console.log(`forge proxy (train mode, recording on) vs direct to the policy simulator; streaming chat, ~40 chunks, ${CHUNK_DELAY_MS} ms between chunks, ${SECONDS} s per cell`);
     const cols = Object.keys(rows[0]!);
