@@ -21,6 +21,7 @@ import { cpuSeconds } from "./lib/proc-cpu.ts";
 import { ensureTools } from "./lib/tools.ts";
 import { runWrk } from "./lib/wrk.ts";
 import { benchFlags } from "./lib/flags.ts";
+import { chatBody, PROMPT, PROMPT_200K, SCREENSHOT } from "./lib/bodies.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const { flag } = benchFlags();
@@ -30,16 +31,12 @@ const ROUNDS = Number(flag("rounds", "4"));
 const SECONDS = Number(flag("seconds", "5"));
 const CALLS = Number(flag("calls", "30"));
 
-const words = (n: number) => Array.from({ length: n }, (_, i) => ["the", "agent", "reads", "a", "file", "and", "runs", "tests"][i % 8]).join(" ");
-const screenshot = `data:image/png;base64,${Buffer.alloc(3 * 1024 * 1024, 7).toString("base64")}`;
-const chatBody = (stream: boolean, content: unknown) =>
-  JSON.stringify({ model: "forge-sim/qwen3-sim", stream, ...(stream ? { stream_options: { include_usage: true } } : {}), max_tokens: 50, messages: [{ role: "user", content }] });
 const SCENARIOS: Record<string, { body: string; connections?: number }> = {
-  stream256: { body: chatBody(true, `Please summarise: ${words(300)}`), connections: 256 },
-  stream64: { body: chatBody(true, `Please summarise: ${words(300)}`), connections: 64 },
-  nonstream: { body: chatBody(false, `Please summarise: ${words(300)}`) },
-  prompt200k: { body: chatBody(false, `Review this file:\n${words(33_000)}`.slice(0, 200_000)) },
-  screenshot4m: { body: chatBody(false, [{ type: "text", text: "What is on the screen?" }, { type: "image_url", image_url: { url: screenshot } }]) },
+  stream256: { body: chatBody({ stream: true, prompt: PROMPT }), connections: 256 },
+  stream64: { body: chatBody({ stream: true, prompt: PROMPT }), connections: 64 },
+  nonstream: { body: chatBody({ stream: false, prompt: PROMPT }) },
+  prompt200k: { body: chatBody({ stream: false, prompt: PROMPT_200K }) },
+  screenshot4m: { body: chatBody({ stream: false, prompt: "What is on the screen?", image: SCREENSHOT }) },
 };
 const scenario = SCENARIOS[SCENARIO];
 if (!scenario) {

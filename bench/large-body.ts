@@ -19,15 +19,11 @@ import { encodeRecord } from "../proxy/recorder/encode-record.ts";
 import { openSegmentLog } from "../proxy/recorder/index.ts";
 import { modelCallRecord, scratchDir } from "../proxy/recorder/testing.ts";
 import { create, RecordSchema, toBinary, type Record } from "../schemas/index.ts";
+import { PROMPT_200K } from "./lib/bodies.ts";
 
 const { values } = parseArgs({ options: { iterations: { type: "string", default: "40" }, json: { type: "boolean", default: false } } });
 const N = Number(values.iterations);
 const encoder = new TextEncoder();
-
-function words(n: number): string {
-  const vocab = ["the", "agent", "reads", "a", "file", "and", "runs", "tests", "before", "it", "edits", "code"];
-  return Array.from({ length: n }, (_, i) => vocab[(i * 7 + (i >> 3)) % vocab.length]).join(" ");
-}
 
 // Screenshot-like bytes (not constant: base64 and sha256 cost does not depend on it, compression would).
 const pixels = Buffer.alloc(3 << 20);
@@ -37,7 +33,7 @@ const chat = (content: unknown) => JSON.stringify({ model: "m", stream: false, m
 /** The screenshot body; `variant` changes the first pixels, so each variant is an image not seen before. */
 const screenshotBody = (variant: number) =>
   chat([{ type: "text", text: "What is on the screen?" }, { type: "image_url", image_url: { url: `data:image/png;base64,${Buffer.from([variant >> 16, variant >> 8, variant]).toString("base64")}${base64.slice(4)}` } }]);
-const bodies = { screenshot4m: screenshotBody(0), prompt200k: chat(`Review this file:\n${words(33_000)}`.slice(0, 200_000)) };
+const bodies = { screenshot4m: screenshotBody(0), prompt200k: chat(PROMPT_200K) };
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -25,6 +25,7 @@ import { cpuSeconds, treeCpuSeconds } from "./lib/proc-cpu.ts";
 import { forgeProxyAvailable, startForgeProxy, type RunningForgeProxy } from "./lib/forge-proxy.ts";
 import { startFloorProxy, type RunningFloorProxy } from "./lib/bun-floor.ts";
 import { benchFlags } from "./lib/flags.ts";
+import { chatBody, PROMPT, PROMPT_200K, SCREENSHOT } from "./lib/bodies.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const { flag, has } = benchFlags();
@@ -49,36 +50,12 @@ interface Scenario {
   chunks: number;
 }
 
-function words(n: number): string {
-  const vocab = ["the", "agent", "reads", "a", "file", "and", "runs", "tests", "before", "it", "edits", "code"];
-  return Array.from({ length: n }, (_, i) => vocab[(i * 7 + (i >> 3)) % vocab.length]).join(" ");
-}
-
-function chatBody(o: { stream: boolean; prompt: string; image?: string }): string {
-  const content = o.image
-    ? [{ type: "text", text: o.prompt }, { type: "image_url", image_url: { url: o.image } }]
-    : o.prompt;
-  return JSON.stringify({
-    model: "forge-sim/qwen3-sim",
-    stream: o.stream,
-    ...(o.stream ? { stream_options: { include_usage: true } } : {}),
-    max_tokens: 50,
-    messages: [
-      { role: "system", content: "You are a coding agent." },
-      { role: "user", content },
-    ],
-  });
-}
-
-// The simulator echoes the prompt, so a prompt of >50 tokens gives 50 streamed tokens (max_tokens).
-const PROMPT = `Please summarise: ${words(300)}`;
-const screenshot = `data:image/png;base64,${Buffer.alloc(3 * 1024 * 1024, 7).toString("base64")}`; // ~4 MB of base64
 const SCENARIOS: Scenario[] = [
   { name: "stream64", connections: 64, body: chatBody({ stream: true, prompt: PROMPT }), chunks: 50 },
   { name: "stream256", connections: 256, body: chatBody({ stream: true, prompt: PROMPT }), chunks: 50 },
   { name: "nonstream64", connections: 64, body: chatBody({ stream: false, prompt: PROMPT }), chunks: 1 },
-  { name: "prompt200k", connections: 8, body: chatBody({ stream: false, prompt: `Review this file:\n${words(33_000)}`.slice(0, 200_000) }), chunks: 1 },
-  { name: "screenshot4m", connections: 4, body: chatBody({ stream: false, prompt: "What is on the screen?", image: screenshot }), chunks: 1 },
+  { name: "prompt200k", connections: 8, body: chatBody({ stream: false, prompt: PROMPT_200K }), chunks: 1 },
+  { name: "screenshot4m", connections: 4, body: chatBody({ stream: false, prompt: "What is on the screen?", image: SCREENSHOT }), chunks: 1 },
 ].filter((s) => ONLY.length === 0 || ONLY.includes(s.name));
 
 type Target = "direct" | "nginx" | "bun-pipe" | "bun-touch" | "forge";
