@@ -108,6 +108,9 @@ describe("forge submit", () => {
     // The server-assigned clusterIP survives the replace (the fake rejects a change, like the real one).
     expect((k8s.get(`/api/v1/namespaces/${NS}/services/argo-fixture-proxy`)!.spec as { clusterIP: string }).clusterIP).toBe(clusterIP);
     expect(k8s.requests.some((r) => r.startsWith(`DELETE ${WORKFLOWS}/${second.workflow}`))).toBe(true);
+    // Resources are discovered once per group version for the config, not once per object.
+    const discoveries = k8s.requests.filter((r) => /^GET \/(api\/v1|apis\/[^/]+\/[^/]+)$/.test(r));
+    expect(discoveries.length).toBe(new Set(discoveries).size);
   });
 
   test("the CLI prints the workflow name and UI link (--json) from a kubeconfig file", async () => {

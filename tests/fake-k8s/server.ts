@@ -1,5 +1,6 @@
 /**
- * A fake Kubernetes API server for tests: the REST and watch protocol for namespaced objects
+ * A fake Kubernetes API server for tests: API discovery for the kinds forge creates, and the
+ * REST and watch protocol for namespaced objects
  * (`/api/v1/namespaces/NS/PLURAL[/NAME]`, `/apis/GROUP/VERSION/namespaces/NS/PLURAL[/NAME]`):
  * create (409 AlreadyExists), get (404), replace (409 on a stale resourceVersion), merge
  * patch, delete, list with `fieldSelector=metadata.name=…`, and `?watch=true` streaming
@@ -32,6 +33,41 @@ export type FakeKubernetes = {
 };
 
 const ITEM = /^\/(?:api\/v1|apis\/[^/]+\/[^/]+)\/namespaces\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/;
+
+/** What API discovery (`GET /api/v1`, `GET /apis/GROUP/VERSION`) lists: the kinds forge creates, by group version. */
+const DISCOVERY: Record<string, [kind: string, plural: string][]> = {
+  v1: [
+    ["ServiceAccount", "serviceaccounts"],
+    ["ConfigMap", "configmaps"],
+    ["Secret", "secrets"],
+    ["PersistentVolumeClaim", "persistentvolumeclaims"],
+    ["Service", "services"],
+    ["Endpoints", "endpoints"],
+    ["Pod", "pods"],
+  ],
+  "apps/v1": [["Deployment", "deployments"]],
+  "networking.k8s.io/v1": [["NetworkPolicy", "networkpolicies"]],
+  "rbac.authorization.k8s.io/v1": [
+    ["Role", "roles"],
+    ["RoleBinding", "rolebindings"],
+  ],
+  "argoproj.io/v1alpha1": [
+    ["Workflow", "workflows"],
+    ["WorkflowTemplate", "workflowtemplates"],
+  ],
+};
+
+function discovery(pathname: string): Response | undefined {
+  const groupVersion = pathname === "/api/v1" ? "v1" : /^\/apis\/([^/]+\/[^/]+)$/.exec(pathname)?.[1];
+  const resources = groupVersion === undefined ? undefined : DISCOVERY[groupVersion];
+  if (!resources) return undefined;
+  return Response.json({
+    kind: "APIResourceList",
+    apiVersion: "v1",
+    groupVersion,
+    resources: resources.map(([kind, name]) => ({ name, singularName: "", namespaced: true, kind, verbs: ["create", "delete", "get", "list", "patch", "update", "watch"] })),
+  });
+}
 
 function status(code: number, reason: string, message: string): Response {
   return Response.json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code }, { status: code });
@@ -115,6 +151,10 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
   const handle = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     requests.push(`${request.method} ${url.pathname}${url.search}`);
+    if (request.method === "GET") {
+      const resources = discovery(url.pathname);
+      if (resources) return resources;
+    }
     const match = ITEM.exec(url.pathname);
     if (!match) return status(404, "NotFound", `the fake serves no ${url.pathname}`);
     const [, namespace, , name] = match;

@@ -1,19 +1,9 @@
 /**
  * Talking to the Kubernetes API with `@kubernetes/client-node`: loading the config, and
- * create-or-replace for exactly the kinds `forge render` produces (typed APIs for core
- * objects, CustomObjectsApi for Argo's).
+ * create-or-replace for exactly the kinds `forge render` produces (KubernetesObjectApi, which
+ * finds each kind's resource by API discovery, core and Argo alike).
  */
-import {
-  ApiException,
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  NetworkingV1Api,
-  PatchStrategy,
-  RbacAuthorizationV1Api,
-  setHeaderOptions,
-} from "@kubernetes/client-node";
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { KubeObject } from "./render.ts";
 
 export const ARGO_GROUP = "argoproj.io";
@@ -56,92 +46,39 @@ export function describeApiError(error: unknown): string {
   return (error as Error).message;
 }
 
-type Ops = {
-  read(name: string, ns: string): Promise<KubeObject>;
-  create(ns: string, body: KubeObject): Promise<KubeObject>;
-  replace(name: string, ns: string, body: KubeObject): Promise<KubeObject>;
-  remove?(name: string, ns: string): Promise<unknown>;
-};
+/**
+ * The kinds `forge render` produces, the only ones `forge submit` creates. client-node's
+ * KubernetesObjectApi would take any kind (it finds the resource by API discovery); an object of
+ * another kind is refused with its name rather than sent.
+ */
+const SUBMITTED_KINDS = new Set([
+  "ServiceAccount",
+  "ConfigMap",
+  "Secret",
+  "PersistentVolumeClaim",
+  "Service",
+  "Deployment",
+  "NetworkPolicy",
+  "Role",
+  "RoleBinding",
+  "WorkflowTemplate",
+  "Workflow",
+]);
 
-/** Per-kind API calls; the casts bridge our plain objects to client-node's generated classes. */
-function operations(kc: KubeConfig, kind: string): Ops {
-  const core = kc.makeApiClient(CoreV1Api);
-  const apps = kc.makeApiClient(AppsV1Api);
-  const net = kc.makeApiClient(NetworkingV1Api);
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-  const custom = kc.makeApiClient(CustomObjectsApi);
-  const any = (p: Promise<unknown>) => p as Promise<KubeObject>;
-  const argo = (plural: string): Ops => ({
-    read: (name, namespace) => any(custom.getNamespacedCustomObject({ group: ARGO_GROUP, version: ARGO_VERSION, namespace, plural, name })),
-    create: (namespace, body) => any(custom.createNamespacedCustomObject({ group: ARGO_GROUP, version: ARGO_VERSION, namespace, plural, body })),
-    replace: (name, namespace, body) =>
-      any(custom.replaceNamespacedCustomObject({ group: ARGO_GROUP, version: ARGO_VERSION, namespace, plural, name, body })),
-    remove: (name, namespace) => custom.deleteNamespacedCustomObject({ group: ARGO_GROUP, version: ARGO_VERSION, namespace, plural, name }),
-  });
-  // The generated request types differ per kind; our bodies are already validated models.
-  const b = (body: KubeObject) => body as never;
-  switch (kind) {
-    case "ServiceAccount":
-      return {
-        read: (name, namespace) => any(core.readNamespacedServiceAccount({ name, namespace })),
-        create: (namespace, body) => any(core.createNamespacedServiceAccount({ namespace, body: b(body) })),
-        replace: (name, namespace, body) => any(core.replaceNamespacedServiceAccount({ name, namespace, body: b(body) })),
-      };
-    case "ConfigMap":
-      return {
-        read: (name, namespace) => any(core.readNamespacedConfigMap({ name, namespace })),
-        create: (namespace, body) => any(core.createNamespacedConfigMap({ namespace, body: b(body) })),
-        replace: (name, namespace, body) => any(core.replaceNamespacedConfigMap({ name, namespace, body: b(body) })),
-      };
-    case "Secret":
-      return {
-        read: (name, namespace) => any(core.readNamespacedSecret({ name, namespace })),
-        create: (namespace, body) => any(core.createNamespacedSecret({ namespace, body: b(body) })),
-        replace: (name, namespace, body) => any(core.replaceNamespacedSecret({ name, namespace, body: b(body) })),
-      };
-    case "PersistentVolumeClaim":
-      return {
-        read: (name, namespace) => any(core.readNamespacedPersistentVolumeClaim({ name, namespace })),
-        create: (namespace, body) => any(core.createNamespacedPersistentVolumeClaim({ namespace, body: b(body) })),
-        replace: (name, namespace, body) => any(core.replaceNamespacedPersistentVolumeClaim({ name, namespace, body: b(body) })),
-      };
-    case "Service":
-      return {
-        read: (name, namespace) => any(core.readNamespacedService({ name, namespace })),
-        create: (namespace, body) => any(core.createNamespacedService({ namespace, body: b(body) })),
-        replace: (name, namespace, body) => any(core.replaceNamespacedService({ name, namespace, body: b(body) })),
-      };
-    case "Deployment":
-      return {
-        read: (name, namespace) => any(apps.readNamespacedDeployment({ name, namespace })),
-        create: (namespace, body) => any(apps.createNamespacedDeployment({ namespace, body: b(body) })),
-        replace: (name, namespace, body) => any(apps.replaceNamespacedDeployment({ name, namespace, body: b(body) })),
-      };
-    case "NetworkPolicy":
-      return {
-        read: (name, namespace) => any(net.readNamespacedNetworkPolicy({ name, namespace })),
-        create: (namespace, body) => any(net.createNamespacedNetworkPolicy({ namespace, body: b(body) })),
-        replace: (name, namespace, body) => any(net.replaceNamespacedNetworkPolicy({ name, namespace, body: b(body) })),
-      };
-    case "Role":
-      return {
-        read: (name, namespace) => any(rbac.readNamespacedRole({ name, namespace })),
-        create: (namespace, body) => any(rbac.createNamespacedRole({ namespace, body: b(body) })),
-        replace: (name, namespace, body) => any(rbac.replaceNamespacedRole({ name, namespace, body: b(body) })),
-      };
-    case "RoleBinding":
-      return {
-        read: (name, namespace) => any(rbac.readNamespacedRoleBinding({ name, namespace })),
-        create: (namespace, body) => any(rbac.createNamespacedRoleBinding({ namespace, body: b(body) })),
-        replace: (name, namespace, body) => any(rbac.replaceNamespacedRoleBinding({ name, namespace, body: b(body) })),
-      };
-    case "WorkflowTemplate":
-      return argo("workflowtemplates");
-    case "Workflow":
-      return argo("workflows");
-    default:
-      throw new Error(`forge submit does not know how to create a ${kind}`);
-  }
+// One client per config: it caches the discovered resources, so a submit asks once per group.
+const objectApis = new WeakMap<KubeConfig, KubernetesObjectApi>();
+
+/** client-node's generic object client for `object`'s kind; the casts bridge our validated models to its types. */
+function objectClient(kc: KubeConfig, kind: string) {
+  if (!SUBMITTED_KINDS.has(kind)) throw new Error(`forge submit does not know how to create a ${kind}`);
+  const client = objectApis.get(kc) ?? objectApis.set(kc, KubernetesObjectApi.makeApiClient(kc)).get(kc)!;
+  const header = (name: string, namespace: string, like: KubeObject) => ({ apiVersion: like.apiVersion, kind: like.kind, metadata: { name, namespace } });
+  return {
+    read: (name: string, namespace: string, like: KubeObject) => client.read(header(name, namespace, like)) as Promise<KubeObject>,
+    create: (namespace: string, body: KubeObject) => client.create({ ...body, metadata: { ...body.metadata, namespace } } as never) as Promise<KubeObject>,
+    replace: (namespace: string, body: KubeObject) => client.replace({ ...body, metadata: { ...body.metadata, namespace } } as never) as Promise<KubeObject>,
+    remove: (name: string, namespace: string, like: KubeObject) => client.delete(header(name, namespace, like)),
+  };
 }
 
 export type ApplyResult = { kind: string; name: string; action: "created" | "replaced" | "kept" | "rerun" };
@@ -156,7 +93,7 @@ export type ApplyResult = { kind: string; name: string; action: "created" | "rep
  * await applyObject(kc, deployment) // { result: { kind: "Deployment", name: "quick-proxy", action: "created" }, object }
  */
 export async function applyObject(kc: KubeConfig, object: KubeObject): Promise<{ result: ApplyResult; object: KubeObject }> {
-  const ops = operations(kc, object.kind);
+  const ops = objectClient(kc, object.kind);
   const namespace = object.metadata.namespace ?? "default";
   const name = object.metadata.name;
   const where = `${object.kind} ${namespace}/${name ?? object.metadata.generateName + "…"}`;
@@ -167,10 +104,10 @@ export async function applyObject(kc: KubeConfig, object: KubeObject): Promise<{
     if (statusOf(error) !== 409 || !name) throw new Error(`creating ${where}: ${describeApiError(error)}`);
   }
   try {
-    const existing = await ops.read(name, namespace);
+    const existing = await ops.read(name, namespace, object);
     if (object.kind === "PersistentVolumeClaim") return { result: { kind: object.kind, name, action: "kept" }, object: existing };
-    if (object.kind === "Workflow" && ops.remove) {
-      await ops.remove(name, namespace);
+    if (object.kind === "Workflow") {
+      await ops.remove(name, namespace, object);
       const created = await ops.create(namespace, object);
       return { result: { kind: object.kind, name, action: "rerun" }, object: created };
     }
@@ -181,7 +118,7 @@ export async function applyObject(kc: KubeConfig, object: KubeObject): Promise<{
       const spec = (existing as { spec?: { clusterIP?: string; clusterIPs?: string[] } }).spec;
       body.spec = { ...body.spec, clusterIP: spec?.clusterIP, clusterIPs: spec?.clusterIPs };
     }
-    const replaced = await ops.replace(name, namespace, body);
+    const replaced = await ops.replace(namespace, body);
     return { result: { kind: object.kind, name, action: "replaced" }, object: replaced };
   } catch (error) {
     throw new Error(`replacing ${where}: ${describeApiError(error)}`);
@@ -190,7 +127,7 @@ export async function applyObject(kc: KubeConfig, object: KubeObject): Promise<{
 
 /** Creates a Secret only when it does not exist yet (never overwrites a token in use). */
 export async function ensureSecret(kc: KubeConfig, secret: KubeObject): Promise<"created" | "kept"> {
-  const ops = operations(kc, "Secret");
+  const ops = objectClient(kc, "Secret");
   try {
     await ops.create(secret.metadata.namespace ?? "default", secret);
     return "created";
