@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { parseCommand, UsageError } from "../bin/cli.ts";
+import { parseCommand, UsageError } from "../lib/index.ts";
 import { analyze, type Analysis } from "./analysis.ts";
 import type { CompactProgress } from "./compact.ts";
 import { parseGroupKeys, type Convention } from "./metrics.ts";

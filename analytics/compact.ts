@@ -11,7 +11,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
-import { listSegments as listLogSegments, readSegment } from "../proxy/recorder/index.ts";
+import { listSegments as listLogSegments, readSegment } from "../records/index.ts";
 import type { Record } from "../schemas/index.ts";
 import { rowsOf } from "./rows.ts";
 import { appendRow, createTableSql, tableNames, tables, type TableName } from "./tables.ts";

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
-import { startPolicySimulator } from "../proxy/simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
 import { startForgeProxy, type RunningForgeProxy } from "./lib/forge-proxy.ts";
 import { cpuSeconds } from "./lib/proc-cpu.ts";
 import { ensureTools } from "./lib/tools.ts";

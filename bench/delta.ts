@@ -6,9 +6,9 @@
  *   bun bench/delta.ts [--turns 30]
  */
 import { parseArgs } from "node:util";
-import { readRecords } from "../proxy/recorder/index.ts";
+import { readRecords } from "../records/index.ts";
 import { startProxyHarness } from "../proxy/testing.ts";
-import { collectRollouts } from "../proxy/trajectory/index.ts";
+import { collectRollouts } from "../trajectories/index.ts";
 import { clone, ModelCallSchema, RecordSchema, create, toBinary } from "../schemas/index.ts";
 
 const { values } = parseArgs({ options: { turns: { type: "string", default: "30" } } });

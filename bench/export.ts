@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { openSegmentLog, readRecords } from "../proxy/recorder/index.ts";
-import { exportTrajectories, type ExportFormat } from "../proxy/trajectory/index.ts";
-import { rolloutRecords } from "../proxy/trajectory/testing.ts";
+import { openSegmentLog, readRecords } from "../records/index.ts";
+import { exportTrajectories, type ExportFormat } from "../trajectories/index.ts";
+import { rolloutRecords } from "../trajectories/testing.ts";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "100000" }, format: { type: "string", default: "verl" } } });
 const turns = 10;

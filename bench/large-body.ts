@@ -14,10 +14,10 @@
  */
 import { parseArgs } from "node:util";
 import { crc32c } from "@node-rs/crc32";
-import { findImages, imageCacheStats } from "../proxy/translate/images.ts";
-import { encodeRecord } from "../proxy/recorder/encode-record.ts";
-import { openSegmentLog } from "../proxy/recorder/index.ts";
-import { modelCallRecord, scratchDir } from "../proxy/recorder/testing.ts";
+import { findImages, imageCacheStats } from "../proxy/capture/images.ts";
+import { encodeRecord } from "../records/encode-record.ts";
+import { openSegmentLog } from "../records/index.ts";
+import { modelCallRecord, scratchDir } from "../records/testing.ts";
 import { create, RecordSchema, toBinary, type Record } from "../schemas/index.ts";
 import { PROMPT_200K } from "./lib/bodies.ts";
 

@@ -17,7 +17,7 @@
 import { mkdtempSync, rmSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { startPolicySimulator } from "../proxy/simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
 import { ensureTools } from "./lib/tools.ts";
 import { startNginx } from "./lib/nginx.ts";
 import { runWrk } from "./lib/wrk.ts";

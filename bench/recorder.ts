@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crc32c } from "@node-rs/crc32";
 import { RecordSchema, toBinary, type Record } from "../schemas/index.ts";
-import { openSegmentLog } from "../proxy/recorder/index.ts";
-import { modelCallRecord } from "../proxy/recorder/testing.ts";
+import { openSegmentLog } from "../records/index.ts";
+import { modelCallRecord } from "../records/testing.ts";
 
 const args = process.argv.slice(2);
 const mbIndex = args.indexOf("--mb");

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { WorkflowTemplate } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1";
-import { parseExperimentFile } from "../schemas/experiment.ts";
+import { parseExperimentFile } from "../schemas/index.ts";
 import { listTaskIds, planRollouts } from "../workflows/argo/plan.ts";
 import { manifestsToYaml, renderExperiment } from "../workflows/argo/render.ts";
 

@@ -3,7 +3,7 @@
  * The `forge` CLI: dispatches `forge COMMAND ...` to the area that owns it.
  * No logic lives here; each area's cli.ts exports its commands.
  */
-import { UsageError } from "./cli.ts";
+import { UsageError } from "../lib/index.ts";
 
 type Command = (argv: string[]) => Promise<number>;
 type CommandTable = Record<string, { summary: string; load: () => Promise<Command> }>;
@@ -12,17 +12,17 @@ const commands: CommandTable = {
   proxy: { summary: "run the recording proxy", load: async () => (await import("../proxy/cli.ts")).proxyCommand },
   "policy-sim": {
     summary: "run the policy simulator (a stand-in for the model, for tests and the quickstart)",
-    load: async () => (await import("../proxy/cli.ts")).policySimCommand,
+    load: async () => (await import("../simulator/cli.ts")).policySimCommand,
   },
   demo: {
     summary: "start the simulator and the proxy and send one recorded call through them",
-    load: async () => (await import("../proxy/cli.ts")).demoCommand,
+    load: async () => (await import("../workflows/cli.ts")).demoCommand,
   },
   run: { summary: "run an experiment end to end", load: async () => (await import("../workflows/cli.ts")).runCommand },
   render: { summary: "print an experiment's Kubernetes manifests", load: async () => (await import("../workflows/cli.ts")).renderCommand },
   submit: { summary: "submit an experiment to Argo Workflows", load: async () => (await import("../workflows/cli.ts")).submitCommand },
   watch: { summary: "follow a submitted workflow", load: async () => (await import("../workflows/cli.ts")).watchCommand },
-  export: { summary: "export trajectories (verl | sft | jsonl)", load: async () => (await import("../proxy/trajectory/cli.ts")).exportCommand },
+  export: { summary: "export trajectories (verl | sft | jsonl)", load: async () => (await import("../trajectories/cli.ts")).exportCommand },
   analyze: { summary: "metrics and reports over a data dir", load: async () => (await import("../analytics/cli.ts")).analyzeCommand },
   gitops: { summary: "experiments in a git repo", load: async () => (await import("../gitops/cli.ts")).gitopsCommand },
 };

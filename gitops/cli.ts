@@ -2,7 +2,7 @@
  * `forge gitops init | render | hook | watch`.
  */
 import { resolve } from "node:path";
-import { intFlag, parseCommand, UsageError } from "../bin/cli.ts";
+import { intFlag, parseCommand, UsageError } from "../lib/index.ts";
 import { repoRoot } from "./git.ts";
 import { initGitopsRepo } from "./init.ts";
 import { readGitopsSettings } from "./settings.ts";

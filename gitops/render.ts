@@ -15,8 +15,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { parseExperimentFile } from "../schemas/experiment.ts";
-import { manifestsToYaml, renderExperiment, renderWorkflow, type KubeObject } from "../workflows/argo/index.ts";
+import { parseExperimentFile } from "../schemas/index.ts";
+import { manifestsToYaml, renderExperiment, renderWorkflow, type KubeObject } from "../workflows/index.ts";
 import { buildApplication } from "./argocd.ts";
 import { buildEventSource, buildExperimentSensor } from "./argo-events.ts";
 import { isExperimentPath } from "./changes.ts";

@@ -6,7 +6,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { parseExperimentFile } from "../schemas/experiment.ts";
+import { parseExperimentFile } from "../schemas/index.ts";
 import { commitExperimentChanges } from "./changes.ts";
 import { GitError, resolveCommit } from "./git.ts";
 import { LOCAL_STATE_DIR } from "./layout.ts";

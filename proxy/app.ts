@@ -4,12 +4,12 @@
  * restarted on the same data dir continues its rollouts (seq, keys, prompt deltas).
  */
 import { Hono } from "hono";
-import { openSegmentLog, readRecords, type SegmentLog } from "./recorder/index.ts";
-import { createCallRecorder, type CallRecorder } from "./record/call-recorder.ts";
+import { openSegmentLog, readRecords, type SegmentLog } from "../records/index.ts";
+import { createCallRecorder, type CallRecorder } from "./capture/call-recorder.ts";
 import { errorResponse, ProxyHttpError } from "./errors.ts";
-import { DEFAULT_FRONT_DOORS } from "./frontdoors/index.ts";
-import { frontDoorsFor } from "./translate/doors.ts";
-import type { PipelineContext } from "./frontdoors/pipeline.ts";
+import { DEFAULT_FRONT_DOORS } from "./doors/index.ts";
+import { frontDoorsFor } from "./doors/doors.ts";
+import type { PipelineContext } from "./doors/pipeline.ts";
 import { createProxyMetrics, type ProxyMetrics } from "./metrics.ts";
 import { DEFAULTS, type ProxyOptions } from "./options.ts";
 import { mountControlRoutes } from "./routes/control.ts";

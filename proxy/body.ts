@@ -4,7 +4,7 @@
  * the limit.
  */
 import { isAscii } from "node:buffer";
-import { concatBytes } from "./bytes.ts";
+import { concatBytes } from "../lib/index.ts";
 import { ProxyHttpError } from "./errors.ts";
 
 /**

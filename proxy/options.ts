@@ -1,6 +1,6 @@
 /** Options of the proxy and their defaults. */
-import type { FrontDoor } from "./frontdoors/types.ts";
-import type { WriterIo } from "./recorder/index.ts";
+import type { FrontDoor } from "./doors/types.ts";
+import type { WriterIo } from "../records/index.ts";
 
 export interface ProxyOptions {
   /** `HOST:PORT` to serve on (startProxy). Default 127.0.0.1:8787. */

@@ -8,9 +8,9 @@ import { join } from "node:path";
 import { expect } from "bun:test";
 import OpenAI from "openai";
 import { CallStatus, TokenStatus, type ModelCall, type Protocol, type Record as ForgeRecord } from "../schemas/index.ts";
-import { readRecords } from "./recorder/index.ts";
-import { startPolicySimulator, type StartedPolicySimulator } from "./simulator/index.ts";
-import type { PolicySimulatorOptions } from "./simulator/index.ts";
+import { readRecords } from "../records/index.ts";
+import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import type { PolicySimulatorOptions } from "../simulator/index.ts";
 import { startProxy, type StartedProxy } from "./server.ts";
 import type { ProxyOptions } from "./options.ts";
 

@@ -14,7 +14,7 @@ import { episode, resultRecord, rolloutRecord, scored } from "../analytics/fixtu
 import { queryRows } from "../analytics/metrics.ts";
 import { openAnalytics, writeDatabase } from "../analytics/session.ts";
 import { fakeLog } from "../analytics/testing.ts";
-import { UsageError } from "../bin/cli.ts";
+import { UsageError } from "../lib/index.ts";
 
 async function count(dir: string, readSegment: Parameters<typeof openAnalytics>[1]): Promise<{ rollouts: number; finished: number; reads?: string[] }> {
   const session = await openAnalytics(dir, readSegment);

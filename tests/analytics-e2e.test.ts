@@ -11,7 +11,7 @@ import { analyzeCommand } from "../analytics/cli.ts";
 import { readManifest } from "../analytics/compact.ts";
 import { episode, scored } from "../analytics/fixtures.ts";
 
-import { openSegmentLog } from "../proxy/recorder/index.ts";
+import { openSegmentLog } from "../records/index.ts";
 
 async function capture(run: () => Promise<number>): Promise<{ code: number; out: string }> {
   const lines: string[] = [];

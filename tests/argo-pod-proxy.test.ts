@@ -8,9 +8,10 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { startPolicySimulator, startProxy } from "../proxy/index.ts";
-import { groupDatasetPath, type ExportManifest } from "../proxy/trajectory/index.ts";
-import { parseExperimentFile } from "../schemas/experiment.ts";
+import { startProxy } from "../proxy/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { groupDatasetPath, type ExportManifest } from "../trajectories/index.ts";
+import { parseExperimentFile } from "../schemas/index.ts";
 import { exportArgs } from "../workflows/argo/index.ts";
 
 setDefaultTimeout(60_000);

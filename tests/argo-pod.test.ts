@@ -8,7 +8,7 @@ import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { groupDatasetPath, manifestPath, type ExportManifest } from "../proxy/trajectory/index.ts";
+import { groupDatasetPath, manifestPath, type ExportManifest } from "../trajectories/index.ts";
 import { summarizeResults } from "../workflows/argo/pod.ts";
 
 const ROOT = join(import.meta.dir, "..");

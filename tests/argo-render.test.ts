@@ -17,8 +17,8 @@ import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
-import { parseExperimentFile } from "../schemas/experiment.ts";
-import { groupDatasetPath } from "../proxy/trajectory/index.ts";
+import { parseExperimentFile } from "../schemas/index.ts";
+import { groupDatasetPath } from "../trajectories/index.ts";
 import { manifestsToYaml, renderExperiment, type KubeObject } from "../workflows/argo/render.ts";
 
 // Some tests spawn `bun bin/forge.ts`; on a loaded 2-core CI box that takes seconds.

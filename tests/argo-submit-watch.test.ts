@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { parseExperimentFile } from "../schemas/experiment.ts";
+import { parseExperimentFile } from "../schemas/index.ts";
 import { renderExperiment } from "../workflows/argo/render.ts";
 import { submitExperiment } from "../workflows/argo/submit.ts";
 import { watchWorkflow, type WorkflowProgress } from "../workflows/argo/watch.ts";

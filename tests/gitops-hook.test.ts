@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readRecords } from "../proxy/index.ts";
+import { readRecords } from "../records/index.ts";
 import { git, resolveCommit } from "../gitops/git.ts";
 import { initGitopsRepo } from "../gitops/init.ts";
 import { watchOnce } from "../gitops/watch.ts";

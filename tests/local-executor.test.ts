@@ -9,7 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startPolicySimulator, startProxy } from "../proxy/index.ts";
+import { startProxy } from "../proxy/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
 import { runLocal, type LocalRunOptions } from "../workflows/local/executor.ts";
 import { findBwrap } from "../workflows/local/sandbox.ts";
 import { loadJsonlTasks, loadTaskDir, loadTasks, TaskError, taskFromSpec, type Task } from "../workflows/tasks/index.ts";

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CallStatus, Protocol, TokenStatus } from "../schemas/index.ts";
 import { resolvePrompts, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
-import { upstreamRequestOf } from "../proxy/index.ts";
+import { upstreamRequestOf } from "../records/index.ts";
 
 let h: ProxyHarness;
 beforeAll(async () => {

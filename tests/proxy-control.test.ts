@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { promisify } from "node:util";
 import { CallStatus, RolloutStatus, TokenStatus } from "../schemas/index.ts";
-import type { WriterIo } from "../proxy/recorder/index.ts";
+import type { WriterIo } from "../records/index.ts";
 import { resolvePrompts, startProxyHarness } from "../proxy/testing.ts";
 
 const chat = (content: string) => ({ model: "qwen3", messages: [{ role: "user" as const, content }] });

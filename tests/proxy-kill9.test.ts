@@ -7,8 +7,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CallStatus, TokenStatus, type ModelCall } from "../schemas/index.ts";
-import { openSegmentLog, readRecords } from "../proxy/recorder/index.ts";
-import { startPolicySimulator } from "../proxy/simulator/index.ts";
+import { openSegmentLog, readRecords } from "../records/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
 
 test("kill -9 mid-way through 32 concurrent streams loses no completed call", async () => {
   const sim = await startPolicySimulator({ seed: 3, chunkDelayMs: 8 });

@@ -5,10 +5,10 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { openSegmentLog, readRecords } from "../proxy/recorder/index.ts";
-import { bodySizeFor, expectedBody, modelCallRecord, scratchDir } from "../proxy/recorder/testing.ts";
+import { openSegmentLog, readRecords } from "../records/index.ts";
+import { bodySizeFor, expectedBody, modelCallRecord, scratchDir } from "../records/testing.ts";
 
-const writerScript = join(import.meta.dir, "..", "proxy", "recorder", "test-writer.ts");
+const writerScript = join(import.meta.dir, "..", "records", "test-writer.ts");
 const STREAMS = 32;
 const BODY_BYTES = 64 * 1024; // frames of 1 byte to 64 KB: many straddle pages, so a kill can land mid-write
 const SEGMENT_BYTES = 8 << 20; // small enough that the run rolls segments

@@ -6,11 +6,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { openSegmentLog, readRecords } from "../proxy/recorder/index.ts";
-import { scratchDir } from "../proxy/recorder/testing.ts";
-import { exportCommand } from "../proxy/trajectory/cli.ts";
-import { exportTrajectories, manifestPath, trajectoryOf } from "../proxy/trajectory/index.ts";
-import { rolloutRecords, scenarioRecords as scenario } from "../proxy/trajectory/testing.ts";
+import { openSegmentLog, readRecords } from "../records/index.ts";
+import { scratchDir } from "../records/testing.ts";
+import { exportCommand } from "../trajectories/cli.ts";
+import { exportTrajectories, manifestPath, trajectoryOf } from "../trajectories/index.ts";
+import { rolloutRecords, scenarioRecords as scenario } from "../trajectories/testing.ts";
 import type { Record as ForgeRecord } from "../schemas/index.ts";
 
 const THINK = 151667;

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { readRecords } from "../proxy/recorder/index.ts";
+import { readRecords } from "../records/index.ts";
 import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
-import { exportTrajectories, trajectoryOf, type RolloutTrajectory } from "../proxy/trajectory/index.ts";
-import type { SimSample } from "../proxy/simulator/index.ts";
+import { exportTrajectories, trajectoryOf, type RolloutTrajectory } from "../trajectories/index.ts";
+import type { SimSample } from "../simulator/index.ts";
 
 const qwen3 = { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] };
 const tools = [

@@ -7,11 +7,11 @@
 import { afterAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openSegmentLog, readRecords } from "../proxy/recorder/index.ts";
-import { scratchDir } from "../proxy/recorder/testing.ts";
+import { openSegmentLog, readRecords } from "../records/index.ts";
+import { scratchDir } from "../records/testing.ts";
 import { startProxyHarness } from "../proxy/testing.ts";
-import { exportTrajectories, trajectoryOf, type TrajectorySample } from "../proxy/trajectory/index.ts";
-import { scenarioRecords } from "../proxy/trajectory/testing.ts";
+import { exportTrajectories, trajectoryOf, type TrajectorySample } from "../trajectories/index.ts";
+import { scenarioRecords } from "../trajectories/testing.ts";
 
 const scratch = scratchDir("forge-verl-py-");
 afterAll(() => scratch.cleanup());

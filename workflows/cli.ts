@@ -4,3 +4,4 @@
  */
 export { renderCommand, submitCommand, watchCommand } from "./argo/cli.ts";
 export { runCommand } from "./local/cli.ts";
+export { demoCommand } from "./local/demo.ts";

@@ -8,3 +8,4 @@ export { planLocalRollouts, runLocal, type LocalRunOptions, type LocalRunResult 
 export { runExperiment, type RunExperimentOptions, type RunExperimentResult } from "./local/run.ts";
 export { passAtK, passHatK, passTable, formatPassTable } from "./local/passk.ts";
 export type { RolloutOutcome } from "./local/rollout.ts";
+export * from "./argo/index.ts";

@@ -2,11 +2,11 @@
 import type { Context, Hono } from "hono";
 import type { z } from "zod";
 import { create, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus, toJson } from "../../schemas/index.ts";
-import { FinishRolloutSchema, PauseSchema, RegisterRolloutSchema, ResumeSchema, zodProblems } from "../../schemas/control.ts";
+import { FinishRolloutSchema, PauseSchema, RegisterRolloutSchema, ResumeSchema, zodProblems } from "../../schemas/index.ts";
 import { parseJsonObject, readJsonBody } from "../body.ts";
 import { ProxyHttpError } from "../errors.ts";
-import type { CallRecorder } from "../record/call-recorder.ts";
-import type { SegmentLog } from "../recorder/index.ts";
+import type { CallRecorder } from "../capture/call-recorder.ts";
+import type { SegmentLog } from "../../records/index.ts";
 import { keySha256, newApiKey } from "../state/keys.ts";
 import type { PauseGate } from "../state/pause.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
@@ -115,8 +115,8 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     const id = c.req.param("id");
     if (!registry.get(id)) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
     // Loaded on first use: trajectory assembly pulls in the export code, not needed to serve calls.
-    const { trajectoryOf } = await import("../trajectory/index.ts");
-    const { readRecords } = await import("../recorder/index.ts");
+    const { trajectoryOf } = await import("../../trajectories/index.ts");
+    const { readRecords } = await import("../../records/index.ts");
     const trajectory = await trajectoryOf(readRecords(log.dir), id);
     return c.json(trajectory ?? { rollout_id: id, samples: [] });
   });

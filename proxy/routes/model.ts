@@ -2,11 +2,11 @@
 import type { Hono } from "hono";
 import { parseJsonObject, readJsonBody } from "../body.ts";
 import { ProxyHttpError } from "../errors.ts";
-import type { FrontDoor } from "../frontdoors/types.ts";
-import { runModelCall, type PipelineContext } from "../frontdoors/pipeline.ts";
+import type { FrontDoor } from "../doors/types.ts";
+import { runModelCall, type PipelineContext } from "../doors/pipeline.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
 import { resolveRollout } from "./auth.ts";
-import { mountTranslateRoutes } from "../translate/routes.ts";
+import { mountTranslateRoutes } from "../doors/routes.ts";
 
 export interface ModelRoutesOptions {
   ctx: PipelineContext;

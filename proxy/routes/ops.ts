@@ -1,7 +1,7 @@
 /** `/healthz` (recorder and upstream health) and `/metrics` (Prometheus text). */
 import type { Hono } from "hono";
 import { access, constants } from "node:fs/promises";
-import type { CallRecorder } from "../record/call-recorder.ts";
+import type { CallRecorder } from "../capture/call-recorder.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import type { PauseGate } from "../state/pause.ts";
 import type { UpstreamRouter } from "../upstream/router.ts";

@@ -5,7 +5,7 @@
  */
 import type { ModelCall, Rollout, RolloutResult } from "../../schemas/index.ts";
 import { TokenStatus } from "../../schemas/index.ts";
-import { fullPrompt, type PastCall } from "../capture/delta.ts";
+import { fullPrompt, type PastCall } from "../../records/index.ts";
 import { keyMatchesSha256, keySha256 } from "./keys.ts";
 
 export interface RolloutState {

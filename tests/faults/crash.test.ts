@@ -7,7 +7,7 @@ import { afterAll, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { listSegments, readRecords } from "../../proxy/index.ts";
+import { listSegments, readRecords } from "../../records/index.ts";
 import type { ModelCall } from "../../schemas/index.ts";
 import { startChaosUpstream } from "./chaos-upstream.ts";
 import { startForgeProcess } from "./forge-process.ts";

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { fdatasync, fdatasyncSync, ftruncateSync, mkdtempSync, rmSync, writeFileSync, writevSync } from "node:fs";
 import { promisify } from "node:util";
-import type { WriterIo } from "../../proxy/index.ts";
+import type { WriterIo } from "../../records/index.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readAll, startProxyUnderTest, type ProxyUnderTest } from "./proxy-under-test.ts";

@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readRecords, startProxy, type ProxyOptions, type StartedProxy } from "../../proxy/index.ts";
+import { startProxy, type ProxyOptions, type StartedProxy } from "../../proxy/index.ts";
+import { readRecords } from "../../records/index.ts";
 import type { ModelCall } from "../../schemas/index.ts";
 import { startChaosUpstream, type ChaosUpstream } from "./chaos-upstream.ts";
 

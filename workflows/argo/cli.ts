@@ -4,8 +4,8 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { parseCommand, UsageError } from "../../bin/cli.ts";
-import { ExperimentError, parseExperimentFile, type Experiment } from "../../schemas/experiment.ts";
+import { parseCommand, UsageError } from "../../lib/index.ts";
+import { ExperimentError, parseExperimentFile, type Experiment } from "../../schemas/index.ts";
 import { discoverApiServerCidrs, loadKubeConfig } from "./kube.ts";
 import { listTaskIds, planRollouts } from "./plan.ts";
 import { manifestsToYaml, renderExperiment, type KubeObject } from "./render.ts";

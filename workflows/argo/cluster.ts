@@ -15,7 +15,7 @@ import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClai
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import type { IContainer } from "kubernetes-models/v1/Container";
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { baseLabels, DATA_DIR, EXPERIMENT_DIR, FORGE_APP_DIR, LABEL_ROLE, LABEL_EXPERIMENT, objectNames, proxyUrl } from "./names.ts";
 
 /** Port of the simulator sidecar inside the proxy pod (loopback only). */

@@ -3,7 +3,7 @@
  * (workflows/harnesses) given the rollout's proxy URLs and key, as argv, environment and
  * config files (written by the harness container itself: only volumes are shared in the pod).
  */
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { launchHarness } from "../harnesses/index.ts";
 
 export type Registration = { rollout_id: string; api_key: string; openai_base_url: string; anthropic_base_url: string; policy_version?: number | string };

@@ -3,7 +3,7 @@
  * NetworkPolicy selectors and the Argo UI filters agree on one spelling.
  */
 import { createHash } from "node:crypto";
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 
 export const LABEL_EXPERIMENT = "openforge.dev/experiment";
 export const LABEL_ITERATION = "openforge.dev/iteration";

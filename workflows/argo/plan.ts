@@ -3,7 +3,7 @@
  * first step of each iteration, and its JSON output fans the rollouts out with `withParam`,
  * so the Workflow object stays the same size however many rollouts there are.
  */
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { loadExperimentTasks } from "../tasks/index.ts";
 
 /**

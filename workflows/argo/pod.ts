@@ -9,7 +9,7 @@ import { cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, writeFi
 import { dirname, join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { harnessInvocation, type HarnessInvocation, type Registration } from "./harness.ts";
 import { ANNOTATION_DESCRIPTION, ANNOTATION_PASS_RATE } from "./names.ts";
 import { readReward } from "../local/reward.ts";

@@ -7,7 +7,7 @@
  */
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
-import { parseExperimentFile } from "../../schemas/experiment.ts";
+import { parseExperimentFile } from "../../schemas/index.ts";
 import { listTaskIds, planRollouts, rolloutIdentity } from "./plan.ts";
 import { exitStep, harnessStep, InfraError, registerStep, reportStep, syncStep, verifyStep, verlConfigStep } from "./pod.ts";
 import { INFRA_EXIT_CODE } from "./workflow.ts";

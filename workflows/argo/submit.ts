@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { applyObject, ensureSecret, type ApplyResult } from "./kube.ts";
 import { baseLabels, objectNames } from "./names.ts";
 import type { KubeObject } from "./render.ts";

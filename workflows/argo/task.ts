@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { loadExperimentTasks, type Task, type TaskVerifier } from "../tasks/index.ts";
 
 export type LoadedTask = {

@@ -11,7 +11,7 @@ import { Workflow, WorkflowTemplate } from "@kubernetes-models/argo-workflows/ar
 import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1Template as Template } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1/Template";
 import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1DAGTask as Task } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1/DAGTask";
 import type { IContainer } from "kubernetes-models/v1/Container";
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { adminTokenEnv, experimentVolume, type ConfigItem } from "./cluster.ts";
 import {
   ANNOTATION_DESCRIPTION,

@@ -2,7 +2,7 @@
  * Harness adapters: for each supported harness, the command, environment and config files that
  * point it at a rollout's proxy URLs, offline, non-interactive, telemetry off.
  */
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { claudeCodeAdapter } from "./claude-code.ts";
 import { codexAdapter } from "./codex.ts";
 import { commandAdapter } from "./command.ts";

@@ -4,8 +4,8 @@
  * the log is closed; twice: exit at once.
  */
 import { join, resolve } from "node:path";
-import { intFlag, parseCommand, UsageError } from "../../bin/cli.ts";
-import { ExperimentError, parseExperimentFile } from "../../schemas/experiment.ts";
+import { intFlag, parseCommand, UsageError } from "../../lib/index.ts";
+import { ExperimentError, parseExperimentFile } from "../../schemas/index.ts";
 import { TaskError } from "../tasks/index.ts";
 import { formatPassTable } from "./passk.ts";
 import { liveGroups } from "./process-group.ts";

@@ -6,16 +6,14 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { loadExperimentTasks } from "../tasks/index.ts";
 import { runLocal, type LocalRunResult } from "./executor.ts";
 import { formatPassTable, passTable, type PassRow } from "./passk.ts";
 
 type Stoppable = { url: string; stop(): Promise<void> };
 
-// Variable specifiers: the proxy is another area; it is loaded only when a run starts.
-const PROXY_INDEX = "../../proxy/index.ts";
-const TRAJECTORY_INDEX = "../../proxy/trajectory/index.ts";
+// The other areas are loaded only when a run starts (the simulator's tokenizer is large).
 const ANALYTICS_INDEX = "../../analytics/index.ts";
 
 export type RunExperimentOptions = {
@@ -48,21 +46,19 @@ export type RunExperimentResult = {
 /** Starts the simulator and proxy per the experiment; returns the proxy URL and a stop for both. */
 async function startServices(options: RunExperimentOptions, log: (line: string) => void): Promise<{ proxyUrl: string; adminToken?: string; stop(): Promise<void> }> {
   const { experiment } = options;
-  const proxyModule = (await import(PROXY_INDEX)) as {
-    startProxy: (o: { listen: string; upstreams: string[]; dataDir: string; mode: "train" | "eval"; adminToken: string; healthIntervalMs?: number }) => Promise<Stoppable>;
-    startPolicySimulator: (o: Record<string, unknown>) => Promise<Stoppable>;
-  };
+  const { startProxy } = await import("../../proxy/index.ts");
   let simulator: Stoppable | undefined;
   let upstreams = experiment.spec.policy.upstreams;
   if (upstreams.length === 0) {
     const { seed, script } = experiment.spec.policy.simulator;
-    simulator = await proxyModule.startPolicySimulator({ seed, script: script ? resolve(dirname(options.experimentPath), script) : undefined, model: experiment.spec.policy.model });
+    const { startPolicySimulator } = await import("../../simulator/index.ts");
+    simulator = await startPolicySimulator({ seed, script: script ? resolve(dirname(options.experimentPath), script) : undefined, model: experiment.spec.policy.model });
     upstreams = [simulator.url];
     log(`policy simulator at ${simulator.url} (seed ${seed}${script ? `, script ${script}` : ""})`);
   }
   // A fresh admin token per run: only this process may register and finish rollouts.
   const adminToken = `forge-admin-${crypto.randomUUID()}`;
-  const proxy = await proxyModule.startProxy({ listen: "127.0.0.1:0", upstreams, dataDir: options.dataDir, mode: experiment.spec.policy.mode, adminToken });
+  const proxy = await startProxy({ listen: "127.0.0.1:0", upstreams, dataDir: options.dataDir, mode: experiment.spec.policy.mode, adminToken });
   log(`proxy at ${proxy.url} (${experiment.spec.policy.mode} mode), recording to ${join(options.dataDir, "log")}`);
   return {
     proxyUrl: proxy.url,
@@ -76,10 +72,7 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
 
 async function exportBatch(dataDir: string): Promise<RunExperimentResult["export"]> {
   try {
-    const [{ readRecords }, { exportTrajectories }] = (await Promise.all([import(PROXY_INDEX), import(TRAJECTORY_INDEX)])) as [
-      { readRecords: (dir: string) => AsyncIterable<unknown> },
-      { exportTrajectories: (records: AsyncIterable<unknown>, o: { format: "verl"; out: string }) => Promise<{ out: string; samples: number; rows: number }> },
-    ];
+    const [{ readRecords }, { exportTrajectories }] = await Promise.all([import("../../records/index.ts"), import("../../trajectories/index.ts")]);
     const out = join(dataDir, "exports", "batch-verl.parquet");
     const manifest = await exportTrajectories(readRecords(dataDir), { format: "verl", out });
     return { out: manifest.out, samples: manifest.samples, rows: manifest.rows };

@@ -4,7 +4,7 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import type { Experiment } from "../../schemas/experiment.ts";
+import type { Experiment } from "../../schemas/index.ts";
 import { loadTaskTree } from "./directory.ts";
 import { loadJsonlTasks, taskFromSpec } from "./jsonl.ts";
 import { TaskError, type Task } from "./types.ts";

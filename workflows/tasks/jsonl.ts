@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { TaskSpecSchema, type TaskSpec } from "../../schemas/experiment.ts";
+import { TaskSpecSchema, type TaskSpec } from "../../schemas/index.ts";
 import { TaskError, type Task } from "./types.ts";
 
 /**

@@ -1,0 +1,7 @@
+/**
+ * Small building blocks every area uses and none owns: the CLI's argument parsing and usage
+ * errors, Server-Sent Events, byte joins.
+ */
+export { intFlag, parseCommand, untilSignal, UsageError, type CommandSpec } from "./cli.ts";
+export { concatBytes } from "./bytes.ts";
+export { createSseDecoder, type SseDecoder, type SseMessage } from "./sse.ts";

@@ -1,0 +1,164 @@
+/**
+ * Glue between a finished model call and the segment log: builds the ModelCall record (token
+ * view with prompt delta, bodies, headers, timings), appends it, updates the rollout state and
+ * the metrics. A failed append puts the recorder in a failed state: the proxy then refuses
+ * model calls (503) instead of serving calls whose training data would be lost.
+ */
+import { BlobSchema, CallStatus, create, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
+import { RecorderError, type SegmentLog } from "../../records/index.ts";
+import { promptDelta } from "../../records/index.ts";
+import type { TokenCapture } from "./tokens.ts";
+import type { ProxyMetrics } from "../metrics.ts";
+import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
+
+export interface RecorderHealth {
+  /** Why the log cannot be written, or "" when it can. */
+  failure: string;
+}
+
+export interface FinishedCall {
+  rollout: RolloutState;
+  seq: number;
+  callId: string;
+  protocol: Protocol;
+  protocolName: string;
+  startUnixMs: number;
+  startPerf: number;
+  ttftMs: number | undefined;
+  requestBody: Uint8Array;
+  responseBody: Uint8Array;
+  upstreamRequestBody: Uint8Array | undefined;
+  /** The top-level fields set on request_body for the upstream, when that is all that changed. */
+  upstreamRequestPatch?: Uint8Array;
+  model: string;
+  upstream: string;
+  policyVersion: number;
+  stream: boolean;
+  httpStatus: number;
+  status: CallStatus;
+  error: string;
+  capture: TokenCapture;
+  /** Whether ids were asked for (train mode). */
+  train: boolean;
+  requestHeaders: ModelCall["requestHeaders"];
+  session: Record<string, string>;
+  upstreamAttempts: number;
+  /**
+   * Base64 images of the request (translate/images.ts): stored once each as Blob records,
+   * referenced by sha256. `data` may decode the base64 text when read, so it is read only for
+   * a Blob not stored yet (a screenshot sent again costs no decode).
+   */
+  images?: { inline: { sha256: string; mediaType: string; readonly data: Uint8Array }[] };
+}
+
+export interface CallRecorder {
+  readonly health: RecorderHealth;
+  /** Appends the call; throws (and marks the recorder failed) when the log cannot take it. */
+  record(call: FinishedCall): ModelCall;
+  /** Appends any other record (Rollout, RolloutResult). */
+  append(record: ForgeRecord): void;
+}
+
+/**
+ * A recorder over `log`.
+ *
+ * @example
+ * const recorder = createCallRecorder(log, registry, metrics);
+ * recorder.record(finishedCall);
+ */
+export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, metrics: ProxyMetrics, storedBlobs = new Set<string>()): CallRecorder {
+  const health: RecorderHealth = { failure: "" };
+  // storedBlobs: sha256 of the Blobs in the log; a screenshot sent again is referenced, not stored again.
+  const append = (record: ForgeRecord) => {
+    try {
+      log.append(record);
+    } catch (error) {
+      metrics.recorderError();
+      // A record that does not encode (BAD_RECORD) is that call's problem: the log is fine, and
+      // failing it would refuse every rollout's calls because of one bad request.
+      if (!(error instanceof RecorderError && error.code === "BAD_RECORD")) {
+        health.failure = `the segment log in ${log.dir} cannot be written: ${(error as Error).message}`;
+      }
+      throw error;
+    }
+  };
+  return {
+    health,
+    append,
+    record(call) {
+      const cap = call.capture;
+      const prompt = cap.promptTokenIds;
+      const tokenStatus = !call.train
+        ? TokenStatus.NOT_REQUESTED
+        : prompt && cap.sawCompletionIds && call.status === CallStatus.OK
+          ? TokenStatus.COMPLETE
+          : prompt || cap.sawCompletionIds
+            ? TokenStatus.PARTIAL
+            : TokenStatus.MISSING;
+      const delta = prompt ? promptDelta(prompt, call.rollout.recent) : undefined;
+      const endPerf = performance.now();
+      const u = cap.usage;
+      const modelCall = create(ModelCallSchema, {
+        rolloutId: call.rollout.rollout.rolloutId,
+        seq: call.seq,
+        callId: call.callId,
+        startUnixMs: call.startUnixMs,
+        endUnixMs: call.startUnixMs + (endPerf - call.startPerf),
+        protocol: call.protocol,
+        requestBody: call.requestBody,
+        responseBody: call.responseBody,
+        model: cap.model || call.model,
+        upstream: call.upstream,
+        policyVersion: call.policyVersion,
+        stream: call.stream,
+        httpStatus: call.httpStatus,
+        status: call.status,
+        error: call.error,
+        usage: u
+          ? create(UsageSchema, {
+              promptTokens: u.prompt_tokens ?? 0,
+              completionTokens: u.completion_tokens ?? 0,
+              totalTokens: u.total_tokens ?? 0,
+              cachedTokens: u.cached_tokens ?? 0,
+            })
+          : undefined,
+        latencyMs: endPerf - call.startPerf,
+        ttftMs: call.ttftMs ?? 0,
+        promptTokenIds: delta?.suffix ?? [],
+        completionTokenIds: cap.completionTokenIds,
+        completionLogprobs: cap.completionLogprobs,
+        finishReason: cap.finishReason,
+        tokenStatus,
+        prefixOf: delta?.prefixOf ?? "",
+        prefixLen: delta?.prefixLen ?? 0,
+        promptLen: prompt?.length ?? 0,
+        requestHeaders: call.requestHeaders,
+        session: call.session,
+        upstreamRequestBody: call.upstreamRequestBody,
+        upstreamRequestPatch: call.upstreamRequestPatch,
+        upstreamAttempts: call.upstreamAttempts,
+        blobRefs: call.images?.inline.map((image) => image.sha256) ?? [],
+      });
+      for (const image of call.images?.inline ?? []) {
+        if (storedBlobs.has(image.sha256)) continue;
+        // Written before the call that refers to it, so a reader meets the Blob first.
+        append(create(RecordSchema, { kind: { case: "blob", value: create(BlobSchema, { sha256: image.sha256, mediaType: image.mediaType, data: image.data }) } }));
+        storedBlobs.add(image.sha256);
+      }
+      append(create(RecordSchema, { kind: { case: "modelCall", value: modelCall } }));
+      registry.noteCall(call.rollout, modelCall, prompt);
+      const statusName = CallStatus[call.status] ?? String(call.status);
+      metrics.callFinished(
+        { protocol: call.protocolName, status: statusName, http_status: call.httpStatus },
+        modelCall.latencyMs / 1000,
+        call.ttftMs === undefined ? undefined : call.ttftMs / 1000,
+      );
+      metrics.tokens("prompt", u?.prompt_tokens ?? prompt?.length ?? 0);
+      metrics.tokens("completion", u?.completion_tokens ?? cap.completionTokenIds.length);
+      if (tokenStatus === TokenStatus.MISSING && call.status === CallStatus.OK) metrics.tokenMissing(call.protocolName);
+      return modelCall;
+    },
+  };
+}
+
+export { Protocol };

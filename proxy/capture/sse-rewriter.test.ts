@@ -1,0 +1,61 @@
+import { describe, expect, test } from "bun:test";
+import { createSseRewriter } from "./sse-rewriter.ts";
+
+const enc = (s: string) => new TextEncoder().encode(s);
+
+describe("createSseRewriter", () => {
+  test("keeps, replaces and drops whole events split anywhere", () => {
+    const seen: string[] = [];
+    const r = createSseRewriter((data) => {
+      seen.push(data);
+      if (data === "drop") return "";
+      if (data === "keep") return undefined;
+      return `data: ${data}!\n\n`;
+    });
+    const input = "data: keep\n\ndata: drop\n\ndata: x\r\n\r\n: ping\n\ndata: a\ndata: b\n\n";
+    let out = "";
+    for (let i = 0; i < input.length; i += 3) out += r.push(enc(input.slice(i, i + 3)));
+    out += r.end();
+    expect(seen).toEqual(["keep", "drop", "x", "a\nb"]);
+    expect(out).toBe("data: keep\n\ndata: x!\n\n: ping\n\ndata: a\nb!\n\n");
+  });
+
+  test("an unterminated last event is handled at end", () => {
+    const r = createSseRewriter(() => undefined);
+    expect(r.push(enc("data: [DONE]"))).toBe("");
+    expect(r.end()).toBe("data: [DONE]");
+  });
+
+  test("multi-byte characters split across chunks survive", () => {
+    const r = createSseRewriter(() => undefined);
+    const bytes = enc("data: héllo\n\n");
+    expect(r.push(bytes.slice(0, 8)) + r.push(bytes.slice(8)) + r.end()).toBe("data: héllo\n\n");
+  });
+
+  test("one event per read (the fast path) gives what byte-by-byte feeding gives", () => {
+    const events = ['data: {"a":"é"}\n\n', "data: keep\n\n", "data: x\r\n\r\n", ": ping\n\n", "data: a\ndata: b\n\n", "data: [DONE]\n\n"];
+    const handler = (data: string) => (data === "keep" ? undefined : `data: <${data}>\n\n`);
+    const whole = createSseRewriter(handler);
+    const byByte = createSseRewriter(handler);
+    let a = "";
+    let b = "";
+    for (const e of events) {
+      a += whole.push(enc(e));
+      for (const byte of enc(e)) b += byByte.push(new Uint8Array([byte]));
+    }
+    expect(a + whole.end()).toBe(b + byByte.end());
+    expect(a).toContain('data: <{"a":"é"}>\n\n');
+  });
+
+  test("a whole event after a read that ended inside a character is not taken apart from it", () => {
+    const seen: string[] = [];
+    const r = createSseRewriter((data) => (seen.push(data), undefined));
+    const bytes = enc("data: 1\n\ndata: é\n\n");
+    const cut = bytes.indexOf(0xc3) + 1; // inside the two bytes of é
+    r.push(bytes.slice(0, cut));
+    r.push(bytes.slice(cut));
+    r.push(enc("data: 2\n\n"));
+    r.end();
+    expect(seen).toEqual(["1", "é", "2"]);
+  });
+});

@@ -1,0 +1,254 @@
+/**
+ * The model-call pipeline every front door shares: pause gate → sticky upstream → token
+ * capture and stripping (JSON or SSE, chunk by chunk) → optional translation → recording.
+ * Non-stream calls are recorded before the answer is sent; streams when they end, abort or
+ * fail.
+ */
+import { CallStatus, type ModelCall } from "../../schemas/index.ts";
+import { findImages, sessionHeaders } from "./translate.ts";
+import { captureAndStrip, newCapture, trainRequest } from "../capture/tokens.ts";
+import { appendFields } from "../capture/append-fields.ts";
+import type { CallRecorder, FinishedCall } from "../capture/call-recorder.ts";
+import { redactedHeaders } from "../capture/headers.ts";
+import { ProxyHttpError } from "../errors.ts";
+import { decodeUtf8 } from "../body.ts";
+import { concatBytes } from "../../lib/index.ts";
+import type { ProxyMetrics } from "../metrics.ts";
+import type { PauseGate } from "../state/pause.ts";
+import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
+import type { UpstreamClient } from "../upstream/client.ts";
+import type { FrontDoor, PreparedCall } from "./types.ts";
+import { streamAnswer } from "./stream-answer.ts";
+
+export interface PipelineContext {
+  mode: "train" | "eval";
+  client: UpstreamClient;
+  recorder: CallRecorder;
+  registry: RolloutRegistry;
+  gate: PauseGate;
+  metrics: ProxyMetrics;
+  /** Between two upstream stream chunks. */
+  idleTimeoutMs: number;
+  /** Largest upstream error / JSON body read. */
+  maxResponseBytes: number;
+  /** Calls admitted at once (waiting on a pause included); past it, 429. */
+  maxConcurrentCalls: number;
+  /** Calls admitted and not yet finished. */
+  admitted: { count: number };
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Runs one model call of `rollout` through `door` and returns the harness's Response.
+ *
+ * @example
+ * return runModelCall(ctx, rollout, chatFrontDoor, prepared, bodyBytes, c.req.raw);
+ */
+export async function runModelCall(
+  ctx: PipelineContext,
+  rollout: RolloutState,
+  door: FrontDoor,
+  prepared: PreparedCall,
+  requestBody: Uint8Array,
+  request: Request,
+): Promise<Response> {
+  if (ctx.recorder.health.failure !== "") {
+    throw new ProxyHttpError(503, `the proxy refuses model calls because it cannot record them: ${ctx.recorder.health.failure}`, "service_unavailable", "recorder_unavailable");
+  }
+  if (ctx.admitted.count >= ctx.maxConcurrentCalls) {
+    // A bounded proxy: past the limit a harness is told to come back rather than queued
+    // without end (each held call keeps its body and a socket).
+    ctx.metrics.overloaded();
+    throw new ProxyHttpError(429, `the proxy has ${ctx.admitted.count} model calls in flight, its limit (--max-concurrent-calls ${ctx.maxConcurrentCalls}); retry shortly`, "rate_limit_error", "too_many_concurrent_calls", null, { "retry-after": "1" });
+  }
+  ctx.admitted.count++;
+  let policyVersion: number;
+  try {
+    policyVersion = await ctx.gate.enter(request.signal);
+  } catch (error) {
+    ctx.admitted.count--;
+    throw error;
+  }
+  ctx.metrics.inFlight(1);
+  let left = false;
+  const leave = () => {
+    if (left) return;
+    left = true;
+    ctx.admitted.count--;
+    ctx.gate.leave();
+    ctx.metrics.inFlight(-1);
+  };
+  try {
+    const response = await callUpstream(ctx, rollout, door, prepared, requestBody, request, policyVersion, leave);
+    return response;
+  } catch (error) {
+    leave();
+    throw error;
+  }
+}
+
+async function callUpstream(
+  ctx: PipelineContext,
+  rollout: RolloutState,
+  door: FrontDoor,
+  prepared: PreparedCall,
+  requestBody: Uint8Array,
+  request: Request,
+  policyVersion: number,
+  leave: () => void,
+): Promise<Response> {
+  const train = ctx.mode === "train";
+  const upstreamBody = train ? trainRequest(prepared.capture, prepared.upstreamBody) : prepared.upstreamBody;
+  const unchanged = prepared.passthrough && upstreamBody === prepared.upstreamBody;
+  // An untranslated train-mode call differs from what the harness sent only by the fields
+  // trainRequest set: record those, not the whole (possibly 200 KB) body a second time, and
+  // send the harness's bytes with them appended when they are new keys (no re-serialisation).
+  const patch = prepared.passthrough && !unchanged ? addedFields(prepared.upstreamBody, upstreamBody) : undefined;
+  const upstreamBytes = unchanged
+    ? requestBody
+    : ((patch && appendFields(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(upstreamBody)));
+  const callId = `call-${crypto.randomUUID()}`;
+  const seq = ctx.registry.nextSeq(rollout);
+  const capture = newCapture();
+  const base: FinishedCall = {
+    rollout,
+    seq,
+    callId,
+    protocol: door.protocol,
+    protocolName: door.name,
+    startUnixMs: Date.now(),
+    startPerf: performance.now(),
+    ttftMs: undefined,
+    requestBody,
+    responseBody: new Uint8Array(0),
+    upstreamRequestBody: unchanged || patch ? undefined : upstreamBytes,
+    upstreamRequestPatch: patch ? encoder.encode(JSON.stringify(patch)) : undefined,
+    model: prepared.model,
+    upstream: "",
+    policyVersion,
+    stream: prepared.stream,
+    httpStatus: 0,
+    status: CallStatus.OK,
+    error: "",
+    capture,
+    train,
+    requestHeaders: redactedHeaders(request.headers),
+    session: sessionHeaders(request.headers),
+    upstreamAttempts: 0,
+    // The upstream body holds every image of every protocol (translation keeps them as data: URLs).
+    images: findImages(prepared.upstreamBody),
+  };
+  const callHeaders = { "x-forge-call-id": callId, "x-forge-seq": String(seq) };
+
+  const errorAnswer = (status: number, message: string, type: string, code: string | null, callStatus: CallStatus, extraHeaders: Record<string, string> = {}): Response => {
+    const bytes = encoder.encode(JSON.stringify(door.name === "chat" || door.name === "completions" ? { error: { message, type, param: null, code } } : prepared.errorBody(status, message, type, code)));
+    recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: status, status: callStatus, error: message });
+    leave();
+    return new Response(bytes, { status, headers: { "content-type": "application/json", ...callHeaders, ...extraHeaders } });
+  };
+
+  const sent = await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", request.signal, prepared.upstreamHeaders);
+  base.upstreamAttempts = sent.attempts;
+  base.upstream = sent.upstream?.url ?? "";
+  if ("error" in sent) {
+    const e = sent.error;
+    const status = sent.kind === "timeout" ? CallStatus.TIMEOUT : sent.kind === "aborted" ? CallStatus.CLIENT_ABORTED : CallStatus.UPSTREAM_UNREACHABLE;
+    return errorAnswer(e.status, e.message, e.type, e.code, status);
+  }
+  const { response } = sent;
+  base.ttftMs = sent.headersAt - base.startPerf;
+
+  if (!response.ok) {
+    const text = await readLimited(response, ctx.maxResponseBytes, ctx.idleTimeoutMs).catch((error) => `(body unreadable: ${(error as Error).message})`);
+    let message = `upstream ${base.upstream} answered HTTP ${response.status}`;
+    let passthroughBody: string | undefined;
+    try {
+      const parsed = JSON.parse(text);
+      if (parsed?.error) {
+        message += `: ${typeof parsed.error === "string" ? parsed.error : (parsed.error.message ?? JSON.stringify(parsed.error))}`;
+        // An OpenAI-style error from an OpenAI-style upstream is passed through as is.
+        if (door.name === "chat" || door.name === "completions") passthroughBody = text;
+      }
+    } catch {
+      if (text !== "") message += `: ${text.slice(0, 500)}`;
+    }
+    const status = response.status;
+    // A rate limit's Retry-After is the harness's to honour (it decides when to call again).
+    const retryAfter = response.headers.get("retry-after");
+    const upstreamHeaders: Record<string, string> = retryAfter ? { "retry-after": retryAfter } : {};
+    if (passthroughBody !== undefined) {
+      const bytes = encoder.encode(passthroughBody);
+      recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: status, status: CallStatus.UPSTREAM_ERROR, error: message });
+      leave();
+      return new Response(bytes, { status, headers: { "content-type": "application/json", ...callHeaders, ...upstreamHeaders } });
+    }
+    return errorAnswer(status, message, status >= 500 ? "upstream_error" : "invalid_request_error", "upstream_error", CallStatus.UPSTREAM_ERROR, upstreamHeaders);
+  }
+
+  const isStream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
+  if (!isStream) {
+    let text: string;
+    try {
+      text = await readLimited(response, ctx.maxResponseBytes, ctx.idleTimeoutMs);
+    } catch (error) {
+      sent.abort(error);
+      const e = error instanceof ProxyHttpError ? error : new ProxyHttpError(502, `upstream ${base.upstream} body failed: ${(error as Error).message}`, "upstream_error", "upstream_stream_error");
+      return errorAnswer(e.status, e.message, e.type, e.code, e.status === 504 ? CallStatus.TIMEOUT : CallStatus.UPSTREAM_ERROR);
+    }
+    let json: any;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return errorAnswer(502, `upstream ${base.upstream} sent a body that is not JSON: ${text.slice(0, 200)}`, "upstream_error", "upstream_bad_body", CallStatus.UPSTREAM_ERROR);
+    }
+    const changed = captureAndStrip(prepared.capture, json, capture, prepared.wants);
+    const out = prepared.translateJson ? JSON.stringify(prepared.translateJson(json)) : changed ? JSON.stringify(json) : text;
+    const bytes = encoder.encode(out);
+    // Recorded before the harness sees it: an unrecorded answer is never served.
+    recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: 200, status: CallStatus.OK });
+    leave();
+    return new Response(bytes, { status: 200, headers: { "content-type": "application/json", ...callHeaders } });
+  }
+  return streamAnswer(ctx, base, prepared, sent.response, sent.abort, request, leave, callHeaders);
+}
+
+function recordOrThrow(ctx: PipelineContext, call: FinishedCall): ModelCall {
+  try {
+    return ctx.recorder.record(call);
+  } catch (error) {
+    throw new ProxyHttpError(503, `the call could not be recorded, so it is not served: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
+  }
+}
+
+async function readLimited(response: Response, maxBytes: number, idleMs: number): Promise<string> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const idle = new Promise<"idle">((resolve) => (timer = setTimeout(() => resolve("idle"), idleMs)));
+    const result = await Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
+    if (result === "idle") {
+      await reader.cancel().catch(() => {});
+      throw new ProxyHttpError(504, `upstream sent its headers but then nothing for ${idleMs} ms`, "timeout_error", "upstream_timeout");
+    }
+    const { done, value } = result;
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw new ProxyHttpError(502, `upstream answer is over ${maxBytes} bytes`, "upstream_error", "upstream_too_large");
+    }
+    chunks.push(value);
+  }
+  return decodeUtf8(concatBytes(chunks));
+}
+
+/** The top-level fields of `sent` that are not the same value in `received` (set or replaced). */
+function addedFields(received: Record<string, unknown>, sent: Record<string, unknown>): Record<string, unknown> {
+  const patch: Record<string, unknown> = {};
+  for (const key of Object.keys(sent)) if (sent[key] !== received[key]) patch[key] = sent[key];
+  return patch;
+}

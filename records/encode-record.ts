@@ -1,0 +1,95 @@
+/**
+ * Encodes a Record as the buffers of one frame payload without copying its big `bytes` fields.
+ *
+ * protobuf-es's `toBinary` copies every byte at least twice (the BinaryWriter's fork/join and
+ * `finish()`), which for a ModelCall holding a 4 MB screenshot request is ~5 ms. Protobuf lets
+ * the fields of a message come in any order, so a record with large bodies is written as
+ *
+ *   tag(kind) len | toBinary(inner message without the big fields) | tag(field) len body | ...
+ *
+ * where each body is the caller's own Uint8Array, handed to writev as is. Any protobuf reader
+ * (fromBinary, the scanner) decodes it to the same message; only the field order differs from
+ * toBinary's. Small records keep one plain toBinary: below the threshold the extra buffers cost
+ * more than the copy.
+ */
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { BlobSchema, ModelCallSchema, RecordSchema, toBinary, type Record } from "../schemas/index.ts";
+
+/** Records whose big fields add up to less than this are encoded with one plain toBinary. */
+export const SPLIT_THRESHOLD_BYTES = 64 * 1024;
+
+export type EncodedRecord = {
+  /** The payload, in order; big fields are the record's own arrays, not copies. */
+  parts: Uint8Array[];
+  /** Total bytes of `parts`. */
+  length: number;
+};
+
+const EMPTY = new Uint8Array(0);
+
+/** Field numbers in records.proto: Record.kind cases and their big `bytes` fields. */
+const RECORD_FIELD = { modelCall: 1, blob: 2 } as const;
+const MODEL_CALL_BIG = [
+  ["requestBody", 7],
+  ["responseBody", 8],
+  ["upstreamRequestBody", 30],
+] as const;
+const BLOB_BIG = [["data", 3]] as const;
+
+/**
+ * The payload of `record`'s frame. Throws what toBinary throws for a record that does not encode.
+ *
+ * @example
+ * const { parts, length } = encodeRecord(record);
+ * fs.writevSync(fd, [header, ...parts]);
+ */
+export function encodeRecord(record: Record, threshold = SPLIT_THRESHOLD_BYTES): EncodedRecord {
+  const kind = record.kind;
+  // Unknown fields of the Record itself would be lost by encoding only its kind.
+  if ((kind.case === "modelCall" || kind.case === "blob") && !record.$unknown?.length) {
+    const split = kind.case === "modelCall" ? splitFields(kind.value, MODEL_CALL_BIG, threshold) : splitFields(kind.value, BLOB_BIG, threshold);
+    if (split) {
+      const inner = kind.case === "modelCall" ? toBinary(ModelCallSchema, split.rest as typeof kind.value) : toBinary(BlobSchema, split.rest as typeof kind.value);
+      const parts: Uint8Array[] = [EMPTY, inner]; // [0]: the Record's tag and length, once known
+      let innerLength = inner.length;
+      for (const [field, bytes] of split.big) {
+        const key = lengthDelimitedKey(field, bytes.length);
+        parts.push(key, bytes);
+        innerLength += key.length + bytes.length;
+      }
+      parts[0] = lengthDelimitedKey(RECORD_FIELD[kind.case], innerLength);
+      return { parts, length: parts[0].length + innerLength };
+    }
+  }
+  const payload = toBinary(RecordSchema, record);
+  return { parts: [payload], length: payload.length };
+}
+
+/**
+ * The message with its big fields emptied, and those fields (non-empty ones, in field order),
+ * when they add up to `threshold` or more; undefined otherwise.
+ */
+function splitFields<M extends object>(message: M, fields: readonly (readonly [string, number])[], threshold: number): { rest: M; big: [number, Uint8Array][] } | undefined {
+  const values = message as unknown as { [name: string]: unknown };
+  let total = 0;
+  for (const [name] of fields) {
+    const value = values[name];
+    // Anything but a Uint8Array goes to toBinary, which reports it.
+    if (!(value instanceof Uint8Array)) return undefined;
+    total += value.length;
+  }
+  if (total < threshold) return undefined;
+  const rest: { [name: string]: unknown } = { ...values };
+  const big: [number, Uint8Array][] = [];
+  for (const [name, field] of fields) {
+    const value = values[name] as Uint8Array;
+    rest[name] = EMPTY; // proto3: an empty bytes field is not written
+    if (value.length > 0) big.push([field, value]);
+  }
+  return { rest: rest as M, big };
+}
+
+/** The key of a length-delimited field (wire type 2) and its length, both varints. */
+function lengthDelimitedKey(field: number, length: number): Uint8Array {
+  return new BinaryWriter().tag(field, WireType.LengthDelimited).uint32(length).finish();
+}

@@ -1,0 +1,17 @@
+/**
+ * The records area: the forge.v1 record log (docs/record-format.md) — a durable append-only
+ * segment log, its reader and recovery, record encoding, and the functions that rebuild what a
+ * record stores in compact form (a prompt from its delta, an upstream request from its patch).
+ * Every writer and reader of records goes through here.
+ */
+export { openSegmentLog } from "./segment-log.ts";
+export type { AppendResult, SegmentLog, SegmentLogOptions, SegmentLogStats, WriterIo } from "./segment-log.ts";
+export { readRecords, readSegment } from "./reader.ts";
+export type { Corruption, LoggedRecord, ReadOptions } from "./reader.ts";
+export { listSegments, resolveLogDir, segmentFileName } from "./segments.ts";
+export type { SegmentInfo } from "./segments.ts";
+export type { Recovered } from "./recover.ts";
+export { RecorderError } from "./errors.ts";
+export type { RecorderErrorCode } from "./errors.ts";
+export { fullPrompt, promptDelta, type PastCall, type PromptDelta } from "./prompt-delta.ts";
+export { upstreamRequestOf } from "./upstream-request.ts";

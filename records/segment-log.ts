@@ -1,0 +1,351 @@
+/**
+ * The writer: an append-only log of `Record`s in segment files. `append` hands the frame to the
+ * OS before it returns (a kill -9 loses nothing appended); fsync runs on a group-commit timer
+ * and on `sync()` (a machine crash loses at most `groupCommitMs` of records).
+ */
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { crc32c } from "@node-rs/crc32";
+import type { Record } from "../schemas/index.ts";
+import { encodeRecord, type EncodedRecord } from "./encode-record.ts";
+import { RecorderError, ioError } from "./errors.ts";
+import { FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_MAGIC } from "./frame.ts";
+import { LOCK_HEARTBEAT_MS, acquireLock } from "./lock.ts";
+import { recoverSegments, type Recovered } from "./recover.ts";
+import { resolveLogDir, segmentFileName, segmentNamesSync, segmentNumber } from "./segments.ts";
+
+/** The system calls the writer makes on its hot path; replaceable so tests can inject ENOSPC. */
+export type WriterIo = {
+  writev(fd: number, buffers: Uint8Array[], position: number): number;
+  ftruncate(fd: number, length: number): void;
+  fdatasync(fd: number): Promise<void>;
+  fdatasyncSync(fd: number): void;
+};
+
+export const nodeIo: WriterIo = {
+  writev: (fd, buffers, position) => fs.writevSync(fd, buffers, position),
+  ftruncate: (fd, length) => fs.ftruncateSync(fd, length),
+  fdatasync: promisify(fs.fdatasync),
+  fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
+};
+
+export type SegmentLogOptions = {
+  /** fsync interval; 0 fsyncs inside every append (slow, for tests or paranoid setups). */
+  groupCommitMs?: number;
+  /** A new segment is started before a frame would take the current one past this size. */
+  segmentMaxBytes?: number;
+  /** For tests: the writer's system calls. */
+  io?: WriterIo;
+};
+
+export type AppendResult = { segment: string; offset: number };
+
+export type SegmentLogStats = {
+  /** Bytes written since open (frames and segment headers). */
+  bytesWritten: number;
+  /** Records appended since open. */
+  records: number;
+  /** The segment being written. */
+  segment: string;
+  /** fsyncs done since open. */
+  fsyncs: number;
+};
+
+export type SegmentLog = {
+  /** The log directory (`DIR/log`). */
+  readonly dir: string;
+  /** Torn tails cut, and corruption found, when the log was opened. */
+  readonly recovered: Recovered[];
+  /** Appends one record; the bytes are with the OS when it returns. Throws RecorderError. */
+  append(record: Record): AppendResult;
+  /** Resolves once everything appended before the call is on stable storage. */
+  sync(): Promise<void>;
+  /** Syncs, closes the files and releases the LOCK. Idempotent. */
+  close(): Promise<void>;
+  stats(): SegmentLogStats;
+};
+
+type Segment = { name: string; path: string; fd: number; size: number; records: number };
+
+const MiB = 1 << 20;
+
+/**
+ * Opens the log of data directory `dir` (segments in `dir/log`) for writing: takes the LOCK,
+ * scans every segment (cutting a torn tail off the last one) and starts a new segment.
+ *
+ * @example
+ * const log = await openSegmentLog("data", { groupCommitMs: 50 });
+ * log.append(create(RecordSchema, { kind: { case: "blob", value: blob } }));
+ * await log.sync();
+ * await log.close();
+ */
+export async function openSegmentLog(dir: string, options: SegmentLogOptions = {}): Promise<SegmentLog> {
+  const groupCommitMs = options.groupCommitMs ?? 50;
+  const segmentMaxBytes = options.segmentMaxBytes ?? 256 * MiB;
+  const io = options.io ?? nodeIo;
+  if (!(groupCommitMs >= 0)) throw new RangeError(`openSegmentLog: groupCommitMs must be >= 0, got ${groupCommitMs}`);
+  if (!(segmentMaxBytes > SEGMENT_HEADER_BYTES)) throw new RangeError(`openSegmentLog: segmentMaxBytes must be > 8, got ${segmentMaxBytes}`);
+
+  const logDir = resolveLogDir(dir);
+  try {
+    fs.mkdirSync(logDir, { recursive: true });
+  } catch (error) {
+    throw ioError("create log directory", logDir, error);
+  }
+  const lock = acquireLock(logDir);
+  let current: Segment;
+  let recovered: Recovered[];
+  try {
+    const names = segmentNamesSync(logDir);
+    recovered = await recoverSegments(logDir, names);
+    const last = names.length > 0 ? segmentNumber(names[names.length - 1]!)! : 0;
+    current = createSegment(logDir, last + 1);
+    syncDir(logDir);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+
+  const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+  const rolled: Segment[] = []; // rolled over, not yet fsynced and closed
+  let bytesWritten = SEGMENT_HEADER_BYTES;
+  let records = 0;
+  let fsyncs = 0;
+  let written = 0; // appends + rolls so far: what a sync has to cover
+  let synced = 0;
+  let dirDirty = false;
+  let failure: RecorderError | undefined; // after a failed fsync nothing is trusted until reopen
+  let closing: Promise<void> | undefined;
+  let chain: Promise<void> = Promise.resolve();
+  let syncing = false;
+
+  const roll = (): void => {
+    const next = createSegment(logDir, segmentNumber(current.name)! + 1);
+    rolled.push(current);
+    current = next;
+    bytesWritten += SEGMENT_HEADER_BYTES;
+    dirDirty = true;
+    written += 1;
+  };
+
+  // Writes the frame at `offset`, looping on short writes. On failure the partial frame is cut
+  // off again so the segment stays a sequence of whole frames.
+  const writeFrame = (segment: Segment, payload: EncodedRecord, offset: number): void => {
+    let parts: Uint8Array[] = [header, ...payload.parts];
+    let position = offset;
+    const end = offset + FRAME_HEADER_BYTES + payload.length;
+    try {
+      while (position < end) {
+        const n = io.writev(segment.fd, parts, position);
+        if (n <= 0) throw Object.assign(new Error("write returned 0 bytes"), { code: "EIO" });
+        position += n;
+        parts = skip(parts, n);
+      }
+    } catch (error) {
+      const cause = ioError("append to", segment.path, error);
+      if (position > offset) {
+        try {
+          io.ftruncate(segment.fd, offset);
+        } catch (truncateError) {
+          failure = new RecorderError(
+            "FAILED",
+            segment.path,
+            `recorder: a failed append left a partial frame in ${segment.path} at offset ${offset} that could not be cut (${(truncateError as NodeJS.ErrnoException).code ?? truncateError}); reopen the log, which cuts it`,
+            { cause: truncateError },
+          );
+        }
+      }
+      throw cause;
+    }
+  };
+
+  const doSync = async (): Promise<void> => {
+    if (failure) throw failure;
+    if (synced >= written && !dirDirty) return;
+    const target = written;
+    let at = current.path;
+    try {
+      // Rolled segments leave `rolled` only once synced and closed, so close() finds any left.
+      while (rolled.length > 0) {
+        const old = rolled[0]!;
+        at = old.path;
+        await io.fdatasync(old.fd);
+        fs.closeSync(old.fd);
+        rolled.shift();
+        fsyncs += 1;
+      }
+      // Read `current` only now: segments rolled while the loop awaited were synced and closed
+      // by it. One rolled during this last await stays open in `rolled` until the next sync.
+      const segment = current;
+      at = segment.path;
+      await io.fdatasync(segment.fd);
+      fsyncs += 1;
+      if (dirDirty) {
+        dirDirty = false;
+        syncDir(logDir);
+      }
+      synced = Math.max(synced, target);
+    } catch (error) {
+      failure ??= new RecorderError(
+        "FAILED",
+        at,
+        `recorder: fsync of ${at} failed (${(error as NodeJS.ErrnoException).code ?? error}); records since the last successful fsync may not be on disk. Fix the disk, then reopen the log`,
+        { cause: error },
+      );
+      throw failure;
+    }
+  };
+
+  const sync = (): Promise<void> => {
+    if (closing) return closing; // close() syncs everything appended
+    if (failure) return Promise.reject(failure);
+    const run = chain.then(doSync);
+    chain = run.catch(() => {});
+    return run;
+  };
+
+  const timer =
+    groupCommitMs > 0
+      ? setInterval(() => {
+          if (syncing || failure || closing || (synced >= written && !dirDirty)) return;
+          syncing = true;
+          // A failure is kept in `failure`: the next append or sync reports it.
+          sync()
+            .catch(() => {})
+            .finally(() => (syncing = false));
+        }, groupCommitMs)
+      : undefined;
+  timer?.unref();
+  const heartbeat = setInterval(() => lock.heartbeat(), LOCK_HEARTBEAT_MS);
+  heartbeat.unref();
+
+  return {
+    dir: logDir,
+    recovered,
+    append(record) {
+      if (closing) throw new RecorderError("CLOSED", logDir, `recorder: append after close of the log in ${logDir}`);
+      if (failure) throw failure;
+      if (record.kind.case === undefined) {
+        throw new RecorderError("BAD_RECORD", logDir, "recorder: append of an empty Record (kind not set): set one of model_call, blob, rollout, rollout_result");
+      }
+      let payload: EncodedRecord;
+      try {
+        payload = encodeRecord(record);
+      } catch (error) {
+        throw new RecorderError("BAD_RECORD", logDir, `recorder: record does not encode as forge.v1.Record (${(error as Error).message}); build it with create(RecordSchema, ...)`, { cause: error });
+      }
+      if (payload.length > MAX_PAYLOAD_BYTES) {
+        throw new RecorderError("BAD_RECORD", logDir, `recorder: record of ${payload.length} bytes is over the ${MAX_PAYLOAD_BYTES}-byte frame limit; store large data as smaller Blob records`);
+      }
+      const frameBytes = FRAME_HEADER_BYTES + payload.length;
+      if (current.records > 0 && current.size + frameBytes > segmentMaxBytes) {
+        try {
+          roll();
+        } catch (error) {
+          throw error instanceof RecorderError ? error : ioError("start a new segment in", logDir, error);
+        }
+      }
+      header.writeUInt32LE(payload.length, 0);
+      let crc = 0;
+      for (const part of payload.parts) crc = crc32c(part, crc);
+      header.writeUInt32LE(crc >>> 0, 4);
+      const segment = current;
+      const offset = segment.size;
+      writeFrame(segment, payload, offset);
+      segment.size += frameBytes;
+      segment.records += 1;
+      bytesWritten += frameBytes;
+      records += 1;
+      written += 1;
+      if (groupCommitMs === 0) {
+        try {
+          io.fdatasyncSync(segment.fd);
+          fsyncs += 1;
+          synced = written;
+        } catch (error) {
+          failure = ioError("fsync", segment.path, error);
+          throw failure;
+        }
+      }
+      return { segment: segment.name, offset };
+    },
+    sync,
+    close() {
+      closing ??= (async () => {
+        if (timer) clearInterval(timer);
+        clearInterval(heartbeat);
+        let error: unknown;
+        try {
+          await chain;
+          await doSync();
+        } catch (e) {
+          error = e;
+        }
+        for (const old of rolled.splice(0)) fs.closeSync(old.fd);
+        fs.closeSync(current.fd);
+        // A segment that never got a record is removed: restarts would otherwise leave a trail of them.
+        if (current.records === 0 && !error) {
+          try {
+            fs.unlinkSync(current.path);
+            syncDir(logDir);
+          } catch {
+            // Harmless: an empty segment reads as no records.
+          }
+        }
+        lock.release();
+        if (error) throw error;
+      })();
+      return closing;
+    },
+    stats: () => ({ bytesWritten, records, segment: current.name, fsyncs }),
+  };
+}
+
+/** Creates segment `number` (never an existing file) with its header. */
+function createSegment(logDir: string, number: number): Segment {
+  const name = segmentFileName(number);
+  const path = join(logDir, name);
+  let fd: number;
+  try {
+    fd = fs.openSync(path, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
+  } catch (error) {
+    throw ioError("create segment", path, error);
+  }
+  try {
+    fs.writeSync(fd, SEGMENT_MAGIC, 0, SEGMENT_HEADER_BYTES, 0);
+  } catch (error) {
+    fs.closeSync(fd);
+    fs.rmSync(path, { force: true });
+    throw ioError("write the header of", path, error);
+  }
+  return { name, path, fd, size: SEGMENT_HEADER_BYTES, records: 0 };
+}
+
+/** fsyncs a directory so that files created or removed in it survive a machine crash. */
+function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(dir, "r");
+    fs.fsyncSync(fd);
+  } catch (error) {
+    throw ioError("fsync directory", dir, error);
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** The buffers left after the first `n` bytes of `parts` were written. */
+function skip(parts: Uint8Array[], n: number): Uint8Array[] {
+  const rest: Uint8Array[] = [];
+  let left = n;
+  for (const part of parts) {
+    if (left >= part.length) {
+      left -= part.length;
+      continue;
+    }
+    rest.push(left > 0 ? part.subarray(left) : part);
+    left = 0;
+  }
+  return rest;
+}

@@ -1,0 +1,83 @@
+/**
+ * `forge policy-sim`: serves the policy simulator (a stand-in for the model) until Ctrl-C.
+ */
+import { intFlag, parseCommand, untilSignal, UsageError } from "../lib/index.ts";
+import { startPolicySimulator } from "./server.ts";
+import { DEFAULT_SIM_MODEL } from "./options.ts";
+
+const usage = `
+usage: forge policy-sim [--listen HOST:PORT] [--seed N] [--script FILE] [--model ID]
+                        [--chunk-delay-ms N] [--ttft-ms N] [--tokens-per-chunk N] [--quiet]
+
+Serves an OpenAI-compatible API that behaves like vLLM serving Qwen3 (real Qwen3 token ids,
+logprobs, tool calls, return_token_ids), playing a scripted policy. It is a simulator: it stands
+in for the model in tests and the quickstart.
+
+  --listen HOST:PORT       address to bind (default 127.0.0.1:8000; port 0 picks a free one)
+  --seed N                 seed of everything sampled (default 0)
+  --script FILE            policy script (YAML, see examples/policies/quickstart.yaml)
+  --model ID               model id served (default ${DEFAULT_SIM_MODEL})
+  --chunk-delay-ms N       delay between stream chunks (default 0)
+  --ttft-ms N              delay before the first token (default 0)
+  --tokens-per-chunk N     tokens per stream chunk (default 1)
+  --quiet                  no per-request log lines
+  --json                   print {"url", "openai_base_url", "model"} as one JSON line once listening
+`;
+
+/**
+ * @example
+ * await policySimCommand(["--listen", "127.0.0.1:0", "--seed", "3"]);
+ */
+export async function policySimCommand(argv: string[]): Promise<number> {
+  const args = parseCommand(
+    {
+      name: "policy-sim",
+      usage,
+      options: {
+        listen: { type: "string" },
+        seed: { type: "string" },
+        script: { type: "string" },
+        model: { type: "string" },
+        "chunk-delay-ms": { type: "string" },
+        "ttft-ms": { type: "string" },
+        "tokens-per-chunk": { type: "string" },
+        quiet: { type: "boolean" },
+        json: { type: "boolean" },
+      },
+    },
+    argv,
+  );
+  if (!args) return 0;
+  const { hostname, port } = parseListen(args.values.listen ?? "127.0.0.1:8000");
+  const tokensPerChunk = intFlag("tokens-per-chunk", args.values["tokens-per-chunk"], 1);
+  if (tokensPerChunk < 1) throw new UsageError("--tokens-per-chunk must be at least 1");
+  const started = performance.now();
+  // Loading the tokenizer takes about a second: say what is happening.
+  if (!args.values.json) console.error("policy simulator: loading the Qwen3 tokenizer...");
+  const model = args.values.model ?? DEFAULT_SIM_MODEL;
+  const sim = await startPolicySimulator({
+    seed: intFlag("seed", args.values.seed, 0),
+    script: args.values.script,
+    model,
+    chunkDelayMs: intFlag("chunk-delay-ms", args.values["chunk-delay-ms"], 0),
+    ttftMs: intFlag("ttft-ms", args.values["ttft-ms"], 0),
+    tokensPerChunk,
+    hostname,
+    port,
+    log: args.values.quiet ? undefined : (line) => console.error(line),
+  });
+  if (args.values.json) console.log(JSON.stringify({ url: sim.url, openai_base_url: `${sim.url}/v1`, model, simulator: true }));
+  else console.log(`policy simulator (a stand-in for the model, not a model) listening on ${sim.url}/v1 (ready in ${Math.round(performance.now() - started)} ms)`);
+  const signal = await untilSignal();
+  console.error(`policy simulator: ${signal}, stopping`);
+  await sim.stop();
+  return 0;
+}
+
+function parseListen(listen: string): { hostname: string; port: number } {
+  const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(listen);
+  if (!match) throw new UsageError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8000), got "${listen}"`);
+  const port = Number(match[2]);
+  if (port > 65535) throw new UsageError(`--listen: port ${port} is out of range`);
+  return { hostname: match[1]!.replace(/^\[|\]$/g, ""), port };
+}

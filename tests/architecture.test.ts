@@ -1,0 +1,50 @@
+/**
+ * The dependency rules of docs/architecture.md, checked on the source: a static scan of every
+ * import in the project's TypeScript files. It fails naming the file, the import and the rule.
+ */
+import { expect, test } from "bun:test";
+import { dirname, join, normalize, relative } from "node:path";
+import { AREAS, areaOf, importsOf, isFaceFor, isTestFile, projectFiles } from "./architecture.ts";
+
+const ROOT = join(import.meta.dir, "..");
+
+test("every area imports another area only through its public face, and only the areas it may depend on", () => {
+  const problems: string[] = [];
+  let scanned = 0;
+  for (const file of projectFiles(ROOT)) {
+    const from = areaOf(file);
+    // tests/ and bench/ are no areas: they may reach any file they test or time.
+    if (!from || from === "tests" || from === "bench") continue;
+    scanned++;
+    for (const spec of importsOf(join(ROOT, file))) {
+      if (!spec.startsWith(".")) continue;
+      const target = normalize(relative(ROOT, join(ROOT, dirname(file), spec)));
+      const to = areaOf(target);
+      if (!to || to === from) continue;
+      if (!isFaceFor(file, target)) {
+        problems.push(`${file}: imports "${spec}", an internal file of ${to}/ (import ${to}/index.ts instead, or export what is needed from it)`);
+      }
+      const rule = AREAS[from];
+      // Test code (unit tests, testing.ts helpers) may start any area through its faces.
+      if (!isTestFile(file) && rule.dependsOn !== "*" && !rule.dependsOn.includes(to)) {
+        problems.push(`${file}: imports ${to}/, but ${from}/ may depend only on ${rule.dependsOn.join(", ") || "nothing"} (docs/architecture.md)`);
+      }
+    }
+  }
+  expect(scanned).toBeGreaterThan(200);
+  expect(problems).toEqual([]);
+});
+
+test("the scan sees static, dynamic and re-export imports", () => {
+  const text = `import { a } from "./a.ts";\nimport type { B } from "../b/index.ts";\nexport * from "./c.ts";\nconst d = await import("../d/index.ts");\n// import { e } from "./e.ts" in a comment is ignored`;
+  expect(importsOf(text, true)).toEqual(["./a.ts", "../b/index.ts", "./c.ts", "../d/index.ts"]);
+});
+
+test("the rules name every top-level area of the source", () => {
+  const areas = new Set<string>();
+  for (const file of projectFiles(ROOT)) {
+    const top = file.split("/")[0]!;
+    if (file.includes("/")) areas.add(top);
+  }
+  for (const area of areas) expect(Object.keys(AREAS).concat(["tests", "bench", "examples"])).toContain(area);
+});

@@ -1,0 +1,266 @@
+/**
+ * Assembles one rollout's calls into training samples: clean extensions grow a sample, re-rendered
+ * reasoning is realigned, rewritten history forks a new sample (docs/trajectories.md).
+ */
+import { RolloutStatus, TokenStatus, type Rollout, type RolloutResult } from "../schemas/index.ts";
+import { commonPrefix, matchWithStrippedThink } from "./align.ts";
+import type {
+  AssembleOptions,
+  BrokenCall,
+  CallKind,
+  ResolvedCall,
+  RolloutStats,
+  RolloutTrajectory,
+  TrajectorySample,
+} from "./types.ts";
+
+type Held = {
+  index: number;
+  tokens: number[];
+  promptLen: number;
+  mask: number[];
+  logprobs: number[];
+  open: boolean;
+  calls: string[];
+  lastSeq: number;
+  /** call_id of the last call grown into this sample. */
+  lastCall: string;
+  /** Whether `tokens` equal tokens(lastCall) (true until a realign keeps tokens the prompt dropped). */
+  exact: boolean;
+  policyVersions: number[];
+  blobRefs: Set<string>;
+  realigns: number;
+  drift: number;
+};
+
+const statusName: Record<number, string> = {
+  [RolloutStatus.OK]: "ok",
+  [RolloutStatus.FAILED]: "failed",
+  [RolloutStatus.INFRA_ERROR]: "infra_error",
+  [RolloutStatus.TIMEOUT]: "timeout",
+};
+
+/** The name of a RolloutResult status, or `unfinished` without a result. */
+export function rolloutStatusName(result: RolloutResult | undefined): string {
+  if (!result) return "unfinished";
+  return statusName[result.status] ?? "unspecified";
+}
+
+/** The group a rollout belongs to: its registered group, else task × policy version. */
+export function groupOf(rollout: Rollout | undefined, rolloutId: string): string {
+  if (rollout?.group) return rollout.group;
+  if (rollout) return `${rollout.taskId}@v${rollout.policyVersion}`;
+  return `unregistered:${rolloutId}`;
+}
+
+/**
+ * Why a rollout does not count in group statistics, or undefined when it does. A zero from a
+ * crashed container is not the policy's failure: it would bias group-relative advantages.
+ */
+export function exclusionOf(result: RolloutResult | undefined, timeouts: "score" | "exclude"): string | undefined {
+  if (!result) return "unfinished (no RolloutResult)";
+  if (result.status === RolloutStatus.INFRA_ERROR) return "infra_error";
+  if (result.status === RolloutStatus.TIMEOUT) {
+    // An executor marks a timeout caused by the infrastructure (pod never scheduled, image pull) this way.
+    if (timeouts === "exclude" || result.metrics["infra"] === 1 || /^infra/i.test(result.error)) return "timeout (infrastructure)";
+  }
+  if (result.status === RolloutStatus.UNSPECIFIED) return "result without status";
+  return undefined;
+}
+
+const tokenStatusName = (s: TokenStatus): string => TokenStatus[s]?.toLowerCase() ?? String(s);
+
+/**
+ * Assembles a rollout. Calls are taken in seq order; each is matched to the held sample with the
+ * longest common prefix (so parallel sub-agents separate by prefix, not arrival order).
+ *
+ * @example
+ * const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, { rewardPolicy: "final" });
+ * t.samples[0].response_mask; // 1 where the policy sampled
+ */
+export function assembleTrajectory(
+  calls: readonly ResolvedCall[],
+  rollout: Rollout | undefined,
+  result: RolloutResult | undefined,
+  options: AssembleOptions = {},
+): RolloutTrajectory {
+  const rolloutId = rollout?.rolloutId ?? result?.rolloutId ?? calls[0]?.call.rolloutId ?? "";
+  const minRetained = options.minRetainedFraction ?? 0.5;
+  const maxDrift = options.maxDriftTokens ?? Number.POSITIVE_INFINITY;
+  const trailing = new Set(options.thinkTrailing ?? []);
+  const held: Held[] = [];
+  const stats: RolloutStats = { calls: 0, clean: 0, realign: 0, fork: 0, broken: 0, drift_tokens: 0 };
+  const broken: BrokenCall[] = [];
+  const kinds: RolloutTrajectory["kinds"] = [];
+  const ordered = [...calls].sort((a, b) => a.call.seq - b.call.seq);
+
+  const grow = (s: Held, resolved: ResolvedCall, newTokens: readonly number[]): void => {
+    const call = resolved.call;
+    for (const t of newTokens) {
+      s.tokens.push(t);
+      s.mask.push(0);
+      s.logprobs.push(0);
+    }
+    appendCompletion(s, resolved);
+    s.calls.push(call.callId);
+    s.lastSeq = call.seq;
+    s.lastCall = call.callId;
+    if (!s.policyVersions.includes(call.policyVersion)) s.policyVersions.push(call.policyVersion);
+    for (const b of call.blobRefs) s.blobRefs.add(b);
+  };
+
+  for (const resolved of ordered) {
+    const call = resolved.call;
+    stats.calls++;
+    if (call.tokenStatus === TokenStatus.COMPLETE && call.prefixOf && !resolved.problem) {
+      // Fast path: the delta already says "all of the held tokens, then this suffix". The proxy
+      // picks the call with the longest common prefix, so this is the longest clean extension.
+      const s = held.find((x) => x.open && x.exact && x.lastCall === call.prefixOf && x.tokens.length === call.prefixLen);
+      if (s) {
+        grow(s, resolved, call.promptTokenIds);
+        stats.clean++;
+        kinds.push({ call_id: call.callId, seq: call.seq, kind: "clean", sample: s.index });
+        continue;
+      }
+    }
+    const prompt = call.tokenStatus === TokenStatus.COMPLETE ? resolved.prompt : undefined;
+    if (!prompt) {
+      // Never retokenize: the sample this call belongs to cannot be continued token-exactly.
+      const reason = resolved.problem ?? `token_status ${tokenStatusName(call.tokenStatus)}`;
+      broken.push({ call_id: call.callId, seq: call.seq, token_status: tokenStatusName(call.tokenStatus), reason });
+      stats.broken++;
+      const candidates = held.filter((s) => s.open);
+      const known = call.tokenStatus !== TokenStatus.COMPLETE && resolved.prompt && resolved.prompt.length > 0 ? resolved.prompt : undefined;
+      if (known && candidates.length > 0) {
+        // The prompt ids are there (PARTIAL): close only the sample it continues.
+        best(candidates, known).s.open = false;
+      } else {
+        // No ids at all: which sample it continued is unknown, so none is continued.
+        for (const s of candidates) s.open = false;
+      }
+      kinds.push({ call_id: call.callId, seq: call.seq, kind: "broken", sample: -1 });
+      continue;
+    }
+    const candidates = held.filter((s) => s.open);
+    const ranked = candidates
+      .map((s) => ({ s, lcp: commonPrefix(s.tokens, prompt) }))
+      .sort((a, b) => b.lcp - a.lcp || b.s.lastSeq - a.s.lastSeq);
+    const clean = ranked.find((r) => r.lcp === r.s.tokens.length);
+    if (clean) {
+      grow(clean.s, resolved, prompt.slice(clean.s.tokens.length));
+      stats.clean++;
+      kinds.push({ call_id: call.callId, seq: call.seq, kind: "clean", sample: clean.s.index });
+      continue;
+    }
+    let realigned = false;
+    if (options.thinkOpen !== undefined && options.thinkClose !== undefined) {
+      for (const { s } of ranked) {
+        const match = matchWithStrippedThink(s.tokens, prompt, {
+          thinkOpen: options.thinkOpen,
+          thinkClose: options.thinkClose,
+          thinkTrailing: trailing,
+          responseStart: s.promptLen,
+          mask: s.mask,
+        });
+        if (!match || match.stripped === 0) continue;
+        if (match.stripped > maxDrift || (s.tokens.length - match.stripped) / s.tokens.length < minRetained) continue;
+        grow(s, resolved, prompt.slice(match.consumed));
+        s.realigns++;
+        s.exact = false;
+        s.drift += match.stripped;
+        stats.realign++;
+        stats.drift_tokens += match.stripped;
+        kinds.push({ call_id: call.callId, seq: call.seq, kind: "realign", sample: s.index });
+        realigned = true;
+        break;
+      }
+    }
+    if (realigned) continue;
+    const s: Held = {
+      index: held.length,
+      tokens: [...prompt],
+      promptLen: prompt.length,
+      mask: [],
+      logprobs: [],
+      open: true,
+      calls: [],
+      lastSeq: call.seq,
+      lastCall: call.callId,
+      exact: true,
+      policyVersions: [],
+      blobRefs: new Set(),
+      realigns: 0,
+      drift: 0,
+    };
+    held.push(s);
+    grow(s, resolved, []);
+    if (s.index > 0) stats.fork++;
+    kinds.push({ call_id: call.callId, seq: call.seq, kind: s.index === 0 ? "start" : "fork", sample: s.index });
+  }
+
+  const group = groupOf(rollout, rolloutId);
+  const excluded = exclusionOf(result, options.timeouts ?? "score");
+  const reward = result?.reward ?? 0;
+  const byEnd = [...held].sort((a, b) => b.lastSeq - a.lastSeq);
+  const rank = new Map(byEnd.map((s, k) => [s, k]));
+  const policy = options.rewardPolicy ?? "final";
+  const gamma = options.gamma ?? 0.9;
+  const samples: TrajectorySample[] = held.map((s) => {
+    const k = rank.get(s)!;
+    const sampleReward = k === 0 || policy === "same" ? reward : policy === "discounted" ? reward * gamma ** k : 0;
+    return {
+      sample_id: `${rolloutId}#${s.index}`,
+      rollout_id: rolloutId,
+      task_id: rollout?.taskId ?? "",
+      group,
+      experiment: rollout?.experiment ?? "",
+      iteration: rollout?.iteration ?? 0,
+      policy_version: s.policyVersions[0] ?? rollout?.policyVersion ?? 0,
+      policy_versions: s.policyVersions,
+      sample_index: s.index,
+      prompt_ids: s.tokens.slice(0, s.promptLen),
+      response_ids: s.tokens.slice(s.promptLen),
+      response_mask: s.mask,
+      response_logprobs: s.logprobs,
+      reward: sampleReward,
+      num_turns: 2 * s.calls.length,
+      is_final: k === 0,
+      call_ids: s.calls,
+      blob_refs: [...s.blobRefs],
+      realigns: s.realigns,
+      drift_tokens: s.drift,
+    };
+  });
+  const noSamples = samples.length === 0 ? "no usable model call" : undefined;
+  const trajectory: RolloutTrajectory = {
+    rollout_id: rolloutId,
+    task_id: rollout?.taskId ?? "",
+    group,
+    status: rolloutStatusName(result),
+    reward,
+    valid: !excluded && !noSamples,
+    samples,
+    stats,
+    broken,
+    kinds,
+  };
+  const why = excluded ?? noSamples;
+  if (why) trajectory.excluded = why;
+  return trajectory;
+}
+
+function appendCompletion(s: Held, resolved: ResolvedCall): void {
+  const { completionTokenIds: ids, completionLogprobs: lps } = resolved.call;
+  for (let k = 0; k < ids.length; k++) {
+    s.tokens.push(ids[k]!);
+    s.mask.push(1);
+    // float32 as recorded; a missing logprob (server sent fewer) is 0, like veRL's padding.
+    s.logprobs.push(lps[k] ?? 0);
+  }
+}
+
+function best(candidates: Held[], prompt: readonly number[]): { s: Held; lcp: number } {
+  return candidates
+    .map((s) => ({ s, lcp: commonPrefix(s.tokens, prompt) }))
+    .sort((a, b) => b.lcp - a.lcp || b.s.lastSeq - a.s.lastSeq)[0]!;
+}

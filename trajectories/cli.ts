@@ -1,0 +1,113 @@
+/**
+ * `forge export --data DIR --out FILE --format verl|sft|jsonl`: trajectories for training.
+ */
+import { join } from "node:path";
+import { parseCommand, intFlag, UsageError } from "../lib/index.ts";
+import { existsSync } from "node:fs";
+import { listSegments, readRecords, resolveLogDir } from "../records/index.ts";
+import { exportTrajectories, manifestPath, type ExportFormat } from "./export.ts";
+import type { RewardPolicy } from "./types.ts";
+
+const usage = `
+usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
+
+  --data DIR              data directory (segments in DIR/log)
+  --out FILE              output (default DIR/exports/batch-verl.parquet, DIR/exports/batch-jsonl.jsonl, DIR/exports/sft/batch-sft.parquet)
+  --format F              verl (parquet, one row per sample; default) | sft (chat parquet) | jsonl
+  --min-group-size N      drop groups with fewer valid rollouts (default 2)
+  --reward-policy P       final (reward on the final sample only; default) | same | discounted
+  --gamma G               discount for --reward-policy discounted (default 0.9)
+  --timeouts T            score (a timeout is the policy's failure; default) | exclude
+  --think-tokens A,B      reasoning open/close token ids the template strips (default 151667,151668: Qwen3); "none" disables realign
+  --group-rows N          also write a GRPO dataset, one row per group naming N samples (veRL rollout.n=N)
+  --experiment NAME       only rollouts registered under this experiment
+  --iteration N           only rollouts of this iteration
+  --data-source NAME      veRL data_source column (default: the experiment name)
+  --sft-min-reward R      sft: keep ok rollouts with reward >= R (default 1)
+  --json                  print the manifest as JSON
+`;
+
+/**
+ * Runs `forge export`.
+ *
+ * @example
+ * await exportCommand(["--data", "data", "--format", "verl"]); // 0
+ */
+export async function exportCommand(argv: string[]): Promise<number> {
+  const args = parseCommand(
+    {
+      name: "export",
+      usage,
+      options: {
+        data: { type: "string" },
+        out: { type: "string" },
+        format: { type: "string", default: "verl" },
+        "min-group-size": { type: "string" },
+        "reward-policy": { type: "string", default: "final" },
+        gamma: { type: "string" },
+        timeouts: { type: "string", default: "score" },
+        "think-tokens": { type: "string", default: "151667,151668" },
+        "data-source": { type: "string" },
+        experiment: { type: "string" },
+        "group-rows": { type: "string" },
+        iteration: { type: "string" },
+        "sft-min-reward": { type: "string" },
+        json: { type: "boolean", default: false },
+      },
+    },
+    argv,
+  );
+  if (!args) return 0;
+  const v = args.values;
+  if (!v.data) throw new UsageError(`forge export: --data DIR is required\n${usage.trim()}`);
+  if (!existsSync(v.data)) throw new UsageError(`--data ${v.data}: no such directory`);
+  if ((await listSegments(v.data)).length === 0)
+    throw new UsageError(`--data ${v.data}: no segment log in ${resolveLogDir(v.data)} (pass the data directory the proxy wrote to)`);
+  const format = v.format as ExportFormat;
+  if (!["verl", "sft", "jsonl"].includes(format)) throw new UsageError(`--format must be verl, sft or jsonl, got "${format}"`);
+  const policy = v["reward-policy"] as RewardPolicy;
+  if (!["final", "same", "discounted"].includes(policy)) throw new UsageError(`--reward-policy must be final, same or discounted, got "${policy}"`);
+  if (v.timeouts !== "score" && v.timeouts !== "exclude") throw new UsageError(`--timeouts must be score or exclude, got "${v.timeouts}"`);
+  const gamma = v.gamma === undefined ? 0.9 : Number(v.gamma);
+  if (!(gamma >= 0 && gamma <= 1)) throw new UsageError(`--gamma must be a number in [0, 1], got "${v.gamma}"`);
+  const sftMinReward = v["sft-min-reward"] === undefined ? 1 : Number(v["sft-min-reward"]);
+  if (Number.isNaN(sftMinReward)) throw new UsageError(`--sft-min-reward must be a number, got "${v["sft-min-reward"]}"`);
+  let think: { thinkOpen?: number; thinkClose?: number } = { thinkOpen: -1, thinkClose: -1 };
+  if (v["think-tokens"] !== "none") {
+    const ids = v["think-tokens"]!.split(",").map(Number);
+    if (ids.length !== 2 || !ids.every(Number.isInteger)) throw new UsageError(`--think-tokens must be OPEN,CLOSE token ids or "none", got "${v["think-tokens"]}"`);
+    think = { thinkOpen: ids[0]!, thinkClose: ids[1]! };
+  }
+  // SFT goes to a subfolder: analytics' `samples` view reads DIR/exports/*.parquet as veRL batches.
+  if (v["group-rows"] !== undefined && (format !== "verl" || intFlag("group-rows", v["group-rows"], 0) < 1))
+    throw new UsageError(`--group-rows needs --format verl and a count of at least 1, got "${v["group-rows"]}"`);
+  const out = v.out ?? (format === "sft" ? join(v.data, "exports", "sft", "batch-sft.parquet") : join(v.data, "exports", `batch-${format}.${format === "jsonl" ? "jsonl" : "parquet"}`));
+  const manifest = await exportTrajectories(readRecords(v.data), {
+    format,
+    out,
+    minGroupSize: intFlag("min-group-size", v["min-group-size"], 2),
+    rewardPolicy: policy,
+    gamma,
+    timeouts: v.timeouts,
+    ...think,
+    // Qwen3 renders "</think>\n\n": "\n\n" (271) and "\n" (198) go with a stripped block.
+    thinkTrailing: [198, 271],
+    ...(v["data-source"] ? { dataSource: v["data-source"] } : {}),
+    ...(v.experiment ? { experiment: v.experiment } : {}),
+    ...(v["group-rows"] !== undefined ? { groupRows: intFlag("group-rows", v["group-rows"], 0) } : {}),
+    ...(v.iteration !== undefined ? { iteration: intFlag("iteration", v.iteration, 0) } : {}),
+    sftMinReward,
+    onProgress: (p) => process.stderr.write(`\rexport: ${p.records} records, ${p.rollouts} rollouts, ${p.samples} samples`),
+  });
+  if (v.json) console.log(JSON.stringify(manifest, null, 2));
+  else {
+    const excluded = Object.entries(manifest.rollouts.excluded).map(([k, n]) => `${n} ${k}`).join(", ") || "none";
+    console.error(
+      `\rexport: ${manifest.rows} rows → ${out} (${manifest.rollouts.valid}/${manifest.rollouts.seen} rollouts valid; excluded: ${excluded}; ` +
+        `${manifest.groups.dropped.length} groups dropped below ${manifest.options.min_group_size}; ` +
+        `${manifest.calls.realign} realigns, ${manifest.drift_tokens} drift tokens, ${manifest.calls.fork} forks, ${manifest.calls.broken} broken calls)\n` +
+        `manifest: ${manifestPath(out)}`,
+    );
+  }
+  return 0;
+}

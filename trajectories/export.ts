@@ -1,0 +1,382 @@
+/**
+ * `forge export`: records → assembled samples → veRL / SFT parquet or JSONL, streaming.
+ *
+ * Memory bound: the records of open rollouts (prompts as deltas, as on disk), one assembled
+ * rollout at a time, and a counter per group. Samples go to a temporary JSONL file; groups left
+ * with fewer than `minGroupSize` valid rollouts are only known at the end, so a second pass over
+ * that file drops them and numbers the rows, and DuckDB streams the result into parquet.
+ */
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { once } from "node:events";
+import { DuckDBInstance } from "@duckdb/node-api";
+import type { Record } from "../schemas/index.ts";
+import { assembleTrajectory } from "./assemble.ts";
+import { columnsSql, groupColumns, sftColumns, verlColumns } from "./columns.ts";
+import { requestMessages, responseMessage, type ChatMessage } from "./messages.ts";
+import { collectRollouts, type CollectStats, type CollectedRollout } from "./resolve.ts";
+import { withThinkDefaults, type AssembleOptions, type BrokenCall, type RolloutTrajectory, type TrajectorySample } from "./types.ts";
+
+export type ExportFormat = "verl" | "sft" | "jsonl";
+
+export type ExportOptions = AssembleOptions & {
+  format: ExportFormat;
+  /** Output file: .parquet for verl/sft (a .jsonl sidecar with the same rows is written beside it), .jsonl for jsonl. */
+  out: string;
+  /** Groups with fewer valid rollouts are dropped and reported (default 2: GRPO needs two to compare). */
+  minGroupSize?: number;
+  /** veRL's `data_source` column (default: the rollout's experiment, else "forge"). */
+  dataSource?: string;
+  /** SFT keeps rollouts with status ok and reward ≥ this (default 1). */
+  sftMinReward?: number;
+  /**
+   * Also write a GRPO dataset of one row per group naming `groupRows` of its samples
+   * (`groupDatasetPath(out)`), for veRL runs with `rollout.n = groupRows`: veRL gives each
+   * dataset row a fresh uid and repeats it n times, so groups survive only as rows. Groups with
+   * fewer samples are left out of it and reported; extra samples are left out and counted.
+   */
+  groupRows?: number;
+  /** Only rollouts registered under this experiment (Rollout.experiment). */
+  experiment?: string;
+  /** Only rollouts of this iteration (Rollout.iteration). */
+  iteration?: number;
+  /** Called about once a second with the progress so far. */
+  onProgress?: (p: { records: number; rollouts: number; samples: number }) => void;
+};
+
+export type ExportManifest = {
+  format: ExportFormat;
+  out: string;
+  sidecar_jsonl: string | null;
+  options: { min_group_size: number; reward_policy: string; gamma: number; timeouts: string; sft_min_reward: number | null };
+  records: number;
+  filter: { experiment: string | null; iteration: number | null; skipped_rollouts: number };
+  rollouts: { seen: number; valid: number; excluded: { [reason: string]: number }; late_calls: number; max_open: number };
+  groups: { seen: number; kept: number; dropped: { group: string; valid_rollouts: number }[] };
+  samples: number;
+  rows: number;
+  tokens: { prompt: number; response: number; sampled: number };
+  calls: { total: number; clean: number; realign: number; fork: number; broken: number };
+  drift_tokens: number;
+  rollouts_with_drift: number;
+  rollouts_with_forks: number;
+  broken_calls: (BrokenCall & { rollout_id: string })[];
+  group_dataset: { path: string; rows: number; samples_per_row: number; short_groups: number; samples_left_out: number } | null;
+  message_errors: number;
+  seconds: number;
+  peak_rss_bytes: number;
+};
+
+type Row = { uid: string; extra_info: { index: number } } & { [key: string]: unknown };
+
+function sampleRow(s: TrajectorySample, t: RolloutTrajectory, dataSource: string, prompt: ChatMessage[]): Row {
+  return {
+    uid: s.group,
+    data_source: dataSource,
+    agent_name: "forge_agent",
+    prompt: prompt.map((m) => ({ role: m.role, content: m.content })),
+    prompt_ids: s.prompt_ids,
+    response_ids: s.response_ids,
+    response_mask: s.response_mask,
+    response_logprobs: s.response_logprobs,
+    reward: s.reward,
+    num_turns: s.num_turns,
+    rollout_id: s.rollout_id,
+    task_id: s.task_id,
+    group_id: s.group,
+    policy_version: s.policy_version,
+    sample_id: s.sample_id,
+    extra_info: extraInfo(s, t),
+  };
+}
+
+function extraInfo(s: TrajectorySample, t: RolloutTrajectory) {
+  return {
+    index: -1,
+    sample_id: s.sample_id,
+    rollout_id: s.rollout_id,
+    task_id: s.task_id,
+    group: s.group,
+    experiment: s.experiment,
+    iteration: s.iteration,
+    policy_version: s.policy_version,
+    policy_versions: s.policy_versions,
+    sample_index: s.sample_index,
+    is_final: s.is_final,
+    call_ids: s.call_ids,
+    blob_refs: s.blob_refs,
+    realigns: s.realigns,
+    drift_tokens: s.drift_tokens,
+    status: t.status,
+    rollout_reward: t.reward,
+  };
+}
+
+const sqlString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+/** The manifest path beside an output file: `batch.parquet` → `batch.manifest.json`. */
+export function manifestPath(out: string): string {
+  return `${out.replace(/\.(parquet|jsonl)$/, "")}.manifest.json`;
+}
+
+/** The JSONL file holding the same rows as a parquet export, for stdlib-only readers. */
+export function sidecarPath(out: string): string {
+  return `${out.replace(/\.parquet$/, "")}.jsonl`;
+}
+
+async function writeLine(stream: ReturnType<typeof createWriteStream>, line: string): Promise<void> {
+  if (!stream.write(line)) await once(stream, "drain");
+}
+
+async function closeStream(stream: ReturnType<typeof createWriteStream>): Promise<void> {
+  await new Promise<void>((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+}
+
+/**
+ * Exports the rollouts in a record stream. Returns the manifest (also written beside `out`).
+ * Without reasoning ids, Qwen3's are assumed (QWEN3_THINK).
+ *
+ * @example
+ * const manifest = await exportTrajectories(readRecords("data"), { format: "verl", out: "data/exports/batch.parquet" });
+ * manifest.samples; // rows written
+ */
+export async function exportTrajectories(
+  records: AsyncIterable<Record | { record: Record }>,
+  options: ExportOptions,
+): Promise<ExportManifest> {
+  const started = performance.now();
+  options = withThinkDefaults(options);
+  const minGroupSize = options.minGroupSize ?? 2;
+  const sftMinReward = options.sftMinReward ?? 1;
+  const format = options.format;
+  if (format !== "jsonl" && !options.out.endsWith(".parquet")) throw new Error(`--out ${options.out}: a ${format} export is parquet; name it *.parquet`);
+  if (format === "jsonl" && !options.out.endsWith(".jsonl")) throw new Error(`--out ${options.out}: a jsonl export is named *.jsonl`);
+  mkdirSync(dirname(options.out), { recursive: true });
+  const tmp = `${options.out}.samples.tmp`;
+  const manifest: ExportManifest = {
+    format,
+    out: options.out,
+    sidecar_jsonl: format === "jsonl" ? null : sidecarPath(options.out),
+    options: {
+      min_group_size: minGroupSize,
+      reward_policy: options.rewardPolicy ?? "final",
+      gamma: options.gamma ?? 0.9,
+      timeouts: options.timeouts ?? "score",
+      sft_min_reward: format === "sft" ? sftMinReward : null,
+    },
+    filter: { experiment: options.experiment ?? null, iteration: options.iteration ?? null, skipped_rollouts: 0 },
+    records: 0,
+    rollouts: { seen: 0, valid: 0, excluded: {}, late_calls: 0, max_open: 0 },
+    groups: { seen: 0, kept: 0, dropped: [] },
+    samples: 0,
+    rows: 0,
+    tokens: { prompt: 0, response: 0, sampled: 0 },
+    calls: { total: 0, clean: 0, realign: 0, fork: 0, broken: 0 },
+    drift_tokens: 0,
+    rollouts_with_drift: 0,
+    rollouts_with_forks: 0,
+    broken_calls: [],
+    group_dataset: null,
+    message_errors: 0,
+    seconds: 0,
+    peak_rss_bytes: 0,
+  };
+  const validPerGroup = new Map<string, number>();
+  const collect: CollectStats = { records: 0, maxOpenRollouts: 0, lateCalls: 0, blobs: 0 };
+  const pass1 = createWriteStream(tmp);
+  let lastProgress = performance.now();
+  const rss = () => (manifest.peak_rss_bytes = Math.max(manifest.peak_rss_bytes, process.memoryUsage.rss()));
+
+  const messagesOr = (f: () => ChatMessage[]): ChatMessage[] | undefined => {
+    try {
+      return f();
+    } catch {
+      manifest.message_errors++;
+      return undefined;
+    }
+  };
+
+  try {
+    for await (const collected of collectRollouts(records, collect)) {
+      const r = collected.rollout;
+      if ((options.experiment !== undefined && r?.experiment !== options.experiment) || (options.iteration !== undefined && r?.iteration !== options.iteration)) {
+        manifest.filter.skipped_rollouts++;
+        continue;
+      }
+      const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, options);
+      manifest.rollouts.seen++;
+      manifest.calls.total += t.stats.calls;
+      manifest.calls.clean += t.stats.clean;
+      manifest.calls.realign += t.stats.realign;
+      manifest.calls.fork += t.stats.fork;
+      manifest.calls.broken += t.stats.broken;
+      manifest.drift_tokens += t.stats.drift_tokens;
+      if (t.stats.drift_tokens > 0) manifest.rollouts_with_drift++;
+      if (t.stats.fork > 0) manifest.rollouts_with_forks++;
+      for (const b of t.broken) if (manifest.broken_calls.length < 100) manifest.broken_calls.push({ ...b, rollout_id: t.rollout_id });
+      if (!validPerGroup.has(t.group)) validPerGroup.set(t.group, 0);
+      if (!t.valid) {
+        const reason = t.excluded ?? "invalid";
+        manifest.rollouts.excluded[reason] = (manifest.rollouts.excluded[reason] ?? 0) + 1;
+        continue;
+      }
+      manifest.rollouts.valid++;
+      validPerGroup.set(t.group, validPerGroup.get(t.group)! + 1);
+      const dataSource = options.dataSource ?? (collected.rollout?.experiment || "forge");
+      for (const row of rowsOf(t, collected, format, dataSource, sftMinReward, messagesOr)) {
+        await writeLine(pass1, `${JSON.stringify(row)}\n`);
+        manifest.samples++;
+      }
+      if (performance.now() - lastProgress > 1000) {
+        lastProgress = performance.now();
+        rss();
+        options.onProgress?.({ records: collect.records, rollouts: manifest.rollouts.seen, samples: manifest.samples });
+      }
+    }
+  } finally {
+    await closeStream(pass1);
+  }
+  manifest.records = collect.records;
+  manifest.rollouts.late_calls = collect.lateCalls;
+  manifest.rollouts.max_open = collect.maxOpenRollouts;
+  manifest.groups.seen = validPerGroup.size;
+  const dropped = new Set<string>();
+  for (const [group, valid] of validPerGroup) {
+    if (valid < minGroupSize) {
+      dropped.add(group);
+      if (manifest.groups.dropped.length < 1000) manifest.groups.dropped.push({ group, valid_rollouts: valid });
+    }
+  }
+  manifest.groups.kept = validPerGroup.size - dropped.size;
+
+  // Pass 2: drop the small groups, number the rows (extra_info.index: what replay looks rows up by).
+  const jsonlOut = format === "jsonl" ? options.out : sidecarPath(options.out);
+  const final = createWriteStream(jsonlOut);
+  // For the group dataset: per kept group its sample ids (in row order) and its first prompt.
+  const groupSamples = new Map<string, { ids: string[]; first: Row }>();
+  try {
+    const lines = createInterface({ input: createReadStream(tmp), crlfDelay: Infinity });
+    for await (const line of lines) {
+      if (!line) continue;
+      const row = JSON.parse(line) as Row;
+      if (dropped.has(row.uid)) continue;
+      row.extra_info.index = manifest.rows++;
+      if (format !== "sft") {
+        const r = row as unknown as { prompt_ids: number[]; response_ids: number[]; response_mask: number[] };
+        manifest.tokens.prompt += r.prompt_ids.length;
+        manifest.tokens.response += r.response_ids.length;
+        for (const m of r.response_mask) manifest.tokens.sampled += m;
+      }
+      await writeLine(final, `${JSON.stringify(row)}\n`);
+      if (options.groupRows && format === "verl") {
+        const g = groupSamples.get(row.uid);
+        if (g) g.ids.push(row.sample_id as string);
+        else
+          groupSamples.set(row.uid, {
+            ids: [row.sample_id as string],
+            first: { uid: row.uid, data_source: row.data_source, agent_name: row.agent_name, prompt: row.prompt, task_id: row.task_id, extra_info: { index: -1 } },
+          });
+      }
+    }
+  } finally {
+    await closeStream(final);
+    rmSync(tmp, { force: true });
+  }
+  rss();
+
+  if (format !== "jsonl") await jsonlToParquet(jsonlOut, options.out, format === "sft" ? sftColumns : verlColumns);
+  if (options.groupRows && format === "verl") manifest.group_dataset = await writeGroupDataset(options.out, groupSamples, options.groupRows);
+  rss();
+  manifest.seconds = Math.round((performance.now() - started) / 10) / 100;
+  writeFileSync(manifestPath(options.out), `${JSON.stringify(manifest, null, 2)}\n`);
+  return manifest;
+}
+
+/** SFT keeps whole conversations: the final call's request plus its answer, per sample. */
+function* rowsOf(
+  t: RolloutTrajectory,
+  collected: CollectedRollout,
+  format: ExportFormat,
+  dataSource: string,
+  sftMinReward: number,
+  messagesOr: (f: () => ChatMessage[]) => ChatMessage[] | undefined,
+): Generator<Row> {
+  const byId = new Map(collected.calls.map((c) => [c.call.callId, c.call]));
+  if (format === "sft") {
+    if (t.status !== "ok" || t.reward < sftMinReward) return;
+    for (const s of t.samples) {
+      const last = byId.get(s.call_ids.at(-1)!)!;
+      const messages = messagesOr(() => [...requestMessages(last), responseMessage(last)]);
+      if (!messages) continue;
+      yield {
+        messages,
+        uid: s.group,
+        data_source: dataSource,
+        rollout_id: s.rollout_id,
+        task_id: s.task_id,
+        group_id: s.group,
+        policy_version: s.policy_version,
+        sample_id: s.sample_id,
+        reward: s.reward,
+        extra_info: extraInfo(s, t),
+      };
+    }
+    return;
+  }
+  for (const s of t.samples) {
+    const first = byId.get(s.call_ids[0]!)!;
+    yield sampleRow(s, t, dataSource, messagesOr(() => requestMessages(first)) ?? []);
+  }
+}
+
+/** Where `groupRows` puts the GRPO dataset: a folder beside the batch (outside `exports/*.parquet`, which analytics reads as samples). */
+export function groupDatasetPath(out: string): string {
+  return join(`${out.replace(/\.parquet$/, "")}.groups`, "dataset.parquet");
+}
+
+async function writeGroupDataset(
+  out: string,
+  groups: Map<string, { ids: string[]; first: Row }>,
+  n: number,
+): Promise<NonNullable<ExportManifest["group_dataset"]>> {
+  const path = groupDatasetPath(out);
+  mkdirSync(dirname(path), { recursive: true });
+  const jsonl = path.replace(/\.parquet$/, ".jsonl");
+  const stream = createWriteStream(jsonl);
+  const summary = { path, rows: 0, samples_per_row: n, short_groups: 0, samples_left_out: 0 };
+  try {
+    for (const [group, { ids, first }] of groups) {
+      if (ids.length < n) {
+        summary.short_groups++;
+        summary.samples_left_out += ids.length;
+        continue;
+      }
+      summary.samples_left_out += ids.length - n;
+      const row = { ...first, extra_info: { index: summary.rows++, group, task_id: first.task_id, sample_ids: ids.slice(0, n) } };
+      await writeLine(stream, `${JSON.stringify(row)}\n`);
+    }
+  } finally {
+    await closeStream(stream);
+  }
+  await jsonlToParquet(jsonl, path, groupColumns);
+  return summary;
+}
+
+async function jsonlToParquet(jsonl: string, out: string, columns: readonly (readonly [string, string])[]): Promise<void> {
+  const instance = await DuckDBInstance.create(":memory:");
+  const connection = await instance.connect();
+  try {
+    const partial = `${out}.tmp`;
+    if (existsSync(partial)) rmSync(partial);
+    // Lists stay unpadded (veRL pads in its agent loop); insertion order is kept, so row i has extra_info.index i.
+    await connection.run(
+      `COPY (SELECT * FROM read_json(${sqlString(jsonl)}, format = 'newline_delimited', columns = ${columnsSql(columns)},
+         maximum_object_size = 1073741824)) TO ${sqlString(partial)} (FORMAT parquet, COMPRESSION zstd)`,
+    );
+    renameSync(partial, out);
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * Trajectories: recorded calls → token-level training samples (docs/trajectories.md), and their
+ * export for veRL (docs/verl.md). Used by the proxy's trajectory route, `forge export`, analytics
+ * and the veRL loop.
+ */
+export { assembleTrajectory, exclusionOf, groupOf, rolloutStatusName } from "./assemble.ts";
+export { collectRollouts, promptResolver, resolvePrompts } from "./resolve.ts";
+export type { CollectedRollout, CollectStats } from "./resolve.ts";
+export { commonPrefix, matchWithStrippedThink } from "./align.ts";
+export { requestMessages, responseMessage } from "./messages.ts";
+export type { ChatMessage, ToolCall } from "./messages.ts";
+export { exportTrajectories, groupDatasetPath, manifestPath, sidecarPath } from "./export.ts";
+export type { ExportFormat, ExportManifest, ExportOptions } from "./export.ts";
+export { trajectoryOf } from "./trajectory-of.ts";
+export { verlColumns } from "./columns.ts";
+export { exportCommand } from "./cli.ts";
+export { QWEN3_THINK, withThinkDefaults } from "./types.ts";
+export type * from "./types.ts";
