@@ -4,4 +4,4 @@
  */
 export { intFlag, parseCommand, untilSignal, UsageError, type CommandSpec } from "./cli.ts";
 export { concatBytes } from "./bytes.ts";
-export { createSseDecoder, type SseDecoder, type SseMessage } from "./sse.ts";
+export { createSseDecoder, parseSseText, sseEvent, type SseDecoder, type SseMessage } from "./sse.ts";

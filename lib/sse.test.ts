@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { createSseDecoder } from "./sse.ts";
+import { createSseDecoder, parseSseText, sseEvent } from "./sse.ts";
 
 test("decodes events split at any byte, CRLF, comments, event names, multi-line data", () => {
   const text = ': keep-alive\r\nevent: message_start\r\ndata: {"a":\r\ndata: 1}\r\n\r\ndata: [DONE]\n\n';
@@ -10,4 +10,15 @@ test("decodes events split at any byte, CRLF, comments, event names, multi-line 
   }
   const d = createSseDecoder();
   expect([...d.push("data: tail"), ...d.flush()]).toEqual([{ data: "tail" }]);
+});
+
+test("framing round-trips through the decoder, multi-line data as several data lines", () => {
+  const payloads = ['{"a":1}', "line one\nline two", "", "x\r\ny"];
+  const text = payloads.map((p, i) => sseEvent(p, i % 2 ? "e" : undefined)).join("");
+  expect(text.startsWith('data: {"a":1}\n\nevent: e\ndata: line one\ndata: line two\n\n')).toBe(true);
+  expect(parseSseText(text)).toEqual([{ data: '{"a":1}' }, { event: "e", data: "line one\nline two" }, { data: "" }, { event: "e", data: "x\ny" }]);
+});
+
+test("a bare CR ends a line too (the SSE grammar allows it)", () => {
+  expect(parseSseText("data: a\r\rdata: b\r\r")).toEqual([{ data: "a" }, { data: "b" }]);
 });

@@ -1,7 +1,11 @@
 /**
- * A minimal incremental Server-Sent Events decoder (the subset LLM servers use:
- * `event:` and `data:` fields, blank-line separated, `\n` or `\r\n` line ends).
+ * Server-Sent Events for everything that reads or writes an event stream — the translating
+ * front doors, the simulator, analytics — except the proxy's passthrough rewriter, which has a
+ * measured fast path of its own (proxy/capture/sse-rewriter.ts). Parsing is eventsource-parser's
+ * (the WHATWG algorithm: `\n`, `\r\n` or `\r` line ends, comments, multi-line data); framing
+ * writes one `data:` line per line of the payload, as the format requires.
  */
+import { createParser, type EventSourceMessage } from "eventsource-parser";
 
 export interface SseMessage {
   event?: string;
@@ -9,14 +13,14 @@ export interface SseMessage {
 }
 
 export interface SseDecoder {
-  /** Feed decoded text; returns the messages completed by it. */
+  /** Feed decoded text, split anywhere (even mid-line); returns the messages completed by it. */
   push(text: string): SseMessage[];
-  /** Messages left when the stream ends without a trailing blank line. */
+  /** The end of the stream: the message left when it ends without a trailing blank line. */
   flush(): SseMessage[];
 }
 
 /**
- * Create an SSE decoder; text may be split anywhere, even mid-line.
+ * An incremental SSE decoder.
  *
  * @example
  * const d = createSseDecoder();
@@ -24,46 +28,48 @@ export interface SseDecoder {
  * d.push("\ndata: [DONE]\n\n"); // [{ data: '{"a":1}' }, { data: "[DONE]" }]
  */
 export function createSseDecoder(): SseDecoder {
-  let buffer = "";
-  let event: string | undefined;
-  let data: string[] = [];
-
-  const line = (l: string, out: SseMessage[]) => {
-    if (l === "") {
-      if (data.length > 0) out.push(event === undefined ? { data: data.join("\n") } : { event, data: data.join("\n") });
-      event = undefined;
-      data = [];
-      return;
-    }
-    if (l.startsWith(":")) return; // comment / keep-alive
-    const colon = l.indexOf(":");
-    const field = colon === -1 ? l : l.slice(0, colon);
-    let value = colon === -1 ? "" : l.slice(colon + 1);
-    if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "data") data.push(value);
-    else if (field === "event") event = value;
+  let out: SseMessage[] = [];
+  const parser = createParser({
+    onEvent: (m: EventSourceMessage) => out.push(m.event === undefined ? { data: m.data } : { event: m.event, data: m.data }),
+  });
+  const take = () => {
+    const taken = out;
+    out = [];
+    return taken;
   };
-
   return {
     push(text) {
-      buffer += text;
-      const out: SseMessage[] = [];
-      let nl = buffer.indexOf("\n");
-      while (nl !== -1) {
-        let l = buffer.slice(0, nl);
-        if (l.endsWith("\r")) l = l.slice(0, -1);
-        buffer = buffer.slice(nl + 1);
-        line(l, out);
-        nl = buffer.indexOf("\n");
-      }
-      return out;
+      parser.feed(text);
+      return take();
     },
     flush() {
-      const out: SseMessage[] = [];
-      if (buffer !== "") line(buffer, out);
-      buffer = "";
-      line("", out);
-      return out;
+      // A blank line ends the last event (and its last line) if the stream did not.
+      parser.feed("\n\n");
+      parser.reset();
+      return take();
     },
   };
+}
+
+/**
+ * Every message of a whole stream's text, an unterminated last one included.
+ *
+ * @example
+ * parseSseText('event: a\ndata: 1\n\ndata: 2') // [{ event: "a", data: "1" }, { data: "2" }]
+ */
+export function parseSseText(text: string): SseMessage[] {
+  const decoder = createSseDecoder();
+  return [...decoder.push(text), ...decoder.flush()];
+}
+
+/**
+ * One event on the wire.
+ *
+ * @example
+ * sseEvent('{"a":1}') // 'data: {"a":1}\n\n'
+ * sseEvent("x", "message_stop") // "event: message_stop\ndata: x\n\n"
+ */
+export function sseEvent(data: string, event?: string): string {
+  const lines = data.includes("\n") || data.includes("\r") ? data.split(/\r\n|\r|\n/).map((l) => `data: ${l}\n`).join("") : `data: ${data}\n`;
+  return `${event === undefined ? "" : `event: ${event}\n`}${lines}\n`;
 }

@@ -7,8 +7,7 @@ import { Hono } from "hono";
 import { openSegmentLog, readRecords, type SegmentLog } from "../records/index.ts";
 import { createCallRecorder, type CallRecorder } from "./capture/call-recorder.ts";
 import { errorResponse, ProxyHttpError } from "./errors.ts";
-import { DEFAULT_FRONT_DOORS } from "./doors/index.ts";
-import { frontDoorsFor } from "./doors/doors.ts";
+import { frontDoorsFor } from "./doors/index.ts";
 import type { PipelineContext } from "./doors/pipeline.ts";
 import { createProxyMetrics, type ProxyMetrics } from "./metrics.ts";
 import { DEFAULTS, type ProxyOptions } from "./options.ts";
@@ -120,7 +119,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   app.notFound((c) => errorResponse(new ProxyHttpError(404, `no route ${c.req.method} ${c.req.path} on the forge proxy`, "not_found_error", "unknown_route")));
   mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir });
   mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics, publicUrl: options.publicUrl });
-  mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? (upstreamProtocol === "chat" ? DEFAULT_FRONT_DOORS : frontDoorsFor(upstreamProtocol, { apiKey: upstreamApiKey })), maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
+  mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? frontDoorsFor(upstreamProtocol, { apiKey: upstreamApiKey }), maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
 
   return {
     app,

@@ -1,5 +1,7 @@
 /** Server-sent events as vLLM writes them: `data: {json}\n\n` … `data: [DONE]\n\n`. */
 
+import { sseEvent } from "../lib/index.ts";
+
 const encoder = new TextEncoder();
 
 export const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-forge-simulator": "1" };
@@ -21,11 +23,11 @@ export function sseResponse(produce: () => AsyncGenerator<unknown>, signal: Abor
       }
       const next = await events.next();
       if (next.done) {
-        controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+        controller.enqueue(encoder.encode(sseEvent("[DONE]")));
         controller.close();
         return;
       }
-      controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`));
+      controller.enqueue(encoder.encode(sseEvent(JSON.stringify(next.value))));
     },
     async cancel() {
       await events.return(undefined);

@@ -2,6 +2,7 @@
  * Chat messages rebuilt from a call's recorded request and response bodies, in OpenAI chat shape:
  * the `prompt` column veRL's RLHFDataset reads and the `messages` column of the SFT export.
  */
+import { parseSseText } from "../lib/index.ts";
 import { Protocol, type ModelCall } from "../schemas/index.ts";
 
 export type ToolCall = { id: string; type: "function"; function: { name: string; arguments: string } };
@@ -113,12 +114,10 @@ export function requestMessages(call: ModelCall): ChatMessage[] {
   }
 }
 
-/** The JSON events of an SSE body (`data: {...}` lines; `[DONE]` skipped). */
+/** The JSON events of an SSE body (`[DONE]` skipped). */
 function sseEvents(text: string): Json[] {
   const out: Json[] = [];
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("data:")) continue;
-    const data = line.slice(5).trim();
+  for (const { data } of parseSseText(text)) {
     if (!data || data === "[DONE]") continue;
     try {
       out.push(JSON.parse(data));

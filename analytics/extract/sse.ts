@@ -1,6 +1,7 @@
 /**
- * Server-sent events as the proxy recorded them: `event:` / `data:` lines separated by blank lines.
+ * Server-sent events as the proxy recorded them, with each `data:` payload JSON-decoded.
  */
+import { parseSseText } from "../../lib/index.ts";
 
 export type SseEvent = { event: string | null; data: unknown };
 
@@ -13,18 +14,10 @@ export type SseEvent = { event: string | null; data: unknown };
  */
 export function parseSse(text: string): SseEvent[] {
   const events: SseEvent[] = [];
-  for (const block of text.split(/\r?\n\r?\n/)) {
-    let event: string | null = null;
-    const data: string[] = [];
-    for (const line of block.split(/\r?\n/)) {
-      if (line.startsWith("event:")) event = line.slice(6).trim();
-      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-    }
-    if (data.length === 0) continue;
-    const payload = data.join("\n");
-    if (payload === "[DONE]") continue;
+  for (const m of parseSseText(text)) {
+    if (m.data === "[DONE]") continue;
     try {
-      events.push({ event, data: JSON.parse(payload) });
+      events.push({ event: m.event ?? null, data: JSON.parse(m.data) });
     } catch {
       // A torn last event of an aborted stream: nothing usable in it.
     }

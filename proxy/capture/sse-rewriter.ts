@@ -3,6 +3,11 @@
  * arrive; each complete event is handed to a callback that keeps it byte for byte, replaces
  * it, or drops it. Only complete events are held back, so the harness sees each event as soon
  * as the upstream finished sending it.
+ *
+ * The one SSE reader of the project that is not lib/sse.ts: it sits on every streamed chunk
+ * of every call, keeps events it does not change byte for byte, and decodes a read that is
+ * exactly one `data:` event without buffering (a 50-chunk rewrite: 272 → 188 µs in a hot
+ * loop, `bun bench/ab.ts --scenario stream256`). The event framing it writes is lib's format.
  */
 
 /** What to do with one event: `undefined` keeps its bytes, a string replaces it, "" drops it. */

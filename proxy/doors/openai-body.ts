@@ -31,3 +31,14 @@ export function streamFlag(body: Record<string, any>): boolean {
 export function openAiDoorError(status: number, message: string, type: string, code: string | null): unknown {
   return openAiErrorBody(status, message, type as OpenAiErrorType, code);
 }
+
+/**
+ * The OpenAI error body with its type derived from the status (what the Responses API returns).
+ *
+ * @example
+ * openaiError(400, "input[0].role: ...").error.type // "invalid_request_error"
+ */
+export function openaiError(status: number, message: string) {
+  const type: OpenAiErrorType = status >= 500 ? "server_error" : status === 429 ? "rate_limit_error" : status === 401 ? "authentication_error" : "invalid_request_error";
+  return openAiErrorBody(status, message, type);
+}

@@ -5,7 +5,8 @@
  * fail.
  */
 import { CallStatus, type ModelCall } from "../../schemas/index.ts";
-import { findImages, sessionHeaders } from "./translate.ts";
+import { findImages } from "../capture/images.ts";
+import { sessionHeaders } from "../capture/session-headers.ts";
 import { captureAndStrip, newCapture, trainRequest } from "../capture/tokens.ts";
 import { appendFields } from "../capture/append-fields.ts";
 import type { CallRecorder, FinishedCall } from "../capture/call-recorder.ts";

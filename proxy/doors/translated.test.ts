@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
 import { Protocol, TokenStatus } from "../../schemas/index.ts";
-import { anthropicFrontDoor } from "./translate.ts";
+import { anthropicFrontDoor } from "./anthropic/door.ts";
 import { startProxyHarness, type ProxyHarness } from "../testing.ts";
 import { DEFAULT_FRONT_DOORS } from "./index.ts";
 import { translatedFrontDoor } from "./translated.ts";

@@ -1,57 +1,157 @@
 /**
- * Adapter for front doors whose protocol is translated to Chat Completions upstream
- * (Anthropic Messages, OpenAI Responses: `proxy/translate`'s FrontDoorCall). The pipeline then
- * captures token ids from the Chat answer exactly as for the chat front door, and the
- * translator turns the stripped Chat JSON / SSE into the harness's protocol.
+ * Front doors whose protocol is not the upstream's: the harness request is translated to Chat
+ * Completions (where vLLM / SGLang give token ids) and the answer back. The shared pipeline
+ * captures token ids from the Chat answer exactly as for the chat door; the translator turns
+ * the stripped Chat JSON / SSE into the harness's protocol. Also the vendor passthrough of
+ * such a door (eval-only: the upstream speaks the harness's protocol itself).
  */
 import type { Protocol } from "../../schemas/index.ts";
+import { createSseDecoder } from "../../lib/index.ts";
 import { ProxyHttpError } from "../errors.ts";
-import type { FrontDoor } from "./types.ts";
+import type { ChatChunk, ChatRequest, ChatResponse } from "./chat-types.ts";
+import { TranslationError } from "./chat-types.ts";
+import type { FrontDoor, PreparedCall } from "./types.ts";
 
-/** The part of `proxy/translate`'s FrontDoorCall the pipeline uses. */
+/** One translated call: the Chat request to send upstream and the ways back. */
 export interface TranslatedCall {
-  chatRequest: unknown;
+  /** The harness protocol's name, for logs. */
+  protocol?: string;
+  /** The translated request for the Chat Completions upstream. */
+  chatRequest: ChatRequest;
+  /** The model name the harness asked for. */
   model: string;
   stream: boolean;
-  fromChatJson(chat: any): unknown;
+  /** The harness-protocol JSON body for a non-streaming Chat answer. */
+  fromChatJson(chat: ChatResponse): unknown;
+  /** Chat SSE bytes in, harness-protocol SSE bytes out. */
   streamTransform(): TransformStream<Uint8Array, Uint8Array>;
+  /** Protocol-style error body for an HTTP error answer. */
   errorBody(status: number, message: string): unknown;
 }
 
 /**
- * A front door from a translator; a translation error becomes a 400 naming it.
+ * What the translator (not the harness) gets of the Chat answer: usage for the stream's end, and
+ * prompt ids so Anthropic's message_start can report input tokens up front. The harness's
+ * protocol has no token-id fields, so none of them reach it.
+ */
+const TRANSLATOR_WANTS = { tokenIds: true, logprobs: false, usage: true };
+
+/**
+ * The pipeline's view of a translated call; a body the translator cannot translate is a 400
+ * naming the field.
  *
  * @example
- * import { anthropicFrontDoor } from "./translate.ts";
+ * translatedCall("anthropic_messages", () => anthropicFrontDoor(body)).upstreamPath // "/v1/chat/completions"
+ */
+export function translatedCall(door: string, translate: () => TranslatedCall): PreparedCall {
+  let call: TranslatedCall;
+  try {
+    call = translate();
+  } catch (error) {
+    if (error instanceof TranslationError) throw new ProxyHttpError(400, error.message, "invalid_request_error", "invalid_value", error.path);
+    if (error instanceof ProxyHttpError) throw error;
+    throw new ProxyHttpError(400, `${door} request: ${(error as Error).message}`, "invalid_request_error", "invalid_request");
+  }
+  return {
+    capture: "chat",
+    upstreamPath: "/v1/chat/completions",
+    model: call.model,
+    stream: call.stream,
+    upstreamBody: call.chatRequest as unknown as Record<string, any>,
+    passthrough: false,
+    wants: TRANSLATOR_WANTS,
+    translateJson: (json) => call.fromChatJson(json),
+    translateStream: () => call.streamTransform(),
+    errorBody: (status, message) => call.errorBody(status, message),
+  };
+}
+
+/**
+ * A front door from a translator: the plug-in path for a protocol the proxy does not ship.
+ *
+ * @example
  * const messages = translatedFrontDoor({ name: "anthropic_messages", protocol: Protocol.ANTHROPIC_MESSAGES, path: "/v1/messages", translate: (b) => anthropicFrontDoor(b) });
  * createProxy({ ..., frontDoors: [...DEFAULT_FRONT_DOORS, messages] });
  */
 export function translatedFrontDoor(o: { name: string; protocol: Protocol; path: string; translate: (body: Record<string, any>) => TranslatedCall }): FrontDoor {
+  return { name: o.name, protocol: o.protocol, path: o.path, prepare: (body) => translatedCall(o.name, () => o.translate(body)) };
+}
+
+/**
+ * The body goes upstream as the harness sent it, to a vendor API that speaks the harness's
+ * protocol; its answer comes back as is (nothing is stripped).
+ *
+ * @example
+ * vendorPassthrough(body, "/v1/responses", openaiError).passthrough // true
+ */
+export function vendorPassthrough(body: Record<string, any>, path: string, errorBody: (status: number, message: string) => unknown): PreparedCall {
+  if (body.stream !== undefined && typeof body.stream !== "boolean") {
+    throw new ProxyHttpError(400, `stream: expected a boolean, got ${JSON.stringify(body.stream)}`, "invalid_request_error", "invalid_type", "stream");
+  }
   return {
-    name: o.name,
-    protocol: o.protocol,
-    path: o.path,
-    prepare(body) {
-      let call: TranslatedCall;
-      try {
-        call = o.translate(body);
-      } catch (error) {
-        if (error instanceof ProxyHttpError) throw error;
-        throw new ProxyHttpError(400, `${o.name} request: ${(error as Error).message}`, "invalid_request_error", "invalid_request");
-      }
-      return {
-        capture: "chat",
-        upstreamPath: "/v1/chat/completions",
-        model: call.model,
-        stream: call.stream,
-        upstreamBody: call.chatRequest as Record<string, any>,
-        passthrough: false,
-        // The translators read usage; ids and logprobs never reach the harness.
-        wants: { tokenIds: false, logprobs: false, usage: true },
-        translateJson: (json) => call.fromChatJson(json),
-        translateStream: () => call.streamTransform(),
-        errorBody: (status, message) => call.errorBody(status, message),
-      };
-    },
+    capture: "chat",
+    upstreamPath: path,
+    model: String(body.model),
+    stream: body.stream === true,
+    upstreamBody: body,
+    passthrough: true,
+    wants: { tokenIds: true, logprobs: true, usage: true },
+    errorBody: (status, message) => errorBody(status, message),
   };
+}
+
+/** A chunk translator: Chat chunks in, the harness protocol's SSE text out. */
+export interface ChunkTranslator {
+  push(chunk: ChatChunk): string;
+  finish(): string;
+  fail(message: string): string;
+}
+
+/**
+ * Wraps a chunk translator as a byte stream transform over the upstream's Chat SSE.
+ * `[DONE]` ends the message; an `error` payload or a stream cut before any finish_reason
+ * ends it with the protocol's failure event, so the harness never waits on a dead stream.
+ */
+export function chatSseTransform(t: ChunkTranslator): TransformStream<Uint8Array, Uint8Array> {
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  const sse = createSseDecoder();
+  let done = false;
+  let sawFinish = false;
+  const handle = (data: string): string => {
+    if (done) return "";
+    if (data === "[DONE]") {
+      done = true;
+      return t.finish();
+    }
+    let chunk: ChatChunk & { error?: { message?: string } };
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      done = true;
+      return t.fail(`upstream sent a malformed stream chunk: ${data.slice(0, 200)}`);
+    }
+    if (chunk.error) {
+      done = true;
+      return t.fail(String(chunk.error.message ?? "upstream error"));
+    }
+    if (chunk.choices?.some((c) => c.finish_reason)) sawFinish = true;
+    return t.push(chunk);
+  };
+  const emit = (text: string, controller: TransformStreamDefaultController<Uint8Array>) => {
+    if (text !== "") controller.enqueue(encoder.encode(text));
+  };
+  return new TransformStream<Uint8Array, Uint8Array>({
+    transform(bytes, controller) {
+      emit(sse.push(decoder.decode(bytes, { stream: true })).map((m) => handle(m.data)).join(""), controller);
+    },
+    flush(controller) {
+      let out = sse.push(decoder.decode()).concat(sse.flush()).map((m) => handle(m.data)).join("");
+      if (!done) {
+        done = true;
+        out += sawFinish ? t.finish() : t.fail("upstream stream ended before the response was complete");
+      }
+      emit(out, controller);
+    },
+  });
 }

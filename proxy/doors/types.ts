@@ -2,11 +2,14 @@
  * The plug-in surface for protocol front doors. A front door turns a harness request into
  * one upstream request (Chat Completions or Completions, where vLLM/SGLang give token ids)
  * and, where its protocol differs, translates the answer back. The shared pipeline
- * (frontdoors/pipeline.ts) does everything else: pause gate, routing, token capture,
+ * (doors/pipeline.ts) does everything else: pause gate, routing, token capture,
  * stripping, recording, errors.
  */
+import type { Context } from "hono";
 import type { Protocol } from "../../schemas/index.ts";
 import type { CaptureKind, HarnessWants } from "../capture/tokens.ts";
+import type { RolloutState } from "../state/rollouts.ts";
+import type { PipelineContext } from "./pipeline.ts";
 
 export interface PreparedCall {
   /** The upstream API whose answer is captured (and stripped of the train-mode fields). */
@@ -39,4 +42,29 @@ export interface FrontDoor {
   path: string;
   /** Validates the harness body (throws ProxyHttpError 400 naming the field) and prepares the call. */
   prepare(body: Record<string, any>, request?: Request): PreparedCall;
+  /** The protocol's routes that are not model calls (Anthropic count_tokens, say). */
+  routes?: readonly DoorRoute[];
+}
+
+/** What a door's own route may use. */
+export interface DoorRouteEnv {
+  ctx: PipelineContext;
+  maxBodyBytes: number;
+  /** The rollout of the request (from `/r/:rollout` or its key); throws 401 / 404. */
+  resolveRollout(c: Context): RolloutState;
+}
+
+/** A route of a protocol that is not a model call, mounted at `/r/:rollout<path>` and `<path>`. */
+export interface DoorRoute {
+  method: "GET" | "POST";
+  path: string;
+  handle(c: Context, env: DoorRouteEnv): Response | Promise<Response>;
+}
+
+/** How a translating door reaches its upstream: translated to Chat (default), or passed through to a vendor API. */
+export type UpstreamProtocol = "chat" | "anthropic" | "responses";
+
+export interface VendorOptions {
+  /** The vendor API key (Anthropic wants it as x-api-key). */
+  apiKey?: string;
 }

@@ -1,12 +1,11 @@
 /** Model routes: each front door at `/r/:rollout<path>` and `<path>`, and the models list. */
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { parseJsonObject, readJsonBody } from "../body.ts";
 import { ProxyHttpError } from "../errors.ts";
 import type { FrontDoor } from "../doors/types.ts";
 import { runModelCall, type PipelineContext } from "../doors/pipeline.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
 import { resolveRollout } from "./auth.ts";
-import { mountTranslateRoutes } from "../doors/routes.ts";
 
 export interface ModelRoutesOptions {
   ctx: PipelineContext;
@@ -44,6 +43,12 @@ export function mountModelRoutes(app: Hono, options: ModelRoutesOptions): void {
   };
   app.get("/r/:rollout/v1/models", models);
   app.get("/v1/models", models);
-  // Anthropic count_tokens and the Responses WebSocket refusal (not model calls).
-  mountTranslateRoutes(app, { ctx, registry, maxBodyBytes });
+  // The doors' routes that are not model calls (Anthropic count_tokens, the Responses WebSocket refusal).
+  const env = { ctx, maxBodyBytes, resolveRollout: (c: Context) => resolveRollout(c, registry) };
+  for (const route of doors.flatMap((d) => d.routes ?? [])) {
+    const handler = (c: Context) => route.handle(c, env);
+    const mount = route.method === "GET" ? app.get.bind(app) : app.post.bind(app);
+    mount(`/r/:rollout${route.path}`, handler);
+    mount(route.path, handler);
+  }
 }

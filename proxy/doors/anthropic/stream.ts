@@ -5,6 +5,7 @@
  * (thinking → text → tool_use) or a new tool call closes the open block and opens the next
  * index. Tool arguments are forwarded as `input_json_delta` exactly as they arrive.
  */
+import { sseEvent } from "../../../lib/index.ts";
 import type { ChatChunk } from "../chat-types.ts";
 import { reasoningOf } from "../chat-types.ts";
 import type { AnthropicContext } from "./response.ts";
@@ -179,5 +180,5 @@ export function createAnthropicStreamTranslator(ctx: AnthropicContext): Anthropi
  * anthropicSse({ type: "ping" }) // 'event: ping\ndata: {"type":"ping"}\n\n'
  */
 export function anthropicSse(event: AnthropicStreamEvent): string {
-  return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+  return sseEvent(JSON.stringify(event), event.type);
 }

@@ -5,6 +5,7 @@
  * with its added/delta/done events, and every event carries a strictly increasing
  * `sequence_number`. The final `response.completed` (or `.incomplete`) holds all items.
  */
+import { sseEvent } from "../../../lib/index.ts";
 import type { ChatChunk } from "../chat-types.ts";
 import { reasoningOf } from "../chat-types.ts";
 import type { ResponsesContext } from "./response.ts";
@@ -244,5 +245,5 @@ export function createResponsesStreamTranslator(ctx: ResponsesStreamOptions): Re
  * responsesSse({ type: "response.completed", sequence_number: 9 }).startsWith("event: response.completed\n") // true
  */
 export function responsesSse(event: ResponsesStreamEvent): string {
-  return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+  return sseEvent(JSON.stringify(event), event.type);
 }

@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
-import { anthropicFrontDoor, responsesFrontDoor } from "./front-door.ts";
+import { anthropicFrontDoor } from "./anthropic/door.ts";
+import { responsesFrontDoor } from "./responses/door.ts";
 import { createSseDecoder } from "../../lib/index.ts";
 
 const upstream = [
