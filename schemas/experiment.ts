@@ -64,7 +64,7 @@ export type TaskSpec = z.infer<typeof TaskSpecSchema>;
 
 const SimulatorSchema = z.strictObject({
   seed: nonNegativeInt().default(0),
-  /** Path (relative to the experiment file) to a simulator script; see proxy/simulator. */
+  /** Path (relative to the experiment file) to a simulator script; see simulator/. */
   script: z.string().optional(),
 });
 

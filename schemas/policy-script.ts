@@ -2,7 +2,7 @@
  * The policy simulator's script file (YAML): which task prompts it recognises and the
  * sequence of actions ("intents") it plays for each, with a failure rate so that runs have
  * real successes and failures. The simulator maps each intent onto whatever tool the
- * harness offers (see proxy/simulator/intents.ts).
+ * harness offers (see simulator/intents.ts).
  *
  * Errors name the file, line:column and field, e.g.
  * `examples/policies/quickstart.yaml:14:9: tasks[0].steps[1].write.path: expected a file path`.

@@ -3,6 +3,7 @@
  * import in the project's TypeScript files. It fails naming the file, the import and the rule.
  */
 import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { AREAS, areaOf, importsOf, isFaceFor, isTestFile, projectFiles } from "./architecture.ts";
 
@@ -47,4 +48,17 @@ test("the rules name every top-level area of the source", () => {
     if (file.includes("/")) areas.add(top);
   }
   for (const area of areas) expect(Object.keys(AREAS).concat(["tests", "bench", "examples"])).toContain(area);
+});
+
+test("docs/architecture.md's table of areas says what the rules say", () => {
+  const page = readFileSync(join(ROOT, "docs", "architecture.md"), "utf8");
+  const rows = new Map<string, string[]>();
+  for (const m of page.matchAll(/^\| `([a-z]+)\/` \| [^|]+ \| ([^|]+) \|$/gm)) {
+    const cell = m[2]!.trim();
+    rows.set(m[1]!, cell === "—" ? [] : cell === "any" ? ["*"] : cell.split(",").map((s) => s.trim()));
+  }
+  for (const [area, rule] of Object.entries(AREAS)) {
+    if (area === "tests" || area === "bench") continue;
+    expect({ area, mayImport: rows.get(area) }).toEqual({ area, mayImport: rule.dependsOn === "*" ? ["*"] : rule.dependsOn });
+  }
 });

@@ -340,7 +340,7 @@ export function verlConfigStep(options: { source: string; out: string; batch: st
   console.log(`veRL agent loop: replay ${options.batch}`);
 }
 
-/** The manifest `forge export` writes beside a batch (proxy/trajectory manifestPath). */
+/** The manifest `forge export` writes beside a batch (trajectories/ manifestPath). */
 const exportManifestPath = (batch: string) => `${batch.replace(/\.(parquet|jsonl)$/, "")}.manifest.json`;
 
 /** Throws unless the batch's group dataset (`--group-rows`) has at least `rows` rows. */

@@ -183,7 +183,7 @@ export function verlBatchPath(iteration: number | string): string {
 
 /**
  * The iteration's GRPO dataset (`--group-rows k`: one row per group naming k samples), what veRL
- * trains on; `forge export` puts it beside the batch (proxy/trajectory groupDatasetPath).
+ * trains on; `forge export` puts it beside the batch (trajectories/ groupDatasetPath).
  */
 export function verlGroupDatasetPath(iteration: number | string): string {
   return `${DATA_DIR}/exports/{{workflow.name}}/iteration-${iteration}/batch.groups/dataset.parquet`;

@@ -14,7 +14,6 @@ import { formatPassTable, passTable, type PassRow } from "./passk.ts";
 type Stoppable = { url: string; stop(): Promise<void> };
 
 // The other areas are loaded only when a run starts (the simulator's tokenizer is large).
-const ANALYTICS_INDEX = "../../analytics/index.ts";
 
 export type RunExperimentOptions = {
   experiment: Experiment;
@@ -82,13 +81,10 @@ async function exportBatch(dataDir: string): Promise<RunExperimentResult["export
 }
 
 async function analyticsPass(dataDir: string, ks: number[], threshold: number): Promise<unknown | undefined> {
-  const analytics = (await import(ANALYTICS_INDEX)) as {
-    openAnalytics: (dir: string, o: Record<string, unknown>) => Promise<{ connection: unknown; compaction: unknown; close(): void }>;
-    analyze: (c: unknown, o: Record<string, unknown>, compaction: unknown) => Promise<{ pass: unknown }>;
-  };
-  const session = await analytics.openAnalytics(dataDir, {});
+  const { openAnalytics, analyze } = await import("../../analytics/index.ts");
+  const session = await openAnalytics(dataDir, {});
   try {
-    return (await analytics.analyze(session.connection, { by: [], ks, convention: "unbiased", threshold }, session.compaction)).pass;
+    return (await analyze(session.connection, { by: [], ks, convention: "unbiased", threshold }, session.compaction)).pass;
   } finally {
     session.close();
   }
