@@ -8,7 +8,7 @@ import { openSegmentLog, readRecords, type SegmentLog } from "../records/index.t
 import { createCallRecorder, type CallRecorder } from "./capture/call-recorder.ts";
 import { errorResponse, ProxyHttpError } from "./errors.ts";
 import { frontDoorsFor } from "./doors/index.ts";
-import type { PipelineContext } from "./doors/pipeline.ts";
+import type { PipelineContext } from "./doors/types.ts";
 import { createProxyMetrics, type ProxyMetrics } from "./metrics.ts";
 import { DEFAULTS, type ProxyOptions } from "./options.ts";
 import { mountControlRoutes } from "./routes/control.ts";

@@ -1,6 +1,6 @@
 /**
- * The workflows area's public API for the local side: tasks, harness adapters, the local
- * executor and `forge run`. (Argo Workflows builders are exported from `./argo/index.ts`.)
+ * The workflows area: tasks, harness adapters, the local executor and `forge run`, and the Argo
+ * Workflows / Kubernetes builders, submission and watching.
  */
 export { loadExperimentTasks, loadJsonlTasks, loadTaskDir, loadTasks, loadTaskTree, taskFromSpec, TaskError, type Task, type TaskVerifier } from "./tasks/index.ts";
 export { HARNESS_ADAPTERS, HARNESS_BINARIES, harnessUnavailable, launchHarness, prepareHarness, type HarnessContext, type HarnessLaunch } from "./harnesses/index.ts";

@@ -26,6 +26,6 @@ export function frontDoorsFor(upstream: UpstreamProtocol, vendor: VendorOptions 
 }
 
 export { chatFrontDoor, completionsFrontDoor };
-export type { DoorRoute, DoorRouteEnv, FrontDoor, PreparedCall, UpstreamProtocol, VendorOptions } from "./types.ts";
+export type { DoorRoute, DoorRouteEnv, FrontDoor, PipelineContext, PreparedCall, UpstreamProtocol, VendorOptions } from "./types.ts";
 export { translatedFrontDoor, type TranslatedCall } from "./translated.ts";
-export { runModelCall, type PipelineContext } from "./pipeline.ts";
+export { runModelCall } from "./pipeline.ts";

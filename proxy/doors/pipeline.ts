@@ -9,34 +9,15 @@ import { findImages } from "../capture/images.ts";
 import { sessionHeaders } from "../capture/session-headers.ts";
 import { captureAndStrip, newCapture, trainRequest } from "../capture/tokens.ts";
 import { appendFields } from "../capture/append-fields.ts";
-import type { CallRecorder, FinishedCall } from "../capture/call-recorder.ts";
+import type { FinishedCall } from "../capture/call-recorder.ts";
 import { redactedHeaders } from "../capture/headers.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { decodeUtf8 } from "../body.ts";
 import { concatBytes } from "../../lib/index.ts";
-import type { ProxyMetrics } from "../metrics.ts";
-import type { PauseGate } from "../state/pause.ts";
-import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
-import type { UpstreamClient } from "../upstream/client.ts";
-import type { FrontDoor, PreparedCall } from "./types.ts";
+import type { RolloutState } from "../state/rollouts.ts";
+import type { FrontDoor, PipelineContext, PreparedCall } from "./types.ts";
 import { streamAnswer } from "./stream-answer.ts";
 
-export interface PipelineContext {
-  mode: "train" | "eval";
-  client: UpstreamClient;
-  recorder: CallRecorder;
-  registry: RolloutRegistry;
-  gate: PauseGate;
-  metrics: ProxyMetrics;
-  /** Between two upstream stream chunks. */
-  idleTimeoutMs: number;
-  /** Largest upstream error / JSON body read. */
-  maxResponseBytes: number;
-  /** Calls admitted at once (waiting on a pause included); past it, 429. */
-  maxConcurrentCalls: number;
-  /** Calls admitted and not yet finished. */
-  admitted: { count: number };
-}
 
 const encoder = new TextEncoder();
 

@@ -12,7 +12,7 @@ import { CallStatus } from "../../schemas/index.ts";
 import { captureAndStrip, type TokenCapture } from "../capture/tokens.ts";
 import { createSseRewriter } from "../capture/sse-rewriter.ts";
 import type { FinishedCall } from "../capture/call-recorder.ts";
-import type { PipelineContext } from "./pipeline.ts";
+import type { PipelineContext } from "./types.ts";
 import type { PreparedCall } from "./types.ts";
 import { concatBytes } from "../../lib/index.ts";
 

@@ -9,7 +9,11 @@ import type { Context } from "hono";
 import type { Protocol } from "../../schemas/index.ts";
 import type { CaptureKind, HarnessWants } from "../capture/tokens.ts";
 import type { RolloutState } from "../state/rollouts.ts";
-import type { PipelineContext } from "./pipeline.ts";
+import type { CallRecorder } from "../capture/call-recorder.ts";
+import type { ProxyMetrics } from "../metrics.ts";
+import type { PauseGate } from "../state/pause.ts";
+import type { RolloutRegistry } from "../state/rollouts.ts";
+import type { UpstreamClient } from "../upstream/client.ts";
 
 export interface PreparedCall {
   /** The upstream API whose answer is captured (and stripped of the train-mode fields). */
@@ -67,4 +71,22 @@ export type UpstreamProtocol = "chat" | "anthropic" | "responses";
 export interface VendorOptions {
   /** The vendor API key (Anthropic wants it as x-api-key). */
   apiKey?: string;
+}
+
+/** What every model call of the proxy shares: mode, upstream client, recorder, state, limits. */
+export interface PipelineContext {
+  mode: "train" | "eval";
+  client: UpstreamClient;
+  recorder: CallRecorder;
+  registry: RolloutRegistry;
+  gate: PauseGate;
+  metrics: ProxyMetrics;
+  /** Between two upstream stream chunks. */
+  idleTimeoutMs: number;
+  /** Largest upstream error / JSON body read. */
+  maxResponseBytes: number;
+  /** Calls admitted at once (waiting on a pause included); past it, 429. */
+  maxConcurrentCalls: number;
+  /** Calls admitted and not yet finished. */
+  admitted: { count: number };
 }

@@ -3,7 +3,8 @@ import type { Context, Hono } from "hono";
 import { parseJsonObject, readJsonBody } from "../body.ts";
 import { ProxyHttpError } from "../errors.ts";
 import type { FrontDoor } from "../doors/types.ts";
-import { runModelCall, type PipelineContext } from "../doors/pipeline.ts";
+import { runModelCall } from "../doors/pipeline.ts";
+import type { PipelineContext } from "../doors/types.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
 import { resolveRollout } from "./auth.ts";
 
