@@ -18,6 +18,10 @@ export const RegisterRolloutSchema = z.strictObject({
   attempt: z.number().int().min(0).optional(),
   harness: z.string().optional(),
   labels: z.record(z.string(), z.string()).optional(),
+  /** A retry: the id of the rollout's first try. Its earlier unfinished tries are finished as superseded. */
+  retry_of: id.optional(),
+  /** Which retry this is (1 for the first retry); with retry_of. */
+  retry: z.number().int().min(1).optional(),
 });
 export type RegisterRollout = z.infer<typeof RegisterRolloutSchema>;
 

@@ -53,10 +53,14 @@ export const TaskSpecSchema = z.strictObject({
   instruction: text("the task instruction"),
   /** Files to create in the rollout workspace, path → content. */
   files: z.record(z.string(), z.string()).default({}),
-  /** Verifier script (bash), run in the workspace like a task's tests/test.sh. */
+  /** Verifier script (bash), run on a copy of the workspace like a task's tests/test.sh. */
   test: z.string().optional(),
   /** For prompt tasks without a test: the reward is 1 when the final answer contains this. */
   expected: z.string().optional(),
+  /** Where `test`'s reward comes from: its exit code (default for an inline test) or `$FORGE_LOGS/reward.txt|json`. */
+  reward: z.enum(["exit-code", "file"], { error: 'expected "exit-code" or "file"' }).optional(),
+  /** The rewards `test` may give, [min, max] (default [0, 1]); one outside it is a verifier error. */
+  rewardRange: z.tuple([z.number(), z.number()], { error: "expected [min, max]" }).optional(),
   timeoutSeconds: positiveInt().optional(),
   metadata: z.record(z.string(), z.unknown()).default({}),
 });
@@ -137,6 +141,12 @@ const TrainingSchema = z.strictObject({
     })
     .default([]),
   gpus: positiveInt().default(1),
+  /**
+   * An iteration trains when at least this share of its groups (tasks) kept all k samples;
+   * groups short of k (lost rollouts, infrastructure errors) are dropped and counted. Below it
+   * the iteration fails.
+   */
+  minGroupFraction: z.number({ error: "expected a number in (0, 1]" }).gt(0, { error: "expected a number in (0, 1]" }).max(1, { error: "expected a number in (0, 1]" }).default(0.5),
   weightSync: WeightSyncSchema.default({ strategy: "update-from-disk", timeoutSeconds: 600 }),
 });
 

@@ -38,22 +38,22 @@ async function step(args: string[]) {
   return { stdout, stderr, code };
 }
 
-/** The three phases of one rollout pod, as the rendered containerSet runs them; returns result.json. */
+/** The four containers of one rollout pod, as the rendered containerSet runs them; returns result.json. */
 async function runPod(options: { run: string; task: string; iteration: number; attempt: number }) {
   const pod = mkdtempSync(join(tmpdir(), "forge-pod-"));
-  const [workspace, state] = [join(pod, "workspace"), join(pod, "forge")];
-  mkdirSync(workspace);
-  mkdirSync(state);
+  const [workspace, state, harnessOut, verdict, scratch, control] = ["workspace", "forge", "harness-out", "verdict", "verify", "control"].map((name) => join(pod, name));
+  for (const dir of [workspace, state, harnessOut, verdict, scratch, control]) mkdirSync(dir);
   const ids = ["--run", options.run, "--task", options.task, "--iteration", String(options.iteration), "--attempt", String(options.attempt)];
-  const common = ["--experiment", QUICKSTART, "--proxy", proxy.url, "--workspace", workspace, "--state", state, ...ids];
-  const register = await step(["register", ...common]);
+  const register = await step(["register", "--experiment", QUICKSTART, "--proxy", proxy.url, "--workspace", workspace, "--state", state, "--control", control, ...ids]);
   expect(register.stderr).toBe("");
   expect(register.code).toBe(0);
-  const harness = await step(["harness", "--state", state, "--workspace", workspace, "--timeout-seconds", "60"]);
+  const harness = await step(["harness", "--state", state, "--workspace", workspace, "--harness-out", harnessOut, "--timeout-seconds", "60"]);
   expect(harness.code).toBe(0);
-  const verify = await step(["verify", ...common]);
+  const verify = await step(["verify", "--experiment", QUICKSTART, "--workspace", workspace, "--harness-out", harnessOut, "--verdict", verdict, "--scratch", scratch, "--task", options.task]);
   expect(verify.code).toBe(0);
-  return JSON.parse(readFileSync(join(state, "result.json"), "utf8"));
+  const finish = await step(["finish", "--experiment", QUICKSTART, "--proxy", proxy.url, "--harness-out", harnessOut, "--verdict", verdict, "--control", control, ...ids]);
+  expect(finish.code).toBe(0);
+  return JSON.parse(readFileSync(join(control, "result.json"), "utf8"));
 }
 
 test("register → forge-react harness → verify through the real proxy records calls and the reward", async () => {

@@ -4,7 +4,7 @@
  * (registration → base URLs and key; finish with reward and status; pause / resume).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
@@ -60,22 +60,20 @@ async function step(args: string[], env: Record<string, string> = {}) {
   return { stdout, stderr, code };
 }
 
-/** register → harness → verify, as the three containers of the rollout pod. */
-async function rollout(experiment: string, task: string, options: { timeout?: string; proxyUrl?: string } = {}) {
+/** register → harness → verify → finish, as the four containers of the rollout pod, each with its volumes. */
+async function rollout(experiment: string, task: string, options: { timeout?: string; proxyUrl?: string; retry?: number } = {}) {
   const pod = mkdtempSync(join(tmpdir(), "forge-pod-"));
-  const workspace = join(pod, "workspace");
-  const state = join(pod, "forge");
-  mkdirSync(workspace);
-  mkdirSync(state);
+  const [workspace, state, harnessOut, verdict, scratch, control] = ["workspace", "forge", "harness-out", "verdict", "verify", "control"].map((name) => join(pod, name));
+  for (const dir of [workspace, state, harnessOut, verdict, scratch, control]) mkdirSync(dir);
   const proxyUrl = options.proxyUrl ?? `http://127.0.0.1:${proxy.port}`;
-  const ids = ["--run", "run", "--task", task, "--iteration", "0", "--attempt", "0"];
-  const common = ["--experiment", experiment, "--proxy", proxyUrl, "--workspace", workspace, "--state", state, ...ids];
-  const register = await step(["register", ...common]);
-  if (register.code !== 0) return { register, workspace, state };
-  // The harness container has no admin token in its env; pass one anyway to prove it is dropped.
-  const harness = await step(["harness", "--state", state, "--workspace", workspace, "--timeout-seconds", options.timeout ?? "60"]);
-  const verify = await step(["verify", ...common]);
-  return { register, harness, verify, workspace, state, result: verify.code === 0 ? JSON.parse(readFileSync(join(state, "result.json"), "utf8")) : undefined };
+  const ids = ["--run", "run", "--task", task, "--iteration", "0", "--attempt", "0", "--retry", String(options.retry ?? 0)];
+  const register = await step(["register", "--experiment", experiment, "--proxy", proxyUrl, "--workspace", workspace, "--state", state, "--control", control, ...ids]);
+  // The harness and verify containers have no admin token in their env; pass one anyway to prove it is dropped.
+  const harness = await step(["harness", "--state", state, "--workspace", workspace, "--harness-out", harnessOut, "--timeout-seconds", options.timeout ?? "60"]);
+  const verify = await step(["verify", "--experiment", experiment, "--workspace", workspace, "--harness-out", harnessOut, "--verdict", verdict, "--scratch", scratch, "--task", task]);
+  const finish = await step(["finish", "--experiment", experiment, "--proxy", proxyUrl, "--harness-out", harnessOut, "--verdict", verdict, "--control", control, ...ids]);
+  const resultFile = join(control, "result.json");
+  return { register, harness, verify, finish, workspace, state, harnessOut, result: existsSync(resultFile) ? JSON.parse(readFileSync(resultFile, "utf8")) : undefined };
 }
 
 describe("rollout pod steps", () => {
@@ -90,22 +88,23 @@ describe("rollout pod steps", () => {
 
   test("a directory task: registered, staged without its tests, harness run, verified, reported", async () => {
     calls = [];
-    const { result, workspace, verify } = await rollout(FIXTURE, "count-lines");
-    expect(verify?.stderr).toBe("");
+    const { result, workspace, verify, finish } = await rollout(FIXTURE, "count-lines");
+    expect(verify.stderr).toBe("");
+    expect(finish.code).toBe(0);
     expect(result).toEqual({ rollout_id: "run.i0.count-lines.0", task_id: "count-lines", reward: 1, status: "ok", passed: true });
     expect(readFileSync(join(workspace, "count.txt"), "utf8").trim()).toBe("3");
     const register = calls.find((c) => c.path === "/control/rollouts")!;
     expect(register.auth).toBe(`Bearer ${TOKEN}`);
     expect(register.body).toEqual({ rollout_id: "run.i0.count-lines.0", experiment: "argo-fixture", iteration: 0, task_id: "count-lines", group: "count-lines@i0", attempt: 0, harness: "command" });
-    const finish = calls.find((c) => c.path === "/control/rollouts/run.i0.count-lines.0/finish")!;
-    expect(finish.body).toMatchObject({ reward: 1, status: "ok", metrics: { harness_exit_code: 0 } });
+    const finished = calls.find((c) => c.path === "/control/rollouts/run.i0.count-lines.0/finish")!;
+    expect(finished.body).toMatchObject({ reward: 1, status: "ok", metrics: { harness_exit_code: 0, retry: 0 } });
   });
 
   test("a harness that exits non-zero is status failed; its verifier still runs and scores 0", async () => {
     // The fixture's command reads data.txt, which hello-file does not have.
-    const { result, state } = await rollout(FIXTURE, "hello-file");
+    const { result, harnessOut } = await rollout(FIXTURE, "hello-file");
     expect(result).toMatchObject({ reward: 0, status: "failed", passed: false });
-    expect(JSON.parse(readFileSync(join(state, "harness-result.json"), "utf8")).exit_code).toBe(1);
+    expect(JSON.parse(readFileSync(join(harnessOut, "harness-result.json"), "utf8")).exit_code).toBe(1);
   });
 
   test("the harness gets the rollout's URLs and key, never the admin token; a crash is status failed", async () => {
@@ -134,10 +133,15 @@ describe("rollout pod steps", () => {
     expect(result).toMatchObject({ status: "timeout" });
   });
 
-  test("an unreachable proxy is an infrastructure error: exit 75, which the template retries", async () => {
-    const { register } = await rollout(FIXTURE, "count-lines", { proxyUrl: "http://127.0.0.1:1" });
-    expect(register.code).toBe(75);
+  test("an unreachable proxy is an infrastructure error: main exits 75, which the template retries", async () => {
+    const { register, harness, finish, result } = await rollout(FIXTURE, "count-lines", { proxyUrl: "http://127.0.0.1:1" });
+    // The containers before main never fail (a failed dependency would make main exit 64, not 75).
+    expect([register.code, harness.code]).toEqual([0, 0]);
     expect(register.stderr).toContain("unreachable");
+    expect(harness.stdout).toContain("not run");
+    expect(finish.code).toBe(75);
+    expect(finish.stderr).toContain("registration failed");
+    expect(result).toBeUndefined(); // the output parameter's default says infra_error
   });
 });
 

@@ -73,13 +73,13 @@ describe("forge render", () => {
     expect(manifestsToYaml(render())).toBe(manifestsToYaml(render()));
     const a = byKind(render(), "Workflow").metadata.name;
     const changed = writeExperiment(
-      `apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: argo-fixture}\nspec:\n  policy: {model: m}\n  harness: {name: codex}\n  environment: {tasks: [{id: t, instruction: x}]}\n`,
+      `apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: argo-fixture}\nspec:\n  policy: {model: m}\n  harness: {name: codex}\n  environment: {tasks: [{id: t, instruction: x, expected: y}]}\n`,
     );
     expect(byKind(render(changed), "Workflow").metadata.name).not.toBe(a);
     expect(a).toMatch(/^argo-fixture-[0-9a-f]{8}$/);
   });
 
-  test("iterations: one DAG per iteration, chained, each plan → withParam rollouts → report → export → train → sync", () => {
+  test("iterations: one DAG per iteration, chained, each plan → withParam rollouts → report → export → admit → train → sync", () => {
     const objects = render();
     const entry = template(objects, "experiment");
     expect(byKind(objects, "WorkflowTemplate").spec.entrypoint).toBe("experiment");
@@ -94,35 +94,54 @@ describe("forge render", () => {
       "rollouts<plan",
       "report<rollouts",
       "export<report",
-      "train<export",
+      "admit<export",
+      "train<admit",
       "sync<train",
     ]);
     const rollouts = iteration.dag.tasks[1];
     expect(rollouts.withParam).toBe("{{tasks.plan.outputs.result}}");
     expect(rollouts.continueOn).toEqual({ failed: true, error: true });
-    const sync = iteration.dag.tasks[5];
+    // The train step trains on the groups the admit step let through.
+    expect(iteration.dag.tasks[5].arguments.parameters).toEqual([{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }]);
+    const sync = iteration.dag.tasks[6];
     expect(sync.arguments.parameters).toContainEqual({ name: "policy-version", value: "2" });
     expect(sync.arguments.parameters).toContainEqual({ name: "checkpoint", value: "/data/checkpoints/{{workflow.name}}/global_step_2/actor/huggingface" });
   });
 
-  test("the rollout pod: harness + verifier, proxy env via registration, resources, deadline, infra-only retries", () => {
+  test("the rollout pod: register, harness, verify, finish; the token only where task code never runs; retries as new tries", () => {
     const rollout = template(render(), "rollout");
     expect(rollout.metadata.labels["openforge.dev/role"]).toBe("rollout");
     expect(rollout.activeDeadlineSeconds).toBe(600);
-    expect(rollout.retryStrategy).toMatchObject({ limit: 2, retryPolicy: "Always", expression: 'lastRetry.status == "Error" || lastRetry.exitCode == "75"' });
-    expect(rollout.containerSet.retryStrategy).toEqual({ retries: 2, duration: "5s" });
-    const [register, harness, verify] = rollout.containerSet.containers;
+    expect(rollout.retryStrategy).toEqual({ limit: 2, retryPolicy: "Always", expression: 'lastRetry.exitCode != "1" && lastRetry.exitCode != "2"', backoff: { duration: "10s", factor: 2, maxDuration: "10m" } });
+    // Register, harness and verify never fail (they leave their outcome in a file): no in-pod retries.
+    expect(rollout.containerSet.retryStrategy).toBeUndefined();
+    const [register, harness, verify, main] = rollout.containerSet.containers;
+    expect([register.name, harness.name, verify.name, main.name]).toEqual(["register", "harness", "verify", "main"]);
+    expect([harness.dependencies, verify.dependencies, main.dependencies]).toEqual([["register"], ["harness"], ["verify"]]);
+    const token = { name: "FORGE_ADMIN_TOKEN", valueFrom: { secretKeyRef: { name: "argo-fixture-admin", key: "token" } } };
     expect(register.args.slice(0, 1)).toEqual(["register"]);
     expect(register.args).toContain("http://argo-fixture-proxy.forge.svc:8080");
-    expect(register.env).toEqual([{ name: "FORGE_ADMIN_TOKEN", valueFrom: { secretKeyRef: { name: "argo-fixture-admin", key: "token" } } }]);
-    // The harness never sees the admin token (it could report its own reward with it).
-    expect(harness.env).toBeUndefined();
-    expect(harness.dependencies).toEqual(["register"]);
+    expect(register.env).toContainEqual(token);
+    expect(main.args[0]).toBe("finish");
+    expect(main.env).toContainEqual(token);
+    // Task code (harness, verifier) runs in containers with no token and no secret at all.
+    for (const c of [harness, verify]) {
+      expect(c.env).toBeUndefined();
+      expect(c.envFrom).toBeUndefined();
+    }
+    // Each try registers its own id: {{retries}} is Argo's retry number.
+    for (const c of [register, main]) expect(c.args.slice(-2)).toEqual(["--retry", "{{retries}}"]);
     expect(harness.resources).toEqual({ requests: { cpu: "1", memory: "1Gi" }, limits: { memory: "1Gi" } });
-    expect(harness.args).toEqual(["harness", "--state", "/forge", "--timeout-seconds", "300", "--sandbox", "auto"]);
-    expect(verify.name).toBe("main");
-    expect(verify.dependencies).toEqual(["harness"]);
-    expect(rollout.outputs.parameters[0]).toMatchObject({ name: "result", valueFrom: { path: "/forge/result.json" } });
+    expect(harness.args).toEqual(["harness", "--state", "/forge", "--workspace", "/workspace", "--harness-out", "/harness-out", "--timeout-seconds", "300", "--sandbox", "auto"]);
+    const mounts = (c: AnyTemplate) => Object.fromEntries(c.volumeMounts.map((m: AnyTemplate) => [m.mountPath, m.readOnly ? "ro" : "rw"]));
+    // The harness never mounts the tests (in /experiment), the verdict or the control volume.
+    expect(mounts(harness)).toEqual({ "/workspace": "rw", "/forge": "rw", "/harness-out": "rw" });
+    // The verifier reads the workspace (and works on a copy), writes only its verdict and scratch; no harness state (the rollout's key).
+    expect(mounts(verify)).toEqual({ "/workspace": "ro", "/harness-out": "ro", "/verdict": "rw", "/verify": "rw", "/experiment": "ro" });
+    expect(mounts(main)).toEqual({ "/harness-out": "ro", "/verdict": "ro", "/control": "rw", "/tmp": "rw", "/experiment": "ro" });
+    expect(mounts(register)).toEqual({ "/workspace": "rw", "/forge": "rw", "/control": "rw", "/tmp": "rw", "/experiment": "ro" });
+    expect(rollout.outputs.parameters[0]).toMatchObject({ name: "result", valueFrom: { path: "/control/result.json" } });
+    expect(rollout.podSpecPatch).toBeUndefined(); // no shareProcessNamespace: containers do not see each other's /proc
   });
 
   test("the veRL step: GPUs, main_ppo with the experiment's overrides winning", () => {
@@ -158,10 +177,10 @@ describe("forge render", () => {
       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=24576",
     ]) expect(args).toContain(flag);
     // Two tasks in the fixture: one batch of two groups, a multiple of the agent-loop workers.
-    const value = (key: string) => Number(args.find((a) => a.startsWith(`${key}=`))!.split("=")[1]);
-    expect(value("data.train_batch_size")).toBe(2);
-    expect(value("data.train_batch_size") % value("actor_rollout_ref.rollout.agent.num_workers")).toBe(0);
-    expect(value("actor_rollout_ref.actor.ppo_mini_batch_size")).toBeLessThanOrEqual(value("data.train_batch_size"));
+    // The batch is what the admit step let through: the groups that kept all k samples.
+    expect(args).toContain("data.train_batch_size={{inputs.parameters.train-batch-size}}");
+    expect(args).toContain("actor_rollout_ref.actor.ppo_mini_batch_size={{inputs.parameters.train-batch-size}}");
+    expect(args).toContain("actor_rollout_ref.rollout.agent.num_workers=1");
     // Hydra rejects a key given twice.
     const keys = args.slice(2).map((a) => a.slice(0, a.indexOf("=")));
     expect(new Set(keys).size).toBe(keys.length);
@@ -170,8 +189,9 @@ describe("forge render", () => {
     expect(args).toContain("actor_rollout_ref.rollout.agent.default_agent_loop=forge_agent");
     expect(train.initContainers[0].args).toEqual([
       "verl-config", "--out", "/forge/verl", "--batch", "/data/exports/{{workflow.name}}/iteration-1/batch.parquet",
-      "--experiment-name", "argo-fixture", "--train-batch-size", "2",
+      "--experiment-name", "argo-fixture", "--train-batch-size", "{{inputs.parameters.train-batch-size}}",
     ]);
+    expect(train.inputs.parameters).toEqual([{ name: "train-batch-size" }]);
   });
 
   test("the veRL step: lengths and batch size from the overrides, k = 1, one algorithm each", () => {
@@ -179,7 +199,7 @@ describe("forge render", () => {
       [
         "apiVersion: openforge.dev/v1", "kind: Experiment", "metadata: {name: lengths}", "spec:",
         "  policy: {model: m, upstreams: ['http://vllm:8000'], mode: train}", "  harness: {name: codex}",
-        "  environment: {tasks: [{id: a, instruction: x}, {id: b, instruction: y}, {id: c, instruction: z}]}",
+        "  environment: {tasks: [{id: a, instruction: x, test: 'true'}, {id: b, instruction: y, test: 'true'}, {id: c, instruction: z, test: 'true'}]}",
         "  rollouts: {k: 1}",
         "  training: {algorithm: ppo, overrides: [data.max_prompt_length=4096, data.train_batch_size=2, actor_rollout_ref.rollout.agent.num_workers=2]}", "",
       ].join("\n"),

@@ -57,6 +57,8 @@ function run(options: Partial<LocalRunOptions> & { tasks: Task[] }) {
     timeoutSeconds: 30,
     graceMs: 300,
     quiet: true,
+    // These tests run task code of their own unsandboxed on purpose (sandbox: "none"), as root here.
+    allowRootUnsandboxed: true,
     ...options,
   });
 }
@@ -118,7 +120,7 @@ describe("local executor", () => {
 
   test("hang → timeout with the whole group killed; crash → failed; verifier verdicts; others unaffected", async () => {
     const tasks = [
-      taskFromSpec({ id: "hang", instruction: "sleep 300 & echo $! > bg.pid; sleep 300", files: {}, metadata: {} }, "t"),
+      taskFromSpec({ id: "hang", instruction: "sleep 300 & echo $! > bg.pid; sleep 300", files: {}, metadata: {}, test: "true" }, "t"),
       taskFromSpec({ id: "crash", instruction: "echo partial > out.txt; exit 3", files: {}, metadata: {}, test: "grep -q partial out.txt" }, "t"),
       taskFromSpec({ id: "wrong", instruction: "echo wrong > answer.txt", files: {}, metadata: {}, test: '[ "$(cat answer.txt)" = right ]' }, "t"),
       taskFromSpec({ id: "right", instruction: "echo right > answer.txt", files: {}, metadata: {}, test: '[ "$(cat answer.txt)" = right ]' }, "t"),
@@ -144,8 +146,9 @@ describe("local executor", () => {
     expect(by.right!).toMatchObject({ status: "ok", reward: 1 });
     expect(by["verifier-hangs"]!).toMatchObject({ status: "timeout", reward: 0 });
     expect(by.half!).toMatchObject({ status: "ok", reward: 0.5 });
-    expect(by["bad-reward"]!.reward).toBe(0);
-    expect(by["bad-reward"]!.error).toContain("reward.txt: expected a number");
+    // A malformed reward is a verifier error: no reward is recorded for it, and it is not scored.
+    expect(by["bad-reward"]!).toMatchObject({ status: "infra_error", reward: 0 });
+    expect(by["bad-reward"]!.error).toContain("reward.txt: expected a finite number");
 
     for (const o of outcomes) {
       const info = await rolloutInfo(o.rollout_id);
@@ -156,7 +159,7 @@ describe("local executor", () => {
 
   test("abort (Ctrl-C): running groups are killed and finished as infra_error; unstarted rollouts are not registered", async () => {
     const controller = new AbortController();
-    const tasks = [taskFromSpec({ id: "slow", instruction: "sleep 300 & echo $! > bg.pid; sleep 300", files: {}, metadata: {} }, "t")];
+    const tasks = [taskFromSpec({ id: "slow", instruction: "sleep 300 & echo $! > bg.pid; sleep 300", files: {}, metadata: {}, test: "true" }, "t")];
     setTimeout(() => controller.abort(), 700);
     const { outcomes, aborted } = await run({ tasks, k: 3, parallelism: 2, signal: controller.signal, sandbox: "none" });
     expect(aborted).toBe(true);
@@ -198,10 +201,20 @@ describe("local executor", () => {
       writeFileSync(join(root, name), text);
       return join(root, name);
     };
-    expect(() => loadJsonlTasks(jsonl("a.jsonl", '{"id": "a", "instruction": "x"}\n{oops'))).toThrow(/a.jsonl:2: not JSON/);
+    expect(() => loadJsonlTasks(jsonl("a.jsonl", '{"id": "a", "instruction": "x", "expected": "y"}\n{oops'))).toThrow(/a.jsonl:2: not JSON/);
     expect(() => loadJsonlTasks(jsonl("b.jsonl", '{"instruction": "x"}'))).toThrow(/b.jsonl:1: id:/);
-    expect(() => loadJsonlTasks(jsonl("c.jsonl", '{"id": "a", "instruction": "x"}\n{"id": "a", "instruction": "y"}'))).toThrow(/c.jsonl:2: duplicate task id "a"/);
+    expect(() => loadJsonlTasks(jsonl("c.jsonl", '{"id": "a", "instruction": "x", "expected": "y"}\n{"id": "a", "instruction": "y", "expected": "y"}'))).toThrow(/c.jsonl:2: duplicate task id "a"/);
     expect(() => loadJsonlTasks(jsonl("d.jsonl", '{"id": "a", "instruction": "x", "verfy": "true"}'))).toThrow(/d.jsonl:1/);
+    // A task without a verifier is refused, never scored by the harness's exit code.
+    expect(() => loadJsonlTasks(jsonl("e.jsonl", '{"id": "a", "instruction": "x"}'))).toThrow(/e.jsonl:1: task "a" has no verifier/);
+    expect(() => loadTaskDir(taskDir("no-tests", { instruction: "x" }))).toThrow(/no-tests: no verifier: add tests\/test.sh/);
+    expect(() => loadTaskDir(taskDir("bad-source", { instruction: "x", test: "true", toml: '[verifier]\nreward = "exit"\n' }))).toThrow(/verifier.reward must be "file"/);
+    expect(() => loadTaskDir(taskDir("bad-range", { instruction: "x", test: "true", toml: "[verifier]\nreward_range = [1, 0]\n" }))).toThrow(/verifier.reward_range must be \[min, max\]/);
+    expect(() => loadTaskDir(taskDir("narrow", { instruction: "x", test: "true", toml: '[verifier]\nreward = "exit-code"\nreward_range = [0.5, 1]\n' }))).toThrow(/an exit-code reward is 0 or 1/);
+    // Ids stay unique after they are made safe for rollout ids and paths.
+    expect(() => loadJsonlTasks(jsonl("f.jsonl", '{"id": "a/b", "instruction": "x", "expected": "y"}\n{"id": "a_b", "instruction": "y", "expected": "y"}'))).toThrow(
+      /task ids "a\/b" and "a_b" both become "a_b" in rollout ids \(.*f.jsonl:1 and .*f.jsonl:2\): rename one/,
+    );
   });
 
   test.skipIf(!findBwrap())("bwrap sandbox: the proxy is reachable, other ports and files outside the workspace are not", async () => {

@@ -1,4 +1,13 @@
-/** The control API (admin token): rollouts, finish with reward, read, pause/resume. */
+/**
+ * The control API (admin token): rollouts, finish with reward, read, pause/resume.
+ *
+ * Retries: a retried rollout is a new try with its own id, registered with `retry_of` (the first
+ * try's id) and `retry` (n); registering it finishes the earlier tries that never finished as
+ * infra_error ("superseded"), so a lost pod can no longer report into the group. Register is not
+ * idempotent (a second register of an id is 409: the key is handed out once); finish is, for the
+ * same verdict (same status and reward: an executor that did not hear the first answer may ask
+ * again), and 409 for a different one.
+ */
 import type { Context, Hono } from "hono";
 import type { z } from "zod";
 import { create, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus, toJson } from "../../schemas/index.ts";
@@ -42,7 +51,9 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
   app.post("/control/rollouts", async (c) => {
     const body = await parsed(c, RegisterRolloutSchema);
     const id = body.rollout_id ?? `ro-${crypto.randomUUID()}`;
-    if (registry.get(id)) throw new ProxyHttpError(409, `rollout "${id}" is already registered`, "invalid_request_error", "rollout_exists", "rollout_id");
+    if (registry.get(id)) throw new ProxyHttpError(409, `rollout "${id}" is already registered (a retry registers a new id with retry_of)`, "invalid_request_error", "rollout_exists", "rollout_id");
+    if ((body.retry === undefined) !== (body.retry_of === undefined)) throw new ProxyHttpError(400, "retry and retry_of go together", "invalid_request_error", "invalid_body", "retry_of");
+    if (body.retry_of !== undefined) supersedeEarlierTries(id, body.retry_of);
     const apiKey = newApiKey();
     const rollout = create(RolloutSchema, {
       rolloutId: id,
@@ -56,6 +67,8 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
       policyVersion: gate.policyVersion,
       labels: body.labels ?? {},
       keySha256: keySha256(apiKey),
+      retryOf: body.retry_of ?? "",
+      retry: body.retry ?? 0,
     });
     appendOr503(recorder, create(RecordSchema, { kind: { case: "rollout", value: rollout } }));
     registry.add(rollout);
@@ -72,12 +85,42 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     );
   });
 
+  /**
+   * Before try `id` of rollout `firstId` registers: a try that already has a verdict (not an
+   * infra_error) means the rollout is done and the retry must not run (409 rollout_finished,
+   * naming that try); tries that never finished are finished now as superseded infra_errors.
+   */
+  function supersedeEarlierTries(id: string, firstId: string): void {
+    const earlier = registry.tries(firstId);
+    const done = earlier.find((s) => s.result && s.result.status !== RolloutStatus.INFRA_ERROR);
+    if (done) {
+      throw new ProxyHttpError(409, `rollout "${firstId}" already finished in try "${done.rollout.rolloutId}" (GET /control/rollouts/${done.rollout.rolloutId} has its result); retry "${id}" is not needed`, "invalid_request_error", "rollout_finished", done.rollout.rolloutId);
+    }
+    for (const state of earlier) {
+      if (state.result) continue;
+      const result = create(RolloutResultSchema, {
+        rolloutId: state.rollout.rolloutId,
+        status: RolloutStatus.INFRA_ERROR,
+        finishedUnixMs: Date.now(),
+        error: `superseded by retry "${id}" (this try's pod was lost or failed)`,
+      });
+      appendOr503(recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
+      state.result = result;
+      registry.forgetHistory(state);
+    }
+  }
+
   app.post("/control/rollouts/:id/finish", async (c) => {
     const id = c.req.param("id");
     const state = registry.get(id);
     if (!state) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
-    if (state.result) throw new ProxyHttpError(409, `rollout "${id}" is already finished`, "invalid_request_error", "rollout_finished");
     const body = await parsed(c, FinishRolloutSchema);
+    if (state.result) {
+      // The same verdict again is the executor repeating a finish whose answer it did not get.
+      if (state.result.status === STATUS[body.status] && state.result.reward === body.reward) return c.json({ rollout_id: id, calls: state.calls, synced: true, repeated: true });
+      const was = `${RolloutStatus[state.result.status]?.toLowerCase() ?? state.result.status}, reward ${state.result.reward}${state.result.error ? `: ${state.result.error}` : ""}`;
+      throw new ProxyHttpError(409, `rollout "${id}" is already finished (${was})`, "invalid_request_error", "rollout_finished");
+    }
     const result = create(RolloutResultSchema, {
       rolloutId: id,
       reward: body.reward,

@@ -24,6 +24,8 @@ export interface RolloutRegistry {
   /** The rollout whose key this is (constant-time digest compare). */
   byKey(key: string): RolloutState | undefined;
   add(rollout: Rollout): RolloutState;
+  /** Every registered try of a rollout (its first try and the retries naming it), in registration order. */
+  tries(firstId: string): RolloutState[];
   /** Next seq of the rollout. */
   nextSeq(state: RolloutState): number;
   /** Folds a written ModelCall into the rollout's counters and recent tokens. */
@@ -58,6 +60,8 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
   const rollouts = new Map<string, RolloutState>();
   // By sha256 of the key: looking up a digest tells a timing observer nothing about any key.
   const byDigest = new Map<string, RolloutState>();
+  // First try's id → its tries (a retry registers a new rollout naming the first in retry_of).
+  const triesOf = new Map<string, RolloutState[]>();
   // Insertion order = least recently used first, for bounding the token history.
   const history = new Map<string, number>();
   let historyTokens = 0;
@@ -89,8 +93,13 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       rollouts.set(rollout.rolloutId, state);
       if (rollout.keySha256 !== "") byDigest.set(rollout.keySha256, state);
       policyVersion = Math.max(policyVersion, rollout.policyVersion);
+      const first = rollout.retryOf || rollout.rolloutId;
+      const tries = triesOf.get(first) ?? [];
+      tries.push(state);
+      triesOf.set(first, tries);
       return state;
     },
+    tries: (firstId) => triesOf.get(firstId) ?? [],
     nextSeq: (state) => ++state.seq,
     noteCall(state, call, prompt) {
       state.calls++;

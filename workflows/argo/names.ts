@@ -17,6 +17,22 @@ export const FORGE_APP_DIR = "/app";
 export const DATA_DIR = "/data";
 export const EXPERIMENT_DIR = "/experiment";
 
+/** Where each volume is mounted in the rollout pod (workflow.ts mounts them, the steps default to them). */
+export const POD_PATHS = {
+  /** The workspace: register and harness write it, verify reads it. */
+  workspace: "/workspace",
+  /** The harness's state (its invocation with the rollout's key, its HOME): register and harness only. */
+  state: "/forge",
+  /** What the harness step observed (exit code, log): harness writes, verify and finish read. */
+  harnessOut: "/harness-out",
+  /** The verifier's output ($FORGE_LOGS, its exit status): verify writes, finish reads. */
+  verdict: "/verdict",
+  /** The verifier's scratch (its tests, the workspace copy, HOME): verify only. */
+  scratch: "/verify",
+  /** Registration outcome and result: register and finish only (the admin-token containers). */
+  control: "/control",
+} as const;
+
 /**
  * Names of the objects rendered for one experiment.
  *

@@ -4,7 +4,7 @@
  * so the Workflow object stays the same size however many rollouts there are.
  */
 import type { Experiment } from "../../schemas/index.ts";
-import { loadExperimentTasks } from "../tasks/index.ts";
+import { loadExperimentTasks, safeTaskId } from "../tasks/index.ts";
 
 /**
  * One rollout of the plan: an Argo parameter item (`{{item.task_id}}`), so strings, and only
@@ -41,12 +41,15 @@ export function planRollouts(options: { taskIds: string[]; k: number }): Planned
 /**
  * A rollout's id and GRPO group, derived in the pod from the run (the Workflow name, unique
  * per submission, so re-runs recording into one data directory never collide) and the item.
+ * A retry (Argo's `{{retries}}` > 0) is a new try with its own id, `<first>.r<retry>`, that
+ * names the first try (`firstId`) when it registers.
  *
  * @example
  * rolloutIdentity({ run: "quick-1a2b3c4d", iteration: 0, taskId: "fix typo", attempt: 1 })
- * // { rolloutId: "quick-1a2b3c4d.i0.fix_typo.1", group: "fix typo@i0" }
+ * // { rolloutId: "quick-1a2b3c4d.i0.fix_typo.1", firstId: "quick-1a2b3c4d.i0.fix_typo.1", group: "fix typo@i0" }
+ * rolloutIdentity({ run: "q", iteration: 0, taskId: "t", attempt: 1, retry: 2 }).rolloutId // "q.i0.t.1.r2"
  */
-export function rolloutIdentity(options: { run: string; iteration: number; taskId: string; attempt: number }): { rolloutId: string; group: string } {
-  const safe = options.taskId.replace(/[^A-Za-z0-9_-]/g, "_");
-  return { rolloutId: `${options.run}.i${options.iteration}.${safe}.${options.attempt}`, group: `${options.taskId}@i${options.iteration}` };
+export function rolloutIdentity(options: { run: string; iteration: number; taskId: string; attempt: number; retry?: number }): { rolloutId: string; firstId: string; group: string } {
+  const firstId = `${options.run}.i${options.iteration}.${safeTaskId(options.taskId)}.${options.attempt}`;
+  return { rolloutId: options.retry ? `${firstId}.r${options.retry}` : firstId, firstId, group: `${options.taskId}@i${options.iteration}` };
 }

@@ -1,19 +1,14 @@
 /**
- * The steps that run inside the workflow's pods (`bun workflows/argo/step.ts STEP …`): they
- * talk to the proxy's control API over HTTP (docs/contracts.md) and to the Kubernetes API
- * with the pod's service account. Exit code 75 (EX_TEMPFAIL) marks an infrastructure error,
- * the only kind the rollout template retries.
+ * The steps that run inside the workflow's pods (`bun workflows/argo/step.ts STEP …`) besides
+ * the rollout's own (rollout-steps.ts): report, admit, veRL config, weight sync, exit. They talk
+ * to the proxy's control API over HTTP (docs/contracts.md) and to the Kubernetes API with the
+ * pod's service account. Exit code 75 (EX_TEMPFAIL) marks an infrastructure error.
  */
-import { spawn } from "node:child_process";
-import { cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import type { Experiment } from "../../schemas/index.ts";
-import { harnessInvocation, type HarnessInvocation, type Registration } from "./harness.ts";
 import { ANNOTATION_DESCRIPTION, ANNOTATION_PASS_RATE } from "./names.ts";
-import { readReward } from "../local/reward.ts";
-import { loadTask } from "./task.ts";
 import { INFRA_EXIT_CODE } from "./workflow.ts";
 
 /** An error the step cannot fix by itself and a retry of the pod may: exits 75. */
@@ -21,22 +16,36 @@ export class InfraError extends Error {
   override name = "InfraError";
 }
 
-type RolloutIds = { rolloutId: string; taskId: string; iteration: number; attempt: number; group: string };
-
 function adminToken(): string {
   const token = process.env.FORGE_ADMIN_TOKEN;
   if (!token) throw new Error("FORGE_ADMIN_TOKEN is not set (the experiment's admin Secret; forge submit creates it)");
   return token;
 }
 
-/** POST to the proxy's control API; network errors and 5xx are infrastructure errors. */
-export async function control(proxy: string, path: string, body: unknown): Promise<unknown> {
+/** The control API refused a request (4xx); `code` and `param` are from its error body. */
+export class ControlRefusal extends Error {
+  override name = "ControlRefusal";
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string | null,
+    readonly param: string | null,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A call to the proxy's control API (POST with a body, GET without); network errors and 5xx are
+ * infrastructure errors, 4xx a ControlRefusal.
+ */
+export async function control(proxy: string, path: string, body: unknown, method: "POST" | "GET" = "POST"): Promise<unknown> {
   let response: Response;
   try {
     response = await fetch(`${proxy}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${adminToken()}` },
-      body: JSON.stringify(body),
+      method,
+      headers: { ...(method === "POST" ? { "content-type": "application/json" } : {}), authorization: `Bearer ${adminToken()}` },
+      ...(method === "POST" ? { body: JSON.stringify(body) } : {}),
       signal: AbortSignal.timeout(60_000),
     });
   } catch (error) {
@@ -44,161 +53,14 @@ export async function control(proxy: string, path: string, body: unknown): Promi
   }
   const text = await response.text();
   if (response.status >= 500) throw new InfraError(`proxy ${path}: HTTP ${response.status}: ${text}`);
-  if (!response.ok) throw new Error(`proxy ${path}: HTTP ${response.status}: ${text}`);
+  if (!response.ok) {
+    let detail: { code?: string | null; param?: string | null } = {};
+    try {
+      detail = (JSON.parse(text) as { error?: typeof detail }).error ?? {};
+    } catch {}
+    throw new ControlRefusal(`proxy ${path}: HTTP ${response.status}: ${text}`, response.status, detail.code ?? null, detail.param ?? null);
+  }
   return text ? JSON.parse(text) : {};
-}
-
-function writeTree(root: string, files: Map<string, Uint8Array> | Record<string, string>) {
-  const entries = files instanceof Map ? [...files] : Object.entries(files);
-  for (const [path, content] of entries) {
-    const target = join(root, path);
-    mkdirSync(dirname(target), { recursive: true });
-    writeFileSync(target, content);
-  }
-}
-
-/**
- * Registers the rollout with the proxy, stages the task's files into the workspace, and
- * writes what the harness and verify containers need into the state directory.
- */
-export async function registerStep(options: { experiment: Experiment; experimentDir: string; proxy: string; workspace: string; state: string } & RolloutIds) {
-  const { experiment } = options;
-  const { task, files } = loadTask(experiment, options.experimentDir, options.taskId);
-  const registration = (await control(options.proxy, "/control/rollouts", {
-    rollout_id: options.rolloutId,
-    experiment: experiment.metadata.name,
-    iteration: options.iteration,
-    task_id: options.taskId,
-    group: options.group,
-    attempt: options.attempt,
-    harness: experiment.spec.harness.name,
-  })) as Registration;
-  writeTree(options.workspace, files);
-  const home = join(options.state, "home");
-  mkdirSync(home, { recursive: true });
-  const invocation = harnessInvocation({ experiment, registration, instruction: task.instruction, workspace: options.workspace, home });
-  writeFileSync(join(options.state, "instruction.md"), task.instruction);
-  writeFileSync(join(options.state, "harness.json"), JSON.stringify(invocation));
-  const { experiment: _, ...ids } = options;
-  writeFileSync(join(options.state, "rollout.json"), JSON.stringify({ ...ids, registration, timeoutSeconds: task.agentTimeoutSeconds }));
-  console.log(`registered ${registration.rollout_id} (task ${options.taskId}, policy version ${registration.policy_version ?? "?"})`);
-}
-
-export type HarnessOutcome = { exit_code: number | null; signal: string | null; timed_out: boolean; duration_ms: number; error?: string };
-
-/** Runs `command` as its own process group; on timeout the whole group is killed. */
-export function runGroup(command: string[], options: { cwd: string; env: Record<string, string>; timeoutMs: number; log: string }): Promise<HarnessOutcome> {
-  const started = Date.now();
-  return new Promise((resolve) => {
-    const log = createWriteStream(options.log);
-    const child = spawn(command[0]!, command.slice(1), { cwd: options.cwd, env: options.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-    child.stdout.on("data", (chunk) => (process.stdout.write(chunk), log.write(chunk)));
-    child.stderr.on("data", (chunk) => (process.stderr.write(chunk), log.write(chunk)));
-    let timedOut = false;
-    const kill = (signal: NodeJS.Signals) => {
-      try {
-        process.kill(-child.pid!, signal);
-      } catch {}
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill("SIGTERM");
-      setTimeout(() => kill("SIGKILL"), 10_000).unref();
-    }, options.timeoutMs);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      log.end();
-      resolve({ exit_code: null, signal: null, timed_out: false, duration_ms: Date.now() - started, error: error.message });
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      log.end();
-      resolve({ exit_code: code, signal, timed_out: timedOut, duration_ms: Date.now() - started });
-    });
-  });
-}
-
-/** The harness container: runs the prepared invocation with the timeout; always exits 0 so verify runs. */
-export async function harnessStep(options: { state: string; workspace: string; timeoutSeconds: number }) {
-  const invocation = JSON.parse(readFileSync(join(options.state, "harness.json"), "utf8")) as HarnessInvocation;
-  // A task's own timeout (task.toml [agent] timeout_sec) may shorten the experiment's, not
-  // lengthen it: the pod's activeDeadlineSeconds is derived from rollouts.timeoutSeconds.
-  const rollout = JSON.parse(readFileSync(join(options.state, "rollout.json"), "utf8")) as { timeoutSeconds?: number };
-  const timeoutSeconds = Math.min(rollout.timeoutSeconds ?? Infinity, options.timeoutSeconds);
-  // Config files are written here, not in the register container: only the volumes are shared.
-  writeTree("/", invocation.files);
-  const { FORGE_ADMIN_TOKEN: _never, ...inherited } = process.env as Record<string, string>;
-  const outcome =
-    invocation.command.length === 0
-      ? { exit_code: null, signal: null, timed_out: false, duration_ms: 0, error: "empty harness command" }
-      : await runGroup(invocation.command, {
-          cwd: options.workspace,
-          env: { ...inherited, ...invocation.env },
-          timeoutMs: timeoutSeconds * 1000,
-          log: join(options.state, "harness.log"),
-        });
-  writeFileSync(join(options.state, "harness-result.json"), JSON.stringify(outcome));
-  console.log(`harness ${outcome.timed_out ? "timed out" : `exited ${outcome.exit_code ?? outcome.error}`} after ${outcome.duration_ms} ms`);
-}
-
-/**
- * The verify container: runs the task's verifier in the workspace (its tests in $FORGE_TESTS,
- * its logs and reward file in $FORGE_LOGS, as the local executor gives them) and reports
- * reward and status to the proxy. Same rules as workflows/local: no verifier → the harness's
- * exit code decides; a verifier timeout is status timeout; the verifier runs after a harness
- * crash or timeout too, and the status still says what went wrong.
- */
-export async function verifyStep(options: { experiment: Experiment; experimentDir: string; proxy: string; workspace: string; state: string } & RolloutIds) {
-  const { experiment } = options;
-  const { task, testFiles, testScript, verifier } = loadTask(experiment, options.experimentDir, options.taskId);
-  const harness = JSON.parse(readFileSync(join(options.state, "harness-result.json"), "utf8")) as HarnessOutcome;
-  const testsDir = join(options.state, "tests");
-  const logsDir = join(options.state, "logs", "verifier");
-  mkdirSync(logsDir, { recursive: true });
-  writeTree(testsDir, testFiles);
-  const harnessLog = join(options.state, "harness.log");
-  let status: "ok" | "failed" | "timeout" | "infra_error" = harness.error ? "infra_error" : harness.timed_out ? "timeout" : harness.exit_code === 0 ? "ok" : "failed";
-  let reward: number;
-  let verifierOutput: string;
-  if (verifier.kind === "expected") {
-    const found = existsSync(harnessLog) && readFileSync(harnessLog, "utf8").includes(verifier.text);
-    reward = found ? 1 : 0;
-    verifierOutput = `expected ${JSON.stringify(verifier.text)} ${found ? "found" : "not found"} in the harness output`;
-  } else if (!testScript) {
-    reward = status === "ok" ? 1 : 0;
-    verifierOutput = `no verifier: reward from the harness exit code (${harness.exit_code ?? harness.signal})`;
-  } else {
-    // The verifier is task code too: it does not get the admin token either.
-    const { FORGE_ADMIN_TOKEN: _token, ...inherited } = process.env as Record<string, string>;
-    const env = { ...inherited, FORGE_TESTS: testsDir, FORGE_LOGS: logsDir, FORGE_WORKSPACE: options.workspace, FORGE_HARNESS_STDOUT: harnessLog };
-    const seconds = task.verifierTimeoutSeconds ?? 600;
-    const log = join(options.state, "verifier.log");
-    const outcome = await runGroup(["bash", join(testsDir, testScript)], { cwd: options.workspace, env, timeoutMs: seconds * 1000, log });
-    verifierOutput = readFileSync(log, "utf8").slice(-4000);
-    if (outcome.error) throw new InfraError(`verifier did not start: ${outcome.error}`);
-    if (outcome.timed_out) {
-      reward = 0;
-      verifierOutput += `\n[verifier killed after ${seconds} s]`;
-      if (status === "ok") status = "timeout";
-    } else {
-      const read = readReward({ logsDir, workspace: options.workspace, exitCode: outcome.exit_code });
-      reward = read.reward;
-      verifierOutput += `${read.error ? `\n${read.error}` : ""}\n[reward ${read.reward} from ${read.source}]`;
-    }
-  }
-  await control(options.proxy, `/control/rollouts/${encodeURIComponent(options.rolloutId)}/finish`, {
-    reward,
-    status,
-    verifier_output: verifierOutput,
-    ...(harness.error ? { error: harness.error } : {}),
-    metrics: { harness_exit_code: harness.exit_code ?? -1, harness_duration_ms: harness.duration_ms },
-  });
-  const passed = status !== "infra_error" && reward >= experiment.spec.metrics.passThreshold;
-  const result = { rollout_id: options.rolloutId, task_id: options.taskId, reward, status, passed };
-  writeFileSync(join(options.state, "result.json"), JSON.stringify(result));
-  console.log(JSON.stringify(result));
-  // A harness that could not start is the image's fault, not the policy's: let Argo retry.
-  if (harness.error) throw new InfraError(`harness did not start: ${harness.error}`);
 }
 
 export type IterationReport = { iteration: number; rollouts: number; scored: number; passed: number; infraErrors: number; passRate: number; meanReward: number };
@@ -359,6 +221,73 @@ function checkGroupDataset(batch: string, rows: number) {
         `${groups.short_groups} groups had fewer than ${groups.samples_per_row} samples and ${(manifest.groups?.seen ?? 0) - (manifest.groups?.kept ?? 0)} were dropped below --min-group-size ` +
         `(infrastructure errors are left out, not scored 0; see the manifest). Lower it with training.overrides: data.train_batch_size=${Math.max(groups.rows, 1)}.`,
     );
+  }
+}
+
+export type AdmitReport = {
+  iteration: number;
+  /** Groups the iteration was to produce (one per task). */
+  groups: number;
+  /** Groups with all k samples (the group dataset's rows). */
+  complete: number;
+  /** Groups with some samples but fewer than k (their rollouts were lost or infra errors). */
+  short: number;
+  /** Groups with no usable sample at all. */
+  lost: number;
+  /** Groups the training step uses (`data.train_batch_size`). */
+  train_batch_size: number;
+  /** Complete groups left out so the batch divides over the GPUs (veRL's check). */
+  left_out_for_gpus: number;
+};
+
+/**
+ * Decides whether an iteration trains on what survived, and on how many groups: groups short of
+ * k samples (lost rollouts, infrastructure errors) were dropped by the export; training goes on
+ * when at least `minGroupFraction` of the iteration's groups are complete (`min` groups), with
+ * `data.train_batch_size` = the complete groups (rounded down so batch × k divides by the GPUs),
+ * or the experiment's own `data.train_batch_size` override, which then must be met.
+ *
+ * @example
+ * admitGroups({ iteration: 0, groups: 10, complete: 9, short: 1, k: 4, gpus: 2, minGroupFraction: 0.5 }).train_batch_size // 9
+ */
+export function admitGroups(options: { iteration: number; groups: number; complete: number; short: number; k: number; gpus: number; minGroupFraction: number; trainBatchSize?: number }): AdmitReport {
+  const { groups, complete, short, k, gpus } = options;
+  const needed = Math.max(1, Math.ceil(options.minGroupFraction * groups), options.trainBatchSize ?? 0);
+  const lost = Math.max(0, groups - complete - short);
+  const counts = `${complete} of ${groups} groups complete (${short} short of k=${k}, ${lost} with no sample; their rollouts were lost or infrastructure errors)`;
+  if (complete < needed) {
+    const why = options.trainBatchSize !== undefined && options.trainBatchSize > Math.ceil(options.minGroupFraction * groups) ? `training.overrides sets data.train_batch_size=${options.trainBatchSize}` : `training.minGroupFraction is ${options.minGroupFraction}`;
+    throw new Error(`iteration ${options.iteration}: ${counts}; at least ${needed} are needed (${why}). Look at the rollouts' infra errors, or lower the threshold.`);
+  }
+  let batch = options.trainBatchSize ?? complete;
+  // veRL splits batch × k samples over the GPUs: keep the largest batch for which that divides.
+  if (options.trainBatchSize === undefined) while (batch > 0 && (batch * k) % gpus !== 0) batch--;
+  if (batch < 1 || batch < needed) throw new Error(`iteration ${options.iteration}: ${counts}; no batch of at least ${needed} groups × k=${k} samples divides over ${gpus} GPUs`);
+  return { iteration: options.iteration, groups, complete, short, lost, train_batch_size: batch, left_out_for_gpus: complete - batch };
+}
+
+/**
+ * The admit step (between export and train): reads the export manifest, applies admitGroups,
+ * writes the batch size for the train step's `train-batch-size` parameter, and notes the
+ * counts on the workflow. Exits 1 when too few groups survived.
+ */
+export async function admitStep(options: { batch: string; groups: number; k: number; gpus: number; minGroupFraction: number; trainBatchSize?: number; iteration: number; out: string; workflow: string; namespace: string }) {
+  const path = exportManifestPath(options.batch);
+  if (!existsSync(path)) throw new Error(`${path}: no export manifest (did the export step of this iteration run?)`);
+  const manifest = JSON.parse(readFileSync(path, "utf8")) as { group_dataset?: { rows: number; short_groups: number } | null };
+  if (!manifest.group_dataset) throw new Error(`${path}: the export wrote no group dataset (run forge export with --group-rows k; veRL trains on it)`);
+  const report = admitGroups({ ...options, complete: manifest.group_dataset.rows, short: manifest.group_dataset.short_groups });
+  writeFileSync(options.out, String(report.train_batch_size));
+  console.log(JSON.stringify(report));
+  const kc = await inClusterConfig();
+  if (!kc) return;
+  try {
+    const { annotateWorkflow } = await import("./kube.ts");
+    await annotateWorkflow(kc, options.namespace, options.workflow, {
+      [`openforge.dev/groups.iteration-${options.iteration}`]: `${report.train_batch_size} trained, ${report.complete}/${report.groups} complete, ${report.short} short, ${report.lost} lost`,
+    });
+  } catch (error) {
+    console.error(`could not annotate workflow ${options.workflow}: ${(error as Error).message}`);
   }
 }
 

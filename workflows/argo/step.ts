@@ -1,28 +1,35 @@
 #!/usr/bin/env bun
 /**
  * Entry point of the workflow's pods: `bun workflows/argo/step.ts STEP [flags]`, with STEP one
- * of plan | register | harness | verify | report | sync | verl-config | exit (see workflows/argo/pod.ts).
- * Not a `forge` subcommand because only the rendered pods call it. Exit codes: 0 done,
- * 1 failed, 2 bad usage, 75 infrastructure error (retried by the rollout template).
+ * of plan | register | harness | verify | finish (the rollout pod: rollout-steps.ts) | report |
+ * admit | sync | verl-config | exit (pod.ts). Not a `forge` subcommand because only the rendered
+ * pods call it. Exit codes: 0 done, 1 failed, 2 bad usage, 75 infrastructure error (the rollout
+ * template retries it as a new try).
  */
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { parseExperimentFile } from "../../schemas/index.ts";
 import { listTaskIds, planRollouts, rolloutIdentity } from "./plan.ts";
-import { exitStep, harnessStep, InfraError, registerStep, reportStep, syncStep, verifyStep, verlConfigStep } from "./pod.ts";
-import { INFRA_EXIT_CODE } from "./workflow.ts";
+import { admitStep, exitStep, InfraError, reportStep, syncStep, verlConfigStep } from "./pod.ts";
+import { finishStep, harnessStep, POD_PATHS, registerStep, verifyStep } from "./rollout-steps.ts";
+import { INFRA_EXIT_CODE, overrideValue } from "./workflow.ts";
 
-const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|report|sync|verl-config|exit [flags]`;
+const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|finish|report|admit|sync|verl-config|exit [flags]`;
 
 const options = {
   experiment: { type: "string" },
   run: { type: "string" },
   iteration: { type: "string" },
   proxy: { type: "string" },
-  workspace: { type: "string", default: "/workspace" },
-  state: { type: "string", default: "/forge" },
+  workspace: { type: "string", default: POD_PATHS.workspace },
+  state: { type: "string", default: POD_PATHS.state },
+  "harness-out": { type: "string", default: POD_PATHS.harnessOut },
+  verdict: { type: "string", default: POD_PATHS.verdict },
+  scratch: { type: "string", default: POD_PATHS.scratch },
+  control: { type: "string", default: POD_PATHS.control },
   task: { type: "string" },
   attempt: { type: "string", default: "0" },
+  retry: { type: "string", default: "0" },
   "timeout-seconds": { type: "string" },
   sandbox: { type: "string" },
   results: { type: "string" },
@@ -56,7 +63,9 @@ function ids(values: Values) {
   const taskId = need(values, "task");
   const iteration = Number(need(values, "iteration"));
   const attempt = Number(values.attempt ?? 0);
-  return { taskId, iteration, attempt, ...rolloutIdentity({ run: need(values, "run"), iteration, taskId, attempt }) };
+  const retry = Number(values.retry ?? 0);
+  if (!Number.isInteger(retry) || retry < 0) throw new UsageErrorLocal(`--retry must be an integer ≥ 0 (Argo's {{retries}}), got "${values.retry}"`);
+  return { taskId, iteration, attempt, retry, ...rolloutIdentity({ run: need(values, "run"), iteration, taskId, attempt, retry }) };
 }
 
 /** Runs one step; returns the exit code. */
@@ -73,15 +82,39 @@ export async function runStep(argv: string[]): Promise<number> {
         return 0;
       }
       case "register":
-      case "verify": {
+      case "finish": {
         const file = need(values, "experiment");
-        const common = { experiment: parseExperimentFile(file), experimentDir: dirname(file), proxy: need(values, "proxy"), workspace: values.workspace!, state: values.state!, ...ids(values) };
-        await (step === "register" ? registerStep(common) : verifyStep(common));
+        const common = { experiment: parseExperimentFile(file), experimentDir: dirname(file), proxy: need(values, "proxy"), controlDir: values.control!, ...ids(values) };
+        if (step === "register") await registerStep({ ...common, workspace: values.workspace!, state: values.state! });
+        else await finishStep({ ...common, harnessOut: values["harness-out"]!, verdict: values.verdict! });
         return 0;
       }
       case "harness":
-        await harnessStep({ state: values.state!, workspace: values.workspace!, timeoutSeconds: Number(need(values, "timeout-seconds")) });
+        await harnessStep({ state: values.state!, workspace: values.workspace!, harnessOut: values["harness-out"]!, timeoutSeconds: Number(need(values, "timeout-seconds")) });
         return 0;
+      case "verify": {
+        const file = need(values, "experiment");
+        await verifyStep({ experiment: parseExperimentFile(file), experimentDir: dirname(file), workspace: values.workspace!, harnessOut: values["harness-out"]!, verdict: values.verdict!, scratch: values.scratch!, taskId: need(values, "task") });
+        return 0;
+      }
+      case "admit": {
+        const file = need(values, "experiment");
+        const experiment = parseExperimentFile(file);
+        const override = overrideValue(experiment.spec.training.overrides, "data.train_batch_size");
+        await admitStep({
+          batch: need(values, "batch"),
+          groups: listTaskIds(experiment, dirname(file)).length,
+          k: experiment.spec.rollouts.k,
+          gpus: experiment.spec.training.gpus,
+          minGroupFraction: experiment.spec.training.minGroupFraction,
+          ...(override !== undefined ? { trainBatchSize: Number(override) } : {}),
+          iteration: Number(need(values, "iteration")),
+          out: need(values, "out"),
+          workflow: need(values, "workflow"),
+          namespace: need(values, "namespace"),
+        });
+        return 0;
+      }
       case "report":
         await reportStep({ results: need(values, "results"), iteration: Number(need(values, "iteration")), workflow: need(values, "workflow"), namespace: need(values, "namespace"), out: need(values, "out") });
         return 0;

@@ -4,7 +4,7 @@
  * Shape (see docs/argo.md): the entrypoint is a DAG of iterations generated at render time
  * (not a recursive template, so the UI shows one node per iteration and nothing depends on
  * recursion depth), each depending on the previous one. Each iteration (a DAG): plan → rollouts (withParam over the plan, one pod each,
- * bounded by `parallelism`) → report (pass rate onto the workflow) → in train mode export →
+ * bounded by `parallelism`) → report (pass rate onto the workflow) → in train mode export → admit (the groups that survived) →
  * train (veRL) → weight sync. An exit handler annotates the final state.
  */
 import { Workflow, WorkflowTemplate } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1";
@@ -13,6 +13,7 @@ import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1DAGTask as
 import type { IContainer } from "kubernetes-models/v1/Container";
 import type { Experiment } from "../../schemas/index.ts";
 import { adminTokenEnv, experimentVolume, type ConfigItem } from "./cluster.ts";
+import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplate } from "./security.ts";
 import {
   ANNOTATION_DESCRIPTION,
   baseLabels,
@@ -24,6 +25,7 @@ import {
   LABEL_ITERATION,
   LABEL_ROLE,
   objectNames,
+  POD_PATHS,
   proxyUrl,
 } from "./names.ts";
 
@@ -80,10 +82,15 @@ export type VerlOptions = {
    * inline task list's length, else 8.
    */
   taskCount?: number;
+  /**
+   * `data.train_batch_size` as an Argo expression (the admit step's output: the groups that
+   * survived), instead of a number fixed at render time. The experiment's override still wins.
+   */
+  trainBatchSize?: string;
 };
 
 /** The value of `key` in a list of hydra overrides (`key=value`, `+key=value`), if set. */
-function overrideValue(overrides: string[], key: string): string | undefined {
+export function overrideValue(overrides: string[], key: string): string | undefined {
   const found = overrides.findLast((o) => o.slice(0, o.indexOf("=")).replace(/^[+~]+/, "") === key);
   return found?.slice(found.indexOf("=") + 1);
 }
@@ -107,7 +114,7 @@ export function verlCommand(experiment: Experiment, iteration: number, options: 
   const groups = verlGroupDatasetPath(iteration);
   const promptLength = overrideValue(overrides, "data.max_prompt_length") ?? String(DEFAULT_PROMPT_LENGTH);
   const responseLength = overrideValue(overrides, "data.max_response_length") ?? String(DEFAULT_RESPONSE_LENGTH);
-  const batchSize = verlTrainBatchSize(experiment, options);
+  const batchSize = overrideValue(overrides, "data.train_batch_size") ?? options.trainBatchSize ?? verlTrainBatchSize(experiment, options);
   // Dynamic batching packs sequences by tokens; one sequence must fit a GPU's budget.
   const tokensPerGpu = String(Number(promptLength) + Number(responseLength));
   const defaults = [
@@ -212,50 +219,82 @@ function planTemplate(experiment: Experiment): Template {
 }
 
 /**
- * One pod per rollout, as a containerSet so the three phases share the workspace volume:
- * `register` (forge image, holds the admin token) registers the rollout with the proxy and
- * stages the task; `harness` (no token) runs the harness against the rollout's base URL with
- * the timeout; `main` runs the verifier and reports reward and status to the proxy. Only
- * infrastructure errors are retried: a pod that errored, or a phase that exited 75.
+ * Retry a rollout pod unless its `main` container itself said the failure is final. `main`
+ * (finish) exits 0, 75 (infrastructure: retried) or 1 / 2 (an error a retry cannot fix). Any
+ * other code, or none, means the pod was disrupted before main could say: an evicted pod ends
+ * Failed with the eviction message and no exit code ("-1"), an OOM kill or a killed sibling
+ * container makes Argo's emissary exit 64 (or 137) in main, a lost node or a failed image pull
+ * is Error. At Argo v4.1.2 (workflow/controller/operator.go): an `expression` alone implies
+ * retryPolicy Always, lastRetry.exitCode is a string ("-1" without one), and the expression
+ * is evaluated after the limit.
+ */
+export const ROLLOUT_RETRY_EXPRESSION = 'lastRetry.exitCode != "1" && lastRetry.exitCode != "2"';
+
+/** A fresh emptyDir per name (volumes of the rollout pod, each mounted only where it is needed). */
+const emptyDirs = (...names: string[]) => names.map((name) => ({ name, emptyDir: {} }));
+const mount = (name: string, mountPath: string, readOnly = false) => ({ name, mountPath, ...(readOnly ? { readOnly: true } : {}) });
+
+/**
+ * One pod per rollout, as a containerSet of four containers that share only what each needs
+ * (rollout-steps.ts): `register` (forge image, admin token) registers this try and stages the
+ * task; `harness` (harness image, no token) runs the harness; `verify` (harness image, no token)
+ * runs the verifier on a copy of the workspace, writing to a volume the harness never had;
+ * `main` (forge image, admin token) scores and reports. Containers of a pod do not share a PID
+ * namespace (shareProcessNamespace stays off), so task code cannot read the token from /proc.
+ * Infrastructure failures are retried as new tries (`--retry {{retries}}`).
  */
 function rolloutTemplate(experiment: Experiment, namespace: string): Template {
   const { rollouts } = experiment.spec;
   const proxy = proxyUrl(experiment, namespace);
   const image = harnessImage(experiment);
-  // The pod derives the rollout id and group from these (plan.ts rolloutIdentity).
-  const ids = ["--run", "{{workflow.name}}", "--task", param("task_id"), "--iteration", param("iteration"), "--attempt", param("attempt")];
-  const mounts = [
-    { name: "workspace", mountPath: "/workspace" },
-    { name: "forge", mountPath: "/forge" },
-  ];
+  const experimentFile = `${EXPERIMENT_DIR}/experiment.yaml`;
+  // The pod derives the rollout id and group from these (plan.ts rolloutIdentity); {{retries}} is the try.
+  const ids = ["--run", "{{workflow.name}}", "--task", param("task_id"), "--iteration", param("iteration"), "--attempt", param("attempt"), "--retry", "{{retries}}"];
+  const taskResources = { requests: { cpu: rollouts.resources.cpu, memory: rollouts.resources.memory }, limits: { memory: rollouts.resources.memory } };
+  const P = POD_PATHS;
   const containers: (IContainer & { dependencies?: string[] })[] = [
     {
       name: "register",
       image: experiment.spec.proxy.image,
       workingDir: FORGE_APP_DIR,
-      ...forgeStep("register", "--experiment", `${EXPERIMENT_DIR}/experiment.yaml`, "--proxy", proxy, "--workspace", "/workspace", "--state", "/forge", ...ids),
-      env: [adminTokenEnv(experiment)],
+      ...forgeStep("register", "--experiment", experimentFile, "--proxy", proxy, "--workspace", P.workspace, "--state", P.state, "--control", P.control, ...ids),
+      env: [adminTokenEnv(experiment), ...READ_ONLY_ROOT_ENV],
       resources: smallResources,
-      volumeMounts: [...mounts, experimentMount],
+      securityContext: restrictedContainer({ readOnlyRoot: true }),
+      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("control", P.control), mount("forge-tmp", "/tmp"), experimentMount],
     },
     {
       name: "harness",
       image,
       dependencies: ["register"],
-      workingDir: "/workspace",
-      ...forgeStep("harness", "--state", "/forge", "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
-      resources: { requests: { cpu: rollouts.resources.cpu, memory: rollouts.resources.memory }, limits: { memory: rollouts.resources.memory } },
-      volumeMounts: mounts,
+      workingDir: P.workspace,
+      ...forgeStep("harness", "--state", P.state, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
+      resources: taskResources,
+      securityContext: restrictedContainer({ readOnlyRoot: false }),
+      // No experiment volume (the tests are in it), no verdict or control volume, no token.
+      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("harness-out", P.harnessOut)],
+    },
+    {
+      name: "verify",
+      image,
+      dependencies: ["harness"],
+      workingDir: P.scratch,
+      ...forgeStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--task", param("task_id")),
+      resources: taskResources,
+      securityContext: restrictedContainer({ readOnlyRoot: false }),
+      // The workspace read-only (the verifier works on a copy); not the harness's state (its key).
+      volumeMounts: [mount("workspace", P.workspace, true), mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict), mount("scratch", P.scratch), experimentMount],
     },
     {
       name: "main",
-      image,
-      dependencies: ["harness"],
-      workingDir: "/workspace",
-      ...forgeStep("verify", "--experiment", `${EXPERIMENT_DIR}/experiment.yaml`, "--proxy", proxy, "--workspace", "/workspace", "--state", "/forge", ...ids),
-      env: [adminTokenEnv(experiment)],
-      resources: { requests: { cpu: rollouts.resources.cpu, memory: rollouts.resources.memory }, limits: { memory: rollouts.resources.memory } },
-      volumeMounts: [...mounts, experimentMount],
+      image: experiment.spec.proxy.image,
+      dependencies: ["verify"],
+      workingDir: FORGE_APP_DIR,
+      ...forgeStep("finish", "--experiment", experimentFile, "--proxy", proxy, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--control", P.control, ...ids),
+      env: [adminTokenEnv(experiment), ...READ_ONLY_ROOT_ENV],
+      resources: smallResources,
+      securityContext: restrictedContainer({ readOnlyRoot: true }),
+      volumeMounts: [mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict, true), mount("control", P.control), mount("forge-tmp", "/tmp"), experimentMount],
     },
   ];
   return {
@@ -271,23 +310,21 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
     retryStrategy: {
       limit: rollouts.infraRetries,
       retryPolicy: "Always",
-      expression: `lastRetry.status == "Error" || lastRetry.exitCode == "${INFRA_EXIT_CODE}"`,
+      expression: ROLLOUT_RETRY_EXPRESSION,
       backoff: { duration: "10s", factor: 2, maxDuration: "10m" },
     },
     // No Kubernetes token for the harness; Argo's executor gets its own (executor.serviceAccountName).
     automountServiceAccountToken: false,
     executor: { serviceAccountName: objectNames(experiment).serviceAccount },
-    volumes: [
-      { name: "workspace", emptyDir: {} },
-      { name: "forge", emptyDir: {} },
-    ],
-    // In-pod retries of a phase that failed (register / verify exit non-zero only for errors:
-    // the harness phase always exits 0), so a flaky proxy call does not cost a new pod. The
-    // node's exit code is main's, so a register that kept failing surfaces only here.
-    containerSet: { containers, retryStrategy: { retries: rollouts.infraRetries, duration: "5s" } },
+    securityContext: restrictedPod(),
+    volumes: emptyDirs("workspace", "state", "harness-out", "verdict", "scratch", "control", "forge-tmp"),
+    // No in-pod container retries: register, harness and verify never fail (they leave their
+    // outcome in a file) and finish retries its proxy calls itself; a failure that remains is
+    // the pod's, retried as a new try above.
+    containerSet: { containers },
     outputs: {
       parameters: [
-        { name: "result", valueFrom: { path: "/forge/result.json", default: '{"status":"infra_error","reward":0,"passed":false}' } },
+        { name: "result", valueFrom: { path: `${P.control}/result.json`, default: '{"status":"infra_error","reward":0,"passed":false}' } },
       ],
     },
   };
@@ -373,11 +410,51 @@ function exportTemplate(experiment: Experiment): Template {
   };
 }
 
+/**
+ * The admit step: after export, how many of the iteration's groups survived with all k samples;
+ * training goes on with those (`train-batch-size`, the train step's parameter) when at least
+ * `training.minGroupFraction` of the groups did, and the iteration fails otherwise.
+ */
+function admitTemplate(experiment: Experiment): Template {
+  return {
+    name: "admit",
+    inputs: { parameters: [{ name: "iteration" }] },
+    metadata: { labels: { [LABEL_ROLE]: "admit", [LABEL_ITERATION]: param("iteration") } },
+    container: {
+      name: "main",
+      image: experiment.spec.proxy.image,
+      workingDir: FORGE_APP_DIR,
+      ...forgeStep(
+        "admit",
+        "--experiment",
+        `${EXPERIMENT_DIR}/experiment.yaml`,
+        "--batch",
+        verlBatchPath(param("iteration")),
+        "--iteration",
+        param("iteration"),
+        "--workflow",
+        "{{workflow.name}}",
+        "--namespace",
+        "{{workflow.namespace}}",
+        "--out",
+        "/tmp/train-batch-size",
+      ),
+      resources: smallResources,
+      volumeMounts: [dataMount, experimentMount],
+    },
+    outputs: { parameters: [{ name: "train-batch-size", valueFrom: { path: "/tmp/train-batch-size" } }] },
+  };
+}
+
 function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOptions): Template {
   const { training } = experiment.spec;
-  const [command, ...args] = verlCommand(experiment, iteration, verl);
+  // The batch is what the admit step let through (groups that kept all k samples), unless the
+  // experiment fixes it (then the admit step checks that many survived).
+  const batchSize = overrideValue(training.overrides, "data.train_batch_size") ?? param("train-batch-size");
+  const [command, ...args] = verlCommand(experiment, iteration, { ...verl, trainBatchSize: batchSize });
   return {
     name: `train-${iteration}`,
+    inputs: { parameters: [{ name: "train-batch-size" }] },
     metadata: { labels: { [LABEL_ROLE]: "train", [LABEL_ITERATION]: String(iteration) } },
     // The veRL image does not contain this project: copy the ForgeAgentLoop in from the forge
     // image, with an agent-loop config pointing it at this iteration's exported batch; it also
@@ -396,7 +473,7 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
           "--experiment-name",
           experiment.metadata.name,
           "--train-batch-size",
-          String(verlTrainBatchSize(experiment, verl)),
+          batchSize,
         ),
         mirrorVolumeMounts: true,
       },
@@ -508,7 +585,13 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
     tasks.push({ name: "export", template: "export", dependencies: ["report"], arguments: { parameters: [iterationArg] } });
   }
   if (trains(experiment)) {
-    tasks.push({ name: "train", template: `train-${iteration}`, dependencies: ["export"] });
+    tasks.push({ name: "admit", template: "admit", dependencies: ["export"], arguments: { parameters: [iterationArg] } });
+    tasks.push({
+      name: "train",
+      template: `train-${iteration}`,
+      dependencies: ["admit"],
+      arguments: { parameters: [{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }] },
+    });
     if (experiment.spec.training.weightSync.strategy !== "none") {
       tasks.push({
         name: "sync",
@@ -579,7 +662,7 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
   if (experiment.spec.policy.mode === "train") templates.push(exportTemplate(experiment));
   if (trains(experiment)) {
     const verl = options.taskCount === undefined ? {} : { taskCount: options.taskCount };
-    templates.push(...Array.from({ length: iterations }, (_, i) => trainTemplate(experiment, i, verl)));
+    templates.push(admitTemplate(experiment), ...Array.from({ length: iterations }, (_, i) => trainTemplate(experiment, i, verl)));
     if (experiment.spec.training.weightSync.strategy !== "none") templates.push(syncTemplate(experiment, options.namespace));
   }
   const template = new WorkflowTemplate({
@@ -602,7 +685,8 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
         { name: "data", persistentVolumeClaim: { claimName: names.data } },
         experimentVolume(experiment, options.configItems ?? []),
       ],
-      templates,
+      // Every pod restricted; only this project's own containers get a read-only root.
+      templates: templates.map((t) => restrictTemplate(t, new Set([experiment.spec.proxy.image]))),
     },
   });
   template.validate();

@@ -9,6 +9,7 @@ import { ExperimentError, parseExperimentFile } from "../../schemas/index.ts";
 import { TaskError } from "../tasks/index.ts";
 import { formatPassTable } from "./passk.ts";
 import { liveGroups } from "./process-group.ts";
+import { SandboxError } from "./sandbox.ts";
 import { runExperiment } from "./run.ts";
 
 const usage = `
@@ -21,6 +22,9 @@ pass@k / pass^k table.
   --data DIR           data directory (default .forge/runs/<experiment>-<timestamp>)
   --parallelism N      rollouts at a time (default spec.rollouts.parallelism)
   --sandbox MODE       auto | bwrap | none (default spec.rollouts.sandbox)
+  --allow-root-unsandboxed
+                       run rollouts without a holding sandbox even as root (refused otherwise;
+                       also FORGE_ALLOW_ROOT_UNSANDBOXED=1)
   --json               print the result as JSON on stdout
   --quiet              no progress line
   --label KEY=VALUE    record a label on every rollout (repeatable; gitops sets openforge.dev/commit)
@@ -55,6 +59,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         data: { type: "string" },
         parallelism: { type: "string" },
         sandbox: { type: "string" },
+        "allow-root-unsandboxed": { type: "boolean", default: false },
         json: { type: "boolean", default: false },
         quiet: { type: "boolean", default: false },
         label: { type: "string", multiple: true },
@@ -101,9 +106,10 @@ export async function runCommand(argv: string[]): Promise<number> {
   process.on("SIGTERM", onSignal);
   let result;
   try {
-    result = await runExperiment({ experiment, experimentPath, dataDir, parallelism, sandbox, quiet: values.quiet, signal: controller.signal, labels });
+    const allowRootUnsandboxed = values["allow-root-unsandboxed"] || undefined;
+    result = await runExperiment({ experiment, experimentPath, dataDir, parallelism, sandbox, allowRootUnsandboxed, quiet: values.quiet, signal: controller.signal, labels });
   } catch (error) {
-    if (error instanceof TaskError) throw new UsageError(`forge run: ${error.message}`);
+    if (error instanceof TaskError || error instanceof SandboxError) throw new UsageError(`forge run: ${error.message}`);
     throw error;
   } finally {
     process.off("SIGINT", onSignal);

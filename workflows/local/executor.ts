@@ -6,7 +6,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Task } from "../tasks/index.ts";
+import { checkTaskIds, safeTaskId, type Task } from "../tasks/index.ts";
 import { controlClient } from "./control.ts";
 import { startProxyBridge } from "./bridge.ts";
 import { progressReporter, type ProgressState } from "./progress.ts";
@@ -31,6 +31,8 @@ export type LocalRunOptions = {
   verifierTimeoutSeconds?: number;
   iteration?: number;
   sandbox?: SandboxMode;
+  /** Run unsandboxed even as root (refused otherwise); also FORGE_ALLOW_ROOT_UNSANDBOXED=1. */
+  allowRootUnsandboxed?: boolean;
   /** Reward ≥ this counts as a pass in the progress line. */
   passThreshold?: number;
   graceMs?: number;
@@ -46,15 +48,17 @@ export type LocalRunOptions = {
 export type LocalRunResult = { outcomes: RolloutOutcome[]; durationMs: number; sandbox: "bwrap" | "none"; aborted: boolean };
 
 /**
- * The rollouts of one iteration: every task k times, ids that are safe as directory names.
+ * The rollouts of one iteration: every task k times, ids that are safe as directory names (two
+ * tasks whose ids become the same are refused, naming both).
  *
  * @example
  * planLocalRollouts({ run: "quick-1", iteration: 0, tasks, k: 2 })[0].rolloutId; // "quick-1.i0.hello-file.0"
  */
 export function planLocalRollouts(options: { run: string; iteration: number; tasks: Task[]; k: number }): RolloutPlan[] {
+  checkTaskIds(options.tasks);
   const plans: RolloutPlan[] = [];
   for (const task of options.tasks) {
-    const safe = task.id.replace(/[^A-Za-z0-9_-]/g, "_");
+    const safe = safeTaskId(task.id);
     for (let attempt = 0; attempt < options.k; attempt++) {
       plans.push({ rolloutId: `${options.run}.i${options.iteration}.${safe}.${attempt}`, task, attempt, group: `${task.id}@i${options.iteration}` });
     }
@@ -77,7 +81,8 @@ function baseEnvironment(): Record<string, string> {
 export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
   const started = performance.now();
   const iteration = options.iteration ?? 0;
-  const sandbox = resolveSandbox(options.sandbox ?? "auto");
+  const plans = planLocalRollouts({ run: options.run, iteration, tasks: options.tasks, k: options.k });
+  const sandbox = resolveSandbox(options.sandbox ?? "auto", { allowRootUnsandboxed: options.allowRootUnsandboxed });
   mkdirSync(join(options.dataDir, "rollouts"), { recursive: true });
   const proxy = new URL(options.proxyUrl);
   const bridge =
@@ -102,7 +107,6 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     signal: options.signal,
     labels: options.labels ?? {},
   };
-  const plans = planLocalRollouts({ run: options.run, iteration, tasks: options.tasks, k: options.k });
   const state: ProgressState = { total: plans.length, done: 0, running: 0, passed: 0, failed: 0, timedOut: 0, infra: 0 };
   const bar = progressReporter(options.progress ?? process.stderr, { quiet: options.quiet });
   const threshold = options.passThreshold ?? 1;

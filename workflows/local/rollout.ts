@@ -1,13 +1,16 @@
 /**
  * One rollout on this machine: register with the proxy, lay out the workspace, run the harness
- * as its own process group (sandboxed where bubblewrap works) under the timeout, run the
- * verifier, report reward and status.
+ * as its own process group (sandboxed where bubblewrap works) under the timeout, then, once the
+ * harness and everything it started are gone, run the verifier on a copy of the workspace with
+ * its own output directory (made only now, so nothing the harness did can be read as a
+ * reward), and report reward and status.
  *
- * Status: infra_error (registration, workspace or spawn failed; Ctrl-C), timeout (the harness
- * or the verifier ran past its limit), failed (the harness exited non-zero or was killed),
- * ok (the harness exited 0 and was verified; the reward says whether it passed).
+ * Status: infra_error (registration, workspace or spawn failed, the harness's launcher failed
+ * (exit 126/127), the verifier could not run or gave no valid reward, Ctrl-C), timeout (the
+ * harness or the verifier ran past its limit), failed (the harness exited non-zero or was
+ * killed), ok (the harness exited 0 and was verified; the reward says whether it passed).
  */
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { FORGE_REACT_MAIN, launchHarness } from "../harnesses/index.ts";
 import type { Task } from "../tasks/index.ts";
@@ -63,13 +66,18 @@ const tail = (path: string, max = 4000) => {
 const VERIFIER_LOGS = "/logs/verifier";
 const VERIFIER_TESTS = "/tests";
 
-/** Lays out DIR/rollouts/<id>/{workspace,home,logs,verifier} and copies the task's files in. */
-function prepareWorkspace(dir: string, task: Task): { workspace: string; home: string; logs: string; verifierLogs: string } {
+/**
+ * Exit codes of a launcher that could not run the harness at all (126: not executable, 127: not
+ * found, from the shell, setsid or the sandbox's bridge): the machine's fault, not the policy's.
+ */
+const LAUNCHER_EXIT_CODES: Record<number, string> = { 126: "found but not executable", 127: "not found" };
+
+/** Lays out DIR/rollouts/<id>/{workspace,home,logs} and copies the task's files in. */
+function prepareWorkspace(dir: string, task: Task): { workspace: string; home: string; logs: string } {
   const workspace = join(dir, "workspace");
   const home = join(dir, "home");
   const logs = join(dir, "logs");
-  const verifierLogs = join(dir, "verifier");
-  for (const path of [workspace, home, logs, verifierLogs]) mkdirSync(path, { recursive: true });
+  for (const path of [workspace, home, logs]) mkdirSync(path, { recursive: true });
   if (task.environmentDir) {
     // The Dockerfile builds the Kubernetes image; it is not part of the workspace.
     cpSync(task.environmentDir, workspace, { recursive: true, filter: (source) => resolve(source) !== resolve(task.environmentDir!, "Dockerfile") });
@@ -80,65 +88,96 @@ function prepareWorkspace(dir: string, task: Task): { workspace: string; home: s
     mkdirSync(dirname(full), { recursive: true });
     writeFileSync(full, content);
   }
-  return { workspace, home, logs, verifierLogs };
+  return { workspace, home, logs };
 }
 
 function statusOf(result: GroupResult): RolloutStatus {
   if (result.spawnError || result.aborted) return "infra_error";
   if (result.timedOut) return "timeout";
+  if (result.exitCode !== null && LAUNCHER_EXIT_CODES[result.exitCode]) return "infra_error";
   return result.exitCode === 0 ? "ok" : "failed";
 }
 
-/**
- * Runs the verifier in the workspace. A script verifier sees its tests at /tests and writes to
- * /logs/verifier inside the sandbox (Harbor's paths); unsandboxed, the same directories are
- * given as $FORGE_TESTS and $FORGE_LOGS.
- */
 type Verdict = {
   reward: number;
   output: string;
   timedOut: boolean;
-  /** The verifier could not be run (or was interrupted): the rollout is an infra_error. */
+  /** No valid reward: the verifier could not run, was interrupted, or wrote none / a bad one. */
   infraError?: string;
-  /** Something to report beside the reward (e.g. a malformed reward file, scored 0). */
-  note?: string;
 };
 
-async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<typeof prepareWorkspace> & { dir: string }, harnessStdout: string): Promise<Verdict | undefined> {
+/**
+ * Copies the workspace for the verifier with `cp -a` (holes stay holes, links stay links, what
+ * cannot be read is skipped and named), so nothing left of the harness can change what the
+ * verifier sees, and the verifier's own writes leave the harness's workspace as it was.
+ */
+function copyForVerifier(workspace: string, copy: string): string | undefined {
+  rmSync(copy, { recursive: true, force: true });
+  const run = Bun.spawnSync(["cp", "-a", "--reflink=auto", "--no-target-directory", workspace, copy], { stdout: "ignore", stderr: "pipe" });
+  if (!existsSync(copy)) throw new Error(`cannot copy the workspace for the verifier: ${run.stderr.toString().trim()}`);
+  return run.exitCode === 0 ? undefined : `[some workspace entries could not be copied for the verifier: ${run.stderr.toString().trim().slice(0, 500)}]`;
+}
+
+/**
+ * Runs the verifier after the harness has exited. It sees a copy of the workspace at the
+ * workspace's path, its tests at /tests and a fresh, empty output directory at /logs/verifier
+ * ($FORGE_LOGS; Harbor's paths), a private HOME, no network and no secret; unsandboxed the same
+ * directories are given by path. Its reward comes only from that output directory (or its exit
+ * code, when the task declares it).
+ */
+async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<typeof prepareWorkspace> & { dir: string }, harnessStdout: string): Promise<Verdict> {
   const { task } = plan;
   if (task.verifier.kind === "expected") {
     const found = harnessStdout.includes(task.verifier.text);
     return { reward: found ? 1 : 0, output: `expected ${JSON.stringify(task.verifier.text)} ${found ? "found" : "not found"} in the harness output`, timedOut: false };
   }
-  if (task.verifier.kind === "none") return undefined;
   const testsDir = join(dirs.dir, "tests");
+  // Made now, after the harness and its process group are gone: nothing in it predates the verifier.
+  const outputDir = join(dirs.dir, "verifier");
+  const workspaceCopy = join(dirs.dir, "verifier-workspace");
+  const home = join(dirs.dir, "verifier-home");
   let script: string;
-  if (task.verifier.kind === "script") {
-    // Copied only now, so the harness never saw the tests.
-    cpSync(task.verifier.testsDir, testsDir, { recursive: true });
-    script = "test.sh";
-  } else {
-    mkdirSync(testsDir, { recursive: true });
-    writeFileSync(join(testsDir, "verify.sh"), task.verifier.script);
-    script = "verify.sh";
+  let copyNote: string | undefined;
+  try {
+    for (const path of [testsDir, outputDir, home]) rmSync(path, { recursive: true, force: true });
+    mkdirSync(outputDir, { mode: 0o700 });
+    mkdirSync(home, { mode: 0o700 });
+    if (task.verifier.kind === "script") {
+      // Copied only now, so the harness never saw the tests.
+      cpSync(task.verifier.testsDir, testsDir, { recursive: true });
+      script = "test.sh";
+    } else {
+      mkdirSync(testsDir, { recursive: true });
+      writeFileSync(join(testsDir, "verify.sh"), task.verifier.script);
+      script = "verify.sh";
+    }
+    copyNote = copyForVerifier(dirs.workspace, workspaceCopy);
+  } catch (error) {
+    return { reward: 0, output: "", timedOut: false, infraError: `verifier: ${(error as Error).message}` };
   }
   const sandboxed = ctx.sandbox === "bwrap";
   const testsPath = sandboxed ? VERIFIER_TESTS : testsDir;
-  const logsPath = sandboxed ? VERIFIER_LOGS : dirs.verifierLogs;
+  const logsPath = sandboxed ? VERIFIER_LOGS : outputDir;
+  const workspacePath = sandboxed ? dirs.workspace : workspaceCopy;
   const argv = ["bash", join(testsPath, script)];
-  const env = { ...ctx.baseEnv, HOME: dirs.home, FORGE_LOGS: logsPath, FORGE_TESTS: testsPath, FORGE_WORKSPACE: dirs.workspace, FORGE_HARNESS_STDOUT: join(dirs.logs, "harness.stdout") };
+  const env = { ...ctx.baseEnv, HOME: home, FORGE_LOGS: logsPath, FORGE_TESTS: testsPath, FORGE_WORKSPACE: workspacePath, FORGE_HARNESS_STDOUT: join(dirs.logs, "harness.stdout") };
   const spec: SandboxSpec = {
-    writable: [dirs.workspace, dirs.home],
+    writable: [],
     readOnly: [dirs.logs],
     readOnlyAt: [[testsDir, VERIFIER_TESTS]],
-    writableAt: [[dirs.verifierLogs, VERIFIER_LOGS]],
+    // The copy appears where the workspace was, so paths the harness wrote stay valid.
+    writableAt: [
+      [workspaceCopy, dirs.workspace],
+      [outputDir, VERIFIER_LOGS],
+    ],
+    tmpfs: [home],
     cwd: dirs.workspace,
     // The verifier needs no network, and gets none.
     offline: true,
   };
   const result = await runProcessGroup({
     argv: sandboxed ? sandboxArgv(spec, argv) : argv,
-    cwd: dirs.workspace,
+    cwd: workspacePath,
     env,
     stdoutPath: join(dirs.logs, "verifier.stdout"),
     stderrPath: join(dirs.logs, "verifier.stderr"),
@@ -146,12 +185,14 @@ async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<t
     graceMs: ctx.graceMs,
     signal: ctx.signal,
   });
-  const output = `${tail(join(dirs.logs, "verifier.stdout"))}${tail(join(dirs.logs, "verifier.stderr"))}`;
+  rmSync(workspaceCopy, { recursive: true, force: true });
+  const output = `${copyNote ? `${copyNote}\n` : ""}${tail(join(dirs.logs, "verifier.stdout"))}${tail(join(dirs.logs, "verifier.stderr"))}`;
   if (result.spawnError) return { reward: 0, output, timedOut: false, infraError: `verifier: cannot start: ${result.spawnError}` };
   if (result.aborted) return { reward: 0, output, timedOut: false, infraError: "verifier: interrupted (Ctrl-C)" };
   if (result.timedOut) return { reward: 0, output: `${output}\n[verifier killed after ${task.verifierTimeoutSeconds ?? ctx.verifierTimeoutSeconds} s]`, timedOut: true };
-  const reward = readReward({ logsDir: dirs.verifierLogs, workspace: dirs.workspace, exitCode: result.exitCode });
-  return { reward: reward.reward, output: `${output}${reward.error ? `\n${reward.error}` : ""}\n[reward ${reward.reward} from ${reward.source.replace(dirs.dir, "<rollout>")}]`, timedOut: false, note: reward.error };
+  const reading = readReward({ outputDir, exitCode: result.exitCode, source: task.verifier.reward, range: task.rewardRange });
+  if (!reading.ok) return { reward: 0, output: `${output}\n${reading.error.replaceAll(dirs.dir, "<rollout>")}`, timedOut: false, infraError: reading.error.replaceAll(dirs.dir, "<rollout>") };
+  return { reward: reading.reward, output: `${output}\n[reward ${reading.reward} from ${reading.source.replace(dirs.dir, "<rollout>")}]`, timedOut: false };
 }
 
 /**
@@ -251,6 +292,12 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
   const status = statusOf(harness);
   if (harness.spawnError) return finish(outcome("infra_error", 0, "", null, `harness: cannot start ${launch.command[0]}: ${harness.spawnError}`));
   if (harness.aborted) return finish(outcome("infra_error", 0, "", harness.exitCode, "interrupted (Ctrl-C) while the harness ran"));
+  if (harness.exitCode !== null && LAUNCHER_EXIT_CODES[harness.exitCode] && !harness.timedOut) {
+    // The harness never ran: nothing to verify, and nothing the policy should be scored on.
+    return finish(
+      outcome("infra_error", 0, "", harness.exitCode, `harness: launcher failed with exit ${harness.exitCode} (command ${LAUNCHER_EXIT_CODES[harness.exitCode]}: ${launch.command[0]}); stderr tail: ${tail(join(dirs.logs, "harness.stderr"), 600)}`),
+    );
+  }
   const harnessNote = harness.timedOut
     ? `harness killed after ${timeoutSeconds} s (timeout)`
     : harness.exitCode === 0
@@ -260,12 +307,8 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
   // The verifier runs even after a timeout or crash: the work may be partly done, and its output
   // is worth recording; the status still says what went wrong.
   const verdict = await verify(plan, ctx, dirs, readFileSync(join(dirs.logs, "harness.stdout"), "utf8"));
-  if (!verdict) {
-    const reward = status === "ok" ? 1 : 0;
-    return finish(outcome(status, reward, `no verifier: reward from the harness exit code (${harness.exitCode ?? harness.signal})`, harness.exitCode, harnessNote));
-  }
-  if (verdict.infraError) return finish(outcome("infra_error", 0, verdict.output, harness.exitCode, verdict.infraError));
+  if (verdict.infraError) return finish(outcome("infra_error", 0, verdict.output, harness.exitCode, [harnessNote, verdict.infraError].filter(Boolean).join("; ")));
   const finalStatus: RolloutStatus = status !== "ok" ? status : verdict.timedOut ? "timeout" : "ok";
-  const error = [harnessNote, verdict.timedOut ? "verifier timed out" : undefined, verdict.note].filter(Boolean).join("; ") || undefined;
+  const error = [harnessNote, verdict.timedOut ? "verifier timed out" : undefined].filter(Boolean).join("; ") || undefined;
   return finish(outcome(finalStatus, verdict.reward, verdict.output, harness.exitCode, error));
 }

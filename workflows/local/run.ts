@@ -22,6 +22,8 @@ export type RunExperimentOptions = {
   dataDir: string;
   parallelism?: number;
   sandbox?: "auto" | "bwrap" | "none";
+  /** Run rollouts unsandboxed even as root (refused otherwise; workflows/local/sandbox.ts). */
+  allowRootUnsandboxed?: boolean;
   quiet?: boolean;
   signal?: AbortSignal;
   /** Where progress and notes go (stderr by default). */
@@ -119,6 +121,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
       parallelism: options.parallelism ?? experiment.spec.rollouts.parallelism,
       timeoutSeconds: experiment.spec.rollouts.timeoutSeconds,
       sandbox: options.sandbox ?? experiment.spec.rollouts.sandbox,
+      allowRootUnsandboxed: options.allowRootUnsandboxed,
       passThreshold: experiment.spec.metrics.passThreshold,
       quiet: options.quiet,
       signal: options.signal,

@@ -2,12 +2,17 @@
  * Loading tasks in the Harbor / Terminal-Bench layout:
  *
  *   TASK/instruction.md      the prompt given to the harness
- *   TASK/task.toml           [agent] timeout_sec, [verifier] timeout_sec, [environment], [metadata]
+ *   TASK/task.toml           [agent] timeout_sec, [verifier] timeout_sec / reward / reward_range,
+ *                            [environment], [metadata]
  *   TASK/environment/        files copied into the workspace (a Dockerfile there is recorded, not run)
- *   TASK/tests/test.sh       the verifier, run in the workspace after the harness
+ *   TASK/tests/test.sh       the verifier (required), run on a copy of the workspace after the harness
+ *
+ * The verifier writes its reward to $FORGE_LOGS/reward.txt or reward.json; its exit code
+ * decides only when task.toml says `[verifier] reward = "exit-code"`.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
+import { rewardRange, rewardSource } from "./reward-spec.ts";
 import { TaskError, type Task } from "./types.ts";
 
 const seconds = (value: unknown, file: string, field: string): number | undefined => {
@@ -51,6 +56,10 @@ export function loadTaskDir(dir: string): Task {
   const toml = readTaskToml(tomlFile);
   const agent = table(toml.agent, tomlFile, "agent");
   const verifier = table(toml.verifier, tomlFile, "verifier");
+  const agentTimeoutSeconds = seconds(agent.timeout_sec, tomlFile, "agent.timeout_sec");
+  const verifierTimeoutSeconds = seconds(verifier.timeout_sec, tomlFile, "verifier.timeout_sec");
+  const reward = rewardSource(verifier.reward, `${tomlFile}: verifier.reward`, "file");
+  const range = rewardRange(verifier.reward_range, `${tomlFile}: verifier.reward_range`, reward);
 
   const environmentDir = join(root, "environment");
   const hasEnvironment = existsSync(environmentDir);
@@ -60,6 +69,10 @@ export function loadTaskDir(dir: string): Task {
   const testsDir = join(root, "tests");
   const script = join(testsDir, "test.sh");
   if (existsSync(testsDir) && !existsSync(script)) throw new TaskError(`task ${root}: tests/ exists but tests/test.sh is missing (the verifier script)`);
+  // A rollout is scored only by a verifier: without one, nothing would say whether it passed.
+  if (!existsSync(script)) {
+    throw new TaskError(`task ${root}: no verifier: add tests/test.sh, which writes the reward to $FORGE_LOGS/reward.txt (or declare [verifier] reward = "exit-code" in task.toml)`);
+  }
 
   return {
     id: basename(root),
@@ -68,9 +81,10 @@ export function loadTaskDir(dir: string): Task {
     environmentDir: hasEnvironment ? environmentDir : undefined,
     files: {},
     dockerfile,
-    verifier: existsSync(script) ? { kind: "script", testsDir, script } : { kind: "none" },
-    agentTimeoutSeconds: seconds(agent.timeout_sec, tomlFile, "agent.timeout_sec"),
-    verifierTimeoutSeconds: seconds(verifier.timeout_sec, tomlFile, "verifier.timeout_sec"),
+    verifier: { kind: "script", testsDir, script, reward },
+    rewardRange: range,
+    agentTimeoutSeconds,
+    verifierTimeoutSeconds,
     resources: table(toml.environment, tomlFile, "environment"),
     metadata: table(toml.metadata, tomlFile, "metadata"),
   };

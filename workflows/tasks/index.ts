@@ -6,12 +6,14 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Experiment } from "../../schemas/index.ts";
 import { loadTaskTree } from "./directory.ts";
+import { checkTaskIds } from "./ids.ts";
 import { loadJsonlTasks, taskFromSpec } from "./jsonl.ts";
 import { TaskError, type Task } from "./types.ts";
 
 export { loadTaskDir, loadTaskTree } from "./directory.ts";
 export { loadJsonlTasks, taskFromSpec } from "./jsonl.ts";
-export { TaskError, type Task, type TaskVerifier } from "./types.ts";
+export { checkTaskIds, safeTaskId } from "./ids.ts";
+export { DEFAULT_REWARD_RANGE, TaskError, type RewardRange, type RewardSource, type Task, type TaskVerifier } from "./types.ts";
 
 /**
  * Loads tasks from a path: a task directory, a directory of task directories, or a .jsonl list.
@@ -22,7 +24,9 @@ export { TaskError, type Task, type TaskVerifier } from "./types.ts";
 export function loadTasks(path: string): Task[] {
   const full = resolve(path);
   if (!existsSync(full)) throw new TaskError(`tasks: ${full} does not exist`);
-  return statSync(full).isDirectory() ? loadTaskTree(full) : loadJsonlTasks(full);
+  const tasks = statSync(full).isDirectory() ? loadTaskTree(full) : loadJsonlTasks(full);
+  checkTaskIds(tasks);
+  return tasks;
 }
 
 /**
@@ -34,6 +38,8 @@ export function loadTasks(path: string): Task[] {
  */
 export function loadExperimentTasks(experiment: Experiment, baseDir: string): Task[] {
   const tasks = experiment.spec.environment.tasks;
-  if (Array.isArray(tasks)) return tasks.map((spec, index) => taskFromSpec(spec, `spec.environment.tasks[${index}]`));
-  return loadTasks(resolve(baseDir, tasks));
+  if (!Array.isArray(tasks)) return loadTasks(resolve(baseDir, tasks));
+  const inline = tasks.map((spec, index) => taskFromSpec(spec, `spec.environment.tasks[${index}]`));
+  checkTaskIds(inline);
+  return inline;
 }

@@ -2,27 +2,38 @@
  * A JSONL task list for simple prompt tasks, one task per line:
  *   {"id": "capital", "instruction": "What is the capital of France?", "expected": "Paris"}
  *   {"id": "hello", "instruction": "Create hello.txt ...", "verify": "grep -qx Hello hello.txt"}
- * Fields: id, instruction, files? (path → content), verify? | test? (bash, run in the workspace),
- * expected? (answer must contain it), timeoutSeconds?, metadata?.
+ * Fields: id, instruction, files? (path → content), verify? | test? (bash, run on a copy of the
+ * workspace; its exit code is the reward unless `reward: "file"`), expected? (answer must contain
+ * it), reward?, rewardRange?, timeoutSeconds?, metadata?. A task needs `verify`/`test` or `expected`.
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { TaskSpecSchema, type TaskSpec } from "../../schemas/index.ts";
-import { TaskError, type Task } from "./types.ts";
+import { checkTaskIds } from "./ids.ts";
+import { rewardRange } from "./reward-spec.ts";
+import { DEFAULT_REWARD_RANGE, TaskError, type Task, type TaskVerifier } from "./types.ts";
 
 /**
- * Turns an inline task (experiment `environment.tasks: [...]` or a JSONL line) into a Task.
+ * Turns an inline task (experiment `environment.tasks: [...]` or a JSONL line) into a Task. An
+ * inline `test` is a bash condition: its exit code is the reward (the format declares it), unless
+ * the task says `reward: "file"`. A task with neither `test` nor `expected` is refused.
  *
  * @example
- * taskFromSpec({ id: "a", instruction: "say hi", files: {}, metadata: {} }, "inline").verifier; // { kind: "none" }
+ * taskFromSpec({ id: "a", instruction: "say hi", files: {}, metadata: {}, expected: "hi" }, "inline").verifier; // { kind: "expected", text: "hi" }
  */
 export function taskFromSpec(spec: TaskSpec, source: string): Task {
+  let verifier: TaskVerifier;
+  if (spec.test) verifier = { kind: "inline", script: spec.test, reward: spec.reward ?? "exit-code" };
+  else if (spec.expected !== undefined) verifier = { kind: "expected", text: spec.expected };
+  else throw new TaskError(`${source}: task "${spec.id}" has no verifier: give "test" (bash, run on the workspace; exit 0 → reward 1) or "expected" (text the answer must contain)`);
+  if (verifier.kind === "expected" && spec.reward !== undefined) throw new TaskError(`${source}: task "${spec.id}": "reward" applies to a "test" script, not to "expected"`);
   return {
     id: spec.id,
     source,
     instruction: spec.instruction,
     files: spec.files,
-    verifier: spec.test ? { kind: "inline", script: spec.test } : spec.expected !== undefined ? { kind: "expected", text: spec.expected } : { kind: "none" },
+    verifier,
+    rewardRange: spec.rewardRange ? rewardRange(spec.rewardRange, `${source}: rewardRange`, verifier.kind === "inline" ? verifier.reward : undefined) : DEFAULT_REWARD_RANGE,
     agentTimeoutSeconds: spec.timeoutSeconds,
     resources: {},
     metadata: spec.metadata,
@@ -69,5 +80,6 @@ export function loadJsonlTasks(path: string): Task[] {
     tasks.push(taskFromSpec(parsed.data, where));
   });
   if (tasks.length === 0) throw new TaskError(`${file}: holds no tasks (one JSON object per line)`);
+  checkTaskIds(tasks);
   return tasks;
 }

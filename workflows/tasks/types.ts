@@ -1,15 +1,26 @@
-/** The task model shared by the local executor: one task, whatever file it came from. */
+/** The task model shared by the local executor and the Argo pods: one task, whatever file it came from. */
 
-/** How a rollout of the task is scored once the harness has finished. */
+/**
+ * Where a script verifier's reward comes from. `file`: the verifier writes `reward.txt` or
+ * `reward.json` into `$FORGE_LOGS` (a directory only the verifier can write); `exit-code`: the
+ * verifier's exit status decides (0 → 1.0, anything else → 0.0), only when the task says so.
+ */
+export type RewardSource = "file" | "exit-code";
+
+/** How a rollout of the task is scored once the harness has exited. Every task has one. */
 export type TaskVerifier =
-  /** A Harbor / Terminal-Bench `tests/` directory whose `test.sh` is run in the workspace. */
-  | { kind: "script"; testsDir: string; script: string }
+  /** A Harbor / Terminal-Bench `tests/` directory whose `test.sh` is run on a copy of the workspace. */
+  | { kind: "script"; testsDir: string; script: string; reward: RewardSource }
   /** An inline bash script (a JSONL line's `verify` / `test`, an inline task's `test`). */
-  | { kind: "inline"; script: string }
+  | { kind: "inline"; script: string; reward: RewardSource }
   /** A prompt task: reward 1 when the harness's output contains this text. */
-  | { kind: "expected"; text: string }
-  /** No verifier: the harness's exit code decides (0 → 1.0). */
-  | { kind: "none" };
+  | { kind: "expected"; text: string };
+
+/** The rewards a task may give: a verifier's reward outside it is a verifier error, not a reward. */
+export type RewardRange = { min: number; max: number };
+
+/** Rewards lie in [0, 1] unless the task declares otherwise. */
+export const DEFAULT_REWARD_RANGE: RewardRange = { min: 0, max: 1 };
 
 export type Task = {
   id: string;
@@ -23,6 +34,8 @@ export type Task = {
   /** `environment/Dockerfile`, recorded for the Kubernetes image; not used locally. */
   dockerfile?: string;
   verifier: TaskVerifier;
+  /** task.toml `[verifier] reward_range`, an inline task's `rewardRange`; default [0, 1]. */
+  rewardRange: RewardRange;
   /** task.toml `[agent] timeout_sec`, `[verifier] timeout_sec`. */
   agentTimeoutSeconds?: number;
   verifierTimeoutSeconds?: number;

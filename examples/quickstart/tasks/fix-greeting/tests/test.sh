@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # reward.json: the share of names greeted correctly.
 logs="${FORGE_LOGS:-/logs/verifier}"
-mkdir -p "$logs"
 ok=0
 for name in World Ada "Grace Hopper"; do
   out=$(timeout 5 bash greet.sh "$name" 2>&1)

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Reward 1 when hello.txt holds exactly the line "Hello, OpenForge!".
 logs="${FORGE_LOGS:-/logs/verifier}"
-mkdir -p "$logs"
 if [ "$(cat hello.txt 2>/dev/null)" = "Hello, OpenForge!" ] && [ "$(wc -l < hello.txt)" -eq 1 ]; then
   echo "hello.txt is right"; echo 1 > "$logs/reward.txt"
 else

@@ -1,3 +1,4 @@
 #!/usr/bin/env bash
-# Exit code decides: output.txt must be input.txt in upper case, byte for byte.
+# The exit code decides (task.toml declares [verifier] reward = "exit-code"): output.txt must be
+# input.txt in upper case, byte for byte.
 diff <(tr '[:lower:]' '[:upper:]' < input.txt) output.txt
