@@ -41,8 +41,11 @@ async function step(args: string[]) {
 /** The four containers of one rollout pod, as the rendered containerSet runs them; returns result.json. */
 async function runPod(options: { run: string; task: string; iteration: number; attempt: number }) {
   const pod = mkdtempSync(join(tmpdir(), "forge-pod-"));
-  const [workspace, state, harnessOut, verdict, scratch, control] = ["workspace", "forge", "harness-out", "verdict", "verify", "control"].map((name) => join(pod, name));
-  for (const dir of [workspace, state, harnessOut, verdict, scratch, control]) mkdirSync(dir);
+  const volume = (name: string) => {
+    mkdirSync(join(pod, name));
+    return join(pod, name);
+  };
+  const [workspace, state, harnessOut, verdict, scratch, control] = [volume("workspace"), volume("forge"), volume("harness-out"), volume("verdict"), volume("verify"), volume("control")];
   const ids = ["--run", options.run, "--task", options.task, "--iteration", String(options.iteration), "--attempt", String(options.attempt)];
   const register = await step(["register", "--experiment", QUICKSTART, "--proxy", proxy.url, "--workspace", workspace, "--state", state, "--control", control, ...ids]);
   expect(register.stderr).toBe("");

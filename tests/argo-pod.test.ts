@@ -63,8 +63,11 @@ async function step(args: string[], env: Record<string, string> = {}) {
 /** register → harness → verify → finish, as the four containers of the rollout pod, each with its volumes. */
 async function rollout(experiment: string, task: string, options: { timeout?: string; proxyUrl?: string; retry?: number } = {}) {
   const pod = mkdtempSync(join(tmpdir(), "forge-pod-"));
-  const [workspace, state, harnessOut, verdict, scratch, control] = ["workspace", "forge", "harness-out", "verdict", "verify", "control"].map((name) => join(pod, name));
-  for (const dir of [workspace, state, harnessOut, verdict, scratch, control]) mkdirSync(dir);
+  const volume = (name: string) => {
+    mkdirSync(join(pod, name));
+    return join(pod, name);
+  };
+  const [workspace, state, harnessOut, verdict, scratch, control] = [volume("workspace"), volume("forge"), volume("harness-out"), volume("verdict"), volume("verify"), volume("control")];
   const proxyUrl = options.proxyUrl ?? `http://127.0.0.1:${proxy.port}`;
   const ids = ["--run", "run", "--task", task, "--iteration", "0", "--attempt", "0", "--retry", String(options.retry ?? 0)];
   const register = await step(["register", "--experiment", experiment, "--proxy", proxyUrl, "--workspace", workspace, "--state", state, "--control", control, ...ids]);

@@ -54,7 +54,8 @@ function commitWithHook(repo: string, message: string): { sha: string; output: s
   git(repo, ["add", "-A"]);
   const run = Bun.spawnSync(["git", "commit", "-q", "-m", message], {
     cwd: repo,
-    env: { ...process.env, FORGE_GITOPS_FOREGROUND: "1" },
+    // The experiments run sandbox: none (trusted test code); as root that needs the opt-in.
+    env: { ...process.env, FORGE_GITOPS_FOREGROUND: "1", FORGE_ALLOW_ROOT_UNSANDBOXED: "1" },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -126,7 +127,14 @@ describe("gitops: a commit triggers the experiments it changed", () => {
     git(work, ["commit", "-q", "-m", "add pushed"]);
     const sha = resolveCommit(work);
     git(work, ["push", "-q", "origin", "main"]);
-    const outcomes = await watchOnce(options);
+    // watch starts `forge run` with this process's environment; sandbox: none as root needs the opt-in.
+    process.env.FORGE_ALLOW_ROOT_UNSANDBOXED = "1";
+    let outcomes;
+    try {
+      outcomes = await watchOnce(options);
+    } finally {
+      delete process.env.FORGE_ALLOW_ROOT_UNSANDBOXED;
+    }
     expect(outcomes).toHaveLength(1);
     expect(outcomes[0]).toMatchObject({ path: "experiments/pushed.yaml", outcome: "ran", exitCode: 0 });
     const dataDir = (outcomes[0] as { dataDir: string }).dataDir;

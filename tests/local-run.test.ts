@@ -59,11 +59,11 @@ describe("forge run", () => {
           "  policy: {model: forge-sim/qwen3-sim}",
           '  harness: {name: command, command: [bash, -c, "sleep 300 & sleep 300"]}',
           "  environment:",
-          "    tasks: [{id: a, instruction: wait}]",
+          "    tasks: [{id: a, instruction: wait, test: 'true'}]",
           "  rollouts: {k: 3, parallelism: 2, sandbox: none}",
         ].join("\n"),
       );
-      const child = Bun.spawn([process.execPath, join(root, "bin", "forge.ts"), "run", experiment, "--data", join(dir, "data"), "--json", "--quiet"], { cwd: root, stdout: "pipe", stderr: "pipe" });
+      const child = Bun.spawn([process.execPath, join(root, "bin", "forge.ts"), "run", experiment, "--data", join(dir, "data"), "--json", "--quiet", "--allow-root-unsandboxed"], { cwd: root, stdout: "pipe", stderr: "pipe" });
       // Wait until both rollouts run (their workspaces exist), then interrupt.
       const started = performance.now();
       while (performance.now() - started < 20_000) {

@@ -17,6 +17,7 @@ import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import type { IContainer } from "kubernetes-models/v1/Container";
 import type { Experiment } from "../../schemas/index.ts";
 import { baseLabels, DATA_DIR, EXPERIMENT_DIR, FORGE_APP_DIR, LABEL_ROLE, LABEL_EXPERIMENT, objectNames, proxyUrl } from "./names.ts";
+import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod } from "./security.ts";
 
 /** Port of the simulator sidecar inside the proxy pod (loopback only). */
 const SIMULATOR_PORT = 8000;
@@ -68,12 +69,16 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
         proxyUrl(experiment, namespace),
       ],
       // Bun's fetch runs 256 requests at once unless this is set at start: the proxy needs more.
-      env: [adminTokenEnv(experiment), { name: "BUN_CONFIG_MAX_HTTP_REQUESTS", value: "4096" }],
+      env: [adminTokenEnv(experiment), { name: "BUN_CONFIG_MAX_HTTP_REQUESTS", value: "4096" }, ...READ_ONLY_ROOT_ENV],
       ports: [{ name: "http", containerPort: proxy.port }],
       readinessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 5 },
       livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 20, failureThreshold: 6 },
       resources: { requests: { cpu: "1", memory: "1Gi" }, limits: { memory: "4Gi" } },
-      volumeMounts: [{ name: "data", mountPath: DATA_DIR }],
+      securityContext: restrictedContainer({ readOnlyRoot: true }),
+      volumeMounts: [
+        { name: "data", mountPath: DATA_DIR },
+        { name: "tmp", mountPath: "/tmp" },
+      ],
     },
   ];
   if (policy.upstreams.length === 0) {
@@ -93,7 +98,12 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
         ...(policy.simulator.script ? ["--script", `${EXPERIMENT_DIR}/${mountedSimulatorScript(policy.simulator.script)}`] : []),
       ],
       resources: { requests: { cpu: "500m", memory: "1Gi" } },
-      volumeMounts: [{ name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true }],
+      env: READ_ONLY_ROOT_ENV,
+      securityContext: restrictedContainer({ readOnlyRoot: true }),
+      volumeMounts: [
+        { name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true },
+        { name: "tmp", mountPath: "/tmp" },
+      ],
     });
   }
   const deployment = new Deployment({
@@ -105,10 +115,15 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
       template: {
         metadata: { labels: { ...baseLabels(experiment, "proxy"), ...selector } },
         spec: {
+          // The restricted settings of the workflow's pods (security.ts): non-root, no
+          // capabilities, RuntimeDefault seccomp, read-only root with /tmp on an emptyDir.
+          securityContext: restrictedPod(),
+          automountServiceAccountToken: false,
           containers,
           volumes: [
             { name: "data", persistentVolumeClaim: { claimName: names.data } },
             experimentVolume(experiment, configItems),
+            { name: "tmp", emptyDir: {} },
           ],
         },
       },

@@ -274,9 +274,11 @@ export function admitGroups(options: { iteration: number; groups: number; comple
 export async function admitStep(options: { batch: string; groups: number; k: number; gpus: number; minGroupFraction: number; trainBatchSize?: number; iteration: number; out: string; workflow: string; namespace: string }) {
   const path = exportManifestPath(options.batch);
   if (!existsSync(path)) throw new Error(`${path}: no export manifest (did the export step of this iteration run?)`);
-  const manifest = JSON.parse(readFileSync(path, "utf8")) as { group_dataset?: { rows: number; short_groups: number } | null };
+  const manifest = JSON.parse(readFileSync(path, "utf8")) as { group_dataset?: { rows: number; short_groups: number } | null; groups?: { seen: number; kept: number } };
   if (!manifest.group_dataset) throw new Error(`${path}: the export wrote no group dataset (run forge export with --group-rows k; veRL trains on it)`);
-  const report = admitGroups({ ...options, complete: manifest.group_dataset.rows, short: manifest.group_dataset.short_groups });
+  // Short: dropped below --min-group-size by the export, or kept but with fewer than k samples.
+  const dropped = (manifest.groups?.seen ?? 0) - (manifest.groups?.kept ?? 0);
+  const report = admitGroups({ ...options, complete: manifest.group_dataset.rows, short: dropped + manifest.group_dataset.short_groups });
   writeFileSync(options.out, String(report.train_batch_size));
   console.log(JSON.stringify(report));
   const kc = await inClusterConfig();

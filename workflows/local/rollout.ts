@@ -295,7 +295,7 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
   if (harness.exitCode !== null && LAUNCHER_EXIT_CODES[harness.exitCode] && !harness.timedOut) {
     // The harness never ran: nothing to verify, and nothing the policy should be scored on.
     return finish(
-      outcome("infra_error", 0, "", harness.exitCode, `harness: launcher failed with exit ${harness.exitCode} (command ${LAUNCHER_EXIT_CODES[harness.exitCode]}: ${launch.command[0]}); stderr tail: ${tail(join(dirs.logs, "harness.stderr"), 600)}`),
+      outcome("infra_error", 0, "", harness.exitCode, `harness: launcher failed with exit ${harness.exitCode} (command ${LAUNCHER_EXIT_CODES[harness.exitCode]}) running ${launch.command[0]}; stderr tail: ${tail(join(dirs.logs, "harness.stderr"), 600)}`),
     );
   }
   const harnessNote = harness.timedOut
