@@ -16,6 +16,7 @@ export type RolloutSpec = {
   attempt?: number;
   policyVersion?: number;
   createdUnixMs?: number;
+  labels?: { [key: string]: string };
 };
 
 export function rolloutRecord(spec: RolloutSpec): Record {
@@ -32,6 +33,7 @@ export function rolloutRecord(spec: RolloutSpec): Record {
         harness: spec.harness ?? "codex",
         createdUnixMs: spec.createdUnixMs ?? 1_000 + (spec.attempt ?? 0),
         policyVersion: spec.policyVersion ?? 0,
+        labels: spec.labels ?? {},
       },
     },
   });

@@ -1,16 +1,18 @@
 /**
  * Analytics: parquet compaction of the segment log, DuckDB views and metric macros,
- * grouped metrics, reports. Other areas import from here only.
+ * grouped metrics, reports and the trajectory viewer. Other areas import from here only.
  */
-export { analyzeCommand } from "./cli.ts";
-export { analyze, type Analysis, type AnalysisOptions } from "./analysis.ts";
+export { analyzeCommand, sqlCommand } from "./cli.ts";
+export { analyze, defaultGroups, latestRun, recordedKs, type Analysis, type AnalysisOptions, type AnalysisRequest } from "./analysis.ts";
 export { compactLog, compactRecords, listSegments, readManifest, recorderSegmentReader } from "./compact.ts";
 export type { CompactOptions, CompactProgress, CompactSummary, Manifest, SegmentReader } from "./compact.ts";
 export { extractCall, parseSse, type CallView, type ToolResult, type ToolUse } from "./extract/index.ts";
 export { classifyTool, isShellTool, planStateOf, resultLooksLikeError, type ToolKind } from "./classify.ts";
+export { LABEL_COMMIT, LABEL_METRICS_K, LABEL_MISSING_TRIALS, LABEL_MODEL, LABEL_PASS_THRESHOLD, LABEL_ROLLOUTS_K, LABEL_RUN, runLabels, type RunLabelInput } from "./labels.ts";
 export { macroSql } from "./macros.ts";
-export { behaviour, groupKeys, parseGroupKeys, passK, passKSql, queryRows, rewardHistogram, tokenBudgets } from "./metrics.ts";
-export type { Convention, GroupKey, Row } from "./metrics.ts";
-export { renderReport } from "./report.ts";
+export { behaviour, groupKeys, parseGroupKeys, passK, passKSql, queryRows, rewardHistogram, scopeWhere, tokenBudgets } from "./metrics.ts";
+export type { Convention, GroupKey, MissingTrials, Row, Scope } from "./metrics.ts";
+export { renderReport, writeReport } from "./report.ts";
+export { conventionText, formatPassSummary } from "./summary.ts";
 export { openAnalytics, writeDatabase, type AnalyticsSession } from "./session.ts";
 export { defineViews, viewSql } from "./views.ts";

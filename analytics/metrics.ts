@@ -4,10 +4,14 @@
  */
 import type { DuckDBConnection } from "@duckdb/node-api";
 
-export const groupKeys = ["experiment", "iteration", "harness", "policy_version", "task"] as const;
+export const groupKeys = ["experiment", "run", "iteration", "harness", "policy_version", "task"] as const;
 export type GroupKey = (typeof groupKeys)[number];
 export type Convention = "unbiased" | "claw";
+export type MissingTrials = "exclude" | "fail";
 export type Row = { [column: string]: string | number | boolean | null | Row[] | (string | number | null)[] };
+
+/** Which rollouts an analysis looks at; an unset field does not filter. */
+export type Scope = { experiment?: string; run?: string; iteration?: number };
 
 /** `task` is the user's word; the column is `task_id`. */
 function column(key: GroupKey): string {
@@ -42,6 +46,28 @@ function groupList(by: GroupKey[]): string {
   return by.map(column).join(", ");
 }
 
+const sqlText = (text: string) => `'${text.replaceAll("'", "''")}'`;
+
+/**
+ * The WHERE clause that limits rollouts to a scope (empty when the scope is everything).
+ *
+ * @example
+ * scopeWhere({ run: "quick-1" }) // " WHERE run = 'quick-1'"
+ */
+export function scopeWhere(scope: Scope = {}): string {
+  const parts: string[] = [];
+  if (scope.experiment !== undefined) parts.push(`experiment = ${sqlText(scope.experiment)}`);
+  if (scope.run !== undefined) parts.push(`run = ${sqlText(scope.run)}`);
+  if (scope.iteration !== undefined) parts.push(`iteration = ${Math.trunc(scope.iteration)}`);
+  return parts.length ? ` WHERE ${parts.join(" AND ")}` : "";
+}
+
+/** The scope as further conditions of an existing WHERE. */
+export function scopeAnd(scope: Scope = {}): string {
+  const where = scopeWhere(scope);
+  return where ? ` AND ${where.slice(" WHERE ".length)}` : "";
+}
+
 /**
  * Runs a query and returns plain JS rows: BIGINT counts become numbers, DECIMALs numbers.
  *
@@ -62,66 +88,154 @@ function normalize(value: unknown): unknown {
   return value;
 }
 
-export type PassOptions = { by: GroupKey[]; ks: number[]; convention: Convention; threshold: number };
+export type PassOptions = {
+  by: GroupKey[];
+  ks: number[];
+  convention: Convention;
+  /** Overrides every rollout's recorded threshold (null: each experiment's own; Claw-Eval: 0.75). */
+  threshold?: number | null;
+  /** Overrides every experiment's missing-trial convention (null: each experiment's own, else exclude). */
+  missingTrials?: MissingTrials | null;
+  scope?: Scope;
+};
 
 /**
- * SQL for pass@k and pass^k per group: per task (within the group) n valid rollouts and c
- * successes, then the per-task estimator averaged over the group's tasks.
+ * SQL for pass@k and pass^k per group (docs/metrics.md). Unbiased: per task n valid trials
+ * (or, under the `fail` convention, at least the trials planned) and c successes, the
+ * estimator per task, averaged over the tasks that have at least max(k) trials (the same tasks
+ * for every k); `tasks_scored` / `tasks_excluded` say how many. Claw-Eval: every graded trial,
+ * padded with zeros up to k, as score_summary.py does.
  *
  * @example
- * passKSql({ by: ["harness"], ks: [1, 5], convention: "unbiased", threshold: 1 })
+ * passKSql({ by: ["harness"], ks: [1, 5], convention: "unbiased" })
  */
-export function passKSql({ by, ks, convention }: PassOptions): string {
+export function passKSql({ by, ks, convention, scope }: PassOptions): string {
+  if (ks.length === 0) throw new Error("pass@k needs at least one k");
   const keys = groupList(by);
   const partition = [...new Set([...by.map(column), "task_id"])].join(", ");
-  const perK = ks
-    .map((k) =>
-      convention === "unbiased"
-        ? `avg(pass_at_k(n, c, ${k})) AS "pass@${k}", avg(pass_hat_k(n, c, ${k})) AS "pass^${k}", count(pass_at_k(n, c, ${k})) AS "tasks_scored@${k}"`
-        : `avg(claw_pass_at_k(s${k}, ${k})) AS "pass@${k}", avg(claw_pass_hat_k(s${k}, ${k})) AS "pass^${k}", count(*) AS "tasks_scored@${k}"`,
-    )
-    .join(",\n       ");
-  const firstK = convention === "claw" ? ks.map((k) => `, count(*) FILTER (WHERE success AND trial <= ${k}) AS s${k}`).join("") : "";
-  // Only Claw-Eval needs each rollout's trial number; the window sort is the costly part.
-  const trials =
-    convention === "claw"
-      ? `SELECT *, CASE WHEN valid THEN row_number() OVER (PARTITION BY ${partition}, valid ORDER BY attempt, created_unix_ms, rollout_id) END AS trial FROM rollouts`
-      : "SELECT * FROM rollouts";
-  return `WITH trials AS (${trials}),
+  const perRunKeys = [...new Set([...by.map(column), "task_id", "run"])].join(", ");
+  const kmax = Math.max(...ks);
+  const source = `SELECT * FROM rollouts${scopeWhere(scope)}`;
+  if (convention === "claw") {
+    const perK = ks
+      .map(
+        (k) =>
+          `avg(claw_any_pass(passes, graded, ${k}, claw_threshold())::DOUBLE) AS "pass@${k}", ` +
+          `avg(claw_all_pass(fails, graded, ${k}, claw_threshold())::DOUBLE) AS "pass^${k}", ` +
+          `avg(claw_avg_pass(score_sum, ${k}, claw_threshold())::DOUBLE) AS "avg_pass@${k}", ` +
+          `avg(claw_avg_score(score_sum, ${k})) AS "avg_score@${k}"`,
+      )
+      .join(",\n       ");
+    return `WITH r AS (${source}),
 per_task AS (
-  SELECT ${partition}, count(*) FILTER (WHERE valid) AS n, count(*) FILTER (WHERE success) AS c,
-         sum(reward) FILTER (WHERE valid) AS reward_sum,
+  SELECT ${partition}, count(*) AS registered, count(*) FILTER (WHERE valid) AS graded,
+         count(*) FILTER (WHERE valid AND reward >= claw_threshold()) AS passes,
+         count(*) FILTER (WHERE valid AND NOT (reward >= claw_threshold())) AS fails,
+         -- Compensated summation: avg >= 0.75 must not depend on the order trials are summed in.
+         coalesce(fsum(reward) FILTER (WHERE valid), 0) AS score_sum,
          count(*) FILTER (WHERE status = 'infra_error') AS infra_errors,
-         count(*) FILTER (WHERE status IS NULL) AS unfinished${firstK}
-  FROM trials GROUP BY ${partition})
-SELECT ${selectKeys(by)}count(*) AS tasks, sum(n) AS rollouts, sum(c) AS successes,
+         count(*) FILTER (WHERE status IS NULL) AS unfinished
+  FROM r GROUP BY ${partition})
+SELECT ${selectKeys(by)}count(*) AS tasks, count(*) AS tasks_scored, 0 AS tasks_excluded,
+       sum(registered) AS rollouts, sum(graded) AS valid, sum(passes) AS successes,
        sum(infra_errors) AS infra_errors, sum(unfinished) AS unfinished,
-       share(sum(reward_sum), sum(n)) AS mean_reward,
+       'claw' AS missing_trials, any_value(claw_threshold()) AS threshold,
+       avg(claw_avg_score(score_sum, ${kmax})) AS mean_reward,
        ${perK}
 FROM per_task${groupTail(keys)}`;
+  }
+  const perK = ks
+    .map((k) => `avg(pass_at_k(trials, c, ${k})) FILTER (WHERE trials >= ${kmax}) AS "pass@${k}", avg(pass_hat_k(trials, c, ${k})) FILTER (WHERE trials >= ${kmax}) AS "pass^${k}"`)
+    .join(",\n       ");
+  // Counts per run first: trials planned are counted per run (attempts are numbered from 0, so
+  // max(attempt) + 1, or the experiment's rollouts.k when forge run recorded it, if larger) and
+  // summed over the task's runs.
+  return `WITH r AS (${source}),
+per_run AS (
+  SELECT ${perRunKeys}, count(*) AS registered, count(*) FILTER (WHERE valid) AS n, count(*) FILTER (WHERE success) AS c,
+         coalesce(sum(score) FILTER (WHERE valid), 0) AS score_sum,
+         count(*) FILTER (WHERE status = 'infra_error') AS infra_errors,
+         count(*) FILTER (WHERE status IS NULL) AS unfinished,
+         greatest(max(attempt) + 1, coalesce(max(planned_k), 0)) AS planned,
+         min(recorded_missing_trials) AS min_convention, max(recorded_missing_trials) AS max_convention,
+         min(threshold) AS min_threshold, max(threshold) AS max_threshold
+  FROM r GROUP BY ${perRunKeys}),
+per_task AS (
+  SELECT ${partition}, sum(registered)::BIGINT AS registered, sum(n)::BIGINT AS n, sum(c)::BIGINT AS c, sum(score_sum) AS score_sum,
+         sum(infra_errors)::BIGINT AS infra_errors, sum(unfinished)::BIGINT AS unfinished, sum(planned)::BIGINT AS planned,
+         min(min_convention) AS min_convention, max(max_convention) AS max_convention,
+         min(min_threshold) AS min_threshold, max(max_threshold) AS max_threshold
+  FROM per_run GROUP BY ${partition}),
+t AS (
+  SELECT *, coalesce(forge_missing_trials(), min_convention, 'exclude') AS missing_trials,
+         CASE WHEN missing_trials = 'fail' THEN greatest(n, planned) ELSE n END AS trials
+  FROM per_task)
+SELECT ${selectKeys(by)}count(*) AS tasks,
+       count(*) FILTER (WHERE trials >= ${kmax}) AS tasks_scored,
+       count(*) FILTER (WHERE trials < ${kmax}) AS tasks_excluded,
+       sum(registered) AS rollouts, sum(n) AS valid, sum(c) AS successes,
+       sum(infra_errors) AS infra_errors, sum(unfinished) AS unfinished,
+       string_agg(DISTINCT missing_trials, ',' ORDER BY missing_trials) AS missing_trials,
+       CASE WHEN min(min_threshold) = max(max_threshold) THEN min(min_threshold) END AS threshold,
+       bool_or(forge_missing_trials() IS NULL AND min_convention <> max_convention) AS mixed_conventions,
+       avg(score_sum / trials) FILTER (WHERE trials >= ${kmax}) AS mean_reward,
+       ${perK}
+FROM t${groupTail(keys)}`;
 }
 
 /**
- * Sets the success threshold for this session's views (`rollouts.success`).
+ * Sets (or, for null, clears) the session's success-threshold override.
  *
  * @example
  * await setThreshold(connection, 0.5)
  */
-export async function setThreshold(connection: DuckDBConnection, threshold: number): Promise<void> {
+export async function setThreshold(connection: DuckDBConnection, threshold: number | null | undefined): Promise<void> {
+  if (threshold === null || threshold === undefined) {
+    await connection.run("RESET VARIABLE forge_threshold");
+    return;
+  }
   if (!Number.isFinite(threshold)) throw new Error(`--threshold must be a number, got ${threshold}`);
   await connection.run(`SET VARIABLE forge_threshold = ${threshold}::DOUBLE`);
 }
 
 /**
- * pass@k, pass^k and mean reward per group.
+ * Sets (or, for null, clears) the session's missing-trial convention override.
  *
  * @example
- * await passK(connection, { by: ["iteration"], ks: [1, 5], convention: "unbiased", threshold: 1 })
- * // [{ iteration: 0, tasks: 12, rollouts: 96, "pass@1": 0.41, "pass^1": 0.41, ... }]
+ * await setMissingTrials(connection, "fail")
+ */
+export async function setMissingTrials(connection: DuckDBConnection, convention: MissingTrials | null | undefined): Promise<void> {
+  if (convention === null || convention === undefined) {
+    await connection.run("RESET VARIABLE forge_missing_trials");
+    return;
+  }
+  if (convention !== "exclude" && convention !== "fail") throw new Error(`missing-trial convention must be exclude or fail, got "${convention}"`);
+  await connection.run(`SET VARIABLE forge_missing_trials = '${convention}'`);
+}
+
+/**
+ * pass@k, pass^k, mean reward and the task counts per group. Throws when a task's rollouts come
+ * from experiments with different missing-trial conventions and no override is given.
+ *
+ * @example
+ * await passK(connection, { by: ["iteration"], ks: [1, 5], convention: "unbiased", scope: { run: "quick-1" } })
+ * // [{ iteration: 0, tasks: 12, tasks_scored: 12, rollouts: 96, "pass@1": 0.41, "pass^1": 0.41, ... }]
  */
 export async function passK(connection: DuckDBConnection, options: PassOptions): Promise<Row[]> {
   await setThreshold(connection, options.threshold);
-  return queryRows(connection, passKSql(options));
+  await setMissingTrials(connection, options.missingTrials);
+  const rows = await queryRows(connection, passKSql(options));
+  for (const row of rows) {
+    const mixed = row.mixed_conventions;
+    delete row.mixed_conventions;
+    if (mixed === true) {
+      throw new Error(
+        "the rollouts of one task come from experiments with different missing-trial conventions (metrics.missingTrials); " +
+          "group them apart (--by experiment,run) or choose one with --missing-trials exclude|fail",
+      );
+    }
+  }
+  return rows;
 }
 
 /**
@@ -130,9 +244,9 @@ export async function passK(connection: DuckDBConnection, options: PassOptions):
  * @example
  * behaviourSql(["harness"]) // SELECT "harness", count(*) AS rollouts, avg(tool_coverage) ...
  */
-export function behaviourSql(by: GroupKey[]): string {
+export function behaviourSql(by: GroupKey[], scope: Scope = {}): string {
   const keys = groupList(by);
-  return `WITH b AS (SELECT * FROM rollout_behaviour WHERE status IS DISTINCT FROM 'infra_error')
+  return `WITH b AS (SELECT * FROM rollout_behaviour WHERE status IS DISTINCT FROM 'infra_error'${scopeAnd(scope)})
 SELECT ${selectKeys(by)}count(*) AS rollouts,
        avg(tool_coverage) AS tool_coverage,
        share(count(*) FILTER (WHERE self_verified), count(*) FILTER (WHERE edited)) AS self_verification,
@@ -152,8 +266,8 @@ FROM b${groupTail(keys)}`;
  * @example
  * await behaviour(connection, ["harness"]) // [{ harness: "codex", tool_coverage: 0.6, self_verification: 0.8, ... }]
  */
-export async function behaviour(connection: DuckDBConnection, by: GroupKey[]): Promise<Row[]> {
-  return queryRows(connection, behaviourSql(by));
+export async function behaviour(connection: DuckDBConnection, by: GroupKey[], scope: Scope = {}): Promise<Row[]> {
+  return queryRows(connection, behaviourSql(by, scope));
 }
 
 /**
@@ -163,10 +277,10 @@ export async function behaviour(connection: DuckDBConnection, by: GroupKey[]): P
  * @example
  * await rewardHistogram(connection) // [{ bin: 0, rollouts: 12, lo: 0, hi: 0.1 }, ...]
  */
-export async function rewardHistogram(connection: DuckDBConnection, bins = 10): Promise<Row[]> {
+export async function rewardHistogram(connection: DuckDBConnection, scope: Scope = {}, bins = 10): Promise<Row[]> {
   return queryRows(
     connection,
-    `WITH v AS (SELECT reward FROM rollouts WHERE valid AND reward IS NOT NULL),
+    `WITH v AS (SELECT reward FROM rollouts WHERE valid AND reward IS NOT NULL${scopeAnd(scope)}),
      range_ AS (SELECT min(reward) AS lo, max(reward) AS hi FROM v),
      binned AS (
        SELECT CASE WHEN hi = lo THEN 0 ELSE least(floor((reward - lo) / (hi - lo) * ${bins})::INTEGER, ${bins - 1}) END AS bin
@@ -189,7 +303,7 @@ export async function rewardHistogram(connection: DuckDBConnection, bins = 10): 
  * @example
  * await tokenBudgets(connection, ["harness"]) // [{ harness: "codex", p50_tokens: 41000, p95_tokens: 120000, ... }]
  */
-export async function tokenBudgets(connection: DuckDBConnection, by: GroupKey[]): Promise<Row[]> {
+export async function tokenBudgets(connection: DuckDBConnection, by: GroupKey[], scope: Scope = {}): Promise<Row[]> {
   const keys = groupList(by);
   return queryRows(
     connection,
@@ -197,6 +311,6 @@ export async function tokenBudgets(connection: DuckDBConnection, by: GroupKey[])
             avg(prompt_tokens) AS mean_prompt_tokens, avg(completion_tokens) AS mean_completion_tokens,
             quantile_cont(total_tokens, 0.5) AS p50_tokens, quantile_cont(total_tokens, 0.95) AS p95_tokens,
             max(total_tokens) AS max_tokens
-     FROM rollout_behaviour WHERE status IS DISTINCT FROM 'infra_error'${groupTail(keys)}`,
+     FROM rollout_behaviour WHERE status IS DISTINCT FROM 'infra_error'${scopeAnd(scope)}${groupTail(keys)}`,
   );
 }

@@ -114,3 +114,14 @@ ${section("Token budgets", analysis.tokenBudgets)}
 </body></html>
 `;
 }
+
+/**
+ * Writes the report to `path`.
+ *
+ * @example
+ * await writeReport(connection, "data", analysis, "report.html")
+ */
+export async function writeReport(_connection: unknown, _dataDir: string, analysis: Analysis, path: string): Promise<{ pages: number; pagesDir: string }> {
+  await Bun.write(path, renderReport(analysis));
+  return { pages: 0, pagesDir: path };
+}

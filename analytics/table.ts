@@ -2,14 +2,14 @@
 import type { Row } from "./metrics.ts";
 
 function cell(value: Row[string]): string {
-  if (value === null || value === undefined) return "–";
+  if (value === null || value === undefined) return "n/a";
   if (typeof value === "number") return Number.isInteger(value) ? String(value) : value.toFixed(3);
   if (Array.isArray(value)) return value.join(",");
   return String(value);
 }
 
 /**
- * Formats rows as an aligned table (numbers right-aligned, nulls as "–").
+ * Formats rows as an aligned table (numbers right-aligned, no value as "n/a").
  *
  * @example
  * formatTable([{ harness: "codex", "pass@1": 0.4 }])

@@ -50,14 +50,27 @@ export const viewSql: readonly string[] = [
    res AS (
      SELECT * EXCLUDE (rn, segment) FROM (
        SELECT *, row_number() OVER (PARTITION BY rollout_id ORDER BY finished_unix_ms DESC) AS rn FROM raw_result_records)
-     WHERE rn = 1)
-   SELECT reg.rollout_id, reg.experiment, reg.iteration, reg.task_id, reg.group_id, reg.attempt, reg.harness,
-          reg.policy_version, reg.created_unix_ms, reg.labels_json,
-          res.status, res.reward, res.finished_unix_ms, res.finished_unix_ms - reg.created_unix_ms AS duration_ms,
-          res.verifier_output, res.error, res.metrics_json,
-          is_valid(res.status) AS valid,
-          is_valid(res.status) AND is_success(res.status, res.reward, forge_threshold()) AS success
-   FROM reg LEFT JOIN res USING (rollout_id)`,
+     WHERE rn = 1),
+   joined AS (
+     SELECT reg.rollout_id, reg.experiment, run_of(reg.rollout_id, reg.labels_json) AS run, reg.iteration, reg.task_id,
+            reg.group_id, reg.attempt, reg.harness, reg.policy_version, reg.created_unix_ms, reg.labels_json,
+            label_of(reg.labels_json, 'openforge.dev/commit') AS commit,
+            label_of(reg.labels_json, 'openforge.dev/model') AS model_label,
+            -- The experiment's metric settings as forge run recorded them (NULL: not recorded).
+            TRY_CAST(label_of(reg.labels_json, 'openforge.dev/pass-threshold') AS DOUBLE) AS recorded_threshold,
+            label_of(reg.labels_json, 'openforge.dev/missing-trials') AS recorded_missing_trials,
+            TRY_CAST(string_split(label_of(reg.labels_json, 'openforge.dev/metrics-k'), ',') AS INTEGER[]) AS recorded_ks,
+            TRY_CAST(label_of(reg.labels_json, 'openforge.dev/rollouts-k') AS INTEGER) AS planned_k,
+            res.status, res.reward, res.finished_unix_ms, res.finished_unix_ms - reg.created_unix_ms AS duration_ms,
+            res.verifier_output, res.error, res.metrics_json
+     FROM reg LEFT JOIN res USING (rollout_id))
+   SELECT *,
+          coalesce(forge_threshold(), recorded_threshold, 1.0) AS threshold,
+          is_valid(status) AS valid,
+          is_valid(status) AND is_success(status, reward, threshold) AS success,
+          -- The reward as pass@k scores it: a rollout that is not ok scores 0 (docs/metrics.md).
+          CASE WHEN is_valid(status) THEN CASE WHEN status = 'ok' THEN coalesce(reward, 0) ELSE 0.0 END END AS score
+   FROM joined`,
   `CREATE OR REPLACE VIEW calls AS
    SELECT c.* EXCLUDE (segment), r.experiment, r.iteration, r.harness, r.task_id
    FROM raw_call_records c LEFT JOIN rollouts r USING (rollout_id)`,
@@ -76,17 +89,18 @@ export const viewSql: readonly string[] = [
    -- Results with an empty id are never stored (rows.ts), so an id-less tool use matches nothing;
    -- a filter on u here would turn the hash join into a nested loop.
    LEFT JOIN res ON res.rollout_id = u.rollout_id AND res.tool_call_id = u.tool_call_id`,
+  // Per task of each run: the counts every pass@k figure starts from.
   `CREATE OR REPLACE VIEW tasks AS
-   SELECT experiment, task_id,
+   SELECT experiment, run, task_id,
           count(*) AS rollouts,
           count(*) FILTER (WHERE status IS NOT NULL) AS finished,
           count(*) FILTER (WHERE status = 'infra_error') AS infra_errors,
           count(*) FILTER (WHERE valid) AS n,
           count(*) FILTER (WHERE success) AS c,
-          avg(reward) FILTER (WHERE valid) AS mean_reward,
+          avg(score) FILTER (WHERE valid) AS mean_reward,
           list_sort(list_distinct(list(harness))) AS harnesses,
           min(iteration) AS first_iteration, max(iteration) AS last_iteration
-   FROM rollouts GROUP BY experiment, task_id`,
+   FROM rollouts GROUP BY experiment, run, task_id`,
   // One row per rollout with its behaviour metrics (definitions: docs/metrics.md).
   `CREATE OR REPLACE VIEW rollout_behaviour AS
    WITH tc AS (SELECT * FROM tool_calls),
@@ -119,7 +133,7 @@ export const viewSql: readonly string[] = [
             sum(ttft_ms) FILTER (WHERE stream) AS ttft_sum, count(ttft_ms) FILTER (WHERE stream) AS ttft_calls,
             list_distinct(flatten(list(tools_offered))) AS tools_offered
      FROM raw_call_records GROUP BY rollout_id)
-   SELECT r.rollout_id, r.experiment, r.iteration, r.harness, r.policy_version, r.task_id, r.status, r.reward, r.success,
+   SELECT r.rollout_id, r.experiment, r.run, r.iteration, r.harness, r.policy_version, r.task_id, r.status, r.reward, r.success,
           coalesce(cs.turns, 0) AS turns, cs.prompt_tokens, cs.completion_tokens, cs.total_tokens,
           cs.mean_latency_ms, cs.mean_ttft_ms, cs.latency_sum, coalesce(cs.latency_calls, 0) AS latency_calls,
           cs.ttft_sum, coalesce(cs.ttft_calls, 0) AS ttft_calls,

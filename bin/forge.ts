@@ -24,6 +24,7 @@ const commands: CommandTable = {
   watch: { summary: "follow a submitted workflow", load: async () => (await import("../workflows/cli.ts")).watchCommand },
   export: { summary: "export trajectories (verl | sft | jsonl)", load: async () => (await import("../trajectories/cli.ts")).exportCommand },
   analyze: { summary: "metrics and reports over a data dir", load: async () => (await import("../analytics/cli.ts")).analyzeCommand },
+  sql: { summary: "query a data dir or analytics database with DuckDB SQL", load: async () => (await import("../analytics/cli.ts")).sqlCommand },
   gitops: { summary: "experiments in a git repo", load: async () => (await import("../gitops/cli.ts")).gitopsCommand },
 };
 

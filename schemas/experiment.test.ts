@@ -45,7 +45,7 @@ describe("parseExperimentText", () => {
     expect(experiment.spec.training.algorithm).toBe("grpo");
     expect(experiment.spec.training.iterations).toBe(1);
     expect(experiment.spec.training.weightSync.strategy).toBe("update-from-disk");
-    expect(experiment.spec.metrics).toEqual({ k: [1], passThreshold: 1 });
+    expect(experiment.spec.metrics).toEqual({ k: [1], passThreshold: 1, missingTrials: "exclude" });
     expect(experiment.spec.proxy.port).toBe(8080);
   });
 

@@ -154,6 +154,12 @@ const MetricsSchema = z.strictObject({
   k: z.array(positiveInt(), { error: "expected a list of positive integers" }).min(1).default([1]),
   /** A rollout passes when reward ≥ passThreshold. */
   passThreshold: z.number({ error: "expected a number" }).default(1),
+  /**
+   * A task with fewer valid trials than k (infra errors, unfinished rollouts): `exclude` leaves it
+   * out of pass@k / pass^k and the figures say how many tasks they score; `fail` counts each
+   * missing trial as a failure, as tau-bench does (docs/metrics.md).
+   */
+  missingTrials: z.enum(["exclude", "fail"], { error: 'expected "exclude" or "fail"' }).default("exclude"),
 });
 
 const ProxySchema = z.strictObject({

@@ -105,7 +105,7 @@ describe("forge analyze", () => {
     const analysis = JSON.parse(lines.join("\n"));
     expect(analysis.totals.rollouts).toBe(0);
     expect(analysis.pass).toEqual([]);
-    expect(analysis.options).toEqual({ by: [], ks: [1, 5], convention: "unbiased", threshold: 1 });
+    expect(analysis.options).toEqual({ scope: {}, by: ["experiment", "run", "iteration"], ks: [1, 5], ksFrom: "request", convention: "unbiased", threshold: null, missingTrials: null });
   });
 
   test("bad usage names the flag", async () => {
@@ -113,6 +113,9 @@ describe("forge analyze", () => {
     await expect(analyzeCommand(["--data", "/", "--by", "color"])).rejects.toThrow(UsageError);
     await expect(analyzeCommand(["--data", "/", "--convention", "best"])).rejects.toThrow(/--convention must be unbiased or claw/);
     await expect(analyzeCommand(["--data", "/", "--k", "0"])).rejects.toThrow(/--k must be positive integers/);
+    await expect(analyzeCommand(["--data", "/", "--missing-trials", "drop"])).rejects.toThrow(/--missing-trials must be exclude or fail/);
+    await expect(analyzeCommand(["--data", "/", "--threshold", "high"])).rejects.toThrow(/--threshold must be a number/);
+    await expect(analyzeCommand(["--data", "/", "--iteration=x"])).rejects.toThrow(/--iteration must be an integer/);
     await expect(analyzeCommand(["--data", "/nonexistent-forge-dir"])).rejects.toThrow(/no such directory/);
   });
 });

@@ -137,8 +137,10 @@ describe("forge analyze over a recorded log", () => {
       const { code, out } = await capture(() => analyzeCommand(["--data", dir, "--by", "harness", "--k", "1,2"]));
       process.stderr.write = write;
       expect(code).toBe(0);
-      expect(out).toMatch(/^harness\s+tasks\s+rollouts/m);
-      expect(out).toMatch(/^codex\s+3\s+3\s/m);
+      expect(out).toMatch(/^harness\s+tasks\s+scored\s+rollouts/m);
+      // One trial per (harness, task) and k up to 2: no task is scored, and the table says so.
+      expect(out).toMatch(/^codex\s+3\s+0\s+3\s.*n\/a/m);
+      expect(out).toContain("6 task(s) not scored: fewer than 2 valid trials");
       expect(out).toContain("behaviour");
       const segments = (await readdir(join(dir, "log"))).filter((name) => name.endsWith(".forge"));
       expect(segments.length).toBeGreaterThan(1);

@@ -6,6 +6,6 @@ export { loadExperimentTasks, loadJsonlTasks, loadTaskDir, loadTasks, loadTaskTr
 export { HARNESS_ADAPTERS, HARNESS_BINARIES, harnessUnavailable, launchHarness, prepareHarness, type HarnessContext, type HarnessLaunch } from "./harnesses/index.ts";
 export { planLocalRollouts, runLocal, type LocalRunOptions, type LocalRunResult } from "./local/executor.ts";
 export { runExperiment, type RunExperimentOptions, type RunExperimentResult } from "./local/run.ts";
-export { passAtK, passHatK, passTable, formatPassTable } from "./local/passk.ts";
+export { runLabelsOf, scoreRun, type RunScore } from "./local/passk.ts";
 export type { RolloutOutcome } from "./local/rollout.ts";
 export * from "./argo/index.ts";

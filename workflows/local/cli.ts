@@ -7,7 +7,6 @@ import { join, resolve } from "node:path";
 import { intFlag, parseCommand, UsageError } from "../../lib/index.ts";
 import { ExperimentError, parseExperimentFile } from "../../schemas/index.ts";
 import { TaskError } from "../tasks/index.ts";
-import { formatPassTable } from "./passk.ts";
 import { liveGroups } from "./process-group.ts";
 import { SandboxError } from "./sandbox.ts";
 import { runExperiment } from "./run.ts";
@@ -115,7 +114,6 @@ export async function runCommand(argv: string[]): Promise<number> {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
-  const ks = experiment.spec.metrics.k;
   if (values.json) {
     const { local, ...rest } = result;
     console.log(JSON.stringify({ ...rest, sandbox: local.sandbox, aborted: local.aborted, duration_ms: Math.round(local.durationMs), outcomes: local.outcomes }, null, 2));
@@ -125,13 +123,8 @@ export async function runCommand(argv: string[]): Promise<number> {
     console.log(`\n${experiment.metadata.name}: ${result.local.outcomes.length} rollouts in ${(result.local.durationMs / 1000).toFixed(1)} s (${result.rollouts_per_minute.toFixed(0)}/min), sandbox ${result.local.sandbox}; ${[...counts].map(([s, n]) => `${n} ${s}`).join(", ")}`);
     console.log(`data: ${result.data_dir}`);
     if (result.export) console.log("error" in result.export ? `veRL export failed: ${result.export.error}` : `veRL batch: ${result.export.out} (${result.export.rows} rows, ${result.export.samples} samples)`);
-    console.log(`\npass@k / pass^k (unbiased estimators over the executor's results${result.pass_source === "analytics" ? "; analytics agrees below" : ""}):\n${formatPassTable(result.pass, ks)}`);
-    if (result.pass_source === "analytics" && Array.isArray(result.analytics)) {
-      for (const row of result.analytics as Record<string, unknown>[]) {
-        const cells = Object.entries(row).filter(([key]) => key.startsWith("pass"));
-        console.log(`analytics (DuckDB over the recorded log): ${cells.map(([key, value]) => `${key} ${typeof value === "number" ? value.toFixed(3) : String(value)}`).join("  ")}`);
-      }
-    }
+    if (result.pass) console.log(`\n${result.pass.summary}\n\nthe same from the log: forge analyze --data ${result.data_dir} --run ${result.run} [--report report.html]`);
+    else if (result.pass_error) console.log(`\npass@k unavailable: ${result.pass_error}`);
   }
   if (result.local.aborted) return 130;
   return 0;

@@ -1,83 +1,47 @@
 /**
- * pass@k and pass^k per task, with the unbiased estimators (Chen et al. 2021 for pass@k:
- * 1 − C(n−c, k)/C(n, k); pass^k = C(c, k)/C(n, k), the chance that k draws all pass), used by
- * `forge run` when the analytics area is not available. infra_error rollouts are not scored.
+ * The pass@k block of `forge run`: the run's own rollouts scored by analytics (DuckDB over the
+ * recorded log) — the code path and printout of `forge analyze --data DIR --run RUN`, so the
+ * two commands print the same numbers. The experiment's metric settings travel with the run
+ * as rollout labels (analytics/labels.ts), which is how `forge analyze` finds them later.
  */
-import type { RolloutOutcome } from "./rollout.ts";
+import type { Experiment } from "../../schemas/index.ts";
 
-/** C(a, k) / C(b, k) as a running product, stable for large n. */
-function ratio(a: number, b: number, k: number): number {
-  if (a < k) return 0;
-  let r = 1;
-  for (let i = 0; i < k; i++) r *= (a - i) / (b - i);
-  return r;
+/** What `forge run` prints and returns about pass@k. */
+export type RunScore = {
+  /** pass@k, pass^k, mean reward and task counts for the run (one row per iteration). */
+  pass: Record<string, unknown>[];
+  /** The same per task. */
+  pass_by_task: Record<string, unknown>[];
+  /** The block as printed (the same text `forge analyze --run RUN` prints). */
+  summary: string;
+};
+
+/**
+ * The labels `forge run` records on each rollout: the run id and the experiment's metric settings.
+ *
+ * @example
+ * await runLabelsOf(experiment, "quickstart-mc0x1") // { "openforge.dev/run": "quickstart-mc0x1", "openforge.dev/metrics-k": "1,2,4", ... }
+ */
+export async function runLabelsOf(experiment: Experiment, run: string): Promise<Record<string, string>> {
+  const { runLabels } = await import("../../analytics/index.ts");
+  const { metrics, rollouts, policy } = experiment.spec;
+  return runLabels({ run, model: policy.model, ks: metrics.k, passThreshold: metrics.passThreshold, missingTrials: metrics.missingTrials, rolloutsK: rollouts.k });
 }
 
 /**
+ * Scores one run from the log in `dataDir` with the settings its rollouts recorded.
+ *
  * @example
- * passAtK(4, 1, 2); // 0.5
+ * const score = await scoreRun(".forge/runs/q", "quickstart-mc0x1");
+ * console.log(score.summary);
  */
-export function passAtK(n: number, c: number, k: number): number {
-  if (k > n) return Number.NaN;
-  return 1 - ratio(n - c, n, k);
-}
-
-/**
- * @example
- * passHatK(4, 2, 2); // 1/6
- */
-export function passHatK(n: number, c: number, k: number): number {
-  if (k > n) return Number.NaN;
-  return ratio(c, n, k);
-}
-
-export type PassRow = { task_id: string; n: number; passed: number; pass_at: Record<number, number>; pass_hat: Record<number, number> };
-
-/**
- * @example
- * passTable(outcomes, [1, 2], 1).at(-1)!.task_id; // "(mean)"
- */
-export function passTable(outcomes: RolloutOutcome[], ks: number[], threshold: number): PassRow[] {
-  const byTask = new Map<string, { n: number; c: number }>();
-  for (const o of outcomes) {
-    if (o.status === "infra_error") continue;
-    const entry = byTask.get(o.task_id) ?? { n: 0, c: 0 };
-    entry.n++;
-    if (o.reward >= threshold) entry.c++;
-    byTask.set(o.task_id, entry);
+export async function scoreRun(dataDir: string, run: string): Promise<RunScore> {
+  const { analyze, formatPassSummary, openAnalytics } = await import("../../analytics/index.ts");
+  const session = await openAnalytics(dataDir, {});
+  try {
+    const analysis = await analyze(session.connection, { scope: { run } }, session.compaction);
+    return { pass: analysis.pass, pass_by_task: analysis.passByTask, summary: formatPassSummary(analysis) };
+  } finally {
+    session.close();
   }
-  const rows: PassRow[] = [...byTask.entries()]
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([task_id, { n, c }]) => ({
-      task_id,
-      n,
-      passed: c,
-      pass_at: Object.fromEntries(ks.map((k) => [k, passAtK(n, c, k)])),
-      pass_hat: Object.fromEntries(ks.map((k) => [k, passHatK(n, c, k)])),
-    }));
-  if (rows.length > 0) {
-    const mean = (pick: (row: PassRow) => number) => {
-      const values = rows.map(pick).filter((v) => !Number.isNaN(v));
-      return values.length ? values.reduce((a, b) => a + b, 0) / values.length : Number.NaN;
-    };
-    rows.push({
-      task_id: "(mean)",
-      n: rows.reduce((a, r) => a + r.n, 0),
-      passed: rows.reduce((a, r) => a + r.passed, 0),
-      pass_at: Object.fromEntries(ks.map((k) => [k, mean((r) => r.pass_at[k]!)])),
-      pass_hat: Object.fromEntries(ks.map((k) => [k, mean((r) => r.pass_hat[k]!)])),
-    });
-  }
-  return rows;
 }
-
-/** A plain-text table of passTable's rows. */
-export function formatPassTable(rows: PassRow[], ks: number[]): string {
-  const header = ["task", "n", "passed", ...ks.map((k) => `pass@${k}`), ...ks.map((k) => `pass^${k}`)];
-  const cells = rows.map((r) => [r.task_id, String(r.n), String(r.passed), ...ks.map((k) => fmt(r.pass_at[k]!)), ...ks.map((k) => fmt(r.pass_hat[k]!))]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: string[]) => c.map((v, i) => (i === 0 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join("  ");
-  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...cells.map(line)].join("\n");
-}
-
-const fmt = (v: number) => (Number.isNaN(v) ? "-" : v.toFixed(3));

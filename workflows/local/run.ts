@@ -9,7 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import type { Experiment } from "../../schemas/index.ts";
 import { loadExperimentTasks } from "../tasks/index.ts";
 import { runLocal, type LocalRunResult } from "./executor.ts";
-import { formatPassTable, passTable, type PassRow } from "./passk.ts";
+import { runLabelsOf, scoreRun, type RunScore } from "./passk.ts";
 
 type Stoppable = { url: string; stop(): Promise<void> };
 
@@ -37,10 +37,9 @@ export type RunExperimentResult = {
   data_dir: string;
   local: LocalRunResult;
   rollouts_per_minute: number;
-  pass: PassRow[];
-  /** Whether the pass table came from analytics (DuckDB over the log) or the inline estimator. */
-  pass_source: "analytics" | "inline";
-  analytics?: unknown;
+  /** pass@k / pass^k of this run, scored by analytics over the recorded log (absent when that failed: `pass_error`). */
+  pass?: RunScore;
+  pass_error?: string;
   export?: { out: string; samples: number; rows: number } | { error: string };
 };
 
@@ -82,20 +81,10 @@ async function exportBatch(dataDir: string): Promise<RunExperimentResult["export
   }
 }
 
-async function analyticsPass(dataDir: string, ks: number[], threshold: number): Promise<unknown | undefined> {
-  const { openAnalytics, analyze } = await import("../../analytics/index.ts");
-  const session = await openAnalytics(dataDir, {});
-  try {
-    return (await analyze(session.connection, { by: [], ks, convention: "unbiased", threshold }, session.compaction)).pass;
-  } finally {
-    session.close();
-  }
-}
-
 /**
  * @example
  * const result = await runExperiment({ experiment, experimentPath: "examples/quickstart/experiment.yaml", dataDir: ".forge/runs/q" });
- * result.pass.at(-1)!.pass_at[1]; // the mean pass@1
+ * result.pass?.pass[0]?.["pass@1"]; // the run's pass@1
  */
 export async function runExperiment(options: RunExperimentOptions): Promise<RunExperimentResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -125,32 +114,28 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
       passThreshold: experiment.spec.metrics.passThreshold,
       quiet: options.quiet,
       signal: options.signal,
-      labels: options.labels,
+      // The run id and the experiment's metric settings, so analytics scores the run as its experiment says.
+      labels: { ...options.labels, ...(await runLabelsOf(experiment, run)) },
     });
   } finally {
     // Closes the segment log, so what was recorded is readable even after Ctrl-C.
     await services.stop();
   }
-  const ks = experiment.spec.metrics.k;
-  const threshold = experiment.spec.metrics.passThreshold;
   const result: RunExperimentResult = {
     run,
     data_dir: options.dataDir,
     local,
     rollouts_per_minute: local.outcomes.length / (local.durationMs / 60_000),
-    pass: passTable(local.outcomes, ks, threshold),
-    pass_source: "inline",
   };
   writeFileSync(join(options.dataDir, "rollouts", "outcomes.json"), `${JSON.stringify(local.outcomes, null, 2)}\n`);
   if (local.aborted) return result;
   result.export = await exportBatch(options.dataDir);
   try {
-    result.analytics = await analyticsPass(options.dataDir, ks, threshold);
-    result.pass_source = "analytics";
+    result.pass = await scoreRun(options.dataDir, run);
   } catch (error) {
-    log(`analytics unavailable (${(error as Error).message.split("\n")[0]}); pass@k computed inline with the unbiased estimator`);
+    // No second estimator to fall back on: one code path computes the numbers (docs/metrics.md).
+    result.pass_error = (error as Error).message;
+    log(`pass@k unavailable: analytics failed on ${options.dataDir}: ${result.pass_error.split("\n")[0]}`);
   }
   return result;
 }
-
-export { formatPassTable };

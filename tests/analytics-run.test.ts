@@ -1,0 +1,51 @@
+/**
+ * `forge run` and `forge analyze` print the same numbers for a run: both go through one
+ * analysis (analytics/analysis.ts) and one formatter (analytics/summary.ts). Run as a user runs
+ * them: separate processes, text output.
+ */
+import { expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const root = join(import.meta.dir, "..");
+const forge = (args: string[]) => {
+  const result = Bun.spawnSync([process.execPath, join(root, "bin", "forge.ts"), ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
+  return { code: result.exitCode, out: result.stdout.toString(), err: result.stderr.toString() };
+};
+
+/** The tables of the pass@k block: from its header line to the blank line after the per-task table. */
+function passTables(out: string): string {
+  const lines = out.split("\n");
+  const start = lines.findIndex((line) => /^experiment\s+run\s+iteration\s+tasks\s+scored/.test(line));
+  expect(start).toBeGreaterThan(-1);
+  const end = lines.findIndex((line, i) => i > start && /^(the same from the log|behaviour)/.test(line));
+  return lines.slice(start, end).join("\n").trim();
+}
+
+test("the quickstart: forge run's pass@k block is forge analyze's, for the run and for the data dir", () => {
+  const data = mkdtempSync(join(tmpdir(), "forge-run-analyze-"));
+  try {
+    const run = forge(["run", "examples/quickstart/experiment.yaml", "--data", data, "--quiet"]);
+    expect(run.code).toBe(0);
+    const runId = /--run (\S+)/.exec(run.out)?.[1];
+    expect(runId).toBeDefined();
+    expect(run.out).toContain("k = 1, 2, 4 (the experiment's metrics.k)");
+    const tables = passTables(run.out);
+    expect(tables).toMatch(/^quickstart\s+\S+\s+0\s+5\s+5\s+20\s+20\s/m);
+
+    const scoped = forge(["analyze", "--data", data, "--run", runId!, "--quiet"]);
+    expect(scoped.code).toBe(0);
+    expect(passTables(scoped.out)).toBe(tables);
+    // Without --run: every run is its own row; with one run in the directory, the same rows.
+    const whole = forge(["analyze", "--data", data, "--quiet"]);
+    expect(passTables(whole.out)).toBe(tables);
+    const latest = forge(["analyze", "--data", data, "--run", "latest", "--quiet", "--json"]);
+    const analysis = JSON.parse(latest.out);
+    expect(analysis.options.scope).toEqual({ run: runId });
+    expect(analysis.options.ks).toEqual([1, 2, 4]);
+    expect(analysis.runs.map((r: { model: string }) => r.model)).toEqual(["forge-sim/qwen3-sim"]);
+  } finally {
+    rmSync(data, { recursive: true, force: true });
+  }
+}, 180_000);
