@@ -16,10 +16,10 @@ export const macroSql: readonly string[] = [
   // One label of a rollout (labels_json is the Rollout record's labels map as JSON).
   `CREATE OR REPLACE MACRO label_of(labels_json, key) AS json_extract_string(labels_json, '$."' || key || '"')`,
   // The run: the label forge run records, else the run prefix of the executors' rollout ids
-  // (<run>.i<iteration>.<task>.<attempt>), else NULL.
+  // (<run>.i<iteration>.<task>.<attempt>, with .r<retry> for an Argo retry), else NULL.
   `CREATE OR REPLACE MACRO run_of(rollout_id, labels_json) AS coalesce(
      label_of(labels_json, 'openforge.dev/run'),
-     nullif(regexp_extract(rollout_id, '^(.*)\\.i[0-9]+\\.[A-Za-z0-9_-]*\\.[0-9]+$', 1), ''))`,
+     nullif(regexp_extract(rollout_id, '^(.*)\\.i[0-9]+\\.[A-Za-z0-9_-]*\\.[0-9]+(\\.r[0-9]+)?$', 1), ''))`,
   // A rollout counts towards n unless the infrastructure failed it or it never finished.
   `CREATE OR REPLACE MACRO is_valid(status) AS status IS NOT NULL AND status <> 'infra_error'`,
   `CREATE OR REPLACE MACRO is_success(status, reward, threshold) AS coalesce(status = 'ok' AND reward >= threshold, false)`,

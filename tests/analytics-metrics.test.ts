@@ -375,15 +375,16 @@ describe("scope and grouping", () => {
     const own = await sessionOf([
       ...runRecords("q-1", "quick", { "openforge.dev/metrics-k": "1,2" }, [["a", 0, "ok"], ["a", 1, "failed"], ["b", 0, "ok"], ["b", 1, "ok"]]),
       ...runRecords("q-2", "quick", { "openforge.dev/metrics-k": "1,2" }, [["a", 0, "failed"], ["a", 1, "failed"], ["b", 0, "ok"], ["b", 1, "infra_error"]]),
-      // No run label: the run comes from the executors' rollout id <run>.i<iteration>.<task>.<attempt>.
-      ...scored({ id: "old-run.i0.a.0", task: "a", experiment: "other" }, "ok", 1),
+      // No run label: the run comes from the executors' rollout id <run>.i<iteration>.<task>.<attempt>[.r<retry>].
+      ...scored({ id: "old-run.i0.a.0", task: "a", experiment: "other" }, "infra_error", 0),
+      ...scored({ id: "old-run.i0.a.0.r1", task: "a", experiment: "other" }, "ok", 1),
     ]);
     try {
       const all = await analyze(own.connection, {});
       expect(all.options.ks).toEqual([1, 2]); // the experiments' recorded metrics.k
       expect(all.options.ksFrom).toBe("experiment");
       expect(all.pass.map((r) => [r.experiment, r.run, r.iteration, r.tasks, r.tasks_scored, r["pass@1"]])).toEqual([
-        ["other", "old-run", 0, 1, 0, null], // n = 1 < k = 2: n/a, not a silent 0
+        ["other", "old-run", 0, 1, 0, null], // the retry is the one valid trial: n = 1 < k = 2, n/a rather than a silent 0
         ["quick", "q-1", 0, 2, 2, 0.75],
         ["quick", "q-2", 0, 2, 1, 0], // b has one valid trial left
       ]);
