@@ -12,6 +12,7 @@ import { crc32c } from "@node-rs/crc32";
 import { RecordSchema, toBinary, type Record } from "../schemas/index.ts";
 import { openSegmentLog } from "../records/index.ts";
 import { modelCallRecord } from "../records/testing.ts";
+import { FRAME_HEADER_BYTES, writeFrameHeader } from "../records/frame.ts";
 
 const args = process.argv.slice(2);
 const mbIndex = args.indexOf("--mb");
@@ -19,20 +20,19 @@ const totalMb = mbIndex >= 0 ? Number(args[mbIndex + 1]) : 64;
 const json = args.includes("--json");
 const REPEATS = 3;
 
-type Row = { size: string; method: string; appendsPerSec: number; mbPerSec: number; ratio: number };
+type Row = { size: string; method: string; appendsPerSec: number; usPerOp: number; mbPerSec: number; ratio: number; bytesPerRecord?: number };
 
 function records(bodyBytes: number): Record[] {
   // 16 distinct records, reused: the bench measures the write path, not record construction.
   return Array.from({ length: 16 }, (_, i) => modelCallRecord("bench", i + 1, `bench-${i}`, bodyBytes));
 }
 
+/** The frame the recorder writes for `record` (docs/record-format.md: 16-byte header, then the payload). */
 function frameOf(record: Record): Uint8Array {
   const payload = toBinary(RecordSchema, record);
-  const frame = new Uint8Array(8 + payload.length);
-  const view = new DataView(frame.buffer);
-  view.setUint32(0, payload.length, true);
-  view.setUint32(4, crc32c(payload) >>> 0, true);
-  frame.set(payload, 8);
+  const frame = Buffer.alloc(FRAME_HEADER_BYTES + payload.length);
+  writeFrameHeader(frame, payload.length, crc32c(payload));
+  frame.set(payload, FRAME_HEADER_BYTES);
   return frame;
 }
 
@@ -48,6 +48,7 @@ async function measure(bodyBytes: number, label: string): Promise<Row[]> {
   const count = Math.max(200, Math.floor((totalMb * 1e6) / frameBytes));
   const mb = (count * frameBytes) / 1e6;
   const times = { baseline: [] as number[], encode: [] as number[], recorder: [] as number[], scan: [] as number[] };
+  let bytesPerRecord = 0; // on disk, frame header included
   for (let r = 0; r < REPEATS; r++) {
     const dir = mkdtempSync(join(tmpdir(), "forge-bench-recorder-"));
     try {
@@ -75,6 +76,8 @@ async function measure(bodyBytes: number, label: string): Promise<Row[]> {
       }
       await log.sync();
       times.recorder.push(performance.now() - t);
+      const stats = log.stats();
+      bytesPerRecord = Math.round((stats.bytesWritten - 8) / stats.records);
       await log.close();
 
       t = performance.now();
@@ -89,13 +92,14 @@ async function measure(bodyBytes: number, label: string): Promise<Row[]> {
     size: label,
     method,
     appendsPerSec: Math.round(count / (ms / 1000)),
+    usPerOp: Math.round(((ms * 1000) / count) * 100) / 100,
     mbPerSec: Math.round((mb / (ms / 1000)) * 10) / 10,
     ratio: Math.round((median(times.baseline) / ms) * 100) / 100,
   });
   return [
     row("fs.writeSync (baseline)", median(times.baseline)),
     row("encode + crc32c only", median(times.encode)),
-    row("SegmentLog.append, fsync/50ms", median(times.recorder)),
+    { ...row("SegmentLog.append, fsync/50ms", median(times.recorder)), bytesPerRecord },
     row("open: recovery scan", median(times.scan)),
   ];
 }
@@ -105,6 +109,10 @@ if (json) {
   console.log(JSON.stringify(rows, null, 2));
 } else {
   console.log(`recorder bench: ~${totalMb} MB per case, median of ${REPEATS}; ratio = baseline time / this time (1 = as fast as plain writeSync)`);
-  console.log(`${"size".padEnd(8)}${"method".padEnd(32)}${"ops/s".padStart(12)}${"MB/s".padStart(10)}${"ratio".padStart(8)}`);
-  for (const r of rows) console.log(`${r.size.padEnd(8)}${r.method.padEnd(32)}${String(r.appendsPerSec).padStart(12)}${String(r.mbPerSec).padStart(10)}${r.ratio.toFixed(2).padStart(8)}`);
+  console.log(`${"size".padEnd(8)}${"method".padEnd(32)}${"ops/s".padStart(12)}${"µs/op".padStart(9)}${"MB/s".padStart(10)}${"ratio".padStart(8)}${"B/record".padStart(10)}`);
+  for (const r of rows)
+    console.log(
+      `${r.size.padEnd(8)}${r.method.padEnd(32)}${String(r.appendsPerSec).padStart(12)}${r.usPerOp.toFixed(2).padStart(9)}${String(r.mbPerSec).padStart(10)}${r.ratio.toFixed(2).padStart(8)}${(r.bytesPerRecord === undefined ? "" : String(r.bytesPerRecord)).padStart(10)}`,
+    );
+  console.log(`frame header: ${FRAME_HEADER_BYTES} bytes per record`);
 }

@@ -31,8 +31,11 @@ export interface ProxyState {
   recorder: CallRecorder;
   metrics: ProxyMetrics;
   log: SegmentLog;
-  /** What the start found in the log: rollouts and calls replayed. */
-  restored: { rollouts: number; calls: number };
+  /**
+   * What the start found in the log: rollouts and calls replayed, and damaged byte ranges
+   * skipped (each is listed in `log.recovered`, with its quarantined copy).
+   */
+  restored: { rollouts: number; calls: number; damaged: number };
 }
 
 export interface Proxy {
@@ -67,11 +70,13 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   });
   const log = await openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs, io: options.recorderIo });
   const registry = createRolloutRegistry();
-  const restored = { rollouts: 0, calls: 0 };
+  const restored = { rollouts: 0, calls: 0, damaged: 0 };
   // Blobs already in the log are not written again (a screenshot is stored once per data dir).
   const storedBlobs = new Set<string>();
   try {
-    for await (const { record } of readRecords(log.dir)) {
+    // Damage was quarantined and reported by the open (log.recovered): the records around it
+    // are replayed, so the proxy serves on; only the damaged frames' rollouts miss something.
+    for await (const { record } of readRecords(log.dir, { onCorruption: () => restored.damaged++ })) {
       const kind = record.kind;
       if (kind.case === "rollout") {
         registry.add(kind.value);

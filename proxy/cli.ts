@@ -108,6 +108,10 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     upstreamProtocol,
   });
   const { state } = started.proxy;
+  for (const r of state.log.recovered) {
+    const what = r.truncated ? `cut ${r.cutBytes} bytes of a torn final frame` : `skipped ${r.bytes} damaged bytes (the records around them are read)`;
+    console.error(`forge proxy: WARNING: ${state.log.dir}/${r.segment}: ${r.reason}: ${what}; copy in ${r.quarantine}`);
+  }
   if (v.json) {
     console.log(JSON.stringify({ url: started.url, mode, data: v.data, restored: state.restored, ...(state.adminTokenGenerated ? { admin_token: state.adminToken } : {}) }));
   } else {

@@ -9,6 +9,8 @@ export type RecorderErrorCode =
   | "BAD_RECORD"
   | "BAD_HEADER"
   | "BAD_PAYLOAD"
+  /** A reader met damaged bytes and was not told to skip them. */
+  | "CORRUPT"
   | "IO";
 
 export class RecorderError extends Error {

@@ -1,13 +1,35 @@
 /**
- * The on-disk frame format (docs/record-format.md):
- *   segment = "FORGESG1" frame*
- *   frame   = u32 LE payload length | u32 LE crc32c(payload) | payload (forge.v1.Record, protobuf binary)
+ * The on-disk frame formats (docs/record-format.md). Segments are written in version 2; version 1
+ * segments (logs written before it) are still read.
+ *
+ *   segment v2 = "FORGESG2" frame*
+ *   frame v2   = sync "\xF5FRM" | u32 LE length | u32 LE crc32c(payload) | u32 LE crc32c(first 12 header bytes) | payload
+ *
+ *   segment v1 = "FORGESG1" frame*
+ *   frame v1   = u32 LE length | u32 LE crc32c(payload) | payload
+ *
+ * The sync marker and the header's own CRC are what let a reader resynchronise after damage: a
+ * damaged payload is skipped by its (CRC-checked) length, and after a damaged header the reader
+ * looks for the next sync marker whose header checks out.
  */
+import { crc32c } from "@node-rs/crc32";
 
-/** The 8-byte magic at the start of every segment file. */
-export const SEGMENT_MAGIC = new TextEncoder().encode("FORGESG1");
+/** The 8-byte magic at the start of every segment file written now. */
+export const SEGMENT_MAGIC = new TextEncoder().encode("FORGESG2");
+/** The magic of version 1 segments, still read. */
+export const SEGMENT_MAGIC_V1 = new TextEncoder().encode("FORGESG1");
 export const SEGMENT_HEADER_BYTES = 8;
-export const FRAME_HEADER_BYTES = 8;
+/** Frame header of version 2: sync, length, payload CRC, header CRC. */
+export const FRAME_HEADER_BYTES = 16;
+export const FRAME_HEADER_BYTES_V1 = 8;
+/**
+ * The sync marker opening every v2 frame. 0xF5 never occurs in UTF-8 text and is rare at the
+ * start of protobuf fields, so false candidates inside payloads are few; each is rejected by
+ * the header CRC anyway.
+ */
+export const SYNC_MARKER = new Uint8Array([0xf5, 0x46, 0x52, 0x4d]);
+/** SYNC_MARKER read as a u32 LE. */
+export const SYNC_WORD = new DataView(SYNC_MARKER.buffer).getUint32(0, true);
 /**
  * Largest payload a frame may carry. Far above any real record (a screenshot Blob is a few MB),
  * low enough that a garbage length is recognised as such instead of sending a reader to
@@ -16,12 +38,48 @@ export const FRAME_HEADER_BYTES = 8;
  */
 export const MAX_PAYLOAD_BYTES = 1 << 30;
 
-/** Whether `bytes` (up to 8 of them) could be the start of a segment header cut short. */
-export function isHeaderPrefix(bytes: Uint8Array): boolean {
-  return bytes.every((b, i) => b === SEGMENT_MAGIC[i]) || bytes.every((b) => b === 0);
+export type SegmentVersion = 1 | 2;
+
+/** The segment version of an 8-byte header, or undefined when it is neither magic. */
+export function segmentVersion(bytes: Uint8Array): SegmentVersion | undefined {
+  if (bytes.length !== SEGMENT_HEADER_BYTES) return undefined;
+  if (bytes.every((b, i) => b === SEGMENT_MAGIC[i])) return 2;
+  if (bytes.every((b, i) => b === SEGMENT_MAGIC_V1[i])) return 1;
+  return undefined;
 }
 
-/** Whether the 8 bytes are exactly the segment magic. */
-export function isSegmentMagic(bytes: Uint8Array): boolean {
-  return bytes.length === SEGMENT_HEADER_BYTES && bytes.every((b, i) => b === SEGMENT_MAGIC[i]);
+/** Whether `bytes` (up to 8 of them) could be the start of a segment header cut short. */
+export function isHeaderPrefix(bytes: Uint8Array): boolean {
+  return bytes.every((b, i) => b === SEGMENT_MAGIC[i]) || bytes.every((b, i) => b === SEGMENT_MAGIC_V1[i]) || bytes.every((b) => b === 0);
+}
+
+/**
+ * Fills `header` (16 bytes) for a payload of `length` bytes whose CRC32C is `payloadCrc`.
+ *
+ * @example
+ * const header = Buffer.alloc(FRAME_HEADER_BYTES);
+ * writeFrameHeader(header, payload.length, crc32c(payload));
+ */
+export function writeFrameHeader(header: Buffer, length: number, payloadCrc: number): void {
+  header.writeUInt32LE(SYNC_WORD, 0);
+  header.writeUInt32LE(length, 4);
+  header.writeUInt32LE(payloadCrc >>> 0, 8);
+  header.writeUInt32LE(crc32c(header.subarray(0, 12)) >>> 0, 12);
+}
+
+/**
+ * The payload length a v2 frame header at `offset` of `view` declares, or -1 when the 16 bytes
+ * there are not an intact header (no sync marker, a header CRC mismatch, or an impossible
+ * length).
+ *
+ * @example
+ * const length = checkedFrameLength(bytes, view, 0); // -1: damaged
+ */
+export function checkedFrameLength(bytes: Uint8Array, view: DataView, offset: number): number {
+  if (view.getUint32(offset, true) !== SYNC_WORD) return -1;
+  const length = view.getUint32(offset + 4, true);
+  if (length === 0 || length > MAX_PAYLOAD_BYTES) return -1;
+  const stored = view.getUint32(offset + 12, true);
+  if ((crc32c(bytes.subarray(offset, offset + 12)) >>> 0) !== stored) return -1;
+  return length;
 }

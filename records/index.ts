@@ -6,11 +6,11 @@
  */
 export { openSegmentLog } from "./segment-log.ts";
 export type { AppendResult, SegmentLog, SegmentLogOptions, SegmentLogStats, WriterIo } from "./segment-log.ts";
-export { readRecords, readSegment } from "./reader.ts";
+export { describeCorruption, readRecords, readSegment } from "./reader.ts";
 export type { Corruption, LoggedRecord, ReadOptions } from "./reader.ts";
 export { listSegments, resolveLogDir, segmentFileName } from "./segments.ts";
 export type { SegmentInfo } from "./segments.ts";
-export type { Recovered } from "./recover.ts";
+export { quarantineDir, type Recovered } from "./recover.ts";
 export { RecorderError } from "./errors.ts";
 export type { RecorderErrorCode } from "./errors.ts";
 export { fullPrompt, promptDelta, type PastCall, type PromptDelta } from "./prompt-delta.ts";

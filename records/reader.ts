@@ -2,42 +2,77 @@
  * Readers: stream records back out of a log in bounded memory (one chunk, or one record when a
  * record is larger, at a time). Safe next to a live writer: its segment is read up to the last
  * complete frame.
+ *
+ * Damage is an error by default: a reader that is not told what to do with it throws
+ * RecorderError (code CORRUPT) naming the segment, the offset and the way to skip it, so an
+ * export never silently trains on a log with holes. With `skipCorrupt` (or an `onCorruption`
+ * callback) reading resynchronises after the damaged bytes and goes on.
  */
 import { basename } from "node:path";
 import { fromBinary, RecordSchema, type Record } from "../schemas/index.ts";
 import { RecorderError } from "./errors.ts";
-import { newOutcome, scanFrames, type ScanProblem } from "./scan.ts";
+import { newOutcome, scanFrames, type Damage } from "./scan.ts";
 import { listSegments } from "./segments.ts";
 
 export type LoggedRecord = { record: Record; segment: string; offset: number };
 
-/** Damage a reader found: reading of that segment stopped at `offset`. */
-export type Corruption = ScanProblem & { segment: string; path: string };
+/** A damaged byte range a reader skipped: `length` bytes from `offset` of `segment`. */
+export type Corruption = Damage & { segment: string; path: string };
 
 export type ReadOptions = {
   /**
-   * Called for each segment that ends in damage. By default this is a warning on stderr, except
-   * for an incomplete frame at the end of the newest segment, which is a live writer's
-   * in-progress append (or a tail the next open cuts), not damage.
+   * Called for each damaged range; reading then goes on after it. Not called for an incomplete
+   * frame at the end of the newest segment: that is a live writer's append in progress (or a
+   * tail the next open cuts), not damage. Takes precedence over `skipCorrupt`.
    */
   onCorruption?: (corruption: Corruption) => void;
+  /**
+   * Without `onCorruption`: false (default) throws RecorderError (code CORRUPT) at the first
+   * damaged range; true warns on stderr and reads on past it.
+   */
+  skipCorrupt?: boolean;
   /** Read size; records larger than this are read whole. */
   chunkBytes?: number;
 };
 
-const warn = (c: Corruption): void => console.warn(`recorder: ${c.path}: ${c.reason}; the rest of this segment is not read`);
+/**
+ * The message for a damaged range, naming the fix.
+ *
+ * @example
+ * describeCorruption(c) // "recorder: data/log/seg-00000002.forge: CRC mismatch at offset 4096 (...): 2100 damaged bytes"
+ */
+export function describeCorruption(c: Corruption): string {
+  return `recorder: ${c.path}: ${c.reason}: ${c.length} damaged bytes${c.tail ? " at the end of the segment" : ""}`;
+}
+
+const warn = (c: Corruption): void => console.warn(`${describeCorruption(c)}; skipped`);
+
+function refuse(c: Corruption): never {
+  throw new RecorderError(
+    "CORRUPT",
+    c.path,
+    `${describeCorruption(c)}. The records in those bytes are lost (a copy is kept in log/quarantine/ once the proxy has opened the log); the records around them are intact. To read past the damage, pass --skip-corrupt (forge export) or { skipCorrupt: true } (readRecords).`,
+  );
+}
 
 /**
  * The records of one segment file, in order. Pass `newest: true` for the segment a live writer
- * may still be appending to: an incomplete last frame there is then not warned about.
+ * may still be appending to: an incomplete last frame there is then not damage.
  *
  * @example
- * for await (const { record, offset } of readSegment("data/log/seg-00000001.forge")) console.log(offset, record.kind.case);
+ * for await (const { record, offset } of readSegment("data/log/seg-00000001.forge", { skipCorrupt: true })) console.log(offset, record.kind.case);
  */
 export async function* readSegment(path: string, options: ReadOptions & { newest?: boolean } = {}): AsyncGenerator<LoggedRecord> {
   const segment = basename(path);
   const outcome = newOutcome();
-  const scan = options.chunkBytes ? { chunkBytes: options.chunkBytes } : {};
+  const onDamage = (damage: Damage): void => {
+    if (options.newest && damage.tail && damage.kind === "incomplete") return;
+    const corruption = { ...damage, segment, path };
+    if (options.onCorruption) options.onCorruption(corruption);
+    else if (options.skipCorrupt) warn(corruption);
+    else refuse(corruption);
+  };
+  const scan = { onDamage, ...(options.chunkBytes ? { chunkBytes: options.chunkBytes } : {}) };
   for await (const { payload, offset } of scanFrames(path, outcome, scan)) {
     let record: Record;
     try {
@@ -48,11 +83,6 @@ export async function* readSegment(path: string, options: ReadOptions & { newest
     }
     yield { record, segment, offset };
   }
-  const problem = outcome.problem;
-  if (!problem) return;
-  const corruption = { ...problem, segment, path };
-  if (options.onCorruption) options.onCorruption(corruption);
-  else if (!(options.newest && problem.kind === "incomplete")) warn(corruption);
 }
 
 /**

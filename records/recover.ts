@@ -1,30 +1,46 @@
 /**
- * Recovery on open: every segment is scanned. A bad tail on the LAST segment is what a writer
- * killed mid-append leaves: it is cut off (ftruncate to the end of the last good frame). Damage
- * in an older segment is reported and left in place: closed segments are never rewritten, and
- * readers stop at the same point, so nothing after it in later segments is lost.
+ * Recovery on open: every segment is scanned. Every damaged byte range is first copied aside to
+ * `log/quarantine/` (nothing the disk still holds is thrown away), then:
+ *
+ * - damage at the very end of the LAST segment, with no intact frame after it, is the torn final
+ *   frame a writer killed mid-append leaves: it is cut off (ftruncate to the end of the last good
+ *   frame);
+ * - any other damage is left in place: closed segments are never rewritten, and readers skip
+ *   the damaged bytes (v2 segments resynchronise on the next intact frame), so the records
+ *   after it are not lost.
  */
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { ioError } from "./errors.ts";
-import { newOutcome, scanFrames } from "./scan.ts";
+import { newOutcome, scanFrames, type Damage } from "./scan.ts";
 
 export type Recovered = {
   /** Segment file name, e.g. `seg-00000003.forge`. */
   segment: string;
-  /** Valid records before the damage. */
+  /** Where the damaged bytes start. */
+  offset: number;
+  /** How many bytes are damaged (up to the next intact frame, or the end of the file). */
+  bytes: number;
+  /** Valid records in the segment (before and after the damage). */
   keptRecords: number;
-  /** Bytes after the last valid frame. */
+  /** Bytes cut from the end of the file: the torn final frame of the last segment; 0 otherwise. */
   cutBytes: number;
   /** What was found and where, e.g. `short frame at offset 4096: length 2048 but only 100 bytes follow`. */
   reason: string;
-  /** True when the bytes were cut from the file (last segment); false when left in place (older segment). */
+  /** True when the bytes were cut from the file (last segment); false when left in place. */
   truncated: boolean;
+  /** The copy of the damaged bytes, `DIR/log/quarantine/seg-00000003.forge.at-4096.len-2148`. */
+  quarantine: string;
 };
 
+/** The quarantine folder of a log directory. */
+export function quarantineDir(logDir: string): string {
+  return join(logDir, "quarantine");
+}
+
 /**
- * Scans `names` (oldest first) in `logDir`, cuts a torn tail off the last one, and reports
- * every segment that did not end cleanly.
+ * Scans `names` (oldest first) in `logDir`, quarantines every damaged range, cuts a torn final
+ * frame off the last one, and reports each damaged range.
  *
  * @example
  * const recovered = await recoverSegments("data/log", ["seg-00000001.forge"]);
@@ -37,27 +53,78 @@ export async function recoverSegments(logDir: string, names: string[]): Promise<
     for await (const _ of scanFrames(path, outcome, { reuseBuffer: true })) {
       // Only the CRCs are checked here; the records are decoded by readers.
     }
-    if (!outcome.problem) continue;
     const last = index === names.length - 1;
-    if (last) {
-      let fd: number | undefined;
-      try {
-        fd = fs.openSync(path, "r+");
-        fs.ftruncateSync(fd, outcome.end);
-        fs.fsyncSync(fd);
-      } catch (error) {
-        throw ioError("cut the torn tail of", path, error);
-      } finally {
-        if (fd !== undefined) fs.closeSync(fd);
+    for (const damage of outcome.damage) {
+      const cut = last && damage.tail;
+      const quarantine = quarantineRange(logDir, name, damage, cut);
+      if (cut) {
+        let fd: number | undefined;
+        try {
+          fd = fs.openSync(path, "r+");
+          fs.ftruncateSync(fd, damage.offset);
+          fs.fsyncSync(fd);
+        } catch (error) {
+          throw ioError("cut the torn tail of", path, error);
+        } finally {
+          if (fd !== undefined) fs.closeSync(fd);
+        }
       }
+      recovered.push({
+        segment: name,
+        offset: damage.offset,
+        bytes: damage.length,
+        keptRecords: outcome.records,
+        cutBytes: cut ? damage.length : 0,
+        reason: damage.reason,
+        truncated: cut,
+        quarantine,
+      });
     }
-    recovered.push({
-      segment: name,
-      keptRecords: outcome.records,
-      cutBytes: outcome.size - outcome.end,
-      reason: outcome.problem.reason,
-      truncated: last,
-    });
   }
   return recovered;
+}
+
+/**
+ * Copies `damage` of segment `name` to the quarantine folder (once: a copy already there is
+ * kept) and appends a line about it to `quarantine/index.jsonl`. Returns the copy's path.
+ */
+function quarantineRange(logDir: string, name: string, damage: Damage, cut: boolean): string {
+  const dir = quarantineDir(logDir);
+  const target = join(dir, `${name}.at-${damage.offset}.len-${damage.length}`);
+  if (fs.existsSync(target) && fs.statSync(target).size === damage.length) return target;
+  const source = join(logDir, name);
+  const temp = `${target}.tmp`;
+  let from: number | undefined;
+  let to: number | undefined;
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    from = fs.openSync(source, "r");
+    to = fs.openSync(temp, "w", 0o644);
+    const chunk = Buffer.allocUnsafe(Math.min(damage.length, 1 << 20));
+    let done = 0;
+    while (done < damage.length) {
+      const n = fs.readSync(from, chunk, 0, Math.min(chunk.length, damage.length - done), damage.offset + done);
+      if (n === 0) break;
+      fs.writeSync(to, chunk, 0, n);
+      done += n;
+    }
+    fs.fsyncSync(to);
+    fs.closeSync(to);
+    to = undefined;
+    fs.renameSync(temp, target);
+    const line = { segment: name, offset: damage.offset, bytes: damage.length, kind: damage.kind, reason: damage.reason, cut, quarantined_unix_ms: Date.now() };
+    fs.appendFileSync(join(dir, "index.jsonl"), `${JSON.stringify(line)}\n`);
+    const dirFd = fs.openSync(dir, "r");
+    try {
+      fs.fsyncSync(dirFd);
+    } finally {
+      fs.closeSync(dirFd);
+    }
+  } catch (error) {
+    throw ioError("copy damaged bytes to", target, error);
+  } finally {
+    if (from !== undefined) fs.closeSync(from);
+    if (to !== undefined) fs.closeSync(to);
+  }
+  return target;
 }

@@ -1,18 +1,44 @@
 /**
  * Streams the frames of one segment file in bounded memory, checking each CRC32C, and says
- * where and why it stopped. Shared by recovery (on open) and by the readers.
+ * where and why bytes were damaged. Shared by recovery (on open) and by the readers.
+ *
+ * Version 2 segments are resynchronised after damage: a frame whose header is intact but whose
+ * payload fails its CRC is skipped by its length (exactly that frame is lost); after a damaged
+ * header the scan looks for the next sync marker whose header CRC checks out. Version 1
+ * segments have no sync marker: their scan stops at the first damage, as it always did.
  */
 import { open } from "node:fs/promises";
 import { crc32c } from "@node-rs/crc32";
 import { RecorderError, ioError } from "./errors.ts";
-import { FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES, SEGMENT_HEADER_BYTES, isHeaderPrefix, isSegmentMagic } from "./frame.ts";
+import {
+  FRAME_HEADER_BYTES,
+  FRAME_HEADER_BYTES_V1,
+  MAX_PAYLOAD_BYTES,
+  SEGMENT_HEADER_BYTES,
+  SYNC_MARKER,
+  checkedFrameLength,
+  isHeaderPrefix,
+  segmentVersion,
+  type SegmentVersion,
+} from "./frame.ts";
 
 /**
- * Why a scan stopped before the end of the file. `incomplete`: the file ends inside a frame
- * (or inside the header), which is what a writer killed mid-write, or still writing, leaves.
- * `corrupt`: bytes that were never a valid frame (CRC mismatch, impossible length).
+ * A damaged byte range. `incomplete`: the file ends inside a frame (or inside the header),
+ * which is what a writer killed mid-write, or still writing, leaves. `corrupt`: bytes that are
+ * not a valid frame (CRC mismatch, no sync marker, impossible length).
  */
-export type ScanProblem = { offset: number; kind: "incomplete" | "corrupt"; reason: string };
+export type Damage = {
+  offset: number;
+  /** Bytes from `offset` to the next valid frame (or to the end of the file). */
+  length: number;
+  kind: "incomplete" | "corrupt";
+  reason: string;
+  /** The range runs to the end of the file: no valid frame follows it. */
+  tail: boolean;
+};
+
+/** Kept for readers of the older name: a damaged range. */
+export type ScanProblem = Damage;
 
 /** Filled in while a scan runs; final once the iteration is over. */
 export type ScanOutcome = {
@@ -22,7 +48,10 @@ export type ScanOutcome = {
   records: number;
   /** Offset just past the last valid frame (0 when even the header is bad). */
   end: number;
-  problem?: ScanProblem;
+  /** The segment's format version (0 for an empty file). */
+  version: SegmentVersion | 0;
+  /** Every damaged range, in file order; only the last can be a `tail`. */
+  damage: Damage[];
 };
 
 export type Frame = { payload: Uint8Array; offset: number };
@@ -34,118 +63,187 @@ export type ScanOptions = {
    */
   reuseBuffer?: boolean;
   chunkBytes?: number;
+  /** Called as soon as a damaged range is found, before the frames after it are yielded. */
+  onDamage?: (damage: Damage) => void;
 };
 
 /** An empty outcome for `scanFrames` to fill in. */
 export function newOutcome(): ScanOutcome {
-  return { size: 0, records: 0, end: 0 };
+  return { size: 0, records: 0, end: 0, version: 0, damage: [] };
 }
 
 /**
  * Yields every valid frame of the segment at `path`, in order, reading `chunkBytes` at a time;
- * stops at the first bad frame and records why in `outcome.problem`. Throws RecorderError when
- * the file is not a forge segment at all (a foreign or future header), rather than skip it.
+ * damaged ranges are passed to `onDamage` and listed in `outcome.damage`. Throws RecorderError
+ * when the file is not a forge segment at all (a foreign or future header), rather than skip it.
  *
  * @example
  * const outcome = newOutcome();
  * for await (const { payload, offset } of scanFrames("data/log/seg-00000001.forge", outcome)) use(payload);
- * if (outcome.problem) console.warn(outcome.problem.reason);
+ * for (const d of outcome.damage) console.warn(d.reason);
  */
 export async function* scanFrames(path: string, outcome: ScanOutcome, options: ScanOptions = {}): AsyncGenerator<Frame> {
-  const chunkBytes = options.chunkBytes ?? 1 << 20;
+  const chunkBytes = Math.max(options.chunkBytes ?? 1 << 20, 64);
   let handle;
   try {
     handle = await open(path, "r");
   } catch (error) {
     throw ioError("open segment", path, error);
   }
+  const damaged = (damage: Damage): void => {
+    outcome.damage.push(damage);
+    options.onDamage?.(damage);
+  };
   try {
     const size = (await handle.stat()).size;
     outcome.size = size;
     outcome.records = 0;
     outcome.end = 0;
+    outcome.damage = [];
     if (size === 0) return; // created, never written: an empty segment
     const head = new Uint8Array(Math.min(size, SEGMENT_HEADER_BYTES));
     await readFully(handle, head, 0);
-    if (size < SEGMENT_HEADER_BYTES || !isSegmentMagic(head)) {
+    const version = segmentVersion(head);
+    if (version === undefined) {
       if (isHeaderPrefix(head)) {
-        outcome.problem = {
+        damaged({
           offset: 0,
+          length: size,
           kind: size < SEGMENT_HEADER_BYTES ? "incomplete" : "corrupt",
           reason: size < SEGMENT_HEADER_BYTES ? `truncated segment header (${size} of 8 bytes)` : "zeroed segment header",
-        };
+          tail: true,
+        });
         return;
       }
       const shown = JSON.stringify(new TextDecoder().decode(head));
-      throw new RecorderError("BAD_HEADER", path, `recorder: ${path} is not a forge segment: header ${shown}, expected "FORGESG1" (a file from another program or a newer format; move it out of the log directory)`);
+      throw new RecorderError("BAD_HEADER", path, `recorder: ${path} is not a forge segment: header ${shown}, expected "FORGESG2" or "FORGESG1" (a file from another program or a newer format; move it out of the log directory)`);
     }
+    outcome.version = version;
     outcome.end = SEGMENT_HEADER_BYTES;
 
+    // A window on the file: buf[0, filled) holds the bytes at file offsets [bufAt, bufAt + filled).
     let buf = new Uint8Array(0);
     let view = new DataView(buf.buffer);
-    let start = 0; // first unconsumed byte in buf
-    let filled = 0; // bytes of buf holding data
-    let filePos = SEGMENT_HEADER_BYTES; // next file offset to read into buf
-    let pos = SEGMENT_HEADER_BYTES; // file offset of buf[start]
+    let bufAt = SEGMENT_HEADER_BYTES;
+    let filled = 0;
 
-    // Makes buf[start, start + n) hold data; the caller has checked the file has it.
-    const ensure = async (n: number): Promise<void> => {
-      if (filled - start >= n) return;
-      const left = filled - start;
-      if (options.reuseBuffer && buf.length >= n) {
-        buf.copyWithin(0, start, filled);
+    // Makes the window hold file bytes [at, at + n); the caller has checked the file has them.
+    // Bytes before `at` are dropped. `want` reads ahead up to that many bytes when it must read.
+    const ensure = async (at: number, n: number, want = n): Promise<void> => {
+      if (at >= bufAt && at + n <= bufAt + filled) return;
+      const keepFrom = Math.max(0, Math.min(at - bufAt, filled));
+      const kept = at >= bufAt ? filled - keepFrom : 0;
+      const need = Math.max(n, Math.min(Math.max(want, chunkBytes), size - at));
+      if (options.reuseBuffer && buf.length >= need) {
+        buf.copyWithin(0, keepFrom, keepFrom + kept);
       } else {
-        const next = new Uint8Array(Math.max(chunkBytes, n));
-        next.set(buf.subarray(start, filled), 0);
+        const next = new Uint8Array(need);
+        if (kept > 0) next.set(buf.subarray(keepFrom, keepFrom + kept), 0);
         buf = next;
         view = new DataView(buf.buffer);
       }
-      start = 0;
-      filled = left;
+      filled = kept;
+      bufAt = at;
       while (filled < n) {
-        const want = Math.min(buf.length - filled, size - filePos);
-        const { bytesRead } = await handle.read(buf, filled, want, filePos);
-        if (bytesRead === 0) throw new RecorderError("IO", path, `recorder: ${path} shrank while being read (at offset ${filePos}); was it truncated by another process?`);
+        const readPos = bufAt + filled;
+        const count = Math.min(buf.length - filled, size - readPos);
+        const { bytesRead } = await handle.read(buf, filled, count, readPos);
+        if (bytesRead === 0) throw new RecorderError("IO", path, `recorder: ${path} shrank while being read (at offset ${readPos}); was it truncated by another process?`);
         filled += bytesRead;
-        filePos += bytesRead;
       }
     };
 
+    /** The offset of the next intact v2 frame header at or after `from`, or -1. */
+    const findNextHeader = async (from: number): Promise<number> => {
+      let at = from;
+      while (at + FRAME_HEADER_BYTES <= size) {
+        await ensure(at, FRAME_HEADER_BYTES, chunkBytes);
+        const window = Buffer.from(buf.buffer, buf.byteOffset, filled);
+        const hit = window.indexOf(SYNC_MARKER, at - bufAt);
+        if (hit === -1) {
+          // The marker may straddle the end of the window: go on from its last 3 bytes.
+          const next = bufAt + filled - (SYNC_MARKER.length - 1);
+          if (bufAt + filled >= size) return -1;
+          at = Math.max(next, at + 1);
+          continue;
+        }
+        const candidate = bufAt + hit;
+        if (candidate + FRAME_HEADER_BYTES > size) return -1;
+        await ensure(candidate, FRAME_HEADER_BYTES, chunkBytes);
+        if (checkedFrameLength(buf, view, candidate - bufAt) !== -1) return candidate;
+        at = candidate + 1;
+      }
+      return -1;
+    };
+
+    const headerBytes = version === 2 ? FRAME_HEADER_BYTES : FRAME_HEADER_BYTES_V1;
+    let pos = SEGMENT_HEADER_BYTES;
     while (pos < size) {
       const left = size - pos;
-      if (left < FRAME_HEADER_BYTES) {
-        outcome.problem = { offset: pos, kind: "incomplete", reason: `short frame header at offset ${pos}: ${left} of 8 bytes` };
-        return;
-      }
-      await ensure(FRAME_HEADER_BYTES);
-      const length = view.getUint32(start, true);
-      const crc = view.getUint32(start + 4, true);
-      if (length === 0 || length > MAX_PAYLOAD_BYTES) {
-        outcome.problem = { offset: pos, kind: "corrupt", reason: `bad frame length ${length} at offset ${pos}` };
-        return;
-      }
-      if (left - FRAME_HEADER_BYTES < length) {
-        outcome.problem = {
+      if (left < headerBytes) {
+        await ensure(pos, left);
+        const bytes = buf.subarray(pos - bufAt, pos - bufAt + left);
+        // A writer's header cut short starts with the sync marker; anything else is damage.
+        const torn = version === 1 || SYNC_MARKER.subarray(0, Math.min(left, 4)).every((b, i) => b === bytes[i]);
+        damaged({
           offset: pos,
+          length: left,
+          kind: torn ? "incomplete" : "corrupt",
+          reason: torn ? `short frame header at offset ${pos}: ${left} of ${headerBytes} bytes` : `${left} bytes at offset ${pos} that are no frame`,
+          tail: true,
+        });
+        return;
+      }
+      await ensure(pos, headerBytes);
+      let length: number;
+      let crc: number;
+      if (version === 2) {
+        length = checkedFrameLength(buf, view, pos - bufAt);
+        crc = view.getUint32(pos - bufAt + 8, true);
+        if (length === -1) {
+          const next = await findNextHeader(pos + 1);
+          const end = next === -1 ? size : next;
+          damaged({ offset: pos, length: end - pos, kind: "corrupt", reason: `damaged frame header at offset ${pos}${next === -1 ? "; no intact frame follows" : `; the next intact frame is at offset ${next}`}`, tail: next === -1 });
+          if (next === -1) return;
+          pos = next;
+          continue;
+        }
+      } else {
+        length = view.getUint32(pos - bufAt, true);
+        crc = view.getUint32(pos - bufAt + 4, true);
+        if (length === 0 || length > MAX_PAYLOAD_BYTES) {
+          damaged({ offset: pos, length: left, kind: "corrupt", reason: `bad frame length ${length} at offset ${pos}`, tail: true });
+          return;
+        }
+      }
+      if (left - headerBytes < length) {
+        // v2: the header checked out, so the frame really runs past the end of the file.
+        damaged({
+          offset: pos,
+          length: left,
           kind: "incomplete",
-          reason: `short frame at offset ${pos}: length ${length} but only ${left - FRAME_HEADER_BYTES} bytes follow`,
-        };
+          reason: `short frame at offset ${pos}: length ${length} but only ${left - headerBytes} bytes follow`,
+          tail: true,
+        });
         return;
       }
-      await ensure(FRAME_HEADER_BYTES + length);
-      const payload = buf.subarray(start + FRAME_HEADER_BYTES, start + FRAME_HEADER_BYTES + length);
+      await ensure(pos, headerBytes + length);
+      const payload = buf.subarray(pos - bufAt + headerBytes, pos - bufAt + headerBytes + length);
       const actual = crc32c(payload) >>> 0;
+      const frameEnd = pos + headerBytes + length;
       if (actual !== crc) {
-        outcome.problem = {
-          offset: pos,
-          kind: "corrupt",
-          reason: `CRC mismatch at offset ${pos} (stored ${hex(crc)}, computed ${hex(actual)})`,
-        };
-        return;
+        const reason = `CRC mismatch at offset ${pos} (stored ${hex(crc)}, computed ${hex(actual)})`;
+        if (version === 1) {
+          damaged({ offset: pos, length: left, kind: "corrupt", reason, tail: true });
+          return;
+        }
+        // The header is intact: exactly this frame is damaged, the next one starts after it.
+        damaged({ offset: pos, length: headerBytes + length, kind: "corrupt", reason, tail: frameEnd === size });
+        pos = frameEnd;
+        continue;
       }
       const offset = pos;
-      start += FRAME_HEADER_BYTES + length;
-      pos += FRAME_HEADER_BYTES + length;
+      pos = frameEnd;
       outcome.records += 1;
       outcome.end = pos;
       yield { payload, offset };

@@ -37,11 +37,13 @@ describe("openSegmentLog", () => {
     }
 
     const bytes = readFileSync(join(scratch.dir, "log", "seg-00000001.forge"));
-    expect(bytes.subarray(0, 8).toString()).toBe("FORGESG1");
+    expect(bytes.subarray(0, 8).toString()).toBe("FORGESG2");
     const payload = toBinary(RecordSchema, records[0]!);
-    expect(bytes.readUInt32LE(8)).toBe(payload.length);
-    expect(bytes.readUInt32LE(12)).toBe(crc32c(payload) >>> 0);
-    expect(new Uint8Array(bytes.subarray(16, 16 + payload.length))).toEqual(payload);
+    expect([...bytes.subarray(8, 12)]).toEqual([0xf5, 0x46, 0x52, 0x4d]); // the sync marker
+    expect(bytes.readUInt32LE(12)).toBe(payload.length);
+    expect(bytes.readUInt32LE(16)).toBe(crc32c(payload) >>> 0);
+    expect(bytes.readUInt32LE(20)).toBe(crc32c(bytes.subarray(8, 20)) >>> 0); // the header's own CRC
+    expect(new Uint8Array(bytes.subarray(24, 24 + payload.length))).toEqual(payload);
   });
 
   test("accepts the log directory itself as well as the data directory", async () => {
@@ -276,10 +278,10 @@ describe("records with big bodies (written as several buffers, see encode-record
     }
     const bytes = readFileSync(join(scratch.dir, "log", "seg-00000001.forge"));
     const at = positions[2]!.offset;
-    const length = bytes.readUInt32LE(at);
-    const payload = bytes.subarray(at + 8, at + 8 + length);
+    const length = bytes.readUInt32LE(at + 4);
+    const payload = bytes.subarray(at + 16, at + 16 + length);
     expect(length).toBe(toBinary(RecordSchema, records[2]!).length);
-    expect(bytes.readUInt32LE(at + 4)).toBe(crc32c(payload) >>> 0);
+    expect(bytes.readUInt32LE(at + 8)).toBe(crc32c(payload) >>> 0);
     expect(equals(RecordSchema, fromBinary(RecordSchema, payload), records[2]!)).toBe(true);
   });
 

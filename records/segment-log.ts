@@ -10,7 +10,7 @@ import { crc32c } from "@node-rs/crc32";
 import type { Record } from "../schemas/index.ts";
 import { encodeRecord, type EncodedRecord } from "./encode-record.ts";
 import { RecorderError, ioError } from "./errors.ts";
-import { FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_MAGIC } from "./frame.ts";
+import { FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_MAGIC, writeFrameHeader } from "./frame.ts";
 import { LOCK_HEARTBEAT_MS, acquireLock } from "./lock.ts";
 import { recoverSegments, type Recovered } from "./recover.ts";
 import { resolveLogDir, segmentFileName, segmentNamesSync, segmentNumber } from "./segments.ts";
@@ -246,10 +246,9 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
           throw error instanceof RecorderError ? error : ioError("start a new segment in", logDir, error);
         }
       }
-      header.writeUInt32LE(payload.length, 0);
       let crc = 0;
       for (const part of payload.parts) crc = crc32c(part, crc);
-      header.writeUInt32LE(crc >>> 0, 4);
+      writeFrameHeader(header, payload.length, crc);
       const segment = current;
       const offset = segment.size;
       writeFrame(segment, payload, offset);

@@ -4,7 +4,7 @@
 import { join } from "node:path";
 import { parseCommand, intFlag, UsageError } from "../lib/index.ts";
 import { existsSync } from "node:fs";
-import { listSegments, readRecords, resolveLogDir } from "../records/index.ts";
+import { describeCorruption, listSegments, readRecords, resolveLogDir, type Corruption } from "../records/index.ts";
 import { exportTrajectories, manifestPath, type ExportFormat } from "./export.ts";
 import type { RewardPolicy } from "./types.ts";
 
@@ -24,6 +24,8 @@ usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
   --iteration N           only rollouts of this iteration
   --data-source NAME      veRL data_source column (default: the experiment name)
   --sft-min-reward R      sft: keep ok rollouts with reward >= R (default 1)
+  --skip-corrupt          read past damaged bytes in the log (each printed, with counts at the end);
+                          without it, damage makes the export fail (exit 1) naming the segment and offset
   --json                  print the manifest as JSON
 `;
 
@@ -52,6 +54,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
         "group-rows": { type: "string" },
         iteration: { type: "string" },
         "sft-min-reward": { type: "string" },
+        "skip-corrupt": { type: "boolean", default: false },
         json: { type: "boolean", default: false },
       },
     },
@@ -82,7 +85,13 @@ export async function exportCommand(argv: string[]): Promise<number> {
   if (v["group-rows"] !== undefined && (format !== "verl" || intFlag("group-rows", v["group-rows"], 0) < 1))
     throw new UsageError(`--group-rows needs --format verl and a count of at least 1, got "${v["group-rows"]}"`);
   const out = v.out ?? (format === "sft" ? join(v.data, "exports", "sft", "batch-sft.parquet") : join(v.data, "exports", `batch-${format}.${format === "jsonl" ? "jsonl" : "parquet"}`));
-  const manifest = await exportTrajectories(readRecords(v.data), {
+  // Damage fails the export unless --skip-corrupt: a batch missing calls must not pass unnoticed.
+  const skipped: Corruption[] = [];
+  const onCorruption = (c: Corruption): void => {
+    skipped.push(c);
+    process.stderr.write(`\n${describeCorruption(c)}; skipped (--skip-corrupt)\n`);
+  };
+  const manifest = await exportTrajectories(readRecords(v.data, v["skip-corrupt"] ? { onCorruption } : {}), {
     format,
     out,
     minGroupSize: intFlag("min-group-size", v["min-group-size"], 2),
@@ -99,6 +108,11 @@ export async function exportCommand(argv: string[]): Promise<number> {
     sftMinReward,
     onProgress: (p) => process.stderr.write(`\rexport: ${p.records} records, ${p.rollouts} rollouts, ${p.samples} samples`),
   });
+  if (skipped.length > 0) {
+    const bytes = skipped.reduce((sum, c) => sum + c.length, 0);
+    const segments = [...new Set(skipped.map((c) => c.segment))];
+    console.error(`export: skipped ${skipped.length} damaged byte ranges (${bytes} bytes) in ${segments.length} segments (${segments.join(", ")}); the records in them are not in the batch`);
+  }
   if (v.json) console.log(JSON.stringify(manifest, null, 2));
   else {
     const excluded = Object.entries(manifest.rollouts.excluded).map(([k, n]) => `${n} ${k}`).join(", ") || "none";

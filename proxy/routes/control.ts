@@ -160,7 +160,9 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     // Loaded on first use: trajectory assembly pulls in the export code, not needed to serve calls.
     const { trajectoryOf } = await import("../../trajectories/index.ts");
     const { readRecords } = await import("../../records/index.ts");
-    const trajectory = await trajectoryOf(readRecords(log.dir), id);
+    // Damage elsewhere in the log must not stop the online loop: it is skipped with a warning
+    // on stderr (the proxy quarantined and reported it when it opened the log).
+    const trajectory = await trajectoryOf(readRecords(log.dir, { skipCorrupt: true }), id);
     return c.json(trajectory ?? { rollout_id: id, samples: [] });
   });
 
