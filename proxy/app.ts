@@ -4,6 +4,7 @@
  * restarted on the same data dir continues its rollouts (seq, keys, prompt deltas).
  */
 import { Hono } from "hono";
+import type { Server } from "bun";
 import { openSegmentLog, readRecords, type SegmentLog } from "../records/index.ts";
 import { createCallRecorder, type CallRecorder } from "./capture/call-recorder.ts";
 import { errorResponse, ProxyHttpError } from "./errors.ts";
@@ -12,6 +13,8 @@ import type { PipelineContext } from "./doors/types.ts";
 import { createProxyMetrics, type ProxyMetrics } from "./metrics.ts";
 import { DEFAULTS, type ProxyOptions } from "./options.ts";
 import { mountControlRoutes } from "./routes/control.ts";
+import { createAdminThrottle } from "./routes/auth.ts";
+import { createConnectionGuard, type ConnectionGuard } from "./connections.ts";
 import { mountModelRoutes } from "./routes/model.ts";
 import { mountOpsRoutes } from "./routes/ops.ts";
 import { createPauseGate, type PauseGate } from "./state/pause.ts";
@@ -31,6 +34,8 @@ export interface ProxyState {
   recorder: CallRecorder;
   metrics: ProxyMetrics;
   log: SegmentLog;
+  /** Idle timeouts and the descriptor cap of harness connections. */
+  connections: ConnectionGuard;
   /**
    * What the start found in the log: rollouts and calls replayed, and damaged byte ranges
    * skipped (each is listed in `log.recovered`, with its quarantined copy).
@@ -40,8 +45,11 @@ export interface ProxyState {
 
 export interface Proxy {
   app: Hono;
-  fetch: (request: Request) => Response | Promise<Response>;
+  /** Serves one request; `server` is the Bun server it came through (startProxy passes it). */
+  fetch: (request: Request, server?: Server<unknown>) => Response | Promise<Response>;
   state: ProxyState;
+  /** The base URL handed to harnesses when no `publicUrl` was given (startProxy sets the listen address). */
+  setListenUrl(url: string): void;
   /** Stops health checks and closes the log (fsync). */
   close(): Promise<void>;
 }
@@ -99,6 +107,12 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     await log.close();
     throw error;
   }
+  const connections = createConnectionGuard({
+    idleTimeoutS: options.connectionIdleTimeoutS ?? DEFAULTS.connectionIdleTimeoutS,
+    maxConnections: options.maxConnections ?? DEFAULTS.maxConnections,
+  });
+  let listenUrl = `http://${options.listen ?? DEFAULTS.listen}`;
+  const publicUrl = () => options.publicUrl ?? listenUrl;
   const metrics = createProxyMetrics();
   const gate = createPauseGate({ boundMs: options.pauseBoundMs ?? DEFAULTS.pauseBoundMs, policyVersion: registry.maxPolicyVersion() });
   const recorder = createCallRecorder(log, registry, metrics, storedBlobs);
@@ -113,7 +127,9 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     idleTimeoutMs: options.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
     maxResponseBytes: options.maxResponseBytes ?? DEFAULTS.maxResponseBytes,
     maxConcurrentCalls: options.maxConcurrentCalls ?? DEFAULTS.maxConcurrentCalls,
+    maxStreamBytes: options.maxStreamBytes ?? DEFAULTS.maxStreamBytes,
     admitted: { count: 0 },
+    connections,
   };
 
   const app = new Hono();
@@ -123,15 +139,23 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   });
   app.notFound((c) => errorResponse(new ProxyHttpError(404, `no route ${c.req.method} ${c.req.path} on the forge proxy`, "not_found_error", "unknown_route")));
   mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir });
-  mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics, publicUrl: options.publicUrl });
+  mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics, publicUrl, throttle: createAdminThrottle(options.adminThrottle), connections });
   mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? frontDoorsFor(upstreamProtocol, { apiKey: upstreamApiKey }), maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
 
   return {
     app,
-    fetch: (request) => app.fetch(request),
-    state: { mode, adminToken, adminTokenGenerated: !givenToken, registry, gate, router, recorder, metrics, log, restored },
+    fetch(request, server) {
+      if (server) connections.attach(server);
+      // Past the descriptor cap every request is refused at once, before any work.
+      return connections.refusal() ?? app.fetch(request);
+    },
+    state: { mode, adminToken, adminTokenGenerated: !givenToken, registry, gate, router, recorder, metrics, log, connections, restored },
+    setListenUrl(url) {
+      listenUrl = url;
+    },
     async close() {
       router.stop();
+      connections.stop();
       await log.close();
     },
   };

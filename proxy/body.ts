@@ -66,6 +66,47 @@ export function parseJsonObject(bytes: Uint8Array): Record<string, any> {
   return value as Record<string, any>;
 }
 
+/**
+ * Deepest nesting of objects and arrays a translated request body may have. Real bodies (tool
+ * schemas included) stay far below.
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/**
+ * Throws 400 when `body` nests deeper than MAX_JSON_DEPTH. JSON.parse builds any depth, but the
+ * translators and JSON.stringify recurse: a 100k-deep body would overflow the stack mid-call
+ * (a 500, possibly after the upstream answered) instead of being refused.
+ *
+ * @example
+ * refuseDeepJson({ model: "m", metadata: { a: { b: 1 } } }); // fine
+ */
+export function refuseDeepJson(body: unknown): void {
+  if (deeperThan(body, MAX_JSON_DEPTH)) {
+    throw new ProxyHttpError(400, `request body is nested more than ${MAX_JSON_DEPTH} levels deep`, "invalid_request_error", "invalid_json");
+  }
+}
+
+/**
+ * Whether `value` nests objects / arrays more than `limit` levels deep. Walks every container
+ * (strings and numbers are not looked into), recursing at most `limit` frames.
+ *
+ * @example
+ * deeperThan([[[1]]], 2) // true
+ */
+export function deeperThan(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== "object") return false;
+  if (limit <= 0) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (item !== null && typeof item === "object" && deeperThan(item, limit - 1)) return true;
+    return false;
+  }
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item !== null && typeof item === "object" && deeperThan(item, limit - 1)) return true;
+  }
+  return false;
+}
+
 function tooLarge(size: number, maxBytes: number): ProxyHttpError {
   return new ProxyHttpError(
     413,

@@ -7,7 +7,7 @@
 export { createProxy, type Proxy, type ProxyState } from "./app.ts";
 export { startProxy, parseListen, type StartedProxy } from "./server.ts";
 export { DEFAULTS as PROXY_DEFAULTS, type ProxyOptions } from "./options.ts";
-export { DEFAULT_FRONT_DOORS, chatFrontDoor, completionsFrontDoor, translatedFrontDoor, type FrontDoor, type PreparedCall, type TranslatedCall } from "./doors/index.ts";
+export { DEFAULT_FRONT_DOORS, chatFrontDoor, completionsFrontDoor, translatedFrontDoor, type FrontDoor, type PreparedCall, type StreamTranslator, type TranslatedCall } from "./doors/index.ts";
 export { runModelCall, type PipelineContext } from "./doors/index.ts";
 export { ProxyHttpError, openAiErrorBody } from "./errors.ts";
 export { keySha256, newApiKey } from "./state/keys.ts";

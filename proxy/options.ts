@@ -1,6 +1,7 @@
 /** Options of the proxy and their defaults. */
 import type { FrontDoor } from "./doors/types.ts";
 import type { WriterIo } from "../records/index.ts";
+import type { AdminThrottleOptions } from "./routes/auth.ts";
 
 export interface ProxyOptions {
   /** `HOST:PORT` to serve on (startProxy). Default 127.0.0.1:8787. */
@@ -31,8 +32,22 @@ export interface ProxyOptions {
   pauseBoundMs?: number;
   /** Upstream health-check interval; 0 disables. Default 5000. */
   healthIntervalMs?: number;
-  /** Base URL given to harnesses in registration answers. Default: the origin of the request. */
+  /**
+   * Base URL given to harnesses in registration answers. Default: the address the proxy listens
+   * on (startProxy), never a request's Host header.
+   */
   publicUrl?: string;
+  /** Seconds a harness connection may sit idle before it is closed (1..255). Default 60. */
+  connectionIdleTimeoutS?: number;
+  /**
+   * Open descriptors (connections and files) past which idle connections are closed and new
+   * requests refused with 503. Default 0: the descriptor limit (ulimit -n) minus a reserve.
+   */
+  maxConnections?: number;
+  /** Largest upstream stream (bytes read) one call may take; past it the call ends with an error. Default 64 MiB. */
+  maxStreamBytes?: number;
+  /** Failed admin-token attempts per client address (burst, then one per refillMs). For tests. */
+  adminThrottle?: AdminThrottleOptions;
   /**
    * What the upstream speaks: "chat" (default: vLLM/SGLang; Anthropic and Responses calls are
    * translated), or "anthropic" / "responses" (a vendor API: those calls pass through; eval only).
@@ -54,4 +69,7 @@ export const DEFAULTS = {
   pauseBoundMs: 300_000,
   maxConcurrentCalls: 4096,
   healthIntervalMs: 5000,
+  connectionIdleTimeoutS: 60,
+  maxConnections: 0,
+  maxStreamBytes: 64 * 1024 * 1024,
 } as const;

@@ -38,8 +38,9 @@ export async function startProxy(options: ProxyOptions): Promise<StartedProxy> {
     server = Bun.serve({
       hostname,
       port,
-      // Long generations and paused calls must not hit Bun's 10 s default idle timeout.
-      idleTimeout: 0,
+      // Idle connections are closed (a kept-alive connection holds a descriptor for nothing);
+      // requests the proxy is working on are exempt while they run (proxy/connections.ts).
+      idleTimeout: proxy.state.connections.idleTimeoutS,
       // Bodies are limited by the proxy itself (413 with a clear error), a bit above for headers.
       maxRequestBodySize: (options.maxBodyBytes ?? DEFAULTS.maxBodyBytes) + 1024 * 1024,
       fetch: proxy.fetch,
@@ -49,8 +50,11 @@ export async function startProxy(options: ProxyOptions): Promise<StartedProxy> {
     throw error;
   }
   const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
+  const url = `http://${host}:${server.port}`;
+  proxy.state.connections.attach(server);
+  proxy.setListenUrl(url);
   return {
-    url: `http://${host}:${server.port}`,
+    url,
     proxy,
     async stop() {
       await server.stop(true);

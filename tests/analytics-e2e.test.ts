@@ -106,8 +106,8 @@ describe("forge analyze over a recorded log", () => {
       for (const record of [...scored({ id: "a", task: "A" }, "ok", 1), ...scored({ id: "b", task: "A", attempt: 1 }, "failed", 0)]) log.append(record);
       await log.close();
       const [segment] = (await readdir(join(dir, "log"))).filter((name) => name.endsWith(".forge"));
-      // A crash mid-append: a frame header promising more bytes than follow.
-      await appendFile(join(dir, "log", segment!), new Uint8Array([200, 0, 0, 0, 1, 2, 3, 4, 9]));
+      // A crash mid-append: the first 9 of a frame header's 16 bytes (sync marker, then a length).
+      await appendFile(join(dir, "log", segment!), new Uint8Array([0xf5, 0x46, 0x52, 0x4d, 200, 0, 0, 0, 9]));
       const run = async () => JSON.parse((await capture(() => analyzeCommand(["--data", dir, "--json"]))).out);
       const first = await run();
       expect(first.totals.rollouts).toBe(2);

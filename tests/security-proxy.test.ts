@@ -15,7 +15,8 @@ import { ADMIN, startProxyUnderTest, type ProxyUnderTest } from "./faults/proxy-
 
 let t: ProxyUnderTest;
 beforeAll(async () => {
-  t = await startProxyUnderTest({ chunks: 2, proxy: { maxBodyBytes: 64 * 1024 } });
+  // Many wrong tokens on purpose: the failed-attempt throttle (tests/security/) is not under test here.
+  t = await startProxyUnderTest({ chunks: 2, proxy: { maxBodyBytes: 64 * 1024, adminThrottle: { burst: 1000 } } });
 });
 afterAll(() => t.close());
 

@@ -18,6 +18,11 @@ export interface SseRewriter {
   push(bytes: Uint8Array): string;
   /** The end of the upstream stream: returns what is left (an unterminated last event). */
   end(): string;
+  /**
+   * Drops everything after the event being handled (call it from `onEvent`): what a server
+   * sends after its end of stream (`[DONE]`) reaches neither the harness nor the record.
+   */
+  stop(): void;
 }
 
 /**
@@ -32,6 +37,7 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
   const decoder = new TextDecoder();
   let buffer = "";
   let sawCr = false;
+  let stopped = false;
 
   const handle = (raw: string): string => {
     // raw includes its terminating blank line. Fast path: the one-line `data: …\n\n` event
@@ -64,6 +70,10 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
       if (boundary === -1) break;
       out += handle(buffer.slice(0, boundary));
       buffer = buffer.slice(boundary);
+      if (stopped) {
+        buffer = "";
+        return out;
+      }
     }
     if (final && buffer !== "") {
       out += handle(buffer);
@@ -77,6 +87,7 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
 
   return {
     push(bytes) {
+      if (stopped) return "";
       // Fast path: an LLM server writes one `data: …\n\n` event per flush, so a read is
       // usually exactly one event. Its data is decoded alone, with no joining to a buffer and no
       // boundary search over text.
@@ -93,8 +104,12 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
       return drain(false);
     },
     end() {
+      if (stopped) return "";
       buffer += decoder.decode();
       return drain(true);
+    },
+    stop() {
+      stopped = true;
     },
   };
 }

@@ -26,6 +26,6 @@ export function frontDoorsFor(upstream: UpstreamProtocol, vendor: VendorOptions 
 }
 
 export { chatFrontDoor, completionsFrontDoor };
-export type { DoorRoute, DoorRouteEnv, FrontDoor, PipelineContext, PreparedCall, UpstreamProtocol, VendorOptions } from "./types.ts";
+export type { DoorRoute, DoorRouteEnv, FrontDoor, PipelineContext, PreparedCall, StreamTranslator, UpstreamProtocol, VendorOptions } from "./types.ts";
 export { translatedFrontDoor, type TranslatedCall } from "./translated.ts";
 export { runModelCall } from "./pipeline.ts";

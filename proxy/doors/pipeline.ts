@@ -16,7 +16,7 @@ import { decodeUtf8 } from "../body.ts";
 import { concatBytes } from "../../lib/index.ts";
 import type { RolloutState } from "../state/rollouts.ts";
 import type { FrontDoor, PipelineContext, PreparedCall } from "./types.ts";
-import { streamAnswer } from "./stream-answer.ts";
+import { jsonAsStream, SSE_HEADERS, streamAnswer } from "./stream-answer.ts";
 
 
 const encoder = new TextEncoder();
@@ -185,6 +185,15 @@ async function callUpstream(
       return errorAnswer(502, `upstream ${base.upstream} sent a body that is not JSON: ${text.slice(0, 200)}`, "upstream_error", "upstream_bad_body", CallStatus.UPSTREAM_ERROR);
     }
     const changed = captureAndStrip(prepared.capture, json, capture, prepared.wants);
+    if (prepared.stream) {
+      // The harness asked for a stream and would read this JSON as an empty one: it gets the
+      // answer as a stream of one chunk and its end.
+      const bytes = encoder.encode(jsonAsStream(json, prepared));
+      recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: 200, status: CallStatus.OK });
+      leave();
+      ctx.connections.release(request);
+      return new Response(bytes, { status: 200, headers: { ...SSE_HEADERS, ...callHeaders } });
+    }
     const out = prepared.translateJson ? JSON.stringify(prepared.translateJson(json)) : changed ? JSON.stringify(json) : text;
     const bytes = encoder.encode(out);
     // Recorded before the harness sees it: an unrecorded answer is never served.

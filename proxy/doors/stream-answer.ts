@@ -1,25 +1,33 @@
 /**
  * The streamed half of the model-call pipeline: reads the upstream SSE, captures token ids and
  * strips the train-mode fields chunk by chunk, sends the harness each event as soon as it is
- * complete, and records the call when the stream ends, aborts or fails.
+ * complete (translated to its protocol where the door translates), and records the call when
+ * the stream ends, aborts or fails.
  *
- * A passthrough stream (Chat, Completions) is a Bun `type: "direct"` stream: one pull runs the
- * whole stream and writes each event straight to the socket (no per-chunk queue and pull
- * round trip). A translated stream stays a default stream, read event by event through the
- * front door's translator.
+ * How a stream ends is the proxy's to say, in every door:
+ * - the terminal event (`[DONE]`, `message_stop`, `response.completed`) is sent only once the
+ *   call is in the log; a call that could not be recorded ends with an error event instead;
+ * - a stream that ends before it is complete (no `[DONE]` and no finish reason), fails, stalls,
+ *   or grows past `--max-stream-bytes` ends with the protocol's error event, never a clean end;
+ * - whatever the upstream sends after `[DONE]` is dropped: it reaches neither the harness nor
+ *   the record.
+ *
+ * The harness's stream is a Bun `type: "direct"` stream: one pull runs the whole stream and
+ * writes each event straight to the socket (no per-chunk queue and pull round trip). A
+ * translated stream is driven the same way, its translator fed the parsed Chat chunks.
  */
 import { CallStatus } from "../../schemas/index.ts";
 import { captureAndStrip, type TokenCapture } from "../capture/tokens.ts";
 import { createSseRewriter } from "../capture/sse-rewriter.ts";
 import type { FinishedCall } from "../capture/call-recorder.ts";
-import type { PipelineContext } from "./types.ts";
-import type { PreparedCall } from "./types.ts";
+import type { PipelineContext, PreparedCall } from "./types.ts";
 import { concatBytes } from "../../lib/index.ts";
 
 const encoder = new TextEncoder();
-const DONE_BYTES = encoder.encode("data: [DONE]\n\n");
+const DONE = "data: [DONE]\n\n";
 const NOTHING = new Uint8Array(0);
-const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
+export const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
+const WITHDRAWN = "the call could not be recorded, so its answer is withdrawn";
 
 /**
  * The harness's Response for a streamed upstream answer.
@@ -38,31 +46,46 @@ export function streamAnswer(
   callHeaders: Record<string, string>,
 ): Response {
   const capture: TokenCapture = base.capture;
-  const translated = prepared.translateStream !== undefined;
+  const translator = prepared.translateStream?.();
   const reader = upstream.body!.getReader();
   const sent: Uint8Array[] = []; // what the harness was sent, for the record
   let sawDone = false;
-  // The first data line that is not JSON: the harness gets it as sent, the record says the call failed.
+  // The first data line that is not JSON; an `error` object the upstream sent mid-stream.
   let malformed: string | undefined;
+  let upstreamError: string | undefined;
   let finished = false;
   let over = false; // nothing more to send
   let firstChunk = true;
+  let upstreamBytes = 0;
+  let tooLarge: string | undefined;
 
   const rewriter = createSseRewriter((data) => {
     if (data === "[DONE]") {
       sawDone = true;
-      // Passthrough holds the end back until the call is in the log (see the end of next()).
-      return translated ? undefined : "";
+      // The end is sent once the call is in the log (terminate()); anything after it is dropped.
+      rewriter.stop();
+      return "";
     }
     let chunk: any;
     try {
       chunk = JSON.parse(data);
     } catch {
       malformed ??= data.slice(0, 200);
-      return undefined; // the harness gets it as sent
+      if (!translator) return undefined; // the harness gets it as sent; the record says the call failed
+      rewriter.stop();
+      return "";
     }
-    if (chunk === null || typeof chunk !== "object") return undefined;
-    if (!captureAndStrip(prepared.capture, chunk, capture, prepared.wants)) return undefined;
+    if (chunk === null || typeof chunk !== "object") return translator ? "" : undefined;
+    if (chunk.error !== undefined && chunk.error !== null) {
+      // vLLM reports a failure mid-stream as a data event with an `error` object.
+      upstreamError ??= typeof chunk.error === "string" ? chunk.error : String(chunk.error.message ?? JSON.stringify(chunk.error));
+      if (!translator) return undefined; // the SDKs raise it as an error
+      rewriter.stop();
+      return "";
+    }
+    const changed = captureAndStrip(prepared.capture, chunk, capture, prepared.wants);
+    if (translator) return translator.push(chunk);
+    if (!changed) return undefined;
     // The usage-only chunk the proxy asked for in train mode is dropped when the harness did not ask.
     if (Array.isArray(chunk.choices) && chunk.choices.length === 0 && !prepared.wants.usage && !("usage" in chunk)) return "";
     return `data: ${JSON.stringify(chunk)}\n\n`;
@@ -78,7 +101,7 @@ export function streamAnswer(
     try {
       ctx.recorder.record({ ...base, responseBody: concatBytes(sent), httpStatus: 200, status, error });
     } catch {
-      // The recorder is now failed and refuses further calls; this stream's end is withheld.
+      // The log refused it (a full disk, ids that do not encode): the stream's end is withheld.
       recorded = false;
     }
     leave();
@@ -102,22 +125,47 @@ export function streamAnswer(
   watchdog.unref?.();
 
   const errorEvent = (message: string, code: string) => `data: ${JSON.stringify({ error: { message, type: "upstream_error", param: null, code } })}\n\n`;
+  /** The protocol's failure event, which ends a broken stream. */
+  const failure = (message: string, code: string): string => (translator ? translator.fail(message) : errorEvent(message, code));
 
-  // How the upstream stream ended. Passthrough records at once (before the harness sees the
-  // end); a translated stream records when the translator has flushed its last events.
-  let ended: { status: CallStatus; error: string } | undefined;
-  const end = (status: CallStatus, error: string) => {
-    over = true;
-    if (translated) ended = { status, error };
-    else finish(status, error);
-  };
-
-  /** Encodes what goes to the harness, once; passthrough keeps it for the record (a translated stream's record comes from the tap). */
+  /** Encodes what goes to the harness, once, and keeps it for the record. */
   const out = (text: string): Uint8Array => {
     if (text === "") return NOTHING;
     const bytes = encoder.encode(text);
-    if (!translated) sent.push(bytes);
+    sent.push(bytes);
     return bytes;
+  };
+
+  /**
+   * Ends the stream: the terminal event goes into the record first, and to the harness only
+   * once the record is written. A complete answer whose record failed ends with an error event.
+   */
+  const terminate = (status: CallStatus, error: string, terminal: string): Uint8Array => {
+    over = true;
+    const bytes = out(terminal);
+    const recorded = finish(status, error);
+    if (recorded || status !== CallStatus.OK) return bytes;
+    return encoder.encode(translator ? translator.withdraw(WITHDRAWN) : errorEvent(WITHDRAWN, "recorder_unavailable"));
+  };
+
+  /** The upstream ended: how complete was it? */
+  const atEnd = (): Uint8Array => {
+    const tail = out(rewriter.end());
+    const url = base.upstream;
+    if (malformed !== undefined) {
+      const message = `upstream ${url} sent a data line that is not JSON: ${malformed}`;
+      return concatBytes([tail, terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_bad_stream"))]);
+    }
+    if (upstreamError !== undefined) {
+      // Passthrough: the harness already got the upstream's error event, which ends its stream.
+      const terminal = translator ? translator.fail(upstreamError) : "";
+      return concatBytes([tail, terminate(CallStatus.UPSTREAM_ERROR, `upstream ${url} reported an error mid-stream: ${upstreamError}`, terminal)]);
+    }
+    if (sawDone || capture.finishReason !== "") {
+      return concatBytes([tail, terminate(CallStatus.OK, "", translator ? translator.finish() : DONE)]);
+    }
+    const message = `upstream ${url} ended the stream before it was complete (no [DONE], no finish reason): the answer is cut short`;
+    return concatBytes([tail, terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_stream_cut"))]);
   };
 
   /** Reads the upstream once; returns what to send the harness now (empty for nothing yet). */
@@ -134,104 +182,80 @@ export function streamAnswer(
         over = true;
         return NOTHING;
       }
+      // After [DONE] the answer is whole, however the connection then ends.
+      if (sawDone && !idle) return atEnd();
       if (idle) {
         const message = `upstream ${base.upstream} sent nothing for ${ctx.idleTimeoutMs} ms mid-stream`;
-        const bytes = out(errorEvent(message, "upstream_timeout"));
-        end(CallStatus.TIMEOUT, message);
-        return bytes;
+        return terminate(CallStatus.TIMEOUT, message, failure(message, "upstream_timeout"));
       }
+      // An unterminated last event is dropped: it would run into the error event.
       const message = `upstream ${base.upstream} stream failed: ${(error as Error).message}`;
-      const bytes = concatBytes([out(rewriter.end()), out(errorEvent(message, "upstream_stream_error"))]);
-      end(CallStatus.UPSTREAM_ERROR, message);
-      return bytes;
+      return terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_stream_error"));
     }
     lastByteAt = performance.now();
-    if (result.done) {
-      const tail = out(rewriter.end());
-      const complete = sawDone || capture.finishReason !== "";
-      const status = malformed !== undefined ? CallStatus.UPSTREAM_ERROR : complete ? CallStatus.OK : CallStatus.UPSTREAM_ERROR;
-      const error =
-        malformed !== undefined
-          ? `upstream ${base.upstream} sent a data line that is not JSON: ${malformed}`
-          : complete
-            ? ""
-            : `upstream ${base.upstream} ended the stream before [DONE]`;
-      if (sawDone && !translated) {
-        // The harness sees the end of the stream only once the call is in the log: a call that
-        // could not be recorded ends with an error event instead of a clean [DONE].
-        over = true;
-        sent.push(DONE_BYTES);
-        const recorded = finish(status, error);
-        return concatBytes([tail, recorded ? DONE_BYTES : encoder.encode(errorEvent("the call could not be recorded, so its answer is withdrawn", "recorder_unavailable"))]);
-      }
-      end(status, error);
-      return tail;
-    }
+    if (result.done) return atEnd();
     if (firstChunk) {
       firstChunk = false;
       base.ttftMs = performance.now() - base.startPerf;
     }
+    upstreamBytes += result.value.byteLength;
+    if (upstreamBytes > ctx.maxStreamBytes) {
+      tooLarge = `upstream ${base.upstream} streamed more than ${ctx.maxStreamBytes} bytes for one answer, the proxy's limit (--max-stream-bytes): the call is ended`;
+      abortUpstream(new Error("stream size limit"));
+      return terminate(CallStatus.UPSTREAM_ERROR, tooLarge, failure(tooLarge, "upstream_too_large"));
+    }
     return out(rewriter.push(result.value));
   };
 
-  const headers = { ...SSE_HEADERS, ...callHeaders };
-  if (!translated) {
-    const body = new ReadableStream({
-      type: "direct",
-      async pull(controller: ReadableStreamDirectController) {
-        try {
-          while (!over) {
-            const bytes = await next();
-            if (bytes.length === 0) continue;
-            // Bytes, not the string: the sink's own string path costs more (measured, 256 streams:
-            // 4.3 against 4.7-5.5 ms CPU per call). No flush: the sink sends what was written at
-            // the end of the tick (the harness still gets each event at once), a flush per event
-            // costs a second syscall.
-            const written = controller.write(bytes);
-            if (written instanceof Promise) await written; // backpressure: a slow harness
-          }
-        } catch {
-          // A write to a harness that went away: recorded as such, the upstream call stopped.
-          onClientAbort();
-          return;
+  const body = new ReadableStream({
+    type: "direct",
+    async pull(controller: ReadableStreamDirectController) {
+      try {
+        while (!over) {
+          const bytes = await next();
+          if (bytes.length === 0) continue;
+          // Bytes, not the string: the sink's own string path costs more (measured, 256 streams:
+          // 4.3 against 4.7-5.5 ms CPU per call). No flush: the sink sends what was written at
+          // the end of the tick (the harness still gets each event at once), a flush per event
+          // costs a second syscall.
+          const written = controller.write(bytes);
+          if (written instanceof Promise) await written; // backpressure: a slow harness
         }
-        controller.close();
-      },
-      cancel: onClientAbort,
-    });
-    return new Response(body, { status: 200, headers });
-  }
-
-  const events = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      // A pull that enqueues nothing is not called again while a piped reader waits (Streams
-      // spec: pullAgain is only set by reads during the pull), so read on until there is output:
-      // an event split over several upstream reads must not stall a translated stream.
-      for (;;) {
-        if (over) {
-          controller.close();
-          return;
-        }
-        const bytes = await next();
-        if (bytes.length > 0) controller.enqueue(bytes);
-        if (over) {
-          controller.close();
-          return;
-        }
-        if (bytes.length > 0) return;
+      } catch {
+        // A write to a harness that went away: recorded as such, the upstream call stopped.
+        onClientAbort();
+        return;
       }
+      // The answer is out: the connection is idle from here on, and may be closed as such.
+      ctx.connections.release(request);
+      controller.close();
     },
     cancel: onClientAbort,
   });
-  const tap = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      sent.push(chunk);
-      controller.enqueue(chunk);
-    },
-    flush() {
-      // The translator's last events are in: now the record holds all the harness got.
-      if (ended) finish(ended.status, ended.error);
-    },
-  });
-  return new Response(events.pipeThrough(prepared.translateStream!()).pipeThrough(tap), { status: 200, headers });
+  return new Response(body, { status: 200, headers: { ...SSE_HEADERS, ...callHeaders } });
+}
+
+/**
+ * A whole JSON answer (the upstream ignored `stream: true`) as the stream the harness asked for:
+ * one chunk with the whole message, then the end. An SDK reading a stream would take the JSON
+ * body for an empty stream and report an empty answer.
+ *
+ * @example
+ * jsonAsStream({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { content: "hi" }, finish_reason: "stop" }] }, prepared)
+ * // 'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"},...}]}\n\ndata: [DONE]\n\n'
+ */
+export function jsonAsStream(json: any, prepared: PreparedCall): string {
+  const chunk: any = { ...json };
+  if (prepared.capture === "chat") {
+    chunk.object = "chat.completion.chunk";
+    chunk.choices = (Array.isArray(json.choices) ? json.choices : []).map((choice: any) => {
+      const { message, ...rest } = choice ?? {};
+      const delta: any = { ...(message ?? {}) };
+      if (Array.isArray(delta.tool_calls)) delta.tool_calls = delta.tool_calls.map((call: any, index: number) => ({ index, ...call }));
+      return { ...rest, delta };
+    });
+  }
+  const translator = prepared.translateStream?.();
+  if (translator) return translator.push(chunk) + translator.finish();
+  return `data: ${JSON.stringify(chunk)}\n\n${DONE}`;
 }

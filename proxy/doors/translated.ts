@@ -8,9 +8,10 @@
 import type { Protocol } from "../../schemas/index.ts";
 import { createSseDecoder } from "../../lib/index.ts";
 import { ProxyHttpError } from "../errors.ts";
+import { refuseDeepJson } from "../body.ts";
 import type { ChatChunk, ChatRequest, ChatResponse } from "./chat-types.ts";
 import { TranslationError } from "./chat-types.ts";
-import type { FrontDoor, PreparedCall } from "./types.ts";
+import type { FrontDoor, PreparedCall, StreamTranslator } from "./types.ts";
 
 /** One translated call: the Chat request to send upstream and the ways back. */
 export interface TranslatedCall {
@@ -23,8 +24,8 @@ export interface TranslatedCall {
   stream: boolean;
   /** The harness-protocol JSON body for a non-streaming Chat answer. */
   fromChatJson(chat: ChatResponse): unknown;
-  /** Chat SSE bytes in, harness-protocol SSE bytes out. */
-  streamTransform(): TransformStream<Uint8Array, Uint8Array>;
+  /** Chat chunks in, harness-protocol SSE text out (see StreamTranslator). */
+  streamTranslator(): ChunkTranslator;
   /** Protocol-style error body for an HTTP error answer. */
   errorBody(status: number, message: string): unknown;
 }
@@ -43,7 +44,9 @@ const TRANSLATOR_WANTS = { tokenIds: true, logprobs: false, usage: true };
  * @example
  * translatedCall("anthropic_messages", () => anthropicFrontDoor(body)).upstreamPath // "/v1/chat/completions"
  */
-export function translatedCall(door: string, translate: () => TranslatedCall): PreparedCall {
+export function translatedCall(door: string, translate: () => TranslatedCall, body?: unknown): PreparedCall {
+  // Checked here, not for every call: only the translating doors walk the body recursively.
+  if (body !== undefined) refuseDeepJson(body);
   let call: TranslatedCall;
   try {
     call = translate();
@@ -61,7 +64,7 @@ export function translatedCall(door: string, translate: () => TranslatedCall): P
     passthrough: false,
     wants: TRANSLATOR_WANTS,
     translateJson: (json) => call.fromChatJson(json),
-    translateStream: () => call.streamTransform(),
+    translateStream: () => call.streamTranslator(),
     errorBody: (status, message) => call.errorBody(status, message),
   };
 }
@@ -74,7 +77,7 @@ export function translatedCall(door: string, translate: () => TranslatedCall): P
  * createProxy({ ..., frontDoors: [...DEFAULT_FRONT_DOORS, messages] });
  */
 export function translatedFrontDoor(o: { name: string; protocol: Protocol; path: string; translate: (body: Record<string, any>) => TranslatedCall }): FrontDoor {
-  return { name: o.name, protocol: o.protocol, path: o.path, prepare: (body) => translatedCall(o.name, () => o.translate(body)) };
+  return { name: o.name, protocol: o.protocol, path: o.path, prepare: (body) => translatedCall(o.name, () => o.translate(body), body) };
 }
 
 /**
@@ -101,16 +104,16 @@ export function vendorPassthrough(body: Record<string, any>, path: string, error
 }
 
 /** A chunk translator: Chat chunks in, the harness protocol's SSE text out. */
-export interface ChunkTranslator {
-  push(chunk: ChatChunk): string;
-  finish(): string;
-  fail(message: string): string;
-}
+export type ChunkTranslator = StreamTranslator;
 
 /**
- * Wraps a chunk translator as a byte stream transform over the upstream's Chat SSE.
+ * Wraps a chunk translator as a byte stream transform over the upstream's Chat SSE (for tests
+ * and plug-ins; the pipeline drives the translator itself, see stream-answer.ts).
  * `[DONE]` ends the message; an `error` payload or a stream cut before any finish_reason
  * ends it with the protocol's failure event, so the harness never waits on a dead stream.
+ *
+ * @example
+ * const bytes = upstreamSse.pipeThrough(chatSseTransform(call.streamTranslator()));
  */
 export function chatSseTransform(t: ChunkTranslator): TransformStream<Uint8Array, Uint8Array> {
   const decoder = new TextDecoder();

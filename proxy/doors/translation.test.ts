@@ -2,6 +2,7 @@ import { expect, test } from "bun:test";
 import { anthropicFrontDoor } from "./anthropic/door.ts";
 import { responsesFrontDoor } from "./responses/door.ts";
 import { createSseDecoder } from "../../lib/index.ts";
+import { chatSseTransform } from "./translated.ts";
 
 const upstream = [
   { id: "c1", choices: [{ delta: { content: "He" } }] },
@@ -28,11 +29,11 @@ async function run(transform: TransformStream<Uint8Array, Uint8Array>, text: str
 test("anthropic front door: stream transform, JSON answer, error body", async () => {
   const call = anthropicFrontDoor({ model: "claude-x", max_tokens: 9, stream: true, messages: [{ role: "user", content: "hi" }] });
   expect(call).toMatchObject({ protocol: "anthropic_messages", model: "claude-x", stream: true });
-  const events = await run(call.streamTransform(), wire(upstream));
+  const events = await run(chatSseTransform(call.streamTranslator()), wire(upstream));
   expect(events.map((e) => e.event)).toEqual(["message_start", "ping", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
-  const cut = await run(call.streamTransform(), wire(upstream.slice(0, 2), false));
+  const cut = await run(chatSseTransform(call.streamTranslator()), wire(upstream.slice(0, 2), false));
   expect(cut.at(-1)?.event).toBe("error");
-  const err = await run(call.streamTransform(), wire([upstream[0], { error: { message: "boom" } }]));
+  const err = await run(chatSseTransform(call.streamTranslator()), wire([upstream[0], { error: { message: "boom" } }]));
   expect(JSON.parse(err.at(-1)?.data ?? "{}")).toEqual({ type: "error", error: { type: "api_error", message: "boom" } });
   expect(call.fromChatJson({ choices: [{ message: { content: "x" }, finish_reason: "stop" }] })).toMatchObject({ type: "message", model: "claude-x" });
   expect(call.errorBody(429, "slow down")).toEqual({ type: "error", error: { type: "rate_limit_error", message: "slow down" } });
@@ -40,11 +41,11 @@ test("anthropic front door: stream transform, JSON answer, error body", async ()
 
 test("responses front door: stream transform ends with response.completed; cut → response.failed", async () => {
   const call = responsesFrontDoor({ model: "gpt-x", input: "hi", stream: true });
-  const events = await run(call.streamTransform(), wire(upstream));
+  const events = await run(chatSseTransform(call.streamTranslator()), wire(upstream));
   expect(events.at(-1)?.event).toBe("response.completed");
   expect(JSON.parse(events.at(-1)?.data ?? "{}").response.output[0].content[0].text).toBe("Hey");
   // A stream that saw its finish_reason but lost [DONE] still completes.
-  expect((await run(call.streamTransform(), wire(upstream, false))).at(-1)?.event).toBe("response.completed");
-  expect((await run(call.streamTransform(), wire(upstream.slice(0, 1), false))).at(-1)?.event).toBe("response.failed");
+  expect((await run(chatSseTransform(call.streamTranslator()), wire(upstream, false))).at(-1)?.event).toBe("response.completed");
+  expect((await run(chatSseTransform(call.streamTranslator()), wire(upstream.slice(0, 1), false))).at(-1)?.event).toBe("response.failed");
   expect(call.errorBody(400, "bad")).toEqual({ error: { message: "bad", type: "invalid_request_error", param: null, code: null } });
 });

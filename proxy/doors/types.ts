@@ -7,6 +7,7 @@
  */
 import type { Context } from "hono";
 import type { Protocol } from "../../schemas/index.ts";
+import type { ChatChunk } from "./chat-types.ts";
 import type { CaptureKind, HarnessWants } from "../capture/tokens.ts";
 import type { RolloutState } from "../state/rollouts.ts";
 import type { CallRecorder } from "../capture/call-recorder.ts";
@@ -14,6 +15,7 @@ import type { ProxyMetrics } from "../metrics.ts";
 import type { PauseGate } from "../state/pause.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
 import type { UpstreamClient } from "../upstream/client.ts";
+import type { ConnectionGuard } from "../connections.ts";
 
 export interface PreparedCall {
   /** The upstream API whose answer is captured (and stripped of the train-mode fields). */
@@ -30,12 +32,25 @@ export interface PreparedCall {
   wants: HarnessWants;
   /** Translates a (stripped) JSON answer to the harness protocol; absent = sent as is. */
   translateJson?(json: any): unknown;
-  /** Translates the (stripped) upstream SSE to the harness protocol's SSE; absent = as is. */
-  translateStream?(): TransformStream<Uint8Array, Uint8Array>;
+  /** A translator of the (stripped) upstream Chat chunks to the harness protocol's SSE; absent = as is. */
+  translateStream?(): StreamTranslator;
   /** Headers added to the upstream request (passthrough to a vendor API: its auth and version headers). */
   upstreamHeaders?: Record<string, string>;
   /** The protocol's error body. */
   errorBody(status: number, message: string, type: string, code: string | null): unknown;
+}
+
+/**
+ * Chat Completions chunks in, the harness protocol's SSE text out. The pipeline decides how the
+ * answer ends: `finish()` for a complete one (its events are held back until the call is
+ * recorded), `fail()` for one that broke off, `withdraw()` in place of `finish()`'s events when
+ * the call could not be recorded.
+ */
+export interface StreamTranslator {
+  push(chunk: ChatChunk): string;
+  finish(): string;
+  fail(message: string): string;
+  withdraw(message: string): string;
 }
 
 export interface FrontDoor {
@@ -87,6 +102,10 @@ export interface PipelineContext {
   maxResponseBytes: number;
   /** Calls admitted at once (waiting on a pause included); past it, 429. */
   maxConcurrentCalls: number;
+  /** Largest upstream stream one call may read; past it the call ends with an error. */
+  maxStreamBytes: number;
   /** Calls admitted and not yet finished. */
   admitted: { count: number };
+  /** Lifts a harness connection's idle timeout while its call runs (and puts it back). */
+  connections: Pick<ConnectionGuard, "hold" | "release">;
 }

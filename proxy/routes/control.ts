@@ -20,7 +20,8 @@ import { keySha256, newApiKey } from "../state/keys.ts";
 import type { PauseGate } from "../state/pause.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
 import type { ProxyMetrics } from "../metrics.ts";
-import { requireAdmin } from "./auth.ts";
+import { requireAdmin, type AdminThrottle } from "./auth.ts";
+import type { ConnectionGuard } from "../connections.ts";
 
 export interface ControlRoutesOptions {
   adminToken: string;
@@ -29,8 +30,14 @@ export interface ControlRoutesOptions {
   log: SegmentLog;
   gate: PauseGate;
   metrics: ProxyMetrics;
-  /** Base URL handed to harnesses; default: the origin the control request came to. */
-  publicUrl?: string;
+  /**
+   * Base URL handed to harnesses: `--public-url`, else the address the proxy listens on. Never
+   * the request's Host header, which any client sets (and a harness would then be sent there).
+   */
+  publicUrl: () => string;
+  /** Failed admin attempts, per client address. */
+  throttle: AdminThrottle;
+  connections: ConnectionGuard;
 }
 
 const STATUS = { ok: RolloutStatus.OK, failed: RolloutStatus.FAILED, infra_error: RolloutStatus.INFRA_ERROR, timeout: RolloutStatus.TIMEOUT } as const;
@@ -39,13 +46,20 @@ const STATUS = { ok: RolloutStatus.OK, failed: RolloutStatus.FAILED, infra_error
  * Mounts `/control/*` on `app`.
  *
  * @example
- * mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics });
+ * mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics, publicUrl: () => "http://127.0.0.1:8787", throttle, connections });
  */
 export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): void {
   const { registry, recorder, log, gate, metrics } = options;
+  const { connections } = options;
   app.use("/control/*", async (c, next) => {
-    requireAdmin(c, options.adminToken);
-    await next();
+    requireAdmin(c, options.adminToken, options.throttle, connections.clientAddress(c.req.raw));
+    // A pause may wait for calls to drain, a finish for an fsync: not an idle connection.
+    connections.hold(c.req.raw);
+    try {
+      await next();
+    } finally {
+      connections.release(c.req.raw);
+    }
   });
 
   app.post("/control/rollouts", async (c) => {
@@ -72,7 +86,7 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     });
     appendOr503(recorder, create(RecordSchema, { kind: { case: "rollout", value: rollout } }));
     registry.add(rollout);
-    const origin = (options.publicUrl ?? new URL(c.req.url).origin).replace(/\/+$/, "");
+    const origin = options.publicUrl().replace(/\/+$/, "");
     return c.json(
       {
         rollout_id: id,

@@ -26,10 +26,21 @@ export function mountModelRoutes(app: Hono, options: ModelRoutesOptions): void {
   for (const door of doors) {
     const handler = async (c: any) => {
       const rollout = resolveRollout(c, registry);
-      const bytes = await readJsonBody(c.req.raw, maxBodyBytes);
+      const request: Request = c.req.raw;
+      const bytes = await readJsonBody(request, maxBodyBytes);
       const body = parseJsonObject(bytes);
-      const prepared = door.prepare(body, c.req.raw);
-      return runModelCall(ctx, rollout, door, prepared, bytes, c.req.raw);
+      const prepared = door.prepare(body, request);
+      // The call may wait minutes for a pause or a first token: not an idle connection. A
+      // stream puts the timeout back itself when it ends (stream-answer.ts).
+      ctx.connections.hold(request);
+      let streaming = false;
+      try {
+        const response = await runModelCall(ctx, rollout, door, prepared, bytes, request);
+        streaming = response.headers.get("content-type")?.startsWith("text/event-stream") === true;
+        return response;
+      } finally {
+        if (!streaming) ctx.connections.release(request);
+      }
     };
     app.post(`/r/:rollout${door.path}`, handler);
     app.post(door.path, handler);

@@ -64,10 +64,13 @@ describe("mid-stream failures are not retried and are recorded", () => {
   test("stream ends without [DONE] or finish_reason: UPSTREAM_ERROR", async () => {
     const r = await t.register();
     const res = await t.chat(r, `${chaosMarker("nodone", 2)} c`, { stream: true });
-    await readAll(res);
+    const { text } = await readAll(res);
     const call = await recordOf(res.headers.get("x-forge-call-id"));
     expect(call.status).toBe(CallStatus.UPSTREAM_ERROR);
-    expect(call.error).toMatch(/before \[DONE\]/);
+    expect(call.error).toMatch(/before it was complete \(no \[DONE\], no finish reason\)/);
+    // The harness is told too: an error event, not a clean end.
+    expect(text).not.toContain("data: [DONE]");
+    expect(text).toMatch(/"code":"upstream_stream_cut"/);
   });
 
   test("malformed SSE: the call is not recorded as OK", async () => {

@@ -6,7 +6,7 @@
 import { Protocol } from "../../../schemas/index.ts";
 import { parseJsonObject, readJsonBody } from "../../body.ts";
 import { requireModel } from "../openai-body.ts";
-import { chatSseTransform, translatedCall, vendorPassthrough, type TranslatedCall } from "../translated.ts";
+import { translatedCall, vendorPassthrough, type TranslatedCall } from "../translated.ts";
 import type { DoorRoute, FrontDoor, UpstreamProtocol, VendorOptions } from "../types.ts";
 import { TranslationError } from "../chat-types.ts";
 import { anthropicToChatRequest, type AnthropicToChatOptions } from "./request.ts";
@@ -50,13 +50,14 @@ export function anthropicFrontDoor(body: any, options: AnthropicToChatOptions = 
     model,
     stream: body.stream === true,
     fromChatJson: (chat) => chatToAnthropicMessage(chat, ctx),
-    streamTransform: () => {
+    streamTranslator: () => {
       const t = createAnthropicStreamTranslator(ctx);
-      return chatSseTransform({
+      return {
         push: (c) => t.push(c).map(anthropicSse).join(""),
         finish: () => t.finish().map(anthropicSse).join(""),
         fail: (m) => t.fail(m).map(anthropicSse).join(""),
-      });
+        withdraw: (m) => t.withdraw(m).map(anthropicSse).join(""),
+      };
     },
     errorBody: anthropicError,
   };
@@ -103,7 +104,7 @@ export function createAnthropicMessagesDoor(upstream: UpstreamProtocol = "chat",
     routes: [countTokensRoute],
     prepare(body, request) {
       requireModel(body);
-      if (upstream !== "anthropic") return translatedCall("anthropic_messages", () => anthropicFrontDoor(body));
+      if (upstream !== "anthropic") return translatedCall("anthropic_messages", () => anthropicFrontDoor(body), body);
       const call = vendorPassthrough(body, `/v1/messages${request ? new URL(request.url).search : ""}`, anthropicError);
       // Anthropic authenticates with x-api-key (not a bearer) and needs its version header; betas are the harness's.
       const headers: Record<string, string> = { "anthropic-version": request?.headers.get("anthropic-version") ?? "2023-06-01" };

@@ -23,6 +23,11 @@ export interface AnthropicStreamTranslator {
   finish(): AnthropicStreamEvent[];
   /** An `error` event, after closing what is open, for an upstream failure mid-stream. */
   fail(message: string, errorType?: string): AnthropicStreamEvent[];
+  /**
+   * The `error` event sent instead of `finish()`'s events when those were made but cannot be
+   * sent (the call could not be recorded): the harness must not see message_stop.
+   */
+  withdraw(message: string): AnthropicStreamEvent[];
 }
 
 type Open = { kind: "thinking" | "text"; index: number } | { kind: "tool"; index: number; toolIndex: number };
@@ -170,7 +175,10 @@ export function createAnthropicStreamTranslator(ctx: AnthropicContext): Anthropi
     return out;
   };
 
-  return { push, finish: end, fail };
+  // finish()'s block stops and message_stop were never sent: the error stands in for them all.
+  const withdraw = (message: string): AnthropicStreamEvent[] => [{ type: "error", error: { type: "api_error", message } }];
+
+  return { push, finish: end, fail, withdraw };
 }
 
 /**

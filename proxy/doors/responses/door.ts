@@ -5,7 +5,7 @@
  */
 import { Protocol } from "../../../schemas/index.ts";
 import { openaiError, requireModel } from "../openai-body.ts";
-import { chatSseTransform, translatedCall, vendorPassthrough, type TranslatedCall } from "../translated.ts";
+import { translatedCall, vendorPassthrough, type TranslatedCall } from "../translated.ts";
 import type { DoorRoute, FrontDoor, UpstreamProtocol } from "../types.ts";
 import { responsesToChatRequest, type ResponsesToChatOptions } from "./request.ts";
 import { chatToResponsesResponse } from "./response.ts";
@@ -27,13 +27,14 @@ export function responsesFrontDoor(body: any, options: ResponsesToChatOptions & 
     model: String(body.model ?? ""),
     stream: body.stream === true,
     fromChatJson: (chat) => chatToResponsesResponse(chat, ctx),
-    streamTransform: () => {
+    streamTranslator: () => {
       const t = createResponsesStreamTranslator(ctx);
-      return chatSseTransform({
+      return {
         push: (c) => t.push(c).map(responsesSse).join(""),
         finish: () => t.finish().map(responsesSse).join(""),
         fail: (m) => t.fail(m).map(responsesSse).join(""),
-      });
+        withdraw: (m) => t.withdraw(m).map(responsesSse).join(""),
+      };
     },
     errorBody: openaiError,
   };
@@ -70,7 +71,7 @@ export function createResponsesDoor(upstream: UpstreamProtocol = "chat"): FrontD
     prepare(body) {
       requireModel(body);
       if (upstream === "responses") return vendorPassthrough(body, "/v1/responses", openaiError);
-      return translatedCall("responses", () => responsesFrontDoor(body));
+      return translatedCall("responses", () => responsesFrontDoor(body), body);
     },
   };
 }

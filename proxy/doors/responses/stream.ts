@@ -29,6 +29,12 @@ export interface ResponsesStreamTranslator {
   finish(): ResponsesStreamEvent[];
   /** Ends with response.failed carrying the error, for an upstream failure mid-stream. */
   fail(message: string, code?: string): ResponsesStreamEvent[];
+  /**
+   * response.failed sent instead of `finish()`'s events when those were made but cannot be sent
+   * (the call could not be recorded): numbered from where finish() started, so the harness sees
+   * no gap, and never response.completed.
+   */
+  withdraw(message: string, code?: string): ResponsesStreamEvent[];
 }
 
 interface TextItem {
@@ -206,9 +212,11 @@ export function createResponsesStreamTranslator(ctx: ResponsesStreamOptions): Re
     return out;
   };
 
+  let finishedAt = -1; // the sequence number finish() started at
   const end = (): ResponsesStreamEvent[] => {
     const out: ResponsesStreamEvent[] = [];
     if (finished) return out;
+    finishedAt = seq;
     start(undefined, out);
     const truncated = finish === "length";
     close(out, truncated ? "incomplete" : "completed");
@@ -235,7 +243,19 @@ export function createResponsesStreamTranslator(ctx: ResponsesStreamOptions): Re
     return out;
   };
 
-  return { push, finish: end, fail };
+  const withdraw = (message: string, code = "server_error"): ResponsesStreamEvent[] => {
+    if (finishedAt < 0) return fail(message, code);
+    seq = finishedAt;
+    const out: ResponsesStreamEvent[] = [];
+    const response = responseEnvelope(ctx, responseId, "failed");
+    response.output = [];
+    response.error = { code, message };
+    response.usage = usage ? responsesUsage(usage) : null;
+    emit(out, { type: "response.failed", response });
+    return out;
+  };
+
+  return { push, finish: end, fail, withdraw };
 }
 
 /**
