@@ -9,7 +9,8 @@ const proxyUsage = `
 usage: forge proxy --upstream URL [--upstream URL ...] --data DIR [--listen HOST:PORT]
                    [--mode train|eval] [--admin-token TOKEN] [--max-body-bytes N]
                    [--group-commit-ms N] [--first-byte-timeout-ms N] [--idle-timeout-ms N]
-                   [--pause-bound-ms N] [--public-url URL] [--upstream-protocol chat|anthropic|responses] [--json]
+                   [--pause-bound-ms N] [--public-url URL] [--upstream-protocol chat|anthropic|responses]
+                   [--connection-idle-timeout-s N] [--max-connections N] [--max-stream-bytes N] [--json]
 
 Serves the recording proxy: OpenAI Chat Completions and Completions at /r/ROLLOUT/v1/... (and
 /v1/... with a rollout's key), the control API at /control/..., /healthz and /metrics.
@@ -26,7 +27,15 @@ Every model call is recorded token for token to DIR/log (docs/proxy.md).
   --idle-timeout-ms N       longest gap between upstream stream chunks (default ${DEFAULTS.idleTimeoutMs})
   --pause-bound-ms N        longest a call waits while paused before 429 (default ${DEFAULTS.pauseBoundMs})
   --max-concurrent-calls N  model calls in flight past which new ones get 429 + Retry-After (default ${DEFAULTS.maxConcurrentCalls})
-  --public-url URL          base URL handed to harnesses (default: the origin a request came to)
+  --public-url URL          base URL handed to harnesses in registration answers (default: the listen
+                            address; set it when harnesses reach the proxy under another name)
+  --connection-idle-timeout-s N
+                            seconds a harness connection may sit idle before it is closed, 1..255
+                            (default ${DEFAULTS.connectionIdleTimeoutS}; a call in progress is never cut by it)
+  --max-connections N       open descriptors (connections and files) past which idle connections are
+                            closed and new requests get 503 (default: ulimit -n minus a reserve)
+  --max-stream-bytes N      largest upstream stream one call may read; past it the call ends with an
+                            error event and is recorded as such (default ${DEFAULTS.maxStreamBytes})
   --upstream-protocol P     chat (default): Anthropic Messages and Responses calls are translated to
                             Chat Completions; anthropic|responses: the upstream is that vendor API and
                             those calls pass through unchanged (eval only: no token ids; docs/front-doors.md)
@@ -57,6 +66,9 @@ export async function proxyCommand(argv: string[]): Promise<number> {
         "pause-bound-ms": { type: "string" },
         "max-concurrent-calls": { type: "string" },
         "public-url": { type: "string" },
+        "connection-idle-timeout-s": { type: "string" },
+        "max-connections": { type: "string" },
+        "max-stream-bytes": { type: "string" },
         "upstream-protocol": { type: "string" },
         json: { type: "boolean" },
       },
@@ -83,6 +95,8 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const idleS = intFlag("connection-idle-timeout-s", v["connection-idle-timeout-s"], DEFAULTS.connectionIdleTimeoutS);
+  if (idleS < 1 || idleS > 255) throw new UsageError(`--connection-idle-timeout-s must be from 1 to 255 seconds (Bun's range), got ${idleS}`);
   const explicitToken = v["admin-token"] ?? process.env.FORGE_ADMIN_TOKEN;
   if (!isLoopback(hostname) && !explicitToken) {
     console.error(`forge proxy: WARNING: listening on ${hostname} (not loopback) with a generated admin token; pass --admin-token or FORGE_ADMIN_TOKEN for a deployment`);
@@ -106,6 +120,9 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     maxConcurrentCalls: intFlag("max-concurrent-calls", v["max-concurrent-calls"], DEFAULTS.maxConcurrentCalls),
     publicUrl: v["public-url"],
     upstreamProtocol,
+    connectionIdleTimeoutS: idleS,
+    maxConnections: intFlag("max-connections", v["max-connections"], DEFAULTS.maxConnections),
+    maxStreamBytes: intFlag("max-stream-bytes", v["max-stream-bytes"], DEFAULTS.maxStreamBytes),
   });
   const { state } = started.proxy;
   for (const r of state.log.recovered) {

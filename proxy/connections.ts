@@ -88,13 +88,20 @@ export function createConnectionGuard(options: ConnectionGuardOptions): Connecti
   let saturated = false;
   let timer: ReturnType<typeof setInterval> | undefined;
 
-  const sample = () => {
-    const n = countDescriptors();
+  let sampledAt = 0;
+  const count = (): number => {
+    sampledAt = performance.now();
     // Out of descriptors even for the count itself: as full as it gets.
-    open = n ?? limit ?? open;
+    return countDescriptors() ?? limit ?? open;
+  };
+  const sample = () => {
+    open = count();
+    if (open >= cap && server) {
+      // Kept-alive connections between requests are the cheapest to give back.
+      server.closeIdleConnections();
+      open = count();
+    }
     saturated = open >= cap;
-    // Kept-alive connections between requests are the cheapest to give back.
-    if (saturated && server) server.closeIdleConnections();
   };
 
   return {
@@ -112,6 +119,10 @@ export function createConnectionGuard(options: ConnectionGuardOptions): Connecti
       }
     },
     refusal() {
+      if (!saturated) return undefined;
+      // The flag is from the last sample: look again (at most every few ms) before refusing,
+      // since idle connections closed since then may have made room.
+      if (performance.now() - sampledAt > 5) sample();
       if (!saturated) return undefined;
       const error = new ProxyHttpError(
         503,

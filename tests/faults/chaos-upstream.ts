@@ -33,7 +33,15 @@ export type ChaosFault =
   /** Non-stream: 200 with a Content-Type of JSON and a body cut in the middle of an object. */
   | "truncated"
   /** Stream n chunks without `[DONE]` and end the response cleanly (no finish_reason). */
-  | "nodone";
+  | "nodone"
+  /** A normal stream whose token ids do not fit the record's uint32 (2^33). */
+  | "badids"
+  /** A stream request answered with a whole JSON body (the server ignored `stream: true`). */
+  | "jsonstream"
+  /** A normal stream, then n more chunks with token ids after `[DONE]`. */
+  | "afterdone"
+  /** A stream of n chunks of 16 KiB of text each, then the usual end. */
+  | "huge";
 
 export interface ChaosRequest {
   fault: ChaosFault;
@@ -129,7 +137,7 @@ export async function startChaosUpstream(options: { chunks?: number; chunkDelayM
     try {
       parsed = JSON.parse(body);
     } catch {}
-    const stream = parsed.stream === true;
+    const stream = parsed.stream === true && fault !== "jsonstream";
     const wantIds = parsed.return_token_ids === true;
     const id = `chatcmpl-chaos-${++counter}`;
     const sock = req.socket;
@@ -142,8 +150,9 @@ export async function startChaosUpstream(options: { chunks?: number; chunkDelayM
       res.end(JSON.stringify({ error: { message: status === 500 ? "chaos: internal error" : "chaos: rate limited", type: status === 500 ? "server_error" : "rate_limit_error", code: null, param: null } }));
       return;
     }
-    const ids = Array.from({ length: chunks }, (_, i) => TOKEN_BASE + 600 + i);
-    const words = ids.map((_, i) => `w${i} `);
+    const count = fault === "huge" ? n : chunks;
+    const ids = Array.from({ length: count }, (_, i) => (fault === "badids" ? 2 ** 33 + i : TOKEN_BASE + 600 + i));
+    const words = ids.map((_, i) => (fault === "huge" ? `w${i} ${"x".repeat(16 * 1024)} ` : `w${i} `));
     if (!stream) {
       const answer = JSON.stringify({
         id,
@@ -166,7 +175,7 @@ export async function startChaosUpstream(options: { chunks?: number; chunkDelayM
     }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     res.write(chunk(id, { role: "assistant", content: "" }, wantIds ? [] : undefined, null, wantIds ? { prompt_token_ids: promptIds(body) } : {}));
-    const stopAt = fault === "die" || fault === "stall" || fault === "malformed" || fault === "nodone" ? Math.min(n, chunks) : chunks;
+    const stopAt = fault === "die" || fault === "stall" || fault === "malformed" || fault === "nodone" ? Math.min(n, chunks) : count;
     for (let i = 0; i < stopAt; i++) {
       await Bun.sleep(delay);
       if (res.destroyed) return;
@@ -182,7 +191,13 @@ export async function startChaosUpstream(options: { chunks?: number; chunkDelayM
     if (fault === "nodone") return void res.end();
     await Bun.sleep(delay);
     res.write(chunk(id, {}, wantIds ? [] : undefined, "stop"));
-    res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 1_700_000_000, model: "chaos", choices: [], usage: { prompt_tokens: promptIds(body).length, completion_tokens: chunks, total_tokens: promptIds(body).length + chunks } })}\n\n`);
+    res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 1_700_000_000, model: "chaos", choices: [], usage: { prompt_tokens: promptIds(body).length, completion_tokens: count, total_tokens: promptIds(body).length + count } })}\n\n`);
+    if (fault === "afterdone") {
+      res.write("data: [DONE]\n\n");
+      for (let i = 0; i < n; i++) res.write(chunk(id, { content: `after-done-${i} ` }, wantIds ? [TOKEN_BASE + 900 + i] : undefined, null));
+      res.end();
+      return;
+    }
     res.end("data: [DONE]\n\n");
   }
 
