@@ -20,6 +20,22 @@ describe("createSseRewriter", () => {
     expect(out).toBe("data: keep\n\ndata: x!\n\n: ping\n\ndata: a\nb!\n\n");
   });
 
+  test("stop() drops everything after the event that called it, in the same read and later ones", () => {
+    const seen: string[] = [];
+    const r = createSseRewriter((data) => {
+      seen.push(data);
+      if (data === "[DONE]") {
+        r.stop();
+        return "";
+      }
+      return undefined;
+    });
+    expect(r.push(enc("data: a\n\ndata: [DONE]\n\n: comment\n\ndata: late\n\n"))).toBe("data: a\n\n");
+    expect(r.push(enc("data: later\n\n"))).toBe("");
+    expect(r.end()).toBe("");
+    expect(seen).toEqual(["a", "[DONE]"]);
+  });
+
   test("an unterminated last event is handled at end", () => {
     const r = createSseRewriter(() => undefined);
     expect(r.push(enc("data: [DONE]"))).toBe("");
