@@ -57,7 +57,6 @@ export function streamAnswer(
   let over = false; // nothing more to send
   let firstChunk = true;
   let upstreamBytes = 0;
-  let tooLarge: string | undefined;
 
   const rewriter = createSseRewriter((data) => {
     if (data === "[DONE]") {
@@ -200,9 +199,9 @@ export function streamAnswer(
     }
     upstreamBytes += result.value.byteLength;
     if (upstreamBytes > ctx.maxStreamBytes) {
-      tooLarge = `upstream ${base.upstream} streamed more than ${ctx.maxStreamBytes} bytes for one answer, the proxy's limit (--max-stream-bytes): the call is ended`;
+      const message = `upstream ${base.upstream} streamed more than ${ctx.maxStreamBytes} bytes for one answer, the proxy's limit (--max-stream-bytes): the call is ended`;
       abortUpstream(new Error("stream size limit"));
-      return terminate(CallStatus.UPSTREAM_ERROR, tooLarge, failure(tooLarge, "upstream_too_large"));
+      return terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_too_large"));
     }
     return out(rewriter.push(result.value));
   };
