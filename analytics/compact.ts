@@ -18,7 +18,14 @@ import { appendRow, createTableSql, tableNames, tables, type TableName } from ".
 
 export type SegmentInfo = { name: string; size: number; open: boolean };
 export type ManifestEntry = { size: number; records: number; compactedAt: string };
-export type Manifest = { version: 1; segments: { [segment: string]: ManifestEntry } };
+/** `rows`: the version of the rows the parquet holds (rows.ts); parquet of another version is rebuilt. */
+export type Manifest = { version: 1; rows?: number; segments: { [segment: string]: ManifestEntry } };
+
+/**
+ * The version of what rows.ts writes. Bump it when a table's columns or their meaning change:
+ * parquet written by an older version is deleted and the log compacted again.
+ */
+export const ROWS_VERSION = 2;
 /**
  * Reads the records of one segment file. `newest`: the log's last segment, whose incomplete
  * last frame is a live writer's append in progress or a torn tail the next writer cuts, not damage.
@@ -85,7 +92,7 @@ export async function readManifest(parquetDir: string): Promise<Manifest> {
     }
     return manifest;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { version: 1, segments: {} };
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { version: 1, rows: ROWS_VERSION, segments: {} };
     throw error;
   }
 }
@@ -173,7 +180,13 @@ export async function compactLog(connection: DuckDBConnection, dataDir: string, 
   const parquetDir = join(dataDir, "parquet");
   await mkdir(parquetDir, { recursive: true });
   await connection.run(`SET temp_directory = ${sqlString(join(parquetDir, ".tmp"))}`);
-  const manifest = await readManifest(parquetDir);
+  let manifest = await readManifest(parquetDir);
+  if ((manifest.rows ?? 1) !== ROWS_VERSION) {
+    // Written by another version of rows.ts: columns or their meaning differ, so start over.
+    for (const name of tableNames) await rm(join(parquetDir, name), { recursive: true, force: true });
+    manifest = { version: 1, rows: ROWS_VERSION, segments: {} };
+    await writeManifest(parquetDir, manifest);
+  }
   await removeOpenFiles(parquetDir);
   const segments = await listSegments(logDir);
   const todo = segments.filter((s) => s.open || manifest.segments[s.name]?.size !== s.size);

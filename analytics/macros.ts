@@ -44,6 +44,9 @@ export const macroSql: readonly string[] = [
   `CREATE OR REPLACE MACRO claw_avg_pass(score_sum, k, threshold) AS coalesce(score_sum, 0) / k >= threshold`,
   `CREATE OR REPLACE MACRO claw_any_pass(passes, graded, k, threshold) AS passes > 0 OR (graded < k AND 0.0 >= threshold)`,
   `CREATE OR REPLACE MACRO claw_all_pass(fails, graded, k, threshold) AS fails = 0 AND (graded >= k OR 0.0 >= threshold)`,
+  // Paths as tools name them: "./a.py", "a.py" and "/work/app/a.py" are the same file.
+  `CREATE OR REPLACE MACRO norm_path(p) AS regexp_replace(p, '^(\\./)+', '')`,
+  `CREATE OR REPLACE MACRO path_match(a, b) AS a = b OR ends_with(a, '/' || b) OR ends_with(b, '/' || a)`,
   // Share with a NULL (not 0/0 = NaN) when nothing was counted.
   `CREATE OR REPLACE MACRO share(part, whole) AS CASE WHEN whole IS NULL OR whole = 0 THEN NULL ELSE part / whole END::DOUBLE`,
 ];

@@ -248,10 +248,13 @@ export function behaviourSql(by: GroupKey[], scope: Scope = {}): string {
   const keys = groupList(by);
   return `WITH b AS (SELECT * FROM rollout_behaviour WHERE status IS DISTINCT FROM 'infra_error'${scopeAnd(scope)})
 SELECT ${selectKeys(by)}count(*) AS rollouts,
-       avg(tool_coverage) AS tool_coverage,
+       avg(tool_coverage) AS tool_coverage, count(tool_coverage) AS tool_coverage_n,
        share(count(*) FILTER (WHERE self_verified), count(*) FILTER (WHERE edited)) AS self_verification,
-       share(sum(errors_recovered), sum(tool_errors)) AS error_recovery,
-       avg(plan_completion) AS plan_completion,
+       count(*) FILTER (WHERE edited) AS self_verification_n,
+       share(sum(errors_recovered), sum(tool_errors)) AS error_recovery, sum(tool_errors)::BIGINT AS error_recovery_n,
+       avg(plan_completion) AS plan_completion, count(plan_completion) AS plan_completion_n,
+       avg(ran_checks::INTEGER) AS ran_checks,
+       share(sum(tool_results_known), sum(tool_results)) AS error_signal_share, sum(tool_results)::BIGINT AS tool_results,
        avg(turns) AS turns,
        avg(total_tokens) AS tokens,
        share(sum(shell_calls), sum(tool_calls)) AS shell_share,

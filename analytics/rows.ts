@@ -3,7 +3,7 @@
  * them to DuckDB appenders, tests call them directly.
  */
 import { CallStatus, Protocol, RolloutStatus, TokenStatus, type ModelCall, type Record, type Rollout, type RolloutResult } from "../schemas/index.ts";
-import { classifyTool, isShellTool, planStateOf, resultLooksLikeError } from "./classify.ts";
+import { isShellTool, resultError, toolFacts } from "./classify.ts";
 import { extractCall } from "./extract/index.ts";
 import type { TableName, Value } from "./tables.ts";
 
@@ -34,8 +34,8 @@ function resultRow(r: RolloutResult, segment: string): Value[] {
 
 /**
  * Rows for one model call: the call, its bodies, its tool uses, and the tool results in its
- * request that `seen` (rollout:tool_call_id) has not met yet — each request repeats the whole
- * history, so only first sightings are kept.
+ * request that `seen` (rollout, tool_call_id, occurrence) has not met yet — each request repeats
+ * the whole history, so only first sightings are kept.
  */
 function callRows(call: ModelCall, segment: string, seen: Set<string>): Rows {
   const view = extractCall(call);
@@ -67,23 +67,32 @@ function callRows(call: ModelCall, segment: string, seen: Set<string>): Rows {
     call.completionTokenIds.length,
     call.upstreamAttempts,
     [...new Set(view.toolsOffered)],
+    // Tools that do something (not finish/submit): what tool coverage is over.
+    [...new Set(view.toolsOffered)].filter((name) => toolFacts(name, "{}").kind !== "control"),
     view.toolUses.length,
     truncate(view.assistantText, assistantTextLimit),
     segment,
   ];
   const bodies: Value[] = [call.callId, call.rolloutId, call.seq, decoder.decode(call.requestBody), decoder.decode(call.responseBody)];
   const uses = view.toolUses.map((use, idx): Value[] => {
-    const kind = classifyTool(use.name, use.arguments);
-    const plan = kind === "plan" ? planStateOf(use.arguments) : null;
-    return [call.rolloutId, call.seq, idx, use.id, use.name, use.arguments, kind, isShellTool(use.name), plan?.total ?? null, plan?.completed ?? null];
+    const facts = toolFacts(use.name, use.arguments);
+    return [
+      call.rolloutId, call.seq, idx, use.id, use.name, use.arguments, facts.kind, facts.isShell,
+      facts.writes, facts.reads, facts.executes, facts.runsCheck, facts.intents,
+      facts.plan?.total ?? null, facts.plan?.completed ?? null, facts.parseError ?? null,
+    ];
   });
   const results: Value[][] = [];
+  const occurrences = new Map<string, number>();
   for (const result of view.toolResults) {
-    const key = `${call.rolloutId}\u0000${result.id}`;
-    if (result.id === "" || seen.has(key)) continue;
+    if (result.id === "") continue;
+    const occurrence = occurrences.get(result.id) ?? 0;
+    occurrences.set(result.id, occurrence + 1);
+    const key = `${call.rolloutId}\u0000${result.id}\u0000${occurrence}`;
+    if (seen.has(key)) continue;
     seen.add(key);
-    const isError = result.isError ?? resultLooksLikeError(result.text);
-    results.push([call.rolloutId, call.seq, result.id, isError, truncate(result.text, resultTextLimit)]);
+    const error = resultError(result.text, result.isError, isShellTool(result.name));
+    results.push([call.rolloutId, call.seq, result.id, occurrence, result.name, error.isError, error.signal, truncate(result.text, resultTextLimit)]);
   }
   return { call_records: [calls], call_bodies: [bodies], tool_use_records: uses, tool_result_records: results };
 }

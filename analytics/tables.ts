@@ -61,6 +61,7 @@ export const tables = {
     ["completion_len", "INTEGER"],
     ["upstream_attempts", "INTEGER"],
     ["tools_offered", "VARCHAR[]"],
+    ["capability_tools_offered", "VARCHAR[]"],
     ["tool_use_count", "INTEGER"],
     ["assistant_text", "VARCHAR"],
     ["segment", "VARCHAR"],
@@ -73,7 +74,7 @@ export const tables = {
     ["request_body", "VARCHAR"],
     ["response_body", "VARCHAR"],
   ],
-  /** Tool calls the model made, from each call's response. */
+  /** Tool calls the model made, from each call's response, with what they did (analytics/classify.ts). */
   tool_use_records: [
     ["rollout_id", "VARCHAR"],
     ["call_seq", "INTEGER"],
@@ -83,15 +84,27 @@ export const tables = {
     ["arguments", "VARCHAR"],
     ["kind", "VARCHAR"],
     ["is_shell", "BOOLEAN"],
+    ["writes", "VARCHAR[]"],
+    ["reads", "VARCHAR[]"],
+    ["executes", "VARCHAR[]"],
+    ["runs_check", "BOOLEAN"],
+    ["intents", "VARCHAR[]"],
     ["plan_total", "INTEGER"],
-    ["plan_completed", "INTEGER"],
+    ["plan_completed", "VARCHAR[]"],
+    ["parse_error", "VARCHAR"],
   ],
-  /** Tool results the harness sent back, from each call's request (first sighting per id). */
+  /**
+   * Tool results the harness sent back, from each call's request (first sighting per id and
+   * occurrence: a harness that reuses ids answers the n-th call of an id with the n-th result).
+   */
   tool_result_records: [
     ["rollout_id", "VARCHAR"],
     ["call_seq", "INTEGER"],
     ["tool_call_id", "VARCHAR"],
+    ["occurrence", "INTEGER"],
+    ["tool_name", "VARCHAR"],
     ["is_error", "BOOLEAN"],
+    ["error_signal", "VARCHAR"],
     ["result_text", "VARCHAR"],
   ],
 } as const satisfies { [name: string]: readonly Column[] };

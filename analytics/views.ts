@@ -75,20 +75,30 @@ export const viewSql: readonly string[] = [
    SELECT c.* EXCLUDE (segment), r.experiment, r.iteration, r.harness, r.task_id
    FROM raw_call_records c LEFT JOIN rollouts r USING (rollout_id)`,
   `CREATE OR REPLACE VIEW call_bodies AS SELECT * FROM raw_call_bodies`,
+  // Each tool use with its result: matched by id and occurrence (the n-th use of an id gets the
+  // n-th result of that id), so harnesses that reuse ids per turn are not confused.
   `CREATE OR REPLACE VIEW tool_calls AS
    WITH res AS (
      SELECT * EXCLUDE (rn) FROM (
-       SELECT *, row_number() OVER (PARTITION BY rollout_id, tool_call_id ORDER BY call_seq) AS rn FROM raw_tool_result_records)
-     WHERE rn = 1)
-   SELECT u.rollout_id, u.call_seq, u.idx,
-          row_number() OVER (PARTITION BY u.rollout_id ORDER BY u.call_seq, u.idx) AS ordinal,
-          u.tool_call_id, u.tool_name, u.arguments, u.kind, u.is_shell, u.plan_total, u.plan_completed,
+       SELECT *, row_number() OVER (PARTITION BY rollout_id, tool_call_id, occurrence ORDER BY call_seq) AS rn FROM raw_tool_result_records)
+     WHERE rn = 1),
+   u AS (
+     SELECT *, (row_number() OVER (PARTITION BY rollout_id, tool_call_id ORDER BY call_seq, idx) - 1)::INTEGER AS occurrence,
+            row_number() OVER (PARTITION BY rollout_id ORDER BY call_seq, idx) AS ordinal
+     FROM raw_tool_use_records)
+   SELECT u.rollout_id, u.call_seq, u.idx, u.ordinal, u.tool_call_id, u.occurrence, u.tool_name, u.arguments, u.kind, u.is_shell,
+          u.writes, u.reads, u.executes, u.runs_check, u.intents, u.plan_total, u.plan_completed, u.parse_error,
           res.call_seq AS result_seq, res.rollout_id IS NOT NULL AS has_result,
-          coalesce(res.is_error, false) AS is_error, res.result_text
-   FROM raw_tool_use_records u
-   -- Results with an empty id are never stored (rows.ts), so an id-less tool use matches nothing;
-   -- a filter on u here would turn the hash join into a nested loop.
-   LEFT JOIN res ON res.rollout_id = u.rollout_id AND res.tool_call_id = u.tool_call_id`,
+          -- NULL: no result, or a result without a structured error signal (docs/metrics.md).
+          res.is_error, res.error_signal, res.result_text
+   FROM u
+   -- Results with an empty id are never stored (rows.ts), so an id-less tool use matches nothing.
+   LEFT JOIN res ON res.rollout_id = u.rollout_id AND res.tool_call_id = u.tool_call_id AND res.occurrence = u.occurrence`,
+  // The files each tool call wrote, read or ran, one row per (call, file).
+  `CREATE OR REPLACE VIEW tool_files AS
+   SELECT rollout_id, ordinal, 'write' AS op, norm_path(unnest(writes)) AS path FROM tool_calls
+   UNION ALL SELECT rollout_id, ordinal, 'read', norm_path(unnest(reads)) FROM tool_calls
+   UNION ALL SELECT rollout_id, ordinal, 'exec', norm_path(unnest(executes)) FROM tool_calls`,
   // Per task of each run: the counts every pass@k figure starts from.
   `CREATE OR REPLACE VIEW tasks AS
    SELECT experiment, run, task_id,
@@ -105,24 +115,45 @@ export const viewSql: readonly string[] = [
   `CREATE OR REPLACE VIEW rollout_behaviour AS
    WITH tc AS (SELECT * FROM tool_calls),
    last_edit AS (SELECT rollout_id, max(ordinal) AS last_edit FROM tc WHERE kind = 'edit' GROUP BY rollout_id),
-   checks AS (
-     SELECT tc.rollout_id, count(*) AS checks_after_edit FROM tc JOIN last_edit USING (rollout_id)
-     WHERE tc.ordinal > last_edit.last_edit AND (tc.kind IN ('test', 'read') OR (tc.kind = 'shell' AND tc.has_result))
+   written AS (SELECT DISTINCT rollout_id, path FROM tool_files WHERE op = 'write' AND path <> '?'),
+   -- After the last edit, a call whose result came back and that runs a check, or reads or runs a file the rollout wrote.
+   verifications AS (
+     SELECT tc.rollout_id, count(DISTINCT tc.ordinal) AS verifications
+     FROM tc JOIN last_edit USING (rollout_id)
+     LEFT JOIN tool_files f ON f.rollout_id = tc.rollout_id AND f.ordinal = tc.ordinal AND f.op IN ('read', 'exec')
+     LEFT JOIN written w ON w.rollout_id = tc.rollout_id AND (f.path = '*' OR path_match(f.path, w.path))
+     WHERE tc.ordinal > last_edit.last_edit AND tc.has_result AND (tc.runs_check OR w.path IS NOT NULL)
      GROUP BY tc.rollout_id),
-   -- An error is recovered when the same tool later succeeds, i.e. the tool's last success comes after it.
+   -- An error is recovered when a later call with the same intent returns a result known to be no error.
+   error_calls AS (SELECT rollout_id, ordinal, intents FROM tc WHERE is_error),
+   recovered AS (
+     SELECT DISTINCT e.rollout_id, e.ordinal FROM error_calls e JOIN tc later
+       ON later.rollout_id = e.rollout_id AND later.ordinal > e.ordinal
+     WHERE later.is_error = false AND len(list_intersect(later.intents, e.intents)) > 0),
    errors AS (
-     SELECT rollout_id, count(*) AS tool_errors, count(*) FILTER (WHERE last_success > ordinal) AS errors_recovered
+     SELECT e.rollout_id, count(*) AS tool_errors, count(r.ordinal) AS errors_recovered
+     FROM error_calls e LEFT JOIN recovered r USING (rollout_id, ordinal) GROUP BY e.rollout_id),
+   -- Plan items count as completed when the steps between plan updates have evidence: an item
+   -- newly marked completed needs a tool call (not plan, not control) that returned without error
+   -- since the previous update; more items than such calls are not credited.
+   plan_steps AS (
+     SELECT rollout_id, ordinal, plan_total, plan_completed,
+            cum_actions - coalesce(lag(cum_actions) OVER w, 0) AS actions_between,
+            len(list_filter(plan_completed, lambda x: NOT list_contains(coalesce(lag(plan_completed) OVER w, []::VARCHAR[]), x))) AS newly_completed
      FROM (
-       SELECT rollout_id, ordinal, is_error,
-              max(CASE WHEN has_result AND NOT is_error THEN ordinal END) OVER (PARTITION BY rollout_id, tool_name) AS last_success
-       FROM tc)
-     WHERE is_error GROUP BY rollout_id),
+       SELECT *, sum(CASE WHEN kind NOT IN ('plan', 'control') AND has_result AND is_error IS DISTINCT FROM true THEN 1 ELSE 0 END)
+                   OVER (PARTITION BY rollout_id ORDER BY ordinal ROWS UNBOUNDED PRECEDING) AS cum_actions
+       FROM tc) t
+     WHERE kind = 'plan' AND plan_total IS NOT NULL
+     WINDOW w AS (PARTITION BY rollout_id ORDER BY ordinal)),
    plans AS (
-     SELECT rollout_id, arg_max(share(plan_completed, plan_total), ordinal) AS plan_completion
-     FROM tc WHERE plan_total IS NOT NULL AND plan_total > 0 GROUP BY rollout_id),
+     SELECT rollout_id, arg_max(plan_total, ordinal) AS plan_items, arg_max(len(plan_completed), ordinal) AS plan_items_marked,
+            sum(least(newly_completed, actions_between)) AS plan_items_evidenced
+     FROM plan_steps GROUP BY rollout_id),
    used AS (
-     SELECT rollout_id, list_distinct(list(tool_name)) AS tools_used, count(*) AS tool_calls,
-            count(*) FILTER (WHERE is_shell) AS shell_calls
+     SELECT rollout_id, list_distinct(list(tool_name) FILTER (WHERE kind <> 'control')) AS tools_used, count(*) AS tool_calls,
+            count(*) FILTER (WHERE is_shell) AS shell_calls, bool_or(runs_check AND has_result) AS ran_checks,
+            count(*) FILTER (WHERE has_result) AS results, count(*) FILTER (WHERE is_error IS NOT NULL) AS results_known
      FROM tc GROUP BY rollout_id),
    cs AS (
      SELECT rollout_id, count(*) AS turns,
@@ -131,22 +162,26 @@ export const viewSql: readonly string[] = [
             avg(latency_ms) AS mean_latency_ms, avg(ttft_ms) FILTER (WHERE stream) AS mean_ttft_ms,
             sum(latency_ms) AS latency_sum, count(latency_ms) AS latency_calls,
             sum(ttft_ms) FILTER (WHERE stream) AS ttft_sum, count(ttft_ms) FILTER (WHERE stream) AS ttft_calls,
-            list_distinct(flatten(list(tools_offered))) AS tools_offered
+            list_distinct(flatten(list(tools_offered))) AS tools_offered,
+            list_distinct(flatten(list(capability_tools_offered))) AS capability_tools_offered
      FROM raw_call_records GROUP BY rollout_id)
    SELECT r.rollout_id, r.experiment, r.run, r.iteration, r.harness, r.policy_version, r.task_id, r.status, r.reward, r.success,
           coalesce(cs.turns, 0) AS turns, cs.prompt_tokens, cs.completion_tokens, cs.total_tokens,
           cs.mean_latency_ms, cs.mean_ttft_ms, cs.latency_sum, coalesce(cs.latency_calls, 0) AS latency_calls,
           cs.ttft_sum, coalesce(cs.ttft_calls, 0) AS ttft_calls,
-          cs.tools_offered, used.tools_used,
-          share(len(list_intersect(coalesce(used.tools_used, []), cs.tools_offered)), len(cs.tools_offered)) AS tool_coverage,
+          cs.tools_offered, cs.capability_tools_offered, used.tools_used,
+          share(len(list_intersect(coalesce(used.tools_used, []), cs.capability_tools_offered)), len(cs.capability_tools_offered)) AS tool_coverage,
           coalesce(used.tool_calls, 0) AS tool_calls, coalesce(used.shell_calls, 0) AS shell_calls,
+          coalesce(used.ran_checks, false) AS ran_checks,
+          coalesce(used.results, 0) AS tool_results, coalesce(used.results_known, 0) AS tool_results_known,
           last_edit.last_edit IS NOT NULL AS edited,
-          CASE WHEN last_edit.last_edit IS NULL THEN NULL ELSE coalesce(checks.checks_after_edit, 0) > 0 END AS self_verified,
+          CASE WHEN last_edit.last_edit IS NULL THEN NULL ELSE coalesce(verifications.verifications, 0) > 0 END AS self_verified,
           coalesce(errors.tool_errors, 0) AS tool_errors, coalesce(errors.errors_recovered, 0) AS errors_recovered,
-          plans.plan_completion
+          plans.plan_items, plans.plan_items_marked, least(plans.plan_items_evidenced, plans.plan_items_marked) AS plan_items_evidenced,
+          CASE WHEN plans.plan_items > 0 THEN least(plans.plan_items_evidenced, plans.plan_items_marked) / plans.plan_items END AS plan_completion
    FROM rollouts r
    LEFT JOIN cs USING (rollout_id) LEFT JOIN used USING (rollout_id) LEFT JOIN last_edit USING (rollout_id)
-   LEFT JOIN checks USING (rollout_id) LEFT JOIN errors USING (rollout_id) LEFT JOIN plans USING (rollout_id)`,
+   LEFT JOIN verifications USING (rollout_id) LEFT JOIN errors USING (rollout_id) LEFT JOIN plans USING (rollout_id)`,
 ];
 
 export type DefineOptions = {

@@ -14,11 +14,15 @@ export function anthropicRequest(body: unknown): Pick<CallView, "toolsOffered" |
     .map((tool) => (isObject(tool) ? asString(tool.name) : ""))
     .filter((name) => name !== "");
   const toolResults: ToolResult[] = [];
+  const names = new Map<string, string>();
   for (const message of asArray(body.messages)) {
     if (!isObject(message)) continue;
     for (const block of asArray(message.content)) {
+      if (isObject(block) && block.type === "tool_use") names.set(asString(block.id), asString(block.name));
       if (!isObject(block) || block.type !== "tool_result") continue;
-      toolResults.push({ id: asString(block.tool_use_id), text: contentText(block.content), isError: block.is_error === true });
+      const id = asString(block.tool_use_id);
+      // Messages API: is_error absent means false; the flag is always known.
+      toolResults.push({ id, text: contentText(block.content), isError: block.is_error === true, name: names.get(id) ?? "" });
     }
   }
   return { toolsOffered, toolResults };

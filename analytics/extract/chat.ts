@@ -14,9 +14,15 @@ export function chatRequest(body: unknown): Pick<CallView, "toolsOffered" | "too
     .map((tool) => (isObject(tool) && isObject(tool.function) ? asString(tool.function.name) : ""))
     .filter((name) => name !== "");
   const toolResults: ToolResult[] = [];
+  const names = new Map<string, string>();
   for (const message of asArray(body.messages)) {
-    if (!isObject(message) || message.role !== "tool") continue;
-    toolResults.push({ id: asString(message.tool_call_id), text: contentText(message.content), isError: null });
+    if (!isObject(message)) continue;
+    for (const call of asArray(message.tool_calls)) {
+      if (isObject(call) && isObject(call.function)) names.set(asString(call.id), asString(call.function.name));
+    }
+    if (message.role !== "tool") continue;
+    const id = asString(message.tool_call_id);
+    toolResults.push({ id, text: contentText(message.content), isError: null, name: names.get(id) ?? asString(message.name) });
   }
   return { toolsOffered, toolResults };
 }

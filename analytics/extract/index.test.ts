@@ -24,9 +24,10 @@ describe("extractCall", () => {
           ["a", "bash", { command: "ls" }],
           ["b", "read_file", { path: "p" }],
         ]);
-        expect(view.toolResults.map((r) => [r.id, r.text])).toEqual([
-          ["a", "x"],
-          ["b", "y"],
+        // Each result carries its tool's name, from the call of the same id in the history.
+        expect(view.toolResults.map((r) => [r.id, r.text, r.name])).toEqual([
+          ["a", "x", "bash"],
+          ["b", "y", "read_file"],
         ]);
         expect(view.assistantText).toBe("hi");
       });
@@ -36,7 +37,7 @@ describe("extractCall", () => {
   test("Anthropic is_error is kept; other protocols leave it to the classifier", () => {
     const record = callRecord({ rollout: "r", seq: 2, protocol: "anthropic", tools: [], history: [{ id: "e", name: "Bash", args: {}, result: "no", isError: true }], calls: [] });
     if (record.kind.case !== "modelCall") throw new Error("fixture");
-    expect(extractCall(record.kind.value).toolResults).toEqual([{ id: "e", text: "no", isError: true }]);
+    expect(extractCall(record.kind.value).toolResults).toEqual([{ id: "e", text: "no", isError: true, name: "Bash" }]);
     expect(viewOf("chat", false).toolResults[0]!.isError).toBeNull();
   });
 

@@ -17,9 +17,13 @@ export function responsesRequest(body: unknown): Pick<CallView, "toolsOffered" |
     .map((tool) => (isObject(tool) ? asString(tool.name) || asString(tool.type) : ""))
     .filter((name) => name !== "");
   const toolResults: ToolResult[] = [];
+  const names = new Map<string, string>();
   for (const item of asArray(body.input)) {
+    const use = toolUseOf(item);
+    if (use) names.set(use.id, use.name);
     if (!isObject(item) || !outputTypes.has(asString(item.type))) continue;
-    toolResults.push({ id: asString(item.call_id), text: outputText(item.output), isError: null });
+    const id = asString(item.call_id);
+    toolResults.push({ id, text: outputText(item.output), isError: null, name: names.get(id) ?? "" });
   }
   return { toolsOffered, toolResults };
 }

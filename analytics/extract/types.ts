@@ -14,6 +14,8 @@ export type ToolResult = {
   text: string;
   /** Only Anthropic carries an explicit flag; elsewhere null and decided by `classify`. */
   isError: boolean | null;
+  /** The tool's name, from the call of the same id earlier in the request's history ("" when not there). */
+  name: string;
 };
 
 export type CallView = {

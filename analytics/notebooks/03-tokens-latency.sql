@@ -1,4 +1,4 @@
--- Token budgets and serving latency.
+-- Token budgets and serving latency. Run: forge sql DIR < analytics/notebooks/03-tokens-latency.sql
 
 -- Per-rollout token budgets by harness and iteration.
 SELECT harness, iteration,
