@@ -20,6 +20,8 @@ export type ToolFacts = {
   executes: string[];
   /** Runs a test suite, type checker, linter or the task's own check script. */
   runsCheck: boolean;
+  /** A script that writes files and then, later in the same script, checks, reads or runs what it wrote (`sed -i … && pytest`). */
+  verifiesOwnEdit: boolean;
   /** What the call tries to do, to recognise the same intent retried (`pytest`, `edit:a.py`, `tool:web_search`). */
   intents: string[];
   /** For plan tools: the number of items and the texts of those marked completed. */
@@ -73,6 +75,12 @@ const checkScripts = /^(test|tests|check|checks|lint|typecheck|type-check|verify
 const checkFile = /(^|\/)(tests?|checks?|verify|run[_-]tests?)(\/|[._-]|$)|(^|\/)test_[^/]*\.py$|_test\.(py|go|sh)$|\.test\.[jt]s$/;
 
 const basename = (path: string) => path.replace(/\/+$/, "").split("/").pop() ?? path;
+const normPath = (path: string) => path.replace(/^(\.\/)+/, "");
+/** The same file named two ways: `a.py`, `./a.py`, `/work/app/a.py` (the SQL macro path_match does the same). */
+const samePath = (a: string, b: string) => {
+  const [x, y] = [normPath(a), normPath(b)];
+  return x === y || x.endsWith(`/${y}`) || y.endsWith(`/${x}`);
+};
 const isOption = (arg: string) => arg.startsWith("-") && arg !== "-";
 const isDevice = (path: string) => path.startsWith("/dev/") || /^[0-9]+$/.test(path) || path === "-";
 
@@ -143,7 +151,7 @@ function commandFacts(command: SimpleCommand): CommandFacts {
   if (argv[0] !== undefined && argv[0].includes("/") && !interpreters.test(program)) facts.executes.push(argv[0]);
   if (interpreters.test(program) && !args.some((arg) => /^-[a-z]*[ce]$/.test(arg) || arg === "-m")) {
     const script = operands[0];
-    if (script !== undefined && !(program === "bun" && /^(test|run|install|add|x)$/.test(script))) facts.executes.push(script);
+    if (script !== undefined && script !== "-" && !(program === "bun" && /^(test|run|install|add|x)$/.test(script))) facts.executes.push(script);
     if (program === "bun" && sub === "run" && operands[1] && /\.[cm]?[jt]sx?$/.test(operands[1])) facts.executes.push(operands[1]);
   }
   if (facts.executes.some((path) => checkFile.test(path))) facts.check = true;
@@ -238,11 +246,15 @@ export function scriptFacts(script: string): Omit<ToolFacts, "kind" | "isShell" 
   // `pytest > out.txt`, `(cd app && make test) > log`: files a check's output goes to are captures.
   const captured = new Set(all.filter((f) => f.check).flatMap((f) => f.redirectWrites));
   const writes = [...new Set(all.flatMap((f) => [...f.writes, ...f.redirectWrites.filter((target) => !captured.has(target))]))];
+  const writesOf = (f: CommandFacts) => [...f.writes, ...f.redirectWrites.filter((target) => !captured.has(target))];
+  const lastWrite = all.findLastIndex((f) => writesOf(f).length > 0);
+  const touches = (f: CommandFacts) => [...f.reads, ...f.executes].some((path) => path === "*" || writes.some((w) => samePath(w, path)));
   const facts = {
     writes,
     reads: [...new Set(all.flatMap((f) => f.reads))],
     executes: [...new Set(all.flatMap((f) => f.executes))],
     runsCheck: all.some((f) => f.check),
+    verifiesOwnEdit: lastWrite >= 0 && all.slice(lastWrite + 1).some((f) => f.check || touches(f)),
     intents: [...new Set([...all.map((f) => f.intent).filter((i): i is string => i !== null), ...writes.filter((w) => w !== "?").map((w) => `edit:${basename(w)}`)])],
   };
   return parsed.error ? { ...facts, parseError: parsed.error } : facts;
@@ -332,7 +344,7 @@ export function planStateOf(argumentsJson: string): PlanState | null {
  * toolFacts("str_replace_based_edit_tool", '{"command":"view","path":"a.py"}').kind // "read"
  */
 export function toolFacts(name: string, argumentsJson: string): ToolFacts {
-  const base = { isShell: false, writes: [] as string[], reads: [] as string[], executes: [] as string[], runsCheck: false, intents: [] as string[], plan: null as PlanState | null };
+  const base = { isShell: false, writes: [] as string[], reads: [] as string[], executes: [] as string[], runsCheck: false, verifiesOwnEdit: false, intents: [] as string[], plan: null as PlanState | null };
   if (planNames.test(name)) return { ...base, kind: "plan", plan: planStateOf(argumentsJson), intents: ["plan"] };
   if (controlNames.test(name)) return { ...base, kind: "control", intents: [`tool:${name}`] };
   if (isShellTool(name)) {

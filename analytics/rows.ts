@@ -78,7 +78,7 @@ function callRows(call: ModelCall, segment: string, seen: Set<string>): Rows {
     const facts = toolFacts(use.name, use.arguments);
     return [
       call.rolloutId, call.seq, idx, use.id, use.name, use.arguments, facts.kind, facts.isShell,
-      facts.writes, facts.reads, facts.executes, facts.runsCheck, facts.intents,
+      facts.writes, facts.reads, facts.executes, facts.runsCheck, facts.verifiesOwnEdit, facts.intents,
       facts.plan?.total ?? null, facts.plan?.completed ?? null, facts.parseError ?? null,
     ];
   });

@@ -88,6 +88,7 @@ export const tables = {
     ["reads", "VARCHAR[]"],
     ["executes", "VARCHAR[]"],
     ["runs_check", "BOOLEAN"],
+    ["verifies_own_edit", "BOOLEAN"],
     ["intents", "VARCHAR[]"],
     ["plan_total", "INTEGER"],
     ["plan_completed", "VARCHAR[]"],

@@ -87,18 +87,30 @@ export const viewSql: readonly string[] = [
             row_number() OVER (PARTITION BY rollout_id ORDER BY call_seq, idx) AS ordinal
      FROM raw_tool_use_records)
    SELECT u.rollout_id, u.call_seq, u.idx, u.ordinal, u.tool_call_id, u.occurrence, u.tool_name, u.arguments, u.kind, u.is_shell,
-          u.writes, u.reads, u.executes, u.runs_check, u.intents, u.plan_total, u.plan_completed, u.parse_error,
+          u.writes, u.reads, u.executes, u.runs_check, u.verifies_own_edit, u.intents, u.plan_total, u.plan_completed, u.parse_error,
           res.call_seq AS result_seq, res.rollout_id IS NOT NULL AS has_result,
           -- NULL: no result, or a result without a structured error signal (docs/metrics.md).
           res.is_error, res.error_signal, res.result_text
    FROM u
    -- Results with an empty id are never stored (rows.ts), so an id-less tool use matches nothing.
    LEFT JOIN res ON res.rollout_id = u.rollout_id AND res.tool_call_id = u.tool_call_id AND res.occurrence = u.occurrence`,
-  // The files each tool call wrote, read or ran, one row per (call, file).
+  // The files each tool call wrote, read or ran, one row per (call, file). A call whose result
+  // reports an error (an edit that did not apply) wrote nothing.
   `CREATE OR REPLACE VIEW tool_files AS
-   SELECT rollout_id, ordinal, 'write' AS op, norm_path(unnest(writes)) AS path FROM tool_calls
+   SELECT rollout_id, ordinal, 'write' AS op, norm_path(unnest(writes)) AS path FROM tool_calls WHERE is_error IS DISTINCT FROM true
    UNION ALL SELECT rollout_id, ordinal, 'read', norm_path(unnest(reads)) FROM tool_calls
    UNION ALL SELECT rollout_id, ordinal, 'exec', norm_path(unnest(executes)) FROM tool_calls`,
+  // Each tool call whose result reports an error, and whether it was recovered: a later call
+  // with the same intent returned a result known to be no error.
+  `CREATE OR REPLACE VIEW tool_errors AS
+   WITH error_calls AS (SELECT rollout_id, ordinal, tool_call_id, occurrence, tool_name, intents, error_signal, result_text FROM tool_calls WHERE is_error),
+   retries AS (
+     SELECT e.rollout_id, e.ordinal, min(later.ordinal) AS recovered_at
+     FROM error_calls e JOIN tool_calls later ON later.rollout_id = e.rollout_id AND later.ordinal > e.ordinal
+     WHERE later.is_error = false AND len(list_intersect(later.intents, e.intents)) > 0
+     GROUP BY e.rollout_id, e.ordinal)
+   SELECT e.*, retries.recovered_at, retries.recovered_at IS NOT NULL AS recovered
+   FROM error_calls e LEFT JOIN retries USING (rollout_id, ordinal)`,
   // Per task of each run: the counts every pass@k figure starts from.
   `CREATE OR REPLACE VIEW tasks AS
    SELECT experiment, run, task_id,
@@ -114,25 +126,20 @@ export const viewSql: readonly string[] = [
   // One row per rollout with its behaviour metrics (definitions: docs/metrics.md).
   `CREATE OR REPLACE VIEW rollout_behaviour AS
    WITH tc AS (SELECT * FROM tool_calls),
-   last_edit AS (SELECT rollout_id, max(ordinal) AS last_edit FROM tc WHERE kind = 'edit' GROUP BY rollout_id),
+   -- Edits that did not report an error (an edit that failed changed nothing).
+   last_edit AS (SELECT rollout_id, max(ordinal) AS last_edit FROM tc WHERE kind = 'edit' AND is_error IS DISTINCT FROM true GROUP BY rollout_id),
    written AS (SELECT DISTINCT rollout_id, path FROM tool_files WHERE op = 'write' AND path <> '?'),
-   -- After the last edit, a call whose result came back and that runs a check, or reads or runs a file the rollout wrote.
+   -- After the last edit, a call whose result came back and that runs a check, or reads or runs a
+   -- file the rollout wrote; or the last edit's own script does so after writing (sed -i … && pytest).
    verifications AS (
      SELECT tc.rollout_id, count(DISTINCT tc.ordinal) AS verifications
      FROM tc JOIN last_edit USING (rollout_id)
      LEFT JOIN tool_files f ON f.rollout_id = tc.rollout_id AND f.ordinal = tc.ordinal AND f.op IN ('read', 'exec')
      LEFT JOIN written w ON w.rollout_id = tc.rollout_id AND (f.path = '*' OR path_match(f.path, w.path))
-     WHERE tc.ordinal > last_edit.last_edit AND tc.has_result AND (tc.runs_check OR w.path IS NOT NULL)
+     WHERE tc.has_result AND ((tc.ordinal > last_edit.last_edit AND (tc.runs_check OR w.path IS NOT NULL))
+                              OR (tc.ordinal = last_edit.last_edit AND tc.verifies_own_edit))
      GROUP BY tc.rollout_id),
-   -- An error is recovered when a later call with the same intent returns a result known to be no error.
-   error_calls AS (SELECT rollout_id, ordinal, intents FROM tc WHERE is_error),
-   recovered AS (
-     SELECT DISTINCT e.rollout_id, e.ordinal FROM error_calls e JOIN tc later
-       ON later.rollout_id = e.rollout_id AND later.ordinal > e.ordinal
-     WHERE later.is_error = false AND len(list_intersect(later.intents, e.intents)) > 0),
-   errors AS (
-     SELECT e.rollout_id, count(*) AS tool_errors, count(r.ordinal) AS errors_recovered
-     FROM error_calls e LEFT JOIN recovered r USING (rollout_id, ordinal) GROUP BY e.rollout_id),
+   errors AS (SELECT rollout_id, count(*) AS tool_errors, count(*) FILTER (WHERE recovered) AS errors_recovered FROM tool_errors GROUP BY rollout_id),
    -- Plan items count as completed when the steps between plan updates have evidence: an item
    -- newly marked completed needs a tool call (not plan, not control) that returned without error
    -- since the previous update; more items than such calls are not credited.

@@ -24,12 +24,13 @@ const r1 = episode("r1", "chat", ["bash", "read_file", "apply_patch", "todo_writ
   [{ id: "c4", name: "bash", args: { command: "pytest -q" }, result: "3 passed" }],
   [{ id: "c5", name: "todo_write", args: todos("completed", "completed", "pending"), result: "ok" }],
 ]);
-// r2, Responses streamed (Codex shapes: JSON output with metadata.exit_code): read via shell,
-// a failing sed edit (exit 1), plan 1/1, nothing checked after the edit.
+// r2, Responses streamed (Codex shapes: JSON output with metadata.exit_code): read via shell, a
+// failing test run never retried (exit 1), a sed edit, plan 1/1, nothing checked after the edit.
 const r2 = episode("r2", "responses", ["shell", "update_plan", "read_file"], [
   [{ id: "s1", name: "shell", args: { command: ["bash", "-lc", "cat src/a.py"] }, result: "x = 1", isError: false }],
-  [{ id: "s2", name: "shell", args: { command: ["bash", "-lc", "sed -i 's/1/2/' src/a.py"] }, result: "sed: no such file", isError: true }],
-  [{ id: "s3", name: "update_plan", args: { plan: [{ step: "fix", status: "completed" }] }, result: "Plan updated" }],
+  [{ id: "s2", name: "shell", args: { command: ["bash", "-lc", "pytest -q"] }, result: "1 failed", isError: true }],
+  [{ id: "s3", name: "shell", args: { command: ["bash", "-lc", "sed -i 's/1/2/' src/a.py"] }, result: "", isError: false }],
+  [{ id: "s4", name: "update_plan", args: { plan: [{ step: "fix", status: "completed" }] }, result: "Plan updated" }],
 ], true);
 // r3, Anthropic streamed (Claude Code shapes): read, failed edit (is_error), edit, read-back.
 const r3 = episode("r3", "anthropic", ["Bash", "Read", "Edit", "TodoWrite", "Grep"], [
@@ -72,8 +73,9 @@ describe("tool_calls view", () => {
       ["r1", "c4", "bash", "test", true, true, null, null, 5],
       ["r1", "c5", "todo_write", "plan", false, true, null, null, 6],
       ["r2", "s1", "shell", "read", true, true, false, "exit_code", 2],
-      ["r2", "s2", "shell", "edit", true, true, true, "exit_code", 3],
-      ["r2", "s3", "update_plan", "plan", false, true, null, null, 4],
+      ["r2", "s2", "shell", "test", true, true, true, "exit_code", 3],
+      ["r2", "s3", "shell", "edit", true, true, false, "exit_code", 4],
+      ["r2", "s4", "update_plan", "plan", false, true, null, null, 5],
       ["r3", "u1", "Read", "read", false, true, false, "flag", 2],
       ["r3", "u2", "Edit", "edit", false, true, true, "flag", 3],
       ["r3", "u3", "Edit", "edit", false, true, false, "flag", 4],
@@ -83,9 +85,9 @@ describe("tool_calls view", () => {
     expect(files.map((f) => Object.values(f))).toEqual([
       ["r1", 3, "write", "a.py"],
       ["r2", 1, "read", "src/a.py"],
-      ["r2", 2, "write", "src/a.py"],
+      ["r2", 3, "write", "src/a.py"],
       ["r3", 1, "read", "/w/a.py"],
-      ["r3", 2, "write", "/w/a.py"],
+      // u2's edit reported an error: it wrote nothing.
       ["r3", 3, "write", "/w/a.py"],
       ["r3", 4, "read", "/w/a.py"],
     ]);
@@ -101,8 +103,8 @@ describe("per rollout", () => {
     };
     // r1: 3 of 4 tools; pytest after the patch; no known error; 2 items completed after 3 actions: 2/3.
     expect(pick("r1")).toEqual([0.75, true, true, 0, 0, 2 / 3, 6, 5, 2, true]);
-    // r2: 2 of 3 tools; nothing checked after the sed edit; its error never retried; the plan item has the cat as evidence.
-    expect(pick("r2")).toEqual([2 / 3, true, false, 1, 0, 1, 4, 3, 2, false]);
+    // r2: 2 of 3 tools; nothing checked after the sed edit; the failed pytest never retried; the plan item has evidence.
+    expect(pick("r2")).toEqual([2 / 3, true, false, 1, 0, 1, 5, 4, 3, true]);
     // r3: 2 of 5 tools; a.py read back after the last edit; the failed Edit of a.py retried successfully.
     expect(pick("r3")).toEqual([0.4, true, true, 1, 1, null, 5, 4, 0, false]);
     expect(rows.get("r1")!.total_tokens).toBe(6 * 110);
@@ -183,11 +185,11 @@ describe("grouped", () => {
     expect([row!.self_verification, row!.self_verification_n]).toEqual([2 / 3, 3]);
     expect([row!.error_recovery, row!.error_recovery_n]).toEqual([0.5, 2]);
     expect([row!.plan_completion, row!.plan_completion_n]).toEqual([(2 / 3 + 1) / 2, 2]);
-    expect(row!.ran_checks).toBeCloseTo(1 / 3, 12);
-    expect([row!.error_signal_share, row!.tool_results]).toEqual([6 / 12, 12]); // r2: two exit codes, r3: four flags
-    expect(row!.turns).toBe(5);
-    expect(row!.shell_share as number).toBeCloseTo(4 / 12, 12);
-    expect(row!.tokens).toBe(550);
+    expect(row!.ran_checks).toBeCloseTo(2 / 3, 12);
+    expect([row!.error_signal_share, row!.tool_results]).toEqual([7 / 13, 13]); // r2: three exit codes, r3: four flags
+    expect(row!.turns).toBeCloseTo(16 / 3, 12);
+    expect(row!.shell_share as number).toBeCloseTo(5 / 13, 12);
+    expect(row!.tokens).toBeCloseTo((660 + 550 + 550) / 3, 12);
     expect(row!.latency_ms).toBe(50);
     const byHarness = await behaviour(session.connection, ["harness"]);
     expect(byHarness.map((r) => [r.harness, r.self_verification])).toEqual([

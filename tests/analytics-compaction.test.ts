@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { analyzeCommand } from "../analytics/cli.ts";
-import { readManifest } from "../analytics/compact.ts";
+import { readManifest, ROWS_VERSION } from "../analytics/compact.ts";
 import { episode, resultRecord, rolloutRecord, scored } from "../analytics/fixtures.ts";
 import { queryRows } from "../analytics/metrics.ts";
 import { openAnalytics, writeDatabase } from "../analytics/session.ts";
@@ -47,6 +47,19 @@ describe("incremental compaction", () => {
     expect((await readdir(join(log.dir, "parquet", "rollout_records"))).sort()).toEqual(["seg-00000001.parquet", "seg-00000002.parquet"]);
   });
 
+  test("parquet written by another version of the rows is rebuilt, not mixed in", async () => {
+    const log = await fakeLog();
+    await log.addSegment(scored({ id: "r1", task: "A" }, "ok", 1));
+    expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(1);
+    // As an older forge left it: no rows version, a table directory the current rows do not write.
+    const parquet = join(log.dir, "parquet");
+    const manifest = await readManifest(parquet);
+    await writeFile(join(parquet, "manifest.json"), JSON.stringify({ version: 1, segments: manifest.segments }));
+    expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(1);
+    expect(log.reads).toEqual(["seg-00000001.forge", "seg-00000001.forge"]);
+    expect((await readManifest(parquet)).rows).toBe(ROWS_VERSION);
+  });
+
   test("the segment a live writer holds is re-read each run and compacted once closed", async () => {
     const log = await fakeLog();
     await log.addSegment(scored({ id: "r1", task: "A" }, "ok", 1));
@@ -80,7 +93,7 @@ describe("--db", () => {
       const rows = await queryRows(connection, "SELECT task_id, n, c, pass_at_k(n, c, 1) AS p1, pass_hat_k(n, c, 2) AS h2 FROM tasks");
       expect(rows).toEqual([{ task_id: "A", n: 2, c: 1, p1: 0.5, h2: 0 }]);
       const views = await queryRows(connection, "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY view_name");
-      expect(views.map((v) => v.view_name)).toEqual(["call_bodies", "calls", "rollout_behaviour", "rollouts", "tasks", "tool_calls", "tool_files"]);
+      expect(views.map((v) => v.view_name)).toEqual(["call_bodies", "calls", "rollout_behaviour", "rollouts", "tasks", "tool_calls", "tool_errors", "tool_files"]);
       expect(await queryRows(connection, "SELECT count(*) AS n FROM samples")).toEqual([{ n: 0 }]);
     } finally {
       connection.closeSync();
