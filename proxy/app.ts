@@ -22,6 +22,8 @@ import { newApiKey } from "./state/keys.ts";
 import { createRolloutRegistry, type RolloutRegistry } from "./state/rollouts.ts";
 import { createUpstreamClient } from "./upstream/client.ts";
 import { createUpstreamRouter, type UpstreamRouter } from "./upstream/router.ts";
+import { checkUpstreams, createEngineState, recheckPending, type EngineState } from "./engines/check.ts";
+import { ENGINE_SETTINGS } from "./engines/kinds.ts";
 
 export interface ProxyState {
   mode: "train" | "eval";
@@ -41,6 +43,8 @@ export interface ProxyState {
    * skipped (each is listed in `log.recovered`, with its quarantined copy).
    */
   restored: { rollouts: number; calls: number; damaged: number };
+  /** The engine behind the upstreams (docs/engines.md). */
+  engine: EngineState;
 }
 
 export interface Proxy {
@@ -76,6 +80,23 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     healthIntervalMs: options.healthIntervalMs ?? DEFAULTS.healthIntervalMs,
     headers: upstreamApiKey ? { authorization: `Bearer ${upstreamApiKey}` } : undefined,
   });
+  const engineSetting = options.engine ?? "auto";
+  if (!ENGINE_SETTINGS.includes(engineSetting)) throw new Error(`engine must be one of ${ENGINE_SETTINGS.join(", ")}, got "${engineSetting}"`);
+  const engine = createEngineState(engineSetting);
+  const engineCheck = { mode, headers: upstreamApiKey ? { authorization: `Bearer ${upstreamApiKey}` } : undefined, probe: options.engineProbe ?? true };
+  // A vendor API passed through (eval only) gets no engine-specific request, and an explicit
+  // engine with the probe turned off is taken at its word: nothing to check.
+  const skipCheck = upstreamProtocol !== "chat" || (engineSetting !== "auto" && engineCheck.probe === false);
+  if (!skipCheck) {
+    try {
+      await checkUpstreams(router.upstreams.map((u) => u.url), engine, engineCheck);
+    } catch (error) {
+      router.stop();
+      throw error;
+    }
+  }
+  const healthInterval = options.healthIntervalMs ?? DEFAULTS.healthIntervalMs;
+  const stopRecheck = healthInterval > 0 && !skipCheck ? recheckPending(engine, engineCheck, healthInterval) : () => {};
   const log = await openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs, io: options.recorderIo });
   const registry = createRolloutRegistry();
   const restored = { rollouts: 0, calls: 0, damaged: 0 };
@@ -104,6 +125,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     }
   } catch (error) {
     router.stop();
+    stopRecheck();
     await log.close();
     throw error;
   }
@@ -119,6 +141,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   const client = createUpstreamClient({ router, apiKey: upstreamApiKey, firstByteTimeoutMs: options.firstByteTimeoutMs ?? DEFAULTS.firstByteTimeoutMs });
   const ctx: PipelineContext = {
     mode,
+    engine,
     client,
     recorder,
     registry,
@@ -138,7 +161,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     return errorResponse(new ProxyHttpError(500, `proxy error: ${(error as Error).message}`, "server_error", "proxy_error"));
   });
   app.notFound((c) => errorResponse(new ProxyHttpError(404, `no route ${c.req.method} ${c.req.path} on the forge proxy`, "not_found_error", "unknown_route")));
-  mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir });
+  mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir, engine, mode });
   mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics, publicUrl, throttle: createAdminThrottle(options.adminThrottle), connections });
   mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? frontDoorsFor(upstreamProtocol, { apiKey: upstreamApiKey }), maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
 
@@ -149,12 +172,13 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
       // Past the descriptor cap every request is refused at once, before any work.
       return connections.refusal() ?? app.fetch(request);
     },
-    state: { mode, adminToken, adminTokenGenerated: !givenToken, registry, gate, router, recorder, metrics, log, connections, restored },
+    state: { mode, adminToken, adminTokenGenerated: !givenToken, registry, gate, router, recorder, metrics, log, connections, restored, engine },
     setListenUrl(url) {
       listenUrl = url;
     },
     async close() {
       router.stop();
+      stopRecheck();
       connections.stop();
       await log.close();
     },

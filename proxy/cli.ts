@@ -11,6 +11,7 @@ usage: forge proxy --upstream URL [--upstream URL ...] --data DIR [--listen HOST
                    [--group-commit-ms N] [--first-byte-timeout-ms N] [--idle-timeout-ms N]
                    [--pause-bound-ms N] [--public-url URL] [--upstream-protocol chat|anthropic|responses]
                    [--connection-idle-timeout-s N] [--max-connections N] [--max-stream-bytes N] [--json]
+                   [--engine vllm|sglang|auto]
 
 Serves the recording proxy: OpenAI Chat Completions and Completions at /r/ROLLOUT/v1/... (and
 /v1/... with a rollout's key), the control API at /control/..., /healthz and /metrics.
@@ -40,6 +41,9 @@ Every model call is recorded token for token to DIR/log (docs/proxy.md).
                             Chat Completions; anthropic|responses: the upstream is that vendor API and
                             those calls pass through unchanged (eval only: no token ids; docs/front-doors.md)
   --json                    print one JSON line with the URL once listening
+  --engine vllm|sglang|auto the inference engine of the upstreams (default auto: each says who it is); train
+                            mode asks it for ids its own way and refuses at start an engine that returns
+                            none, naming the version needed (docs/engines.md)
 
 The upstream API key is read from env FORGE_UPSTREAM_API_KEY (or OPENAI_API_KEY).
 `;
@@ -70,6 +74,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
         "max-connections": { type: "string" },
         "max-stream-bytes": { type: "string" },
         "upstream-protocol": { type: "string" },
+        engine: { type: "string" },
         json: { type: "boolean" },
       },
     },
@@ -88,6 +93,8 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   if (upstreamProtocol !== "chat" && mode !== "eval") {
     throw new UsageError(`--upstream-protocol ${upstreamProtocol} passes calls through to a vendor API, which returns no token ids: add --mode eval`);
   }
+  const engine = v.engine ?? "auto";
+  if (engine !== "vllm" && engine !== "sglang" && engine !== "auto") throw new UsageError(`--engine must be vllm, sglang or auto, got "${engine}"`);
   const listen = v.listen ?? DEFAULTS.listen;
   let hostname: string;
   try {
@@ -123,6 +130,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     connectionIdleTimeoutS: idleS,
     maxConnections: intFlag("max-connections", v["max-connections"], DEFAULTS.maxConnections),
     maxStreamBytes: intFlag("max-stream-bytes", v["max-stream-bytes"], DEFAULTS.maxStreamBytes),
+    engine,
   });
   const { state } = started.proxy;
   for (const r of state.log.recovered) {
@@ -134,6 +142,8 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   } else {
     console.log(`forge proxy listening on ${started.url} (${mode} mode), recording to ${state.log.dir}`);
     console.log(`upstreams: ${state.router.upstreams.map((u) => u.url).join(", ")}`);
+    const e = state.engine;
+    console.log(`engine: ${e.identified ? `${e.info.kind}${e.info.version ? ` ${e.info.version}` : ""} (${e.info.how})` : `not identified yet (${e.info.how})`}${e.pending.size ? `; waiting for ${[...e.pending].join(", ")}` : ""}`);
     if (state.restored.rollouts > 0) console.log(`continuing ${state.restored.rollouts} rollouts, ${state.restored.calls} calls from the log`);
     // Printed once, on purpose, so the operator can use it; never logged anywhere else.
     if (state.adminTokenGenerated) console.log(`admin token (generated): ${state.adminToken}`);

@@ -2,6 +2,7 @@
 import type { FrontDoor } from "./doors/types.ts";
 import type { WriterIo } from "../records/index.ts";
 import type { AdminThrottleOptions } from "./routes/auth.ts";
+import type { EngineSetting } from "./engines/kinds.ts";
 
 export interface ProxyOptions {
   /** `HOST:PORT` to serve on (startProxy). Default 127.0.0.1:8787. */
@@ -12,6 +13,13 @@ export interface ProxyOptions {
   dataDir: string;
   /** train: token ids and logprobs asked for and recorded; eval: requests unchanged. Default train. */
   mode?: "train" | "eval";
+  /**
+   * The engine of the upstreams (docs/engines.md): how train mode asks for ids. `auto` (default)
+   * asks each upstream who it is; an explicit one is checked against what the upstream says.
+   */
+  engine?: EngineSetting;
+  /** Train mode: probe each upstream for ids at start and refuse one that returns none. Default true. */
+  engineProbe?: boolean;
   /** Admin token of the control API. Default: FORGE_ADMIN_TOKEN, else a generated one (see `state.adminToken`). */
   adminToken?: string;
   /** Upstream API key. Default: FORGE_UPSTREAM_API_KEY, else OPENAI_API_KEY. */

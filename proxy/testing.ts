@@ -14,6 +14,13 @@ import type { PolicySimulatorOptions } from "../simulator/index.ts";
 import { startProxy, type StartedProxy } from "./server.ts";
 import type { ProxyOptions } from "./options.ts";
 
+/**
+ * Proxy options for a test upstream that is no inference engine (it answers without ids, or
+ * late, on purpose): the start-up engine check (docs/engines.md) is skipped and calls are asked
+ * for ids the vLLM way.
+ */
+export const NOT_AN_ENGINE = { engine: "vllm", engineProbe: false } as const satisfies Partial<ProxyOptions>;
+
 export interface ProxyHarness {
   sims: StartedPolicySimulator[];
   proxy: StartedProxy;

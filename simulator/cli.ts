@@ -8,6 +8,7 @@ import { DEFAULT_SIM_MODEL } from "./options.ts";
 const usage = `
 usage: forge policy-sim [--listen HOST:PORT] [--seed N] [--script FILE] [--model ID]
                         [--chunk-delay-ms N] [--ttft-ms N] [--tokens-per-chunk N] [--quiet]
+                        [--engine vllm|sglang]
 
 Serves an OpenAI-compatible API that behaves like vLLM serving Qwen3 (real Qwen3 token ids,
 logprobs, tool calls, return_token_ids), playing a scripted policy. It is a simulator: it stands
@@ -20,6 +21,8 @@ in for the model in tests and the quickstart.
   --chunk-delay-ms N       delay between stream chunks (default 0)
   --ttft-ms N              delay before the first token (default 0)
   --tokens-per-chunk N     tokens per stream chunk (default 1)
+  --engine vllm|sglang     the engine it stands in for: wire format, errors, discovery and
+                           weight-sync routes of vLLM 0.33.0 (default) or SGLang 0.5.23 (docs/engines.md)
   --quiet                  no per-request log lines
   --json                   print {"url", "openai_base_url", "model"} as one JSON line once listening
 `;
@@ -42,6 +45,7 @@ export async function policySimCommand(argv: string[]): Promise<number> {
         "ttft-ms": { type: "string" },
         "tokens-per-chunk": { type: "string" },
         quiet: { type: "boolean" },
+        engine: { type: "string" },
         json: { type: "boolean" },
       },
     },
@@ -51,6 +55,8 @@ export async function policySimCommand(argv: string[]): Promise<number> {
   const { hostname, port } = parseListen(args.values.listen ?? "127.0.0.1:8000");
   const tokensPerChunk = intFlag("tokens-per-chunk", args.values["tokens-per-chunk"], 1);
   if (tokensPerChunk < 1) throw new UsageError("--tokens-per-chunk must be at least 1");
+  const engine = args.values.engine ?? "vllm";
+  if (engine !== "vllm" && engine !== "sglang") throw new UsageError(`--engine must be vllm or sglang, got "${engine}"`);
   const started = performance.now();
   // Loading the tokenizer takes about a second: say what is happening.
   if (!args.values.json) console.error("policy simulator: loading the Qwen3 tokenizer...");
@@ -62,11 +68,12 @@ export async function policySimCommand(argv: string[]): Promise<number> {
     chunkDelayMs: intFlag("chunk-delay-ms", args.values["chunk-delay-ms"], 0),
     ttftMs: intFlag("ttft-ms", args.values["ttft-ms"], 0),
     tokensPerChunk,
+    engine,
     hostname,
     port,
     log: args.values.quiet ? undefined : (line) => console.error(line),
   });
-  if (args.values.json) console.log(JSON.stringify({ url: sim.url, openai_base_url: `${sim.url}/v1`, model, simulator: true }));
+  if (args.values.json) console.log(JSON.stringify({ url: sim.url, openai_base_url: `${sim.url}/v1`, model, engine, simulator: true }));
   else console.log(`policy simulator (a stand-in for the model, not a model) listening on ${sim.url}/v1 (ready in ${Math.round(performance.now() - started)} ms)`);
   const signal = await untilSignal();
   console.error(`policy simulator: ${signal}, stopping`);

@@ -3,38 +3,40 @@
  * ChatML (what a proxy renders itself) is read back into turns so scripts match it too; there
  * is no tool parsing on this endpoint, so the policy answers in text.
  */
-import { planDeltas } from "./deltas.ts";
-import { describeIssues, errorResponse } from "./errors.ts";
+import { describeIssues } from "./errors.ts";
 import { generate, spanText } from "./generate.ts";
 import { hashIds, mix } from "./hash.ts";
-import { sampledLogprobs, tokenText } from "./logprobs.ts";
+import { sampledLogprobs } from "./logprobs.ts";
 import type { SimContext } from "./options.ts";
 import { decideTurn } from "./policy.ts";
 import { CompletionRequestSchema, readBody, stopList, type CompletionRequestBody } from "./request.ts";
 import { sleep, sseResponse } from "./sse.ts";
-import { IM_END, loadTokenizer, type SimTokenizer } from "./tokenizer.ts";
+import { loadTokenizer, type SimTokenizer } from "./tokenizer.ts";
 import type { SimMessage } from "./types.ts";
+import { whileGenerating } from "./flavours/pause.ts";
+import type { CompletionAnswer } from "./flavours/types.ts";
 
 /**
  * @example
  * await handleCompletion(context, new Request("http://sim/v1/completions", { method: "POST", body: '{"prompt": "Hello"}' }));
  */
 export async function handleCompletion(ctx: SimContext, request: Request): Promise<Response> {
-  const parsed = await readBody(request);
+  const parsed = await readBody(request, ctx.flavour.error);
   if (parsed instanceof Response) return parsed;
   const result = CompletionRequestSchema.safeParse(parsed);
   if (!result.success) {
     const { message, param } = describeIssues(result.error);
-    return errorResponse(400, message, param);
+    return ctx.flavour.error(400, message, param);
   }
   const body = result.data;
+  const refused = await whileGenerating(ctx, request.signal);
+  if (refused) return refused;
   const tokenizer = await loadTokenizer();
   const { promptIds, promptText } = readPrompt(tokenizer, body.prompt);
   const context = mix(ctx.seed, body.seed ?? 0, hashIds(promptIds));
   // vLLM's (and OpenAI's) default for this endpoint is 16 tokens.
   const maxTokens = body.max_tokens ?? 16;
   const topCount = body.logprobs ?? undefined;
-  const meta = { id: `cmpl-${crypto.randomUUID().replaceAll("-", "")}`, created: Math.floor(Date.now() / 1000), model: body.model ?? ctx.model };
 
   const choices = Array.from({ length: body.n ?? 1 }, (_, index) => {
     const decision = decideTurn({ messages: chatmlTurns(promptText), tools: [], script: ctx.script, seed: ctx.seed, choiceIndex: index });
@@ -43,79 +45,17 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
     const text = spanText(g, 0, g.byteEnds.at(-1) ?? 0, "content");
     ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids) });
     ctx.log(`policy simulator: completion ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task}` : "default policy"}, finish ${g.finishReason}`);
-    return { index, g, logprobs, text };
+    return { index, g, logprobs, text, callId: () => "" };
   });
   const completionTokens = choices.reduce((sum, c) => sum + c.g.ids.length, 0);
-  const usage = { prompt_tokens: promptIds.length, total_tokens: promptIds.length + completionTokens, completion_tokens: completionTokens, prompt_tokens_details: null };
-  const logprobBlock = (c: (typeof choices)[number], start: number, end: number, offset0: number) => {
-    if (topCount === undefined) return null;
-    const slice = c.logprobs.slice(start, end);
-    const offsets: number[] = [];
-    let offset = offset0;
-    for (const l of slice) {
-      offsets.push(offset);
-      offset += l.id === IM_END ? 0 : tokenText(tokenizer, l.id).length;
-    }
-    return {
-      tokens: slice.map((l) => tokenText(tokenizer, l.id)),
-      token_logprobs: slice.map((l) => l.logprob),
-      top_logprobs: slice.map((l) => Object.fromEntries([[tokenText(tokenizer, l.id), l.logprob], ...l.top.map((t) => [tokenText(tokenizer, t.id), t.logprob] as const)])),
-      text_offset: offsets,
-    };
-  };
-
-  if (!body.stream) {
-    return Response.json(
-      {
-        ...meta,
-        object: "text_completion",
-        choices: choices.map((c) => ({
-          index: c.index,
-          text: c.text,
-          logprobs: logprobBlock(c, 0, c.g.ids.length, 0),
-          finish_reason: c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason,
-          stop_reason: c.g.stopReason,
-          prompt_logprobs: null,
-          ...(body.return_token_ids ? { prompt_token_ids: promptIds, token_ids: c.g.ids } : {}),
-        })),
-        usage,
-        system_fingerprint: "forge-policy-simulator",
-      },
-      { headers: { "x-forge-simulator": "1" } },
-    );
-  }
-  const includeUsage = body.stream_options?.include_usage === true;
+  const usage = { prompt_tokens: promptIds.length, total_tokens: promptIds.length + completionTokens, completion_tokens: completionTokens };
+  // The prompt's own logprobs, for an echo with logprobs: none for the first token (nothing precedes it).
+  const promptLogprobs = body.echo && topCount !== undefined ? [null, ...sampledLogprobs(promptIds.slice(1), mix(context, 0x70), topCount)] : [];
+  const answer: CompletionAnswer = { request, body, tokenizer, promptIds, promptText, promptLogprobs, choices, model: body.model ?? ctx.model, created: Math.floor(Date.now() / 1000), usage };
+  if (!body.stream) return Response.json(ctx.flavour.completionJson(answer, ctx), { headers: { "x-forge-simulator": "1" } });
   return sseResponse(async function* () {
     await sleep(ctx.ttftMs, request.signal);
-    const plans = choices.map((c) => planDeltas(c.g, ctx.tokensPerChunk, () => ""));
-    const offsets = choices.map(() => 0);
-    const longest = Math.max(...plans.map((p) => p.length));
-    for (let k = 0; k < longest; k++) {
-      if (k > 0) await sleep(ctx.chunkDelayMs, request.signal);
-      if (request.signal.aborted) return;
-      for (const c of choices) {
-        const d = plans[c.index]![k];
-        if (!d) continue;
-        const last = k === plans[c.index]!.length - 1;
-        const text = d.content ?? "";
-        yield {
-          ...meta,
-          object: "text_completion",
-          choices: [
-            {
-              index: c.index,
-              text,
-              logprobs: logprobBlock(c, d.start, d.end, offsets[c.index]!),
-              finish_reason: last ? (c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason) : null,
-              stop_reason: last ? c.g.stopReason : null,
-              ...(body.return_token_ids ? { token_ids: c.g.ids.slice(d.start, d.end), ...(k === 0 ? { prompt_token_ids: promptIds } : {}) } : {}),
-            },
-          ],
-        };
-        offsets[c.index]! += text.length;
-      }
-    }
-    if (includeUsage) yield { ...meta, object: "text_completion", choices: [], usage };
+    yield* ctx.flavour.completionStream(answer, ctx);
   }, request.signal);
 }
 

@@ -11,3 +11,4 @@ export { renderChatSegments, assistantBody } from "./chatml.ts";
 export { encodeSegments } from "./prompt-tokens.ts";
 export { decideTurn, type TurnDecision } from "./policy.ts";
 export type { SimSample, SimMessage, SimTool, PolicyTurn } from "./types.ts";
+export { ENGINE_FLAVOURS, FLAVOUR_VERSIONS, type EngineFlavourName, type EngineSimState, type SimFaults } from "./flavours/state.ts";

@@ -1,6 +1,9 @@
 /** Options of the policy simulator and their resolved form shared by the route handlers. */
 import { parsePolicyScriptFile, PolicyScriptSchema, type PolicyScript, type PolicyScriptInput } from "../schemas/index.ts";
 import type { SimSample } from "./types.ts";
+import { createEngineSimState, ENGINE_FLAVOURS, type EngineFlavourName, type EngineSimState, type SimFaults } from "./flavours/state.ts";
+import { flavourOf } from "./flavours/index.ts";
+import type { EngineFlavour } from "./flavours/types.ts";
 
 export const DEFAULT_SIM_MODEL = "forge-sim/qwen3-sim";
 
@@ -21,6 +24,18 @@ export interface PolicySimulatorOptions {
   maxSamples?: number;
   /** Log sink for one line per request ("policy simulator: …"). Default: silent. */
   log?: (line: string) => void;
+  /** The engine whose wire format, errors and routes it reproduces (docs/engines.md). Default vllm. */
+  engine?: EngineFlavourName;
+  /** The version it reports (default the pinned one: vLLM 0.33.0, SGLang 0.5.23). */
+  engineVersion?: string;
+  /** vLLM's --logprobs-mode it reports in dev mode. Default raw_logprobs (vLLM's default). */
+  logprobsMode?: string;
+  /** vLLM: serve the dev and RL routes (VLLM_SERVER_DEV_MODE=1; weight sync needs them). Default true. */
+  devMode?: boolean;
+  /** The model path it starts with (vLLM's `root`, SGLang's `model_path`). Default the model id. */
+  modelPath?: string;
+  /** Misbehaviour for tests (ids with holes, weight loads that fail). */
+  faults?: SimFaults;
 }
 
 export interface SimContext {
@@ -33,6 +48,10 @@ export interface SimContext {
   samples: SimSample[];
   record(sample: SimSample): void;
   log(line: string): void;
+  /** What the engine stand-in keeps: weights, version, pause. */
+  engine: EngineSimState;
+  /** How answers are written. */
+  flavour: EngineFlavour;
 }
 
 export function resolveOptions(options: PolicySimulatorOptions): SimContext {
@@ -40,10 +59,13 @@ export function resolveOptions(options: PolicySimulatorOptions): SimContext {
     typeof options.script === "string" ? parsePolicyScriptFile(options.script) : PolicyScriptSchema.parse(options.script ?? {});
   const samples: SimSample[] = [];
   const maxSamples = options.maxSamples ?? 10_000;
+  const flavour = options.engine ?? "vllm";
+  if (!ENGINE_FLAVOURS.includes(flavour)) throw new Error(`policy simulator: engine must be one of ${ENGINE_FLAVOURS.join(", ")}, got "${flavour}"`);
+  const model = options.model ?? DEFAULT_SIM_MODEL;
   return {
     seed: options.seed,
     script,
-    model: options.model ?? DEFAULT_SIM_MODEL,
+    model,
     chunkDelayMs: options.chunkDelayMs ?? 0,
     ttftMs: options.ttftMs ?? 0,
     tokensPerChunk: options.tokensPerChunk ?? 1,
@@ -53,5 +75,13 @@ export function resolveOptions(options: PolicySimulatorOptions): SimContext {
       if (samples.length > maxSamples) samples.splice(0, samples.length - maxSamples);
     },
     log: options.log ?? (() => {}),
+    engine: createEngineSimState(flavour, {
+      modelPath: options.modelPath ?? model,
+      version: options.engineVersion,
+      logprobsMode: options.logprobsMode,
+      devMode: options.devMode,
+      faults: options.faults,
+    }),
+    flavour: flavourOf(flavour),
   };
 }

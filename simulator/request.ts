@@ -68,6 +68,7 @@ export const CompletionRequestSchema = z.looseObject({
   }),
   max_tokens: count("a positive integer", 1, 1 << 30).nullish(),
   logprobs: count("an integer from 0 to 20", 0, 20).nullish(),
+  echo: z.boolean({ error: "expected true or false" }).nullish(),
 });
 export type CompletionRequestBody = z.infer<typeof CompletionRequestSchema>;
 
@@ -77,15 +78,15 @@ export function stopList(stop: unknown): string[] {
   return Array.isArray(stop) ? stop.filter((s): s is string => typeof s === "string") : [];
 }
 
-/** The body as JSON, or the 400 vLLM sends for a body that is not. */
-export async function readBody(request: Request): Promise<unknown | Response> {
+/** The body as JSON, or the 400 the engine (`error`: its error writer) sends for a body that is not. */
+export async function readBody(request: Request, error: (status: number, message: string) => Response = errorResponse): Promise<unknown | Response> {
   const text = await request.text();
-  if (text.trim() === "") return errorResponse(400, "policy simulator: the request body is empty; expected a JSON object");
+  if (text.trim() === "") return error(400, "policy simulator: the request body is empty; expected a JSON object");
   try {
     const value = JSON.parse(text);
-    if (typeof value !== "object" || value === null || Array.isArray(value)) return errorResponse(400, "policy simulator: expected a JSON object as the request body");
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return error(400, "policy simulator: expected a JSON object as the request body");
     return value;
-  } catch (error) {
-    return errorResponse(400, `policy simulator: the request body is not valid JSON: ${(error as Error).message}`);
+  } catch (cause) {
+    return error(400, `policy simulator: the request body is not valid JSON: ${(cause as Error).message}`);
   }
 }

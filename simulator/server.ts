@@ -3,12 +3,15 @@ import { createPolicySimulator } from "./app.ts";
 import type { PolicySimulatorOptions } from "./options.ts";
 import { loadTokenizer } from "./tokenizer.ts";
 import type { SimSample } from "./types.ts";
+import type { EngineSimState } from "./flavours/state.ts";
 
 export interface StartedPolicySimulator {
   /** `http://127.0.0.1:PORT` (the OpenAI base URL is this + "/v1"). */
   url: string;
   stop(): Promise<void>;
   samples: SimSample[];
+  /** The engine stand-in's state: weights served (path, version), pause, faults. */
+  engine: EngineSimState;
 }
 
 /**
@@ -36,5 +39,6 @@ export async function startPolicySimulator(
     url: `http://${host}:${server.port}`,
     stop: () => server.stop(true),
     samples: simulator.samples,
+    engine: simulator.engine,
   };
 }

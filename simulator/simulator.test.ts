@@ -80,10 +80,10 @@ describe("chat completions", () => {
     expect(sim.samples.at(-1)).toMatchObject({ prompt_token_ids: raw.prompt_token_ids, token_ids: ids });
   });
 
-  test("without return_token_ids / logprobs those fields are absent (like vLLM)", async () => {
+  test("without return_token_ids / logprobs those fields are null (vLLM 0.33 sends every field)", async () => {
     const res = (await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] })) as unknown as Extra & { choices: Extra[] };
-    expect(res.prompt_token_ids).toBeUndefined();
-    expect(res.choices[0]!.token_ids).toBeUndefined();
+    expect(res.prompt_token_ids).toBeNull();
+    expect(res.choices[0]!.token_ids).toBeNull();
     expect(res.choices[0]!.logprobs).toBeNull();
   });
 
@@ -323,25 +323,28 @@ describe("thinking, n, truncation, pacing", () => {
     tasks: [{ name: "t", match: "think about it", steps: [{ think: "Hmm, ünïcödé thoughts.", bash: "echo thought" }, { finish: "All done." }] }],
   };
 
-  test("thinking policy: reasoning_content in the message and in stream deltas", async () => {
-    const other = await startPolicySimulator({ seed: 1, script: thinkingScript });
-    try {
-      const c = new OpenAI({ baseURL: `${other.url}/v1`, apiKey: "x" });
-      const body = { model: "m", messages: [{ role: "user" as const, content: "Please think about it" }], tools: [bashTool] };
-      const res = (await c.chat.completions.create({ ...body, ...({ return_token_ids: true } as Extra) })) as OpenAI.ChatCompletion & { choices: { token_ids: number[] }[] };
-      const message = res.choices[0]!.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
-      expect(message.reasoning_content).toBe("Hmm, ünïcödé thoughts.");
-      expect(tokenizer.decode(res.choices[0]!.token_ids)).toStartWith("<think>\nHmm, ünïcödé thoughts.\n</think>\n\n<tool_call>");
-      let reasoning = "";
-      for await (const chunk of await c.chat.completions.create({ ...body, stream: true })) {
-        reasoning += (chunk.choices[0]?.delta as { reasoning_content?: string } | undefined)?.reasoning_content ?? "";
+  test("thinking policy: vLLM's `reasoning`, SGLang's `reasoning_content`, in the message and in stream deltas", async () => {
+    for (const engine of ["vllm", "sglang"] as const) {
+      const field = engine === "vllm" ? "reasoning" : "reasoning_content";
+      const other = await startPolicySimulator({ seed: 1, script: thinkingScript, engine });
+      try {
+        const c = new OpenAI({ baseURL: `${other.url}/v1`, apiKey: "x" });
+        const body = { model: "m", messages: [{ role: "user" as const, content: "Please think about it" }], tools: [bashTool] };
+        const res = (await c.chat.completions.create({ ...body, ...({ return_token_ids: true } as Extra) })) as unknown as Extra & { choices: (Extra & { message: Extra })[] };
+        expect(res.choices[0]!.message[field]).toBe("Hmm, ünïcödé thoughts.");
+        const ids = (engine === "vllm" ? res.choices[0]!.token_ids : res.choices[0]!.response_token_ids) as number[];
+        expect(tokenizer.decode(ids)).toStartWith("<think>\nHmm, ünïcödé thoughts.\n</think>\n\n<tool_call>");
+        let reasoning = "";
+        for await (const chunk of await c.chat.completions.create({ ...body, stream: true })) {
+          reasoning += ((chunk.choices[0]?.delta as Extra | undefined)?.[field] as string | null | undefined) ?? "";
+        }
+        expect(reasoning).toBe("Hmm, ünïcödé thoughts.");
+        // enable_thinking=false (Qwen3's chat_template_kwargs) turns it off.
+        const off = await c.chat.completions.create({ ...body, ...({ chat_template_kwargs: { enable_thinking: false } } as Extra) });
+        expect((off.choices[0]!.message as unknown as Extra)[field] ?? undefined).toBeUndefined();
+      } finally {
+        await other.stop();
       }
-      expect(reasoning).toBe("Hmm, ünïcödé thoughts.");
-      // enable_thinking=false (Qwen3's chat_template_kwargs) turns it off.
-      const off = await c.chat.completions.create({ ...body, ...({ chat_template_kwargs: { enable_thinking: false } } as Extra) });
-      expect((off.choices[0]!.message as { reasoning_content?: string }).reasoning_content).toBeUndefined();
-    } finally {
-      await other.stop();
     }
   });
 
@@ -365,7 +368,8 @@ describe("thinking, n, truncation, pacing", () => {
     for await (const chunk of await client.chat.completions.create({ model: "m", messages: task, tools: [writeTool], max_tokens: 12, stream: true, ...({ return_token_ids: true } as Extra) })) {
       for (const c of chunk.choices) {
         finish = c.finish_reason ?? finish;
-        ids += (c as unknown as { token_ids: number[] }).token_ids.length;
+        // vLLM's role chunk has no token_ids (it is not a decode step).
+        ids += (c as unknown as { token_ids?: number[] }).token_ids?.length ?? 0;
       }
     }
     expect(finish).toBe("length");
@@ -408,7 +412,7 @@ describe("thinking, n, truncation, pacing", () => {
         ...({ return_token_ids: true } as Extra),
       });
       const sizes: number[] = [];
-      for await (const chunk of stream) for (const c of chunk.choices) sizes.push((c as unknown as { token_ids: number[] }).token_ids.length);
+      for await (const chunk of stream) for (const c of chunk.choices) sizes.push((c as unknown as { token_ids?: number[] }).token_ids?.length ?? 0);
       expect(sizes.slice(1, -1).every((n) => n === 4)).toBe(true);
     } finally {
       await grouped.stop();

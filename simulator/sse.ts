@@ -1,6 +1,7 @@
-/** Server-sent events as vLLM writes them: `data: {json}\n\n` … `data: [DONE]\n\n`. */
+/** Server-sent events as vLLM and SGLang write them: `data: {json}\n\n` … `data: [DONE]\n\n`. */
 
 import { sseEvent } from "../lib/index.ts";
+import { NamedEvent } from "./flavours/types.ts";
 
 const encoder = new TextEncoder();
 
@@ -27,7 +28,9 @@ export function sseResponse(produce: () => AsyncGenerator<unknown>, signal: Abor
         controller.close();
         return;
       }
-      controller.enqueue(encoder.encode(sseEvent(JSON.stringify(next.value))));
+      const value = next.value;
+      // SGLang names some events (`event: sglext_ids`); the rest are plain data events.
+      controller.enqueue(encoder.encode(value instanceof NamedEvent ? sseEvent(JSON.stringify(value.data), value.event) : sseEvent(JSON.stringify(value))));
     },
     async cancel() {
       await events.return(undefined);

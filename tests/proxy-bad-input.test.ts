@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { CallStatus, TokenStatus } from "../schemas/index.ts";
-import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+import { NOT_AN_ENGINE, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;
 beforeAll(async () => {
@@ -128,7 +128,7 @@ describe("upstream failures", () => {
   test("upstream slow: 504 on the first-byte timeout (a non-streamed answer that takes too long)", async () => {
     // The simulator delays only streamed tokens, so a stand-in that answers late is used here.
     const slow = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: async () => (await Bun.sleep(1500), Response.json({})) });
-    const s = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${slow.port}/v1`], firstByteTimeoutMs: 200 } });
+    const s = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${slow.port}/v1`], firstByteTimeoutMs: 200, ...NOT_AN_ENGINE } });
     try {
       const r = await s.register();
       const response = await fetch(`${r.openai_base_url}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${r.api_key}`, "content-type": "application/json" }, body: JSON.stringify(chat) });
@@ -150,7 +150,7 @@ describe("upstream failures", () => {
       fetch: () =>
         new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"id":')) }), { headers: { "content-type": "application/json" } }),
     });
-    const s = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${stall.port}/v1`], idleTimeoutMs: 200 } });
+    const s = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${stall.port}/v1`], idleTimeoutMs: 200, ...NOT_AN_ENGINE } });
     try {
       const r = await s.register();
       const response = await fetch(`${r.openai_base_url}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${r.api_key}`, "content-type": "application/json" }, body: JSON.stringify(chat) });

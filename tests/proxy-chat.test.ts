@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CallStatus, Protocol, TokenStatus } from "../schemas/index.ts";
-import { resolvePrompts, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+import { NOT_AN_ENGINE, resolvePrompts, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 import { upstreamRequestOf } from "../records/index.ts";
 
 let h: ProxyHarness;
@@ -157,7 +157,7 @@ describe("what the upstream is told", () => {
         });
       },
     });
-    const local = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${upstream.port}/v1`] } });
+    const local = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${upstream.port}/v1`], ...NOT_AN_ENGINE } });
     try {
       const a = await local.register();
       const b = await local.register();

@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import { promisify } from "node:util";
 import { CallStatus, RolloutStatus, TokenStatus } from "../schemas/index.ts";
 import type { WriterIo } from "../records/index.ts";
-import { resolvePrompts, startProxyHarness } from "../proxy/testing.ts";
+import { NOT_AN_ENGINE, resolvePrompts, startProxyHarness } from "../proxy/testing.ts";
 
 const chat = (content: string) => ({ model: "qwen3", messages: [{ role: "user" as const, content }] });
 
@@ -171,7 +171,7 @@ describe("modes and token status", () => {
       port: 0,
       fetch: () => Response.json({ id: "x", object: "chat.completion", model: "m", choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }] }),
     });
-    const h = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${plain.port}/v1`] } });
+    const h = await startProxyHarness({ simulators: 0, proxy: { upstreams: [`http://127.0.0.1:${plain.port}/v1`], ...NOT_AN_ENGINE } });
     try {
       const r = await h.register();
       await h.client(r).chat.completions.create(chat("x"));

@@ -43,7 +43,9 @@ async function turn(r: { api_key: string; openai_base_url: string }, messages: M
   const m = answer.choices[0]!.message as any;
   const message: Msg = { role: "assistant", content: m.content ?? "" };
   if (m.tool_calls?.length) message.tool_calls = m.tool_calls;
-  if (m.reasoning_content) message.reasoning_content = m.reasoning_content;
+  // vLLM 0.33 answers with `reasoning` (SGLang with `reasoning_content`); sent back as reasoning_content.
+  const reasoning = m.reasoning ?? m.reasoning_content;
+  if (reasoning) message.reasoning_content = reasoning;
   return { message, sample: h.sims[0]!.samples.at(-1)! };
 }
 

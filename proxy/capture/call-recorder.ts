@@ -4,10 +4,11 @@
  * the metrics. A failed append puts the recorder in a failed state: the proxy then refuses
  * model calls (503) instead of serving calls whose training data would be lost.
  */
-import { BlobSchema, CallStatus, create, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
+import { BlobSchema, CallStatus, create, Engine, LogprobsMode, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord, type SamplingParams } from "../../schemas/index.ts";
 import { RecorderError, type SegmentLog } from "../../records/index.ts";
 import { promptDelta } from "../../records/index.ts";
-import type { TokenCapture } from "./tokens.ts";
+import { tokenVerdict, type TokenCapture } from "./tokens.ts";
+import { engineEnum, type EngineInfo } from "../engines/kinds.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
 
@@ -49,6 +50,12 @@ export interface FinishedCall {
    * a Blob not stored yet (a screenshot sent again costs no decode).
    */
   images?: { inline: { sha256: string; mediaType: string; readonly data: Uint8Array }[] };
+  /** The engine behind the upstream, as identified (docs/engines.md). */
+  engine?: EngineInfo;
+  /** The sampling parameters of the body sent upstream. */
+  sampling?: SamplingParams;
+  /** Completions with `echo` (the engine's logprobs then cover the prompt first). */
+  echo?: boolean;
 }
 
 export interface CallRecorder {
@@ -88,13 +95,8 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
     record(call) {
       const cap = call.capture;
       const prompt = cap.promptTokenIds;
-      const tokenStatus = !call.train
-        ? TokenStatus.NOT_REQUESTED
-        : prompt && cap.sawCompletionIds && call.status === CallStatus.OK
-          ? TokenStatus.COMPLETE
-          : prompt || cap.sawCompletionIds
-            ? TokenStatus.PARTIAL
-            : TokenStatus.MISSING;
+      const verdict = tokenVerdict(cap, { train: call.train, ok: call.status === CallStatus.OK, failure: call.error, echo: call.echo });
+      const tokenStatus = verdict.status;
       const delta = prompt ? promptDelta(prompt, call.rollout.recent) : undefined;
       const endPerf = performance.now();
       const u = cap.usage;
@@ -126,7 +128,7 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         ttftMs: call.ttftMs ?? 0,
         promptTokenIds: delta?.suffix ?? [],
         completionTokenIds: cap.completionTokenIds,
-        completionLogprobs: cap.completionLogprobs,
+        completionLogprobs: verdict.logprobs,
         finishReason: cap.finishReason,
         tokenStatus,
         prefixOf: delta?.prefixOf ?? "",
@@ -138,6 +140,11 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         upstreamRequestPatch: call.upstreamRequestPatch,
         upstreamAttempts: call.upstreamAttempts,
         blobRefs: call.images?.inline.map((image) => image.sha256) ?? [],
+        tokenStatusReason: verdict.reason,
+        sampling: call.sampling,
+        engine: call.engine ? engineEnum(call.engine.kind) : Engine.UNSPECIFIED,
+        engineVersion: call.engine?.version ?? "",
+        logprobsMode: call.engine?.logprobsMode ?? LogprobsMode.UNSPECIFIED,
       });
       for (const image of call.images?.inline ?? []) {
         if (storedBlobs.has(image.sha256)) continue;

@@ -1,13 +1,19 @@
 /**
- * Token capture from vLLM-style OpenAI answers, and the stripping of the fields the proxy
- * added in train mode from what the harness receives.
+ * Token capture from engine answers, the check of the ids against the usage counts, and the
+ * stripping of what the proxy asked for in train mode from what the harness receives.
  *
- * vLLM (`return_token_ids: true`): chat has top-level `prompt_token_ids` (first chunk when
- * streaming) and `choices[i].token_ids` (per chunk); completions put `prompt_token_ids` and
- * `token_ids` on each choice. Logprobs: chat `choices[i].logprobs.content[].logprob`,
- * completions `choices[i].logprobs.token_logprobs`. Only choice 0 is recorded (agents use n=1).
+ * Where the ids are (docs/engines.md), read from whichever place an answer has:
+ * - vLLM chat: top-level `prompt_token_ids` (first chunk of a stream), `choices[i].token_ids`
+ *   (per chunk); vLLM and SGLang completions: `prompt_token_ids` (first chunk) and `token_ids`
+ *   per choice.
+ * - SGLang chat, not streamed: `choices[i].prompt_token_ids` and `choices[i].response_token_ids`;
+ *   streamed: a trailing chunk's `sglext.input_ids` and `sglext.output_ids[i]`.
+ * Logprobs: chat `choices[i].logprobs.content[].logprob`, completions
+ * `choices[i].logprobs.token_logprobs`. Choice 0 is recorded (train mode refuses n > 1).
  * Ids are never made up by re-tokenizing text: absent ids stay absent.
  */
+import { TokenStatus } from "../../schemas/index.ts";
+import { engineError } from "../engines/errors.ts";
 
 export type CaptureKind = "chat" | "completions";
 
@@ -16,6 +22,15 @@ export interface HarnessWants {
   tokenIds: boolean;
   logprobs: boolean;
   usage: boolean;
+  /** SGLang's sglext ids (`return_input_ids_in_sglext` / `return_output_ids_in_sglext`). */
+  sglext?: boolean;
+  /** false when the harness sent `include_reasoning: false` (the proxy then strips reasoning). */
+  reasoning?: boolean;
+  /**
+   * Completions `echo` in train mode against vLLM, which sends the echoed prompt's text as ""
+   * when asked for ids: the prompt text the proxy puts back in front of choice 0's text.
+   */
+  echoPrompt?: string;
 }
 
 export interface TokenCapture {
@@ -27,6 +42,10 @@ export interface TokenCapture {
   finishReason: string;
   usage: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number; cached_tokens?: number } | undefined;
   model: string;
+  /** An error the upstream reported inside a 200 answer (a stream's `data: {"error": …}`). */
+  upstreamError?: string;
+  /** Whether the echoed prompt text was put back (the first text of choice 0 seen). */
+  echoed?: boolean;
 }
 
 /**
@@ -40,8 +59,8 @@ export function newCapture(): TokenCapture {
 }
 
 /**
- * Takes ids, logprobs, finish reason and usage out of one answer (a whole JSON body or one
- * stream chunk) into `capture`, and removes from `body` what the harness did not ask for.
+ * Takes ids, logprobs, finish reason, usage and errors out of one answer (a whole JSON body or
+ * one stream chunk) into `capture`, and removes from `body` what the harness did not ask for.
  * Returns true when `body` was changed (so the caller re-serializes it).
  *
  * @example
@@ -53,7 +72,7 @@ export function newCapture(): TokenCapture {
 export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapture, wants: HarnessWants): boolean {
   let changed = false;
   if (typeof body.model === "string" && capture.model === "") capture.model = body.model;
-  if (kind === "chat" && Array.isArray(body.prompt_token_ids)) {
+  if (Array.isArray(body.prompt_token_ids)) {
     capture.promptTokenIds ??= body.prompt_token_ids;
     if (!wants.tokenIds) {
       delete body.prompt_token_ids;
@@ -76,24 +95,32 @@ export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapt
     delete body.usage;
     changed = true;
   }
+  if (body.error !== undefined) {
+    const e = engineError(body);
+    if (e) capture.upstreamError ??= e.message;
+  }
+  if (body.sglext && typeof body.sglext === "object" && captureSglext(body, capture, wants)) changed = true;
   if (!Array.isArray(body.choices)) return changed;
   for (const choice of body.choices) {
     if (!choice || typeof choice !== "object") continue;
     const first = (choice.index ?? 0) === 0;
-    if (kind === "completions" && Array.isArray(choice.prompt_token_ids)) {
+    if (Array.isArray(choice.prompt_token_ids)) {
       if (first) capture.promptTokenIds ??= choice.prompt_token_ids;
       if (!wants.tokenIds) {
         delete choice.prompt_token_ids;
         changed = true;
       }
     }
-    if (Array.isArray(choice.token_ids)) {
+    // vLLM (and SGLang completions) name a choice's sampled ids token_ids; SGLang chat response_token_ids.
+    const ids = Array.isArray(choice.token_ids) ? choice.token_ids : Array.isArray(choice.response_token_ids) ? choice.response_token_ids : undefined;
+    if (ids) {
       if (first) {
-        for (const id of choice.token_ids) capture.completionTokenIds.push(id);
+        for (const id of ids) capture.completionTokenIds.push(id);
         capture.sawCompletionIds = true;
       }
       if (!wants.tokenIds) {
         delete choice.token_ids;
+        delete choice.response_token_ids;
         changed = true;
       }
     }
@@ -109,15 +136,71 @@ export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapt
       }
     }
     if (first && typeof choice.finish_reason === "string" && choice.finish_reason !== "") capture.finishReason = choice.finish_reason;
+    if (wants.reasoning === false && kind === "chat" && stripReasoning(choice.message ?? choice.delta)) changed = true;
+    if (first && wants.echoPrompt !== undefined && !capture.echoed && typeof choice.text === "string") {
+      choice.text = wants.echoPrompt + choice.text;
+      capture.echoed = true;
+      changed = true;
+    }
   }
   return changed;
+}
+
+/** SGLang's response-level ids: `sglext.input_ids` and `sglext.output_ids[choice]`. */
+function captureSglext(body: any, capture: TokenCapture, wants: HarnessWants): boolean {
+  const ext = body.sglext;
+  let changed = false;
+  if (Array.isArray(ext.input_ids)) {
+    capture.promptTokenIds ??= ext.input_ids;
+    if (!wants.sglext) {
+      delete ext.input_ids;
+      changed = true;
+    }
+  }
+  if (Array.isArray(ext.output_ids)) {
+    const first = ext.output_ids[0];
+    // Per-choice ids, when the answer has them too, came first and are the same ids.
+    if (Array.isArray(first) && !capture.sawCompletionIds) {
+      for (const id of first) capture.completionTokenIds.push(id);
+      capture.sawCompletionIds = true;
+    }
+    if (!wants.sglext) {
+      delete ext.output_ids;
+      changed = true;
+    }
+  }
+  if (changed && Object.keys(ext).length === 0) delete body.sglext;
+  return changed;
+}
+
+function stripReasoning(message: any): boolean {
+  if (!message || typeof message !== "object") return false;
+  let changed = false;
+  for (const key of ["reasoning", "reasoning_content"]) {
+    if (key in message) {
+      delete message[key];
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+/**
+ * Whether a stream chunk the proxy stripped has nothing left for the harness (the usage or
+ * sglext chunk it asked for itself): then it is not sent.
+ *
+ * @example
+ * emptyAfterStrip({ id: "x", choices: [] }) // true
+ */
+export function emptyAfterStrip(chunk: any): boolean {
+  return Array.isArray(chunk.choices) && chunk.choices.length === 0 && (chunk.usage === undefined || chunk.usage === null) && chunk.sglext === undefined && chunk.error === undefined;
 }
 
 /**
  * What a harness request asked for itself (so its answer keeps those fields).
  *
  * @example
- * harnessWants("chat", { logprobs: true, stream: true }) // { tokenIds: false, logprobs: true, usage: false }
+ * harnessWants("chat", { logprobs: true, stream: true }) // { tokenIds: false, logprobs: true, usage: false, sglext: false, reasoning: true }
  */
 export function harnessWants(kind: CaptureKind, body: any): HarnessWants {
   const logprobs = kind === "chat" ? body.logprobs === true : typeof body.logprobs === "number" && body.logprobs >= 0;
@@ -126,26 +209,57 @@ export function harnessWants(kind: CaptureKind, body: any): HarnessWants {
     logprobs,
     // Non-stream answers always carry usage; streams only with include_usage.
     usage: body.stream !== true || body.stream_options?.include_usage === true,
+    sglext: body.return_input_ids_in_sglext === true || body.return_output_ids_in_sglext === true,
+    reasoning: body.include_reasoning !== false,
   };
 }
 
+/** The token view of a finished call: its status, why, and the logprobs to record. */
+export interface TokenVerdict {
+  status: TokenStatus;
+  /** Why the status is not COMPLETE, or a note on a COMPLETE call; "" otherwise. */
+  reason: string;
+  /** The completion logprobs to record: one per completion id, or none. */
+  logprobs: number[];
+}
+
 /**
- * The upstream request in train mode: token ids, logprobs and stream usage asked for.
- * Returns the same object when nothing had to change.
+ * Judges a call's captured ids: COMPLETE only when the prompt and completion ids are both there
+ * and agree with the answer's usage counts; PARTIAL (with the reason) when some came back;
+ * MISSING when none did. Logprobs are recorded only when there is one per completion id (an
+ * echoed prompt's logprobs, which vLLM and SGLang put first, are left out).
  *
  * @example
- * trainRequest("chat", { model: "m", messages: [] }).return_token_ids // true
+ * const cap = { ...newCapture(), promptTokenIds: [1, 2], completionTokenIds: [3], sawCompletionIds: true, usage: { prompt_tokens: 2, completion_tokens: 5 } };
+ * tokenVerdict(cap, { train: true, ok: true }).status // TokenStatus.PARTIAL ("completion ids: 1, usage.completion_tokens: 5")
  */
-export function trainRequest(kind: CaptureKind, body: Record<string, any>): Record<string, any> {
-  const out: Record<string, any> = { ...body, return_token_ids: true };
-  if (kind === "chat") {
-    if (body.logprobs !== true) out.logprobs = true;
-  } else if (typeof body.logprobs !== "number") {
-    // Completions take the number of top alternatives; 0 gives the sampled token's logprob.
-    out.logprobs = 0;
+export function tokenVerdict(cap: TokenCapture, call: { train: boolean; ok: boolean; failure?: string; echo?: boolean }): TokenVerdict {
+  if (!call.train) return { status: TokenStatus.NOT_REQUESTED, reason: "", logprobs: cap.completionLogprobs };
+  const prompt = cap.promptTokenIds;
+  const ids = cap.completionTokenIds;
+  let lps = cap.completionLogprobs;
+  let note = "";
+  // Completions `echo` puts the prompt's logprobs before the completion's (vLLM, and SGLang with logprobs > 0).
+  if (call.echo && lps.length > ids.length && cap.sawCompletionIds) lps = lps.slice(lps.length - ids.length);
+  if (lps.length !== ids.length) {
+    if (lps.length > 0) note = `logprobs not recorded: the upstream sent ${lps.length} for ${ids.length} completion ids`;
+    lps = [];
   }
-  if (body.stream === true && body.stream_options?.include_usage !== true) {
-    out.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+  const withNote = (reason: string) => (note ? `${reason}; ${note}` : reason);
+  if (!prompt && !cap.sawCompletionIds) {
+    const why = call.ok ? "the upstream returned no token ids" : `the call failed before any ids came back${call.failure ? `: ${call.failure}` : ""}`;
+    return { status: TokenStatus.MISSING, reason: why, logprobs: [] };
   }
-  return out;
+  if (!call.ok) return { status: TokenStatus.PARTIAL, reason: withNote(`the call did not finish${call.failure ? `: ${call.failure}` : ""}`), logprobs: lps };
+  if (!prompt) return { status: TokenStatus.PARTIAL, reason: withNote("the upstream returned completion ids but no prompt ids"), logprobs: lps };
+  if (!cap.sawCompletionIds) return { status: TokenStatus.PARTIAL, reason: withNote("the upstream returned prompt ids but no completion ids"), logprobs: [] };
+  const u = cap.usage;
+  if (!u || typeof u.prompt_tokens !== "number" || typeof u.completion_tokens !== "number") {
+    return { status: TokenStatus.PARTIAL, reason: withNote("the answer has no usage counts to check the ids against"), logprobs: lps };
+  }
+  const problems: string[] = [];
+  if (prompt.length !== u.prompt_tokens) problems.push(`prompt ids: ${prompt.length}, usage.prompt_tokens: ${u.prompt_tokens}`);
+  if (ids.length !== u.completion_tokens) problems.push(`completion ids: ${ids.length}, usage.completion_tokens: ${u.completion_tokens}`);
+  if (problems.length > 0) return { status: TokenStatus.PARTIAL, reason: withNote(`ids do not agree with usage (${problems.join("; ")})`), logprobs: lps };
+  return { status: TokenStatus.COMPLETE, reason: note, logprobs: lps };
 }

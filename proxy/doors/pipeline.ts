@@ -7,7 +7,9 @@
 import { CallStatus, type ModelCall } from "../../schemas/index.ts";
 import { findImages } from "../capture/images.ts";
 import { sessionHeaders } from "../capture/session-headers.ts";
-import { captureAndStrip, newCapture, trainRequest } from "../capture/tokens.ts";
+import { captureAndStrip, newCapture, type HarnessWants } from "../capture/tokens.ts";
+import { engineError, openAiShape } from "../engines/errors.ts";
+import { samplingOf } from "../engines/sampling.ts";
 import { appendFields } from "../capture/append-fields.ts";
 import type { FinishedCall } from "../capture/call-recorder.ts";
 import { redactedHeaders } from "../capture/headers.ts";
@@ -81,12 +83,16 @@ async function callUpstream(
   leave: () => void,
 ): Promise<Response> {
   const train = ctx.mode === "train";
-  const upstreamBody = train ? trainRequest(prepared.capture, prepared.upstreamBody) : prepared.upstreamBody;
+  const engine = ctx.engine;
+  if (train) checkTrainable(ctx, prepared);
+  const upstreamBody = train ? engine.adapter.trainRequest(prepared.capture, prepared.upstreamBody) : prepared.upstreamBody;
   const unchanged = prepared.passthrough && upstreamBody === prepared.upstreamBody;
   // An untranslated train-mode call differs from what the harness sent only by the fields
-  // trainRequest set: record those, not the whole (possibly 200 KB) body a second time, and
+  // the engine adapter set: record those, not the whole (possibly 200 KB) body a second time, and
   // send the harness's bytes with them appended when they are new keys (no re-serialisation).
   const patch = prepared.passthrough && !unchanged ? addedFields(prepared.upstreamBody, upstreamBody) : undefined;
+  const echo = prepared.capture === "completions" && prepared.upstreamBody.echo === true;
+  const wants: HarnessWants = train && echo && engine.adapter.blanksEchoedPrompt ? { ...prepared.wants, echoPrompt: echoedText(prepared.upstreamBody.prompt) } : prepared.wants;
   const upstreamBytes = unchanged
     ? requestBody
     : ((patch && appendFields(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(upstreamBody)));
@@ -120,6 +126,9 @@ async function callUpstream(
     upstreamAttempts: 0,
     // The upstream body holds every image of every protocol (translation keeps them as data: URLs).
     images: findImages(prepared.upstreamBody),
+    engine: engine.info,
+    sampling: samplingOf(prepared.capture, upstreamBody, engine.adapter),
+    echo,
   };
   const callHeaders = { "x-forge-call-id": callId, "x-forge-seq": String(seq) };
 
@@ -145,15 +154,20 @@ async function callUpstream(
     const text = await readLimited(response, ctx.maxResponseBytes, ctx.idleTimeoutMs).catch((error) => `(body unreadable: ${(error as Error).message})`);
     let message = `upstream ${base.upstream} answered HTTP ${response.status}`;
     let passthroughBody: string | undefined;
+    let parsed: unknown;
     try {
-      const parsed = JSON.parse(text);
-      if (parsed?.error) {
-        message += `: ${typeof parsed.error === "string" ? parsed.error : (parsed.error.message ?? JSON.stringify(parsed.error))}`;
-        // An OpenAI-style error from an OpenAI-style upstream is passed through as is.
-        if (door.name === "chat" || door.name === "completions") passthroughBody = text;
-      }
+      parsed = JSON.parse(text);
     } catch {
-      if (text !== "") message += `: ${text.slice(0, 500)}`;
+      parsed = undefined;
+    }
+    const e = engineError(parsed);
+    if (e) {
+      message += `: ${e.message}`;
+      // The engine's own error reaches an OpenAI-style harness as the door's error: vLLM's
+      // (OpenAI's shape) as sent, SGLang's flat `{"object": "error", ...}` nested as OpenAI's.
+      if (door.name === "chat" || door.name === "completions") passthroughBody = e.nested ? text : JSON.stringify(openAiShape(e));
+    } else if (text !== "") {
+      message += `: ${text.slice(0, 500)}`;
     }
     const status = response.status;
     // A rate limit's Retry-After is the harness's to honour (it decides when to call again).
@@ -184,7 +198,7 @@ async function callUpstream(
     } catch {
       return errorAnswer(502, `upstream ${base.upstream} sent a body that is not JSON: ${text.slice(0, 200)}`, "upstream_error", "upstream_bad_body", CallStatus.UPSTREAM_ERROR);
     }
-    const changed = captureAndStrip(prepared.capture, json, capture, prepared.wants);
+    const changed = captureAndStrip(prepared.capture, json, capture, wants);
     if (prepared.stream) {
       // The harness asked for a stream and would read this JSON as an empty one: it gets the
       // answer as a stream of one chunk and its end.
@@ -196,12 +210,13 @@ async function callUpstream(
     }
     const out = prepared.translateJson ? JSON.stringify(prepared.translateJson(json)) : changed ? JSON.stringify(json) : text;
     const bytes = encoder.encode(out);
+    const failed = capture.upstreamError !== undefined;
     // Recorded before the harness sees it: an unrecorded answer is never served.
-    recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: 200, status: CallStatus.OK });
+    recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: 200, status: failed ? CallStatus.UPSTREAM_ERROR : CallStatus.OK, error: failed ? `upstream ${base.upstream} answered with an error: ${capture.upstreamError}` : "" });
     leave();
     return new Response(bytes, { status: 200, headers: { "content-type": "application/json", ...callHeaders } });
   }
-  return streamAnswer(ctx, base, prepared, sent.response, sent.abort, request, leave, callHeaders);
+  return streamAnswer(ctx, base, wants === prepared.wants ? prepared : { ...prepared, wants }, sent.response, sent.abort, request, leave, callHeaders);
 }
 
 function recordOrThrow(ctx: PipelineContext, call: FinishedCall): ModelCall {
@@ -237,9 +252,50 @@ async function readLimited(response: Response, maxBytes: number, idleMs: number)
   return decodeUtf8(concatBytes(chunks));
 }
 
-/** The top-level fields of `sent` that are not the same value in `received` (set or replaced). */
-function addedFields(received: Record<string, unknown>, sent: Record<string, unknown>): Record<string, unknown> {
+/**
+ * The top-level fields of `sent` that are not the same value in `received` (set or replaced),
+ * or undefined when `sent` lacks a field of `received` (a patch cannot say so: the whole
+ * upstream body is recorded then).
+ */
+function addedFields(received: Record<string, unknown>, sent: Record<string, unknown>): Record<string, unknown> | undefined {
   const patch: Record<string, unknown> = {};
   for (const key of Object.keys(sent)) if (sent[key] !== received[key]) patch[key] = sent[key];
+  for (const key of Object.keys(received)) if (!Object.hasOwn(sent, key)) return undefined;
   return patch;
+}
+
+/**
+ * Refuses what train mode cannot record: an engine found unable to return ids, several choices
+ * (a ModelCall holds one sampled answer), and an echoed token-id prompt on vLLM (whose echo
+ * then has no prompt text to give back).
+ */
+function checkTrainable(ctx: PipelineContext, prepared: PreparedCall): void {
+  if (ctx.engine.refusal !== "") throw new ProxyHttpError(503, `the proxy refuses train-mode calls: ${ctx.engine.refusal}`, "service_unavailable", "engine_without_ids");
+  const body = prepared.upstreamBody;
+  const n = body.n ?? 1;
+  if (n !== 1) {
+    throw new ProxyHttpError(
+      400,
+      `n: the proxy records one sampled answer per call in train mode, got n=${JSON.stringify(n)}; send ${typeof n === "number" && n > 1 ? n : "several"} calls (each is recorded, and GRPO groups come from rollouts.k), or use --mode eval`,
+      "invalid_request_error",
+      "n_unsupported_in_train_mode",
+      "n",
+    );
+  }
+  if (prepared.capture === "completions" && body.echo === true && ctx.engine.adapter.blanksEchoedPrompt && echoedText(body.prompt) === undefined) {
+    throw new ProxyHttpError(
+      400,
+      "echo: with a token-id prompt in train mode the engine returns no prompt text to echo (vLLM blanks it when asked for ids); send the prompt as text, or drop echo and read the prompt ids from return_token_ids",
+      "invalid_request_error",
+      "echo_unsupported_in_train_mode",
+      "echo",
+    );
+  }
+}
+
+/** The text an echo repeats: a string prompt (or a list of one string), else undefined. */
+function echoedText(prompt: unknown): string | undefined {
+  if (typeof prompt === "string") return prompt;
+  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === "string") return prompt[0];
+  return undefined;
 }

@@ -17,7 +17,7 @@
  * translated stream is driven the same way, its translator fed the parsed Chat chunks.
  */
 import { CallStatus } from "../../schemas/index.ts";
-import { captureAndStrip, type TokenCapture } from "../capture/tokens.ts";
+import { captureAndStrip, emptyAfterStrip, type TokenCapture } from "../capture/tokens.ts";
 import { createSseRewriter } from "../capture/sse-rewriter.ts";
 import type { FinishedCall } from "../capture/call-recorder.ts";
 import type { PipelineContext, PreparedCall } from "./types.ts";
@@ -76,7 +76,8 @@ export function streamAnswer(
     }
     if (chunk === null || typeof chunk !== "object") return translator ? "" : undefined;
     if (chunk.error !== undefined && chunk.error !== null) {
-      // vLLM reports a failure mid-stream as a data event with an `error` object.
+      // vLLM reports a failure mid-stream as a data event with an `error` object (SGLang too:
+      // `{"error": {"object": "error", "message", ...}}`).
       upstreamError ??= typeof chunk.error === "string" ? chunk.error : String(chunk.error.message ?? JSON.stringify(chunk.error));
       if (!translator) return undefined; // the SDKs raise it as an error
       rewriter.stop();
@@ -85,8 +86,8 @@ export function streamAnswer(
     const changed = captureAndStrip(prepared.capture, chunk, capture, prepared.wants);
     if (translator) return translator.push(chunk);
     if (!changed) return undefined;
-    // The usage-only chunk the proxy asked for in train mode is dropped when the harness did not ask.
-    if (Array.isArray(chunk.choices) && chunk.choices.length === 0 && !prepared.wants.usage && !("usage" in chunk)) return "";
+    // The usage or sglext chunk the proxy asked for in train mode is dropped when the harness did not ask.
+    if (emptyAfterStrip(chunk)) return "";
     return `data: ${JSON.stringify(chunk)}\n\n`;
   });
 

@@ -16,6 +16,7 @@ import type { PauseGate } from "../state/pause.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
 import type { UpstreamClient } from "../upstream/client.ts";
 import type { ConnectionGuard } from "../connections.ts";
+import type { EngineState } from "../engines/check.ts";
 
 export interface PreparedCall {
   /** The upstream API whose answer is captured (and stripped of the train-mode fields). */
@@ -91,6 +92,8 @@ export interface VendorOptions {
 /** What every model call of the proxy shares: mode, upstream client, recorder, state, limits. */
 export interface PipelineContext {
   mode: "train" | "eval";
+  /** The engine behind the upstreams: how train mode asks for ids, what calls record (docs/engines.md). */
+  engine: EngineState;
   client: UpstreamClient;
   recorder: CallRecorder;
   registry: RolloutRegistry;

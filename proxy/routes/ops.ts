@@ -5,6 +5,7 @@ import type { CallRecorder } from "../capture/call-recorder.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import type { PauseGate } from "../state/pause.ts";
 import type { UpstreamRouter } from "../upstream/router.ts";
+import type { EngineState } from "../engines/check.ts";
 
 /**
  * Mounts the ops routes.
@@ -12,7 +13,10 @@ import type { UpstreamRouter } from "../upstream/router.ts";
  * @example
  * mountOpsRoutes(app, { recorder, metrics, gate, router, logDir });
  */
-export function mountOpsRoutes(app: Hono, o: { recorder: CallRecorder; metrics: ProxyMetrics; gate: PauseGate; router: UpstreamRouter; logDir: string }): void {
+export function mountOpsRoutes(
+  app: Hono,
+  o: { recorder: CallRecorder; metrics: ProxyMetrics; gate: PauseGate; router: UpstreamRouter; logDir: string; engine: EngineState; mode: "train" | "eval" },
+): void {
   app.get("/healthz", async (c) => {
     let recorder = o.recorder.health.failure;
     if (recorder === "") {
@@ -23,9 +27,12 @@ export function mountOpsRoutes(app: Hono, o: { recorder: CallRecorder; metrics: 
       );
     }
     const upstreams = o.router.upstreams.map((u) => ({ url: u.url, healthy: u.healthy, error: u.lastError || undefined }));
-    const ok = recorder === "";
+    const e = o.engine;
+    // Train-mode calls are refused once an upstream was found unable to return ids.
+    const ok = recorder === "" && !(o.mode === "train" && e.refusal !== "");
+    const engine = { kind: e.info.kind, version: e.info.version, how: e.info.how, pending: [...e.pending], ...(e.refusal ? { refusal: e.refusal } : {}) };
     return c.json(
-      { ok, recorder: ok ? "ok" : recorder, paused: o.gate.paused, in_flight: o.gate.inFlight, policy_version: o.gate.policyVersion, upstreams },
+      { ok, recorder: recorder === "" ? "ok" : recorder, paused: o.gate.paused, in_flight: o.gate.inFlight, policy_version: o.gate.policyVersion, upstreams, engine },
       ok ? 200 : 503,
     );
   });

@@ -14,7 +14,110 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file forge/v1/records.proto.
  */
 export const file_forge_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("ChZmb3JnZS92MS9yZWNvcmRzLnByb3RvEghmb3JnZS52MSJmCgVVc2FnZRIVCg1wcm9tcHRfdG9rZW5zGAEgASgNEhkKEWNvbXBsZXRpb25fdG9rZW5zGAIgASgNEhQKDHRvdGFsX3Rva2VucxgDIAEoDRIVCg1jYWNoZWRfdG9rZW5zGAQgASgNIiUKBkhlYWRlchIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIuMGCglNb2RlbENhbGwSEgoKcm9sbG91dF9pZBgBIAEoCRILCgNzZXEYAiABKA0SDwoHY2FsbF9pZBgDIAEoCRIVCg1zdGFydF91bml4X21zGAQgASgBEhMKC2VuZF91bml4X21zGAUgASgBEiQKCHByb3RvY29sGAYgASgOMhIuZm9yZ2UudjEuUHJvdG9jb2wSFAoMcmVxdWVzdF9ib2R5GAcgASgMEhUKDXJlc3BvbnNlX2JvZHkYCCABKAwSDQoFbW9kZWwYCSABKAkSEAoIdXBzdHJlYW0YCiABKAkSFgoOcG9saWN5X3ZlcnNpb24YCyABKA0SDgoGc3RyZWFtGAwgASgIEhMKC2h0dHBfc3RhdHVzGA0gASgNEiQKBnN0YXR1cxgOIAEoDjIULmZvcmdlLnYxLkNhbGxTdGF0dXMSDQoFZXJyb3IYDyABKAkSHgoFdXNhZ2UYECABKAsyDy5mb3JnZS52MS5Vc2FnZRISCgpsYXRlbmN5X21zGBEgASgBEg8KB3R0ZnRfbXMYEiABKAESGAoQcHJvbXB0X3Rva2VuX2lkcxgTIAMoDRIcChRjb21wbGV0aW9uX3Rva2VuX2lkcxgUIAMoDRIbChNjb21wbGV0aW9uX2xvZ3Byb2JzGBUgAygCEhUKDWZpbmlzaF9yZWFzb24YFiABKAkSKwoMdG9rZW5fc3RhdHVzGBcgASgOMhUuZm9yZ2UudjEuVG9rZW5TdGF0dXMSEQoJcHJlZml4X29mGBggASgJEhIKCnByZWZpeF9sZW4YGSABKA0SEgoKcHJvbXB0X2xlbhgaIAEoDRIpCg9yZXF1ZXN0X2hlYWRlcnMYGyADKAsyEC5mb3JnZS52MS5IZWFkZXISMQoHc2Vzc2lvbhgcIAMoCzIgLmZvcmdlLnYxLk1vZGVsQ2FsbC5TZXNzaW9uRW50cnkSEQoJYmxvYl9yZWZzGB0gAygJEh0KFXVwc3RyZWFtX3JlcXVlc3RfYm9keRgeIAEoDBIZChF1cHN0cmVhbV9hdHRlbXB0cxgfIAEoDRIeChZ1cHN0cmVhbV9yZXF1ZXN0X3BhdGNoGCAgASgMGi4KDFNlc3Npb25FbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjgKBEJsb2ISDgoGc2hhMjU2GAEgASgJEhIKCm1lZGlhX3R5cGUYAiABKAkSDAoEZGF0YRgDIAEoDCLKAgoHUm9sbG91dBISCgpyb2xsb3V0X2lkGAEgASgJEhIKCmV4cGVyaW1lbnQYAiABKAkSEQoJaXRlcmF0aW9uGAMgASgNEg8KB3Rhc2tfaWQYBCABKAkSDQoFZ3JvdXAYBSABKAkSDwoHYXR0ZW1wdBgGIAEoDRIPCgdoYXJuZXNzGAcgASgJEhcKD2NyZWF0ZWRfdW5peF9tcxgIIAEoARIWCg5wb2xpY3lfdmVyc2lvbhgJIAEoDRItCgZsYWJlbHMYCiADKAsyHS5mb3JnZS52MS5Sb2xsb3V0LkxhYmVsc0VudHJ5EhIKCmtleV9zaGEyNTYYCyABKAkSEAoIcmV0cnlfb2YYKCABKAkSDQoFcmV0cnkYKSABKA0aLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKFAgoNUm9sbG91dFJlc3VsdBISCgpyb2xsb3V0X2lkGAEgASgJEg4KBnJld2FyZBgCIAEoARInCgZzdGF0dXMYAyABKA4yFy5mb3JnZS52MS5Sb2xsb3V0U3RhdHVzEhcKD3ZlcmlmaWVyX291dHB1dBgEIAEoCRIYChBmaW5pc2hlZF91bml4X21zGAUgASgBEg0KBWVycm9yGAYgASgJEjUKB21ldHJpY3MYByADKAsyJC5mb3JnZS52MS5Sb2xsb3V0UmVzdWx0Lk1ldHJpY3NFbnRyeRouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASK0AQoGUmVjb3JkEikKCm1vZGVsX2NhbGwYASABKAsyEy5mb3JnZS52MS5Nb2RlbENhbGxIABIeCgRibG9iGAIgASgLMg4uZm9yZ2UudjEuQmxvYkgAEiQKB3JvbGxvdXQYAyABKAsyES5mb3JnZS52MS5Sb2xsb3V0SAASMQoOcm9sbG91dF9yZXN1bHQYBCABKAsyFy5mb3JnZS52MS5Sb2xsb3V0UmVzdWx0SABCBgoEa2luZCqKAQoIUHJvdG9jb2wSGAoUUFJPVE9DT0xfVU5TUEVDSUZJRUQQABIRCg1QUk9UT0NPTF9DSEFUEAESGAoUUFJPVE9DT0xfQ09NUExFVElPTlMQAhIWChJQUk9UT0NPTF9SRVNQT05TRVMQAxIfChtQUk9UT0NPTF9BTlRIUk9QSUNfTUVTU0FHRVMQBCqaAQoLVG9rZW5TdGF0dXMSHAoYVE9LRU5fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVVE9LRU5fU1RBVFVTX0NPTVBMRVRFEAESGAoUVE9LRU5fU1RBVFVTX01JU1NJTkcQAhIYChRUT0tFTl9TVEFUVVNfUEFSVElBTBADEh4KGlRPS0VOX1NUQVRVU19OT1RfUkVRVUVTVEVEEAQq8wEKCkNhbGxTdGF0dXMSGwoXQ0FMTF9TVEFUVVNfVU5TUEVDSUZJRUQQABISCg5DQUxMX1NUQVRVU19PSxABEh4KGkNBTExfU1RBVFVTX1VQU1RSRUFNX0VSUk9SEAISJAogQ0FMTF9TVEFUVVNfVVBTVFJFQU1fVU5SRUFDSEFCTEUQAxIXChNDQUxMX1NUQVRVU19USU1FT1VUEAQSHgoaQ0FMTF9TVEFUVVNfQ0xJRU5UX0FCT1JURUQQBRIYChRDQUxMX1NUQVRVU19SRUpFQ1RFRBAGEhsKF0NBTExfU1RBVFVTX1BST1hZX0VSUk9SEAcqnQEKDVJvbGxvdXRTdGF0dXMSHgoaUk9MTE9VVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIVChFST0xMT1VUX1NUQVRVU19PSxABEhkKFVJPTExPVVRfU1RBVFVTX0ZBSUxFRBACEh4KGlJPTExPVVRfU1RBVFVTX0lORlJBX0VSUk9SEAMSGgoWUk9MTE9VVF9TVEFUVVNfVElNRU9VVBAEYgZwcm90bzM");
+  fileDesc("ChZmb3JnZS92MS9yZWNvcmRzLnByb3RvEghmb3JnZS52MSKfBQoOU2FtcGxpbmdQYXJhbXMSGAoLdGVtcGVyYXR1cmUYASABKAFIAIgBARISCgV0b3BfcBgCIAEoAUgBiAEBEhIKBXRvcF9rGAMgASgFSAKIAQESEgoFbWluX3AYBCABKAFIA4gBARIXCgptYXhfdG9rZW5zGAUgASgNSASIAQESEQoEc2VlZBgGIAEoAUgFiAEBEh0KEHByZXNlbmNlX3BlbmFsdHkYByABKAFIBogBARIeChFmcmVxdWVuY3lfcGVuYWx0eRgIIAEoAUgHiAEBEh8KEnJlcGV0aXRpb25fcGVuYWx0eRgJIAEoAUgIiAEBEhcKCm1pbl90b2tlbnMYCiABKA1ICYgBARIMCgRzdG9wGAsgAygJEhYKDnN0b3BfdG9rZW5faWRzGAwgAygNEhcKCmlnbm9yZV9lb3MYDSABKAhICogBARIOCgFuGA4gASgNSAuIAQESGAoQY29uc3RyYWludHNfanNvbhgPIAEoCRI0CgZzb3VyY2UYECADKAsyJC5mb3JnZS52MS5TYW1wbGluZ1BhcmFtcy5Tb3VyY2VFbnRyeRpHCgtTb3VyY2VFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKA4yGC5mb3JnZS52MS5TYW1wbGluZ1NvdXJjZToCOAFCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wQg0KC19tYXhfdG9rZW5zQgcKBV9zZWVkQhMKEV9wcmVzZW5jZV9wZW5hbHR5QhQKEl9mcmVxdWVuY3lfcGVuYWx0eUIVChNfcmVwZXRpdGlvbl9wZW5hbHR5Qg0KC19taW5fdG9rZW5zQg0KC19pZ25vcmVfZW9zQgQKAl9uImYKBVVzYWdlEhUKDXByb21wdF90b2tlbnMYASABKA0SGQoRY29tcGxldGlvbl90b2tlbnMYAiABKA0SFAoMdG90YWxfdG9rZW5zGAMgASgNEhUKDWNhY2hlZF90b2tlbnMYBCABKA0iJQoGSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkilQgKCU1vZGVsQ2FsbBISCgpyb2xsb3V0X2lkGAEgASgJEgsKA3NlcRgCIAEoDRIPCgdjYWxsX2lkGAMgASgJEhUKDXN0YXJ0X3VuaXhfbXMYBCABKAESEwoLZW5kX3VuaXhfbXMYBSABKAESJAoIcHJvdG9jb2wYBiABKA4yEi5mb3JnZS52MS5Qcm90b2NvbBIUCgxyZXF1ZXN0X2JvZHkYByABKAwSFQoNcmVzcG9uc2VfYm9keRgIIAEoDBINCgVtb2RlbBgJIAEoCRIQCgh1cHN0cmVhbRgKIAEoCRIWCg5wb2xpY3lfdmVyc2lvbhgLIAEoDRIOCgZzdHJlYW0YDCABKAgSEwoLaHR0cF9zdGF0dXMYDSABKA0SJAoGc3RhdHVzGA4gASgOMhQuZm9yZ2UudjEuQ2FsbFN0YXR1cxINCgVlcnJvchgPIAEoCRIeCgV1c2FnZRgQIAEoCzIPLmZvcmdlLnYxLlVzYWdlEhIKCmxhdGVuY3lfbXMYESABKAESDwoHdHRmdF9tcxgSIAEoARIYChBwcm9tcHRfdG9rZW5faWRzGBMgAygNEhwKFGNvbXBsZXRpb25fdG9rZW5faWRzGBQgAygNEhsKE2NvbXBsZXRpb25fbG9ncHJvYnMYFSADKAISFQoNZmluaXNoX3JlYXNvbhgWIAEoCRIrCgx0b2tlbl9zdGF0dXMYFyABKA4yFS5mb3JnZS52MS5Ub2tlblN0YXR1cxIRCglwcmVmaXhfb2YYGCABKAkSEgoKcHJlZml4X2xlbhgZIAEoDRISCgpwcm9tcHRfbGVuGBogASgNEikKD3JlcXVlc3RfaGVhZGVycxgbIAMoCzIQLmZvcmdlLnYxLkhlYWRlchIxCgdzZXNzaW9uGBwgAygLMiAuZm9yZ2UudjEuTW9kZWxDYWxsLlNlc3Npb25FbnRyeRIRCglibG9iX3JlZnMYHSADKAkSHQoVdXBzdHJlYW1fcmVxdWVzdF9ib2R5GB4gASgMEhkKEXVwc3RyZWFtX2F0dGVtcHRzGB8gASgNEh4KFnVwc3RyZWFtX3JlcXVlc3RfcGF0Y2gYICABKAwSGwoTdG9rZW5fc3RhdHVzX3JlYXNvbhgoIAEoCRIqCghzYW1wbGluZxgpIAEoCzIYLmZvcmdlLnYxLlNhbXBsaW5nUGFyYW1zEiAKBmVuZ2luZRgqIAEoDjIQLmZvcmdlLnYxLkVuZ2luZRIWCg5lbmdpbmVfdmVyc2lvbhgrIAEoCRItCg1sb2dwcm9ic19tb2RlGCwgASgOMhYuZm9yZ2UudjEuTG9ncHJvYnNNb2RlGi4KDFNlc3Npb25FbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjgKBEJsb2ISDgoGc2hhMjU2GAEgASgJEhIKCm1lZGlhX3R5cGUYAiABKAkSDAoEZGF0YRgDIAEoDCLKAgoHUm9sbG91dBISCgpyb2xsb3V0X2lkGAEgASgJEhIKCmV4cGVyaW1lbnQYAiABKAkSEQoJaXRlcmF0aW9uGAMgASgNEg8KB3Rhc2tfaWQYBCABKAkSDQoFZ3JvdXAYBSABKAkSDwoHYXR0ZW1wdBgGIAEoDRIPCgdoYXJuZXNzGAcgASgJEhcKD2NyZWF0ZWRfdW5peF9tcxgIIAEoARIWCg5wb2xpY3lfdmVyc2lvbhgJIAEoDRItCgZsYWJlbHMYCiADKAsyHS5mb3JnZS52MS5Sb2xsb3V0LkxhYmVsc0VudHJ5EhIKCmtleV9zaGEyNTYYCyABKAkSEAoIcmV0cnlfb2YYKCABKAkSDQoFcmV0cnkYKSABKA0aLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKFAgoNUm9sbG91dFJlc3VsdBISCgpyb2xsb3V0X2lkGAEgASgJEg4KBnJld2FyZBgCIAEoARInCgZzdGF0dXMYAyABKA4yFy5mb3JnZS52MS5Sb2xsb3V0U3RhdHVzEhcKD3ZlcmlmaWVyX291dHB1dBgEIAEoCRIYChBmaW5pc2hlZF91bml4X21zGAUgASgBEg0KBWVycm9yGAYgASgJEjUKB21ldHJpY3MYByADKAsyJC5mb3JnZS52MS5Sb2xsb3V0UmVzdWx0Lk1ldHJpY3NFbnRyeRouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASK0AQoGUmVjb3JkEikKCm1vZGVsX2NhbGwYASABKAsyEy5mb3JnZS52MS5Nb2RlbENhbGxIABIeCgRibG9iGAIgASgLMg4uZm9yZ2UudjEuQmxvYkgAEiQKB3JvbGxvdXQYAyABKAsyES5mb3JnZS52MS5Sb2xsb3V0SAASMQoOcm9sbG91dF9yZXN1bHQYBCABKAsyFy5mb3JnZS52MS5Sb2xsb3V0UmVzdWx0SABCBgoEa2luZCqKAQoIUHJvdG9jb2wSGAoUUFJPVE9DT0xfVU5TUEVDSUZJRUQQABIRCg1QUk9UT0NPTF9DSEFUEAESGAoUUFJPVE9DT0xfQ09NUExFVElPTlMQAhIWChJQUk9UT0NPTF9SRVNQT05TRVMQAxIfChtQUk9UT0NPTF9BTlRIUk9QSUNfTUVTU0FHRVMQBCqaAQoLVG9rZW5TdGF0dXMSHAoYVE9LRU5fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVVE9LRU5fU1RBVFVTX0NPTVBMRVRFEAESGAoUVE9LRU5fU1RBVFVTX01JU1NJTkcQAhIYChRUT0tFTl9TVEFUVVNfUEFSVElBTBADEh4KGlRPS0VOX1NUQVRVU19OT1RfUkVRVUVTVEVEEAQq8wEKCkNhbGxTdGF0dXMSGwoXQ0FMTF9TVEFUVVNfVU5TUEVDSUZJRUQQABISCg5DQUxMX1NUQVRVU19PSxABEh4KGkNBTExfU1RBVFVTX1VQU1RSRUFNX0VSUk9SEAISJAogQ0FMTF9TVEFUVVNfVVBTVFJFQU1fVU5SRUFDSEFCTEUQAxIXChNDQUxMX1NUQVRVU19USU1FT1VUEAQSHgoaQ0FMTF9TVEFUVVNfQ0xJRU5UX0FCT1JURUQQBRIYChRDQUxMX1NUQVRVU19SRUpFQ1RFRBAGEhsKF0NBTExfU1RBVFVTX1BST1hZX0VSUk9SEAcqnQEKDVJvbGxvdXRTdGF0dXMSHgoaUk9MTE9VVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIVChFST0xMT1VUX1NUQVRVU19PSxABEhkKFVJPTExPVVRfU1RBVFVTX0ZBSUxFRBACEh4KGlJPTExPVVRfU1RBVFVTX0lORlJBX0VSUk9SEAMSGgoWUk9MTE9VVF9TVEFUVVNfVElNRU9VVBAEKlYKBkVuZ2luZRIWChJFTkdJTkVfVU5TUEVDSUZJRUQQABIPCgtFTkdJTkVfVkxMTRABEhEKDUVOR0lORV9TR0xBTkcQAhIQCgxFTkdJTkVfT1RIRVIQAyrQAQoMTG9ncHJvYnNNb2RlEh0KGUxPR1BST0JTX01PREVfVU5TUEVDSUZJRUQQABIZChVMT0dQUk9CU19NT0RFX1VOS05PV04QARIeChpMT0dQUk9CU19NT0RFX1JBV19MT0dQUk9CUxACEiQKIExPR1BST0JTX01PREVfUFJPQ0VTU0VEX0xPR1BST0JTEAMSHAoYTE9HUFJPQlNfTU9ERV9SQVdfTE9HSVRTEAQSIgoeTE9HUFJPQlNfTU9ERV9QUk9DRVNTRURfTE9HSVRTEAUqjwEKDlNhbXBsaW5nU291cmNlEh8KG1NBTVBMSU5HX1NPVVJDRV9VTlNQRUNJRklFRBAAEhsKF1NBTVBMSU5HX1NPVVJDRV9SRVFVRVNUEAESIgoeU0FNUExJTkdfU09VUkNFX0VOR0lORV9ERUZBVUxUEAISGwoXU0FNUExJTkdfU09VUkNFX1VOS05PV04QA2IGcHJvdG8z");
+
+/**
+ * The sampling parameters of a call (issue 15). A value is set when it is known
+ * (from the request, or the engine's fixed default); `source` says which for each.
+ *
+ * @generated from message forge.v1.SamplingParams
+ */
+export type SamplingParams = Message<"forge.v1.SamplingParams"> & {
+  /**
+   * @generated from field: optional double temperature = 1;
+   */
+  temperature?: number | undefined;
+
+  /**
+   * @generated from field: optional double top_p = 2;
+   */
+  topP?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 top_k = 3;
+   */
+  topK?: number | undefined;
+
+  /**
+   * @generated from field: optional double min_p = 4;
+   */
+  minP?: number | undefined;
+
+  /**
+   * @generated from field: optional uint32 max_tokens = 5;
+   */
+  maxTokens?: number | undefined;
+
+  /**
+   * A double: the proxy reads the request as JSON, whose numbers are doubles.
+   *
+   * @generated from field: optional double seed = 6;
+   */
+  seed?: number | undefined;
+
+  /**
+   * @generated from field: optional double presence_penalty = 7;
+   */
+  presencePenalty?: number | undefined;
+
+  /**
+   * @generated from field: optional double frequency_penalty = 8;
+   */
+  frequencyPenalty?: number | undefined;
+
+  /**
+   * @generated from field: optional double repetition_penalty = 9;
+   */
+  repetitionPenalty?: number | undefined;
+
+  /**
+   * @generated from field: optional uint32 min_tokens = 10;
+   */
+  minTokens?: number | undefined;
+
+  /**
+   * @generated from field: repeated string stop = 11;
+   */
+  stop: string[];
+
+  /**
+   * @generated from field: repeated uint32 stop_token_ids = 12;
+   */
+  stopTokenIds: number[];
+
+  /**
+   * @generated from field: optional bool ignore_eos = 13;
+   */
+  ignoreEos?: boolean | undefined;
+
+  /**
+   * @generated from field: optional uint32 n = 14;
+   */
+  n?: number | undefined;
+
+  /**
+   * Other request fields that change the distribution (logit_bias, allowed_token_ids,
+   * bad_words, response_format, structured outputs, a forced tool_choice, ...), as a
+   * JSON object of the values sent; empty when none.
+   *
+   * @generated from field: string constraints_json = 15;
+   */
+  constraintsJson: string;
+
+  /**
+   * Per parameter name above ("temperature", "top_p", ...): where its value comes from.
+   *
+   * @generated from field: map<string, forge.v1.SamplingSource> source = 16;
+   */
+  source: { [key: string]: SamplingSource };
+};
+
+/**
+ * Describes the message forge.v1.SamplingParams.
+ * Use `create(SamplingParamsSchema)` to create a new message.
+ */
+export const SamplingParamsSchema: GenMessage<SamplingParams> = /*@__PURE__*/
+  messageDesc(file_forge_v1_records, 0);
 
 /**
  * @generated from message forge.v1.Usage
@@ -46,7 +149,7 @@ export type Usage = Message<"forge.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_forge_v1_records, 0);
+  messageDesc(file_forge_v1_records, 1);
 
 /**
  * @generated from message forge.v1.Header
@@ -68,7 +171,7 @@ export type Header = Message<"forge.v1.Header"> & {
  * Use `create(HeaderSchema)` to create a new message.
  */
 export const HeaderSchema: GenMessage<Header> = /*@__PURE__*/
-  messageDesc(file_forge_v1_records, 1);
+  messageDesc(file_forge_v1_records, 2);
 
 /**
  * One model call of one rollout, as served by the proxy.
@@ -269,6 +372,41 @@ export type ModelCall = Message<"forge.v1.ModelCall"> & {
    * @generated from field: bytes upstream_request_patch = 32;
    */
   upstreamRequestPatch: Uint8Array;
+
+  /**
+   * Issue 15 (engines), fields 40-49.
+   * Why token_status is not COMPLETE (ids missing, or not agreeing with usage), or a
+   * note on a COMPLETE call (logprobs not covering every id); empty otherwise.
+   *
+   * @generated from field: string token_status_reason = 40;
+   */
+  tokenStatusReason: string;
+
+  /**
+   * The call's sampling parameters and where each comes from.
+   *
+   * @generated from field: forge.v1.SamplingParams sampling = 41;
+   */
+  sampling?: SamplingParams | undefined;
+
+  /**
+   * The engine of the upstream and its version (as it reports it; empty when unknown).
+   *
+   * @generated from field: forge.v1.Engine engine = 42;
+   */
+  engine: Engine;
+
+  /**
+   * @generated from field: string engine_version = 43;
+   */
+  engineVersion: string;
+
+  /**
+   * What the recorded logprobs are.
+   *
+   * @generated from field: forge.v1.LogprobsMode logprobs_mode = 44;
+   */
+  logprobsMode: LogprobsMode;
 };
 
 /**
@@ -276,7 +414,7 @@ export type ModelCall = Message<"forge.v1.ModelCall"> & {
  * Use `create(ModelCallSchema)` to create a new message.
  */
 export const ModelCallSchema: GenMessage<ModelCall> = /*@__PURE__*/
-  messageDesc(file_forge_v1_records, 2);
+  messageDesc(file_forge_v1_records, 3);
 
 /**
  * Content-addressed bytes (screenshots, images) referenced by calls.
@@ -305,7 +443,7 @@ export type Blob = Message<"forge.v1.Blob"> & {
  * Use `create(BlobSchema)` to create a new message.
  */
 export const BlobSchema: GenMessage<Blob> = /*@__PURE__*/
-  messageDesc(file_forge_v1_records, 3);
+  messageDesc(file_forge_v1_records, 4);
 
 /**
  * A rollout as registered with the proxy.
@@ -396,7 +534,7 @@ export type Rollout = Message<"forge.v1.Rollout"> & {
  * Use `create(RolloutSchema)` to create a new message.
  */
 export const RolloutSchema: GenMessage<Rollout> = /*@__PURE__*/
-  messageDesc(file_forge_v1_records, 4);
+  messageDesc(file_forge_v1_records, 5);
 
 /**
  * The verifier's verdict on a rollout.
@@ -445,7 +583,7 @@ export type RolloutResult = Message<"forge.v1.RolloutResult"> & {
  * Use `create(RolloutResultSchema)` to create a new message.
  */
 export const RolloutResultSchema: GenMessage<RolloutResult> = /*@__PURE__*/
-  messageDesc(file_forge_v1_records, 5);
+  messageDesc(file_forge_v1_records, 6);
 
 /**
  * The unit written to a segment log.
@@ -488,7 +626,7 @@ export type Record = Message<"forge.v1.Record"> & {
  * Use `create(RecordSchema)` to create a new message.
  */
 export const RecordSchema: GenMessage<Record> = /*@__PURE__*/
-  messageDesc(file_forge_v1_records, 6);
+  messageDesc(file_forge_v1_records, 7);
 
 /**
  * The API a harness spoke to the proxy.
@@ -682,4 +820,127 @@ export enum RolloutStatus {
  */
 export const RolloutStatusSchema: GenEnum<RolloutStatus> = /*@__PURE__*/
   enumDesc(file_forge_v1_records, 3);
+
+/**
+ * The inference engine that served a call, as the proxy identified it at start
+ * (issue 15: engines; docs/engines.md).
+ *
+ * @generated from enum forge.v1.Engine
+ */
+export enum Engine {
+  /**
+   * @generated from enum value: ENGINE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: ENGINE_VLLM = 1;
+   */
+  VLLM = 1,
+
+  /**
+   * @generated from enum value: ENGINE_SGLANG = 2;
+   */
+  SGLANG = 2,
+
+  /**
+   * Not identified (an OpenAI-compatible API that said neither); asked for ids the vLLM way.
+   *
+   * @generated from enum value: ENGINE_OTHER = 3;
+   */
+  OTHER = 3,
+}
+
+/**
+ * Describes the enum forge.v1.Engine.
+ */
+export const EngineSchema: GenEnum<Engine> = /*@__PURE__*/
+  enumDesc(file_forge_v1_records, 4);
+
+/**
+ * What the engine's logprobs are (issue 15). vLLM's --logprobs-mode: raw values come
+ * before temperature, penalties and top-k/top-p; processed ones are the sampling
+ * distribution's.
+ *
+ * @generated from enum forge.v1.LogprobsMode
+ */
+export enum LogprobsMode {
+  /**
+   * @generated from enum value: LOGPROBS_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The engine does not say (vLLM without VLLM_SERVER_DEV_MODE, SGLang, other APIs).
+   *
+   * @generated from enum value: LOGPROBS_MODE_UNKNOWN = 1;
+   */
+  UNKNOWN = 1,
+
+  /**
+   * @generated from enum value: LOGPROBS_MODE_RAW_LOGPROBS = 2;
+   */
+  RAW_LOGPROBS = 2,
+
+  /**
+   * @generated from enum value: LOGPROBS_MODE_PROCESSED_LOGPROBS = 3;
+   */
+  PROCESSED_LOGPROBS = 3,
+
+  /**
+   * @generated from enum value: LOGPROBS_MODE_RAW_LOGITS = 4;
+   */
+  RAW_LOGITS = 4,
+
+  /**
+   * @generated from enum value: LOGPROBS_MODE_PROCESSED_LOGITS = 5;
+   */
+  PROCESSED_LOGITS = 5,
+}
+
+/**
+ * Describes the enum forge.v1.LogprobsMode.
+ */
+export const LogprobsModeSchema: GenEnum<LogprobsMode> = /*@__PURE__*/
+  enumDesc(file_forge_v1_records, 5);
+
+/**
+ * Where a recorded sampling parameter comes from (issue 15).
+ *
+ * @generated from enum forge.v1.SamplingSource
+ */
+export enum SamplingSource {
+  /**
+   * @generated from enum value: SAMPLING_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Set in the request sent upstream.
+   *
+   * @generated from enum value: SAMPLING_SOURCE_REQUEST = 1;
+   */
+  REQUEST = 1,
+
+  /**
+   * Not in the request: the engine's fixed default for that route at the pinned version.
+   *
+   * @generated from enum value: SAMPLING_SOURCE_ENGINE_DEFAULT = 2;
+   */
+  ENGINE_DEFAULT = 2,
+
+  /**
+   * Not in the request, and the engine takes it from the model's generation_config,
+   * which it does not report: the value is not recorded.
+   *
+   * @generated from enum value: SAMPLING_SOURCE_UNKNOWN = 3;
+   */
+  UNKNOWN = 3,
+}
+
+/**
+ * Describes the enum forge.v1.SamplingSource.
+ */
+export const SamplingSourceSchema: GenEnum<SamplingSource> = /*@__PURE__*/
+  enumDesc(file_forge_v1_records, 6);
 

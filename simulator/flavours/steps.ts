@@ -1,0 +1,56 @@
+/**
+ * The decode steps of a streamed answer, shared by the flavours: each choice's deltas (as
+ * vLLM's and SGLang's parsers split them, `deltas.ts`), interleaved across choices, with the
+ * simulated decode delay between steps.
+ */
+import { planDeltas, type StreamDelta } from "../deltas.ts";
+import { finalMessage } from "../generate.ts";
+import type { SimContext } from "../options.ts";
+import { sleep } from "../sse.ts";
+import type { SampledChoice } from "./types.ts";
+
+export interface Step<C extends SampledChoice> {
+  choice: C;
+  delta: StreamDelta;
+  /** Step number of this choice (0 = its first delta). */
+  k: number;
+  /** The choice's last delta. */
+  last: boolean;
+}
+
+/**
+ * The steps of `choices`, in decode order.
+ *
+ * @example
+ * for await (const step of decodeSteps(ctx, choices, signal)) yield chunkOf(step);
+ */
+export async function* decodeSteps<C extends SampledChoice>(ctx: SimContext, choices: C[], signal: AbortSignal): AsyncGenerator<Step<C>> {
+  const plans = choices.map((c) => planDeltas(c.g, ctx.tokensPerChunk, c.callId));
+  const longest = Math.max(0, ...plans.map((p) => p.length));
+  for (let k = 0; k < longest; k++) {
+    if (k > 0) await sleep(ctx.chunkDelayMs, signal);
+    if (signal.aborted) return;
+    for (let i = 0; i < choices.length; i++) {
+      const d = plans[i]![k];
+      if (!d) continue;
+      yield { choice: choices[i]!, delta: d, k, last: k === plans[i]!.length - 1 };
+    }
+  }
+}
+
+/** vLLM's and SGLang's finish reason: "tool_calls" whenever the tool parser found calls. */
+export function finishReasonOf(c: SampledChoice): "stop" | "length" | "tool_calls" {
+  if (finalMessage(c.g).toolCalls.length > 0) return "tool_calls";
+  return c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason;
+}
+
+/**
+ * The ids of a chunk's tokens, with holes when the test asked for them (every third chunk's
+ * ids left out).
+ *
+ * @example
+ * chunkIds(choice, 0, 3, {}) // choice.g.ids.slice(0, 3)
+ */
+export function chunkIds(c: SampledChoice, start: number, end: number, k: number, holey: boolean | undefined): number[] {
+  return holey && k % 3 === 2 ? [] : c.g.ids.slice(start, end);
+}

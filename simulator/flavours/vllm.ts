@@ -1,0 +1,212 @@
+/**
+ * vLLM 0.33.0's OpenAI server, answer side (read from the released wheel; docs/engines.md):
+ *
+ * - Chat, not streamed (`chat_completion/protocol.py:76-165`, `serving.py:1059-1154`, sent as
+ *   `model_dump()`): every field present, unset ones null; `message.reasoning` (not
+ *   `reasoning_content`); `tool_calls` only when there are some; `choices[i].token_ids` and the
+ *   top-level `prompt_token_ids` null unless `return_token_ids`.
+ * - Chat, streamed (`serving.py:480-913`, chunks `exclude_unset`): a role chunk per choice
+ *   carrying `prompt_token_ids` (null unless asked) and `prompt_text`; delta chunks with
+ *   `token_ids` (null unless asked) and `kv_transfer_params`; the last one with `stop_reason`
+ *   and `weight_versions`, and `system_fingerprint` when no usage chunk follows; the usage chunk
+ *   (`exclude_none`) with `choices: []`; `data: [DONE]`.
+ * - Completions (`completion/serving.py:298-712`): per choice `prompt_token_ids` (first chunk)
+ *   and `token_ids`; `echo` repeats the prompt text, "" when `return_token_ids` is set, and puts
+ *   the prompt's logprobs first.
+ * - Errors (`serve/engine/protocol.py:79-87`): `{"error": {"message", "type", "param", "code"}}`.
+ */
+import { finalMessage } from "../generate.ts";
+import type { SimContext } from "../options.ts";
+import { chatLogprobs, completionLogprobs } from "./logprob-blocks.ts";
+import { chunkIds, decodeSteps, finishReasonOf } from "./steps.ts";
+import type { ChatAnswer, CompletionAnswer, EngineFlavour, SampledChoice } from "./types.ts";
+
+const FINGERPRINT = "forge-policy-simulator";
+
+/**
+ * vLLM's error body and status.
+ *
+ * @example
+ * vllmError(400, "bad").status // 400
+ */
+export function vllmError(status: number, message: string, param: string | null = null): Response {
+  const type =
+    status === 404 ? "NotFoundError" : status === 400 ? "BadRequestError" : status === 503 ? "ServiceUnavailableError" : status === 501 ? "NotImplementedError" : "InternalServerError";
+  return Response.json({ error: { message, type, param, code: status } }, { status, headers: { "x-forge-simulator": "1" } });
+}
+
+function toolCalls(c: SampledChoice) {
+  return finalMessage(c.g).toolCalls.map((call, i) => ({ id: c.callId(i), type: "function", function: { name: call.name, arguments: call.arguments } }));
+}
+
+function allIds(c: SampledChoice, holey: boolean | undefined): number[] {
+  return holey ? c.g.ids.slice(0, -1) : c.g.ids;
+}
+
+export const vllmFlavour: EngineFlavour = {
+  name: "vllm",
+  error: vllmError,
+  checkChat: () => undefined,
+  answerId: (kind) => `${kind === "chat" ? "chatcmpl" : "cmpl"}-${crypto.randomUUID().replaceAll("-", "")}`,
+
+  chatJson(a: ChatAnswer, ctx: SimContext) {
+    const ids = a.body.return_token_ids === true;
+    return {
+      id: this.answerId("chat"),
+      object: "chat.completion",
+      created: a.created,
+      model: a.model,
+      choices: a.choices.map((c) => {
+        const message = finalMessage(c.g);
+        const calls = toolCalls(c);
+        return {
+          index: c.index,
+          message: {
+            role: "assistant",
+            content: message.content === "" && calls.length > 0 ? null : message.content,
+            refusal: null,
+            annotations: null,
+            audio: null,
+            function_call: null,
+            ...(calls.length > 0 ? { tool_calls: calls } : {}),
+            reasoning: message.reasoning ?? null,
+          },
+          logprobs: a.body.logprobs ? chatLogprobs(a.tokenizer, c.logprobs) : null,
+          finish_reason: finishReasonOf(c),
+          stop_reason: c.g.stopReason,
+          token_ids: ids ? allIds(c, ctx.engine.faults.holeyIds) : null,
+          routed_experts: null,
+          weight_versions: null,
+        };
+      }),
+      service_tier: null,
+      system_fingerprint: FINGERPRINT,
+      usage: { ...a.usage, prompt_tokens_details: null, completion_tokens_details: null },
+      prompt_logprobs: null,
+      prompt_token_ids: ids ? a.promptIds : null,
+      prompt_text: null,
+      kv_transfer_params: null,
+      ec_transfer_params: null,
+      metrics: null,
+    };
+  },
+
+  async *chatStream(a: ChatAnswer, ctx: SimContext) {
+    const body = a.body;
+    const ids = body.return_token_ids === true;
+    const includeUsage = body.stream_options?.include_usage === true;
+    const continuous = includeUsage && body.stream_options?.continuous_usage_stats === true;
+    const id = this.answerId("chat");
+    const head = { id, object: "chat.completion.chunk", created: a.created };
+    const promptTokens = a.usage.prompt_tokens;
+    for (const c of a.choices) {
+      yield {
+        ...head,
+        choices: [{ index: c.index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
+        model: a.model,
+        prompt_token_ids: ids ? a.promptIds : null,
+        prompt_text: null,
+        ...(continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: promptTokens } } : {}),
+      };
+    }
+    const generated = a.choices.map(() => 0);
+    for await (const { choice: c, delta: d, k, last } of decodeSteps(ctx, a.choices, a.request.signal)) {
+      generated[c.index] = d.end;
+      const delta: Record<string, unknown> = {};
+      if (d.reasoning !== undefined) delta.reasoning = d.reasoning;
+      if (d.content !== undefined) delta.content = d.content;
+      if (d.toolCalls) delta.tool_calls = d.toolCalls;
+      const choice: Record<string, unknown> = {
+        index: c.index,
+        delta,
+        logprobs: body.logprobs ? chatLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end)) : null,
+        finish_reason: last ? finishReasonOf(c) : null,
+        ...(last ? { stop_reason: c.g.stopReason } : {}),
+        token_ids: ids ? chunkIds(c, d.start, d.end, k, ctx.engine.faults.holeyIds) : null,
+        ...(last ? { weight_versions: null } : {}),
+      };
+      const done = generated.reduce((x, y) => x + y, 0);
+      yield {
+        ...head,
+        choices: [choice],
+        model: a.model,
+        kv_transfer_params: null,
+        ...(last && !includeUsage ? { system_fingerprint: FINGERPRINT } : {}),
+        ...(continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: done, total_tokens: promptTokens + done } } : {}),
+      };
+    }
+    if (includeUsage) yield { ...head, model: a.model, choices: [], usage: a.usage, system_fingerprint: FINGERPRINT };
+  },
+
+  completionJson(a: CompletionAnswer, ctx: SimContext) {
+    const body = a.body;
+    const ids = body.return_token_ids === true;
+    // With return_token_ids vLLM does not detokenize the prompt, so an echo repeats "" (serving.py:590-592).
+    const echoText = body.echo ? (ids ? "" : a.promptText) : "";
+    return {
+      id: this.answerId("completion"),
+      object: "text_completion",
+      created: a.created,
+      model: a.model,
+      choices: a.choices.map((c) => ({
+        index: c.index,
+        text: echoText + c.text,
+        logprobs:
+          body.logprobs === undefined || body.logprobs === null
+            ? null
+            : body.echo
+              ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, [...a.promptIds, ...c.g.ids])
+              : completionLogprobs(a.tokenizer, c.logprobs, 0),
+        finish_reason: c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason,
+        stop_reason: c.g.stopReason,
+        token_ids: ids ? allIds(c, ctx.engine.faults.holeyIds) : null,
+        prompt_logprobs: null,
+        prompt_token_ids: ids ? a.promptIds : null,
+        routed_experts: null,
+        weight_versions: null,
+      })),
+      service_tier: null,
+      system_fingerprint: FINGERPRINT,
+      usage: { ...a.usage, prompt_tokens_details: null, completion_tokens_details: null },
+      kv_transfer_params: null,
+      ec_transfer_params: null,
+      metrics: null,
+    };
+  },
+
+  async *completionStream(a: CompletionAnswer, ctx: SimContext) {
+    const body = a.body;
+    const ids = body.return_token_ids === true;
+    const id = this.answerId("completion");
+    const head = { id, object: "text_completion", created: a.created, model: a.model };
+    const offsets = a.choices.map(() => 0);
+    for await (const { choice: c, delta: d, k, last } of decodeSteps(ctx, a.choices, a.request.signal)) {
+      const echo = k === 0 && body.echo === true;
+      const prefix = echo ? (ids ? "" : a.promptText) : "";
+      const text = prefix + (d.content ?? "");
+      const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
+      const logprobs = !wantLogprobs
+        ? null
+        : echo
+          ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], offsets[c.index]!, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)])
+          : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), offsets[c.index]!);
+      yield {
+        ...head,
+        choices: [
+          {
+            index: c.index,
+            text,
+            logprobs,
+            finish_reason: last ? (c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason) : null,
+            stop_reason: last ? c.g.stopReason : null,
+            prompt_token_ids: ids && k === 0 ? a.promptIds : null,
+            token_ids: ids ? chunkIds(c, d.start, d.end, k, ctx.engine.faults.holeyIds) : null,
+            weight_versions: null,
+          },
+        ],
+      };
+      offsets[c.index]! += text.length;
+    }
+    if (body.stream_options?.include_usage === true) yield { ...head, choices: [], usage: a.usage };
+  },
+};
