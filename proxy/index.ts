@@ -1,5 +1,6 @@
 /**
- * The proxy area: the recording proxy — protocol front doors (`doors/`), token capture and call
+ * The proxy area: the recording proxy — protocol front doors (`doors/`), engine adapters
+ * (`engines/`: how each inference engine is asked for ids, detected and given new weights), token capture and call
  * recording (`capture/`), the upstream client, rollout state and the control API. It writes
  * through the records area and never reads trajectories or the simulator. Other areas import
  * from here only.
@@ -11,3 +12,10 @@ export { DEFAULT_FRONT_DOORS, chatFrontDoor, completionsFrontDoor, translatedFro
 export { runModelCall, type PipelineContext } from "./doors/index.ts";
 export { ProxyHttpError, openAiErrorBody } from "./errors.ts";
 export { keySha256, newApiKey } from "./state/keys.ts";
+export { adapterFor, type EngineAdapter } from "./engines/adapter.ts";
+export { ENGINE_SETTINGS, engineName, type EngineInfo, type EngineKind, type EngineSetting } from "./engines/kinds.ts";
+export { detectEngine, type Detection } from "./engines/detect.ts";
+export { MINIMUM_TRAIN_VERSION, PINNED_VERSIONS, atLeast } from "./engines/versions.ts";
+export { vllmTokenCompletionRequest } from "./engines/vllm.ts";
+export { sglangGenerateRequest, type SglangSamplingParams } from "./engines/sglang.ts";
+export { loadCalls, loadCheckpoint, servedWeights, versionCall, WeightSyncError, type EngineCall, type ServedWeights } from "./engines/weight-sync.ts";

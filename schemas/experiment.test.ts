@@ -33,7 +33,7 @@ describe("parseExperimentText", () => {
   test("a minimal file gets every default", () => {
     const experiment = parseExperimentText(minimal, "x.yaml");
     expect(experiment.metadata.name).toBe("quick");
-    expect(experiment.spec.policy).toEqual({ model: "qwen3-0.6b", upstreams: [], mode: "eval", simulator: { seed: 0 } });
+    expect(experiment.spec.policy).toEqual({ model: "qwen3-0.6b", upstreams: [], mode: "eval", engine: "auto", simulator: { seed: 0 } });
     expect(experiment.spec.rollouts).toEqual({
       k: 4,
       parallelism: 4,
@@ -45,6 +45,7 @@ describe("parseExperimentText", () => {
     expect(experiment.spec.training.algorithm).toBe("grpo");
     expect(experiment.spec.training.iterations).toBe(1);
     expect(experiment.spec.training.weightSync.strategy).toBe("update-from-disk");
+    expect(experiment.spec.training.checkpoints).toEqual({ mountPath: "/checkpoints", size: "200Gi" });
     expect(experiment.spec.metrics).toEqual({ k: [1], passThreshold: 1, missingTrials: "exclude" });
     expect(experiment.spec.proxy.port).toBe(8080);
   });

@@ -77,6 +77,11 @@ const PolicySchema = z.strictObject({
   /** Inference servers (vLLM / SGLang / any OpenAI-compatible API). Empty → the policy simulator. */
   upstreams: z.array(z.url({ error: "expected a URL (e.g. http://vllm:8000)" })).default([]),
   mode: z.enum(["train", "eval"], { error: 'expected "train" or "eval"' }).default("eval"),
+  /**
+   * The inference engine of the upstreams (docs/engines.md): how the proxy asks for token ids and
+   * how weight sync loads a checkpoint. auto: each server says who it is.
+   */
+  engine: z.enum(["vllm", "sglang", "auto"], { error: 'expected "vllm", "sglang" or "auto"' }).default("auto"),
   simulator: SimulatorSchema.default({ seed: 0 }),
 });
 
@@ -118,16 +123,39 @@ const RolloutsSchema = z.strictObject({
 
 const WeightSyncSchema = z.strictObject({
   /**
-   * update-from-disk: POST the new checkpoint path to each inference server (SGLang
-   * /update_weights_from_disk, vLLM with the same dev endpoint); restart: roll the inference
-   * Deployment; none: keep serving the old weights (evaluation of a fixed policy).
+   * update-from-disk: each inference server loads the new checkpoint in place through its own
+   * API (SGLang /update_weights_from_disk; vLLM /pause, /collective_rpc reload_weights,
+   * /resume with VLLM_SERVER_DEV_MODE=1); restart: roll the inference Deployment with its
+   * FORGE_CHECKPOINT pointing at the checkpoint; none: keep serving the old weights
+   * (evaluation of a fixed policy). docs/engines.md and docs/argo.md.
    */
   strategy: z.enum(["update-from-disk", "restart", "none"], { error: 'expected "update-from-disk", "restart" or "none"' }).default("update-from-disk"),
-  /** Inference servers to load into; defaults to policy.upstreams. */
+  /** Inference servers to load into (each one, not a Service in front of several); defaults to policy.upstreams. */
   servers: z.array(z.url({ error: "expected a URL" })).optional(),
   /** Deployment rolled by strategy restart. */
   deployment: z.string().optional(),
+  /** Namespace of the inference servers (default: the experiment's). */
+  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: "expected a Kubernetes namespace name" }).optional(),
+  /** The Deployment's container that serves the model (strategy restart; default its first). */
+  container: z.string().min(1).optional(),
   timeoutSeconds: positiveInt().default(600),
+});
+
+/**
+ * Where veRL writes checkpoints and the inference servers load them from: one
+ * ReadWriteMany volume both sides mount at `mountPath` (docs/argo.md, "Checkpoints").
+ */
+const CheckpointsSchema = z.strictObject({
+  /** The path of the volume in the trainer and in every inference server. */
+  mountPath: z.string().regex(/^\/[^\s]*$/, { error: "expected an absolute path" }).default("/checkpoints"),
+  size: quantity("checkpoint storage").default("200Gi"),
+  /** A ReadWriteMany storage class (NFS, CephFS, a cloud file store). */
+  storageClassName: z.string().optional(),
+  /**
+   * An NFS export both namespaces bind a claim to, for inference servers in another namespace
+   * than the experiment (a claim can only be mounted in its own namespace).
+   */
+  nfs: z.strictObject({ server: text("the NFS server"), path: z.string().regex(/^\//, { error: "expected the export's absolute path" }) }).optional(),
 });
 
 const TrainingSchema = z.strictObject({
@@ -148,6 +176,7 @@ const TrainingSchema = z.strictObject({
    */
   minGroupFraction: z.number({ error: "expected a number in (0, 1]" }).gt(0, { error: "expected a number in (0, 1]" }).max(1, { error: "expected a number in (0, 1]" }).default(0.5),
   weightSync: WeightSyncSchema.default({ strategy: "update-from-disk", timeoutSeconds: 600 }),
+  checkpoints: CheckpointsSchema.default({ mountPath: "/checkpoints", size: "200Gi" }),
 });
 
 const MetricsSchema = z.strictObject({

@@ -14,6 +14,7 @@ import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPol
 import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
 import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { PersistentVolume } from "kubernetes-models/v1/PersistentVolume";
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
@@ -37,6 +38,9 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   Workflow,
 };
 
+/** The kinds rendered for the fixture (a train experiment with upstreams), in apply order: the data and the checkpoint claims. */
+const KINDS = ["ServiceAccount", "Role", "RoleBinding", "PersistentVolumeClaim", "PersistentVolumeClaim", "ConfigMap", "Deployment", "Service", "NetworkPolicy", "WorkflowTemplate", "Workflow"];
+
 type AnyTemplate = Record<string, any>;
 const render = (path = FIXTURE, namespace = "forge") => renderExperiment(parseExperimentFile(path), { namespace, experimentPath: path });
 const byKind = (objects: KubeObject[], kind: string) => objects.find((o) => o.kind === kind) as any;
@@ -52,7 +56,7 @@ function writeExperiment(yaml: string): string {
 describe("forge render", () => {
   test("every object validates against its schema, read back from the YAML", () => {
     const objects = render();
-    expect(objects.map((o) => o.kind)).toEqual(Object.keys(MODELS));
+    expect(objects.map((o) => o.kind)).toEqual(KINDS);
     const documents = parseAllDocuments(manifestsToYaml(objects)).map((d) => d.toJS());
     expect(documents).toEqual(objects as unknown[]);
     for (const document of documents) {
@@ -105,7 +109,7 @@ describe("forge render", () => {
     expect(iteration.dag.tasks[5].arguments.parameters).toEqual([{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }]);
     const sync = iteration.dag.tasks[6];
     expect(sync.arguments.parameters).toContainEqual({ name: "policy-version", value: "2" });
-    expect(sync.arguments.parameters).toContainEqual({ name: "checkpoint", value: "/data/checkpoints/{{workflow.name}}/global_step_2/actor/huggingface" });
+    expect(sync.arguments.parameters).toContainEqual({ name: "checkpoint", value: "/checkpoints/{{workflow.name}}/global_step_2/actor/huggingface" });
   });
 
   test("the rollout pod: register, harness, verify, finish; the token only where task code never runs; retries as new tries", () => {
@@ -330,6 +334,77 @@ test("the quickstart renders: simulator beside the proxy, records and exports, n
   expect(Object.keys(config.data).filter((k) => k.endsWith("instruction.md"))).toHaveLength(5);
 });
 
+describe("checkpoints and weight sync (docs/argo.md)", () => {
+  const TASKS = join(import.meta.dir, "..", "workflows", "argo", "fixtures", "tasks");
+  const experiment = (training: string) =>
+    writeExperiment(`apiVersion: openforge.dev/v1
+kind: Experiment
+metadata: { name: sync }
+spec:
+  policy: { model: Qwen/Qwen3-8B, upstreams: ["http://vllm-0.inference:8000", "http://vllm-1.inference:8000"], mode: train, engine: vllm }
+  harness: { name: command, command: [bash, -c, "true"] }
+  environment: { tasks: ${TASKS} }
+  training:
+${training}
+`);
+
+  test("the trainer writes to a ReadWriteMany checkpoint claim, at the path the sync hands the servers", () => {
+    const objects = render();
+    const claims = objects.filter((o) => o.kind === "PersistentVolumeClaim") as any[];
+    const checkpoints = claims.find((c) => c.metadata.name === "argo-fixture-checkpoints");
+    expect(checkpoints.spec.accessModes).toEqual(["ReadWriteMany"]);
+    expect(checkpoints.spec.resources.requests.storage).toBe("200Gi");
+    const spec = byKind(objects, "WorkflowTemplate").spec;
+    expect(spec.volumes).toContainEqual({ name: "checkpoints", persistentVolumeClaim: { claimName: "argo-fixture-checkpoints" } });
+    const train = template(objects, "train-0").container;
+    expect(train.volumeMounts).toContainEqual({ name: "checkpoints", mountPath: "/checkpoints" });
+    expect(train.args).toContain("trainer.default_local_dir=/checkpoints/{{workflow.name}}");
+    const sync = template(objects, "sync").container.args as string[];
+    expect(sync.slice(sync.indexOf("--engine"), sync.indexOf("--engine") + 2)).toEqual(["--engine", "auto"]);
+    expect(sync).toContain("--timeout-seconds");
+  });
+
+  test("inference servers in another namespace without a shared export: the render says why and how to fix it", () => {
+    const path = experiment("    weightSync: { strategy: update-from-disk, namespace: inference }");
+    expect(() => render(path)).toThrow(/a PersistentVolumeClaim can only be mounted in its own namespace: give spec.training.checkpoints.nfs/);
+  });
+
+  test("with an NFS export: a PersistentVolume and a claim in each namespace; restart gets RBAC in the servers' namespace", () => {
+    const path = experiment(
+      "    weightSync: { strategy: restart, namespace: inference, deployment: vllm, container: engine }\n    checkpoints: { nfs: { server: nfs.storage.svc, path: /exports/ckpt }, size: 500Gi }",
+    );
+    const objects = render(path);
+    const volumes = objects.filter((o) => o.kind === "PersistentVolume") as any[];
+    const claims = objects.filter((o) => o.kind === "PersistentVolumeClaim" && o.metadata.name === "sync-checkpoints") as any[];
+    expect(volumes.map((v) => v.metadata.name)).toEqual(["sync-checkpoints-forge", "sync-checkpoints-inference"]);
+    expect(claims.map((c) => c.metadata.namespace)).toEqual(["forge", "inference"]);
+    for (const v of volumes) {
+      new PersistentVolume(v).validate();
+      expect(v.spec.nfs).toEqual({ server: "nfs.storage.svc", path: "/exports/ckpt" });
+      expect(v.spec.persistentVolumeReclaimPolicy).toBe("Retain");
+      const claim = claims.find((c) => c.metadata.namespace === v.spec.claimRef.namespace);
+      expect(claim.spec.volumeName).toBe(v.metadata.name);
+      expect(claim.spec.storageClassName).toBe("");
+      new PersistentVolumeClaim(claim).validate();
+    }
+    const roles = objects.filter((o) => o.kind === "Role" && o.metadata.namespace === "inference") as any[];
+    expect(roles).toHaveLength(1);
+    expect(roles[0].rules).toEqual([{ apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "update", "patch"] }]);
+    const binding = objects.find((o) => o.kind === "RoleBinding" && o.metadata.namespace === "inference") as any;
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "sync-workflow", namespace: "forge" }]);
+    const sync = template(objects, "sync").container.args as string[];
+    const flag = (name: string) => sync[sync.indexOf(name) + 1];
+    expect([flag("--engine"), flag("--deployment"), flag("--deployment-namespace"), flag("--container"), flag("--checkpoint-claim"), flag("--checkpoint-mount")]).toEqual([
+      "vllm",
+      "vllm",
+      "inference",
+      "engine",
+      "sync-checkpoints",
+      "/checkpoints",
+    ]);
+  });
+});
+
 describe("forge render CLI", () => {
   const ROOT = join(import.meta.dir, "..");
   const forge = async (...args: string[]) => {
@@ -341,10 +416,10 @@ describe("forge render CLI", () => {
   test("prints kubectl-applyable multi-document YAML; --out writes one file per object", async () => {
     const { stdout, code } = await forge(FIXTURE, "--namespace", "forge");
     expect(code).toBe(0);
-    expect(parseAllDocuments(stdout).map((d) => d.toJS().kind)).toEqual(Object.keys(MODELS));
+    expect(parseAllDocuments(stdout).map((d) => d.toJS().kind)).toEqual(KINDS);
     const out = mkdtempSync(join(tmpdir(), "forge-render-out-"));
     expect((await forge(FIXTURE, "--out", out)).code).toBe(0);
-    expect(readdirSync(out)).toHaveLength(10);
+    expect(readdirSync(out)).toHaveLength(KINDS.length);
   });
 
   test("an invalid experiment: exit 2, file:line:col and the field", async () => {

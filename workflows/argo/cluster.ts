@@ -11,6 +11,7 @@ import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPol
 import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
 import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { PersistentVolume } from "kubernetes-models/v1/PersistentVolume";
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
@@ -213,6 +214,83 @@ export function renderDataVolume(experiment: Experiment, namespace: string): Per
   return claim;
 }
 
+/**
+ * The namespace of the inference servers: `training.weightSync.namespace`, else the
+ * experiment's.
+ */
+export function inferenceNamespace(experiment: Experiment, namespace: string): string {
+  return experiment.spec.training.weightSync.namespace ?? namespace;
+}
+
+/**
+ * The checkpoint volume: veRL writes each step's HF weights to it and the inference servers load
+ * them from it, both at `training.checkpoints.mountPath` (docs/argo.md, "Checkpoints"). A claim
+ * can only be mounted in its own namespace, so:
+ *
+ * - inference servers in the experiment's namespace: one ReadWriteMany claim
+ *   (`NAME-checkpoints`) that the train step and the servers both mount;
+ * - in another namespace: the same NFS export (`checkpoints.nfs`) bound by a PersistentVolume
+ *   and a claim of that name in each namespace (a PersistentVolume binds one claim only).
+ *
+ * Nothing when the workflow does not train (no upstreams, or eval).
+ *
+ * @example
+ * renderCheckpointVolumes(experiment, "forge").map((o) => o.kind) // ["PersistentVolumeClaim"]
+ */
+export function renderCheckpointVolumes(experiment: Experiment, namespace: string): (PersistentVolumeClaim | PersistentVolume)[] {
+  const { policy, training } = experiment.spec;
+  if (policy.mode !== "train" || policy.upstreams.length === 0) return [];
+  const names = objectNames(experiment);
+  const { checkpoints } = training;
+  const labels = baseLabels(experiment, "checkpoints");
+  const inference = inferenceNamespace(experiment, namespace);
+  if (!checkpoints.nfs) {
+    if (inference !== namespace) {
+      throw new Error(
+        `spec.training.weightSync.namespace: the inference servers run in namespace ${inference}, the checkpoints are written in ${namespace}, ` +
+          `and a PersistentVolumeClaim can only be mounted in its own namespace: give spec.training.checkpoints.nfs {server, path} (an export both namespaces bind a claim to), ` +
+          `or run the inference servers in namespace ${namespace}`,
+      );
+    }
+    const claim = new PersistentVolumeClaim({
+      metadata: { name: names.checkpoints, namespace, labels },
+      spec: {
+        accessModes: ["ReadWriteMany"],
+        resources: { requests: { storage: checkpoints.size } },
+        ...(checkpoints.storageClassName ? { storageClassName: checkpoints.storageClassName } : {}),
+      },
+    });
+    claim.validate();
+    return [claim];
+  }
+  const objects: (PersistentVolumeClaim | PersistentVolume)[] = [];
+  for (const ns of [...new Set([namespace, inference])]) {
+    // Cluster-scoped: named after the claim's namespace so both can exist.
+    const volumeName = `${names.checkpoints}-${ns}`;
+    const volume = new PersistentVolume({
+      metadata: { name: volumeName, labels },
+      spec: {
+        capacity: { storage: checkpoints.size },
+        accessModes: ["ReadWriteMany"],
+        // The checkpoints outlive the experiment's objects: deleting a claim must not wipe the export.
+        persistentVolumeReclaimPolicy: "Retain",
+        storageClassName: "",
+        nfs: { server: checkpoints.nfs.server, path: checkpoints.nfs.path },
+        claimRef: { namespace: ns, name: names.checkpoints },
+      },
+    });
+    const claim = new PersistentVolumeClaim({
+      metadata: { name: names.checkpoints, namespace: ns, labels },
+      // storageClassName "" and volumeName: bound to that volume, never dynamically provisioned.
+      spec: { accessModes: ["ReadWriteMany"], resources: { requests: { storage: checkpoints.size } }, storageClassName: "", volumeName },
+    });
+    volume.validate();
+    claim.validate();
+    objects.push(volume, claim);
+  }
+  return objects;
+}
+
 /** ConfigMap keys are flat; nested paths map to keys by replacing separators. */
 export function configKey(path: string): string {
   return path.replace(/^\.\//, "").replace(/[^A-Za-z0-9._-]/g, "__");
@@ -279,8 +357,8 @@ export function renderWorkflowRbac(experiment: Experiment, namespace: string): [
       { apiGroups: ["argoproj.io"], resources: ["workflowtaskresults"], verbs: ["create", "patch"] },
       // The report step writes the pass rate onto the workflow's annotations.
       { apiGroups: ["argoproj.io"], resources: ["workflows"], verbs: ["get", "patch"] },
-      // Weight sync with strategy restart rolls the inference Deployment.
-      { apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "patch"] },
+      // Weight sync with strategy restart rolls the inference Deployment (read, then replaced).
+      { apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "update", "patch"] },
     ],
   });
   const binding = new RoleBinding({
@@ -290,4 +368,34 @@ export function renderWorkflowRbac(experiment: Experiment, namespace: string): [
   });
   for (const object of [account, role, binding]) object.validate();
   return [account, role, binding];
+}
+
+/**
+ * For weight sync with strategy restart against a Deployment in another namespace: the right to
+ * read and replace Deployments there, granted to the workflow's ServiceAccount. Nothing
+ * otherwise.
+ *
+ * @example
+ * renderSyncRbac(experiment, "forge").map((o) => o.kind) // ["Role", "RoleBinding"] when weightSync.namespace is "inference"
+ */
+export function renderSyncRbac(experiment: Experiment, namespace: string): (Role | RoleBinding)[] {
+  const { weightSync } = experiment.spec.training;
+  const inference = inferenceNamespace(experiment, namespace);
+  const { policy } = experiment.spec;
+  if (weightSync.strategy !== "restart" || inference === namespace || policy.mode !== "train" || policy.upstreams.length === 0) return [];
+  const names = objectNames(experiment);
+  const labels = baseLabels(experiment, "rbac");
+  const name = `${names.serviceAccount}-sync`;
+  const role = new Role({
+    metadata: { name, namespace: inference, labels },
+    rules: [{ apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "update", "patch"] }],
+  });
+  const binding = new RoleBinding({
+    metadata: { name, namespace: inference, labels },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+    subjects: [{ kind: "ServiceAccount", name: names.serviceAccount, namespace }],
+  });
+  role.validate();
+  binding.validate();
+  return [role, binding];
 }

@@ -56,6 +56,8 @@ const SUBMITTED_KINDS = new Set([
   "ConfigMap",
   "Secret",
   "PersistentVolumeClaim",
+  // The checkpoint volume shared with inference servers in another namespace (cluster.ts).
+  "PersistentVolume",
   "Service",
   "Deployment",
   "NetworkPolicy",
@@ -105,7 +107,7 @@ export async function applyObject(kc: KubeConfig, object: KubeObject): Promise<{
   }
   try {
     const existing = await ops.read(name, namespace, object);
-    if (object.kind === "PersistentVolumeClaim") return { result: { kind: object.kind, name, action: "kept" }, object: existing };
+    if (object.kind === "PersistentVolumeClaim" || object.kind === "PersistentVolume") return { result: { kind: object.kind, name, action: "kept" }, object: existing };
     if (object.kind === "Workflow") {
       await ops.remove(name, namespace, object);
       const created = await ops.create(namespace, object);

@@ -49,6 +49,7 @@ export function objectNames(experiment: Experiment) {
     proxyService: `${name}-proxy`,
     networkPolicy: `${name}-rollouts`,
     data: `${name}-data`,
+    checkpoints: `${name}-checkpoints`,
     config: `${name}-experiment`,
     adminSecret: `${name}-admin`,
     serviceAccount: `${name}-workflow`,

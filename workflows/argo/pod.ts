@@ -10,6 +10,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { ANNOTATION_DESCRIPTION, ANNOTATION_PASS_RATE } from "./names.ts";
 import { INFRA_EXIT_CODE } from "./workflow.ts";
+import { syncWeights, type SyncStepOptions } from "./weight-sync.ts";
 
 /** An error the step cannot fix by itself and a retry of the pod may: exits 75. */
 export class InfraError extends Error {
@@ -126,63 +127,12 @@ export async function reportStep(options: { results: string; iteration: number; 
 }
 
 /**
- * Weight sync: pause the proxy (drain in-flight calls), load the new checkpoint into every
- * inference server, resume with the new policy version. If loading fails the proxy is resumed
- * on the old version before the step fails, so a failed sync never leaves rollouts stalled.
+ * The weight-sync step (workflows/argo/weight-sync.ts): the proxy paused, the checkpoint loaded
+ * into every inference server through its engine's API (or the Deployment restarted onto it),
+ * the proxy resumed at the new version only when every server confirmed.
  */
-export async function syncStep(options: {
-  proxy: string;
-  strategy: string;
-  checkpoint: string;
-  policyVersion: number;
-  servers: string[];
-  deployment?: string;
-  namespace: string;
-  timeoutSeconds?: number;
-}) {
-  await control(options.proxy, "/control/pause", { timeout_ms: (options.timeoutSeconds ?? 600) * 1000 });
-  let loaded = false;
-  try {
-    if (options.strategy === "update-from-disk") {
-      if (options.servers.length === 0) throw new Error("weight sync update-from-disk needs spec.training.weightSync.servers or spec.policy.upstreams");
-      for (const server of options.servers) {
-        // SGLang's endpoint (vLLM serves the same path with its dev weight-update extension).
-        const response = await fetch(`${server.replace(/\/v1\/?$/, "")}/update_weights_from_disk`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ model_path: options.checkpoint }),
-        });
-        if (!response.ok) throw new Error(`${server}: update_weights_from_disk HTTP ${response.status}: ${await response.text()}`);
-        console.log(`loaded ${options.checkpoint} into ${server}`);
-      }
-    } else if (options.strategy === "restart") {
-      if (!options.deployment) throw new Error("weight sync restart needs spec.training.weightSync.deployment");
-      const kc = await inClusterConfig();
-      if (!kc) throw new Error("weight sync restart must run inside the cluster");
-      const { AppsV1Api, PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
-      const apps = kc.makeApiClient(AppsV1Api);
-      await apps.patchNamespacedDeployment(
-        {
-          name: options.deployment,
-          namespace: options.namespace,
-          body: { spec: { template: { metadata: { annotations: { "openforge.dev/policy-version": String(options.policyVersion), "openforge.dev/checkpoint": options.checkpoint } } } } },
-        },
-        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-      );
-      const deadline = Date.now() + (options.timeoutSeconds ?? 600) * 1000;
-      for (;;) {
-        const d = await apps.readNamespacedDeployment({ name: options.deployment, namespace: options.namespace });
-        const want = d.spec?.replicas ?? 1;
-        if ((d.status?.updatedReplicas ?? 0) >= want && (d.status?.readyReplicas ?? 0) >= want && (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0)) break;
-        if (Date.now() > deadline) throw new Error(`deployment ${options.deployment} did not become ready in time`);
-        await Bun.sleep(5000);
-      }
-    }
-    loaded = true;
-  } finally {
-    await control(options.proxy, "/control/resume", { policy_version: loaded ? options.policyVersion : options.policyVersion - 1 });
-  }
-  console.log(`proxy resumed at policy version ${options.policyVersion}`);
+export async function syncStep(options: Omit<SyncStepOptions, "control" | "kubeConfig">) {
+  await syncWeights({ ...options, control, kubeConfig: inClusterConfig });
 }
 
 /**

@@ -8,11 +8,13 @@ import { stringify } from "yaml";
 import type { Experiment } from "../../schemas/index.ts";
 import {
   mountedSimulatorScript,
+  renderCheckpointVolumes,
   renderDataVolume,
   renderExperimentConfig,
   renderProxyDeployment,
   renderProxyService,
   renderRolloutNetworkPolicy,
+  renderSyncRbac,
   renderWorkflowRbac,
 } from "./cluster.ts";
 import { listTaskIds } from "./plan.ts";
@@ -92,7 +94,9 @@ export function renderExperiment(experiment: Experiment, options: RenderOptions)
   const { config, items } = renderExperimentConfig(experiment, namespace, collectExperimentFiles(experiment, options.experimentPath));
   const objects = [
     ...renderWorkflowRbac(experiment, namespace),
+    ...renderSyncRbac(experiment, namespace),
     renderDataVolume(experiment, namespace),
+    ...renderCheckpointVolumes(experiment, namespace),
     config,
     renderProxyDeployment(experiment, namespace, items),
     renderProxyService(experiment, namespace),

@@ -42,6 +42,11 @@ const options = {
   "policy-version": { type: "string" },
   server: { type: "string", multiple: true },
   deployment: { type: "string" },
+  "deployment-namespace": { type: "string" },
+  container: { type: "string" },
+  engine: { type: "string" },
+  "checkpoint-claim": { type: "string" },
+  "checkpoint-mount": { type: "string" },
   status: { type: "string" },
   duration: { type: "string" },
   batch: { type: "string" },
@@ -125,8 +130,14 @@ export async function runStep(argv: string[]): Promise<number> {
           checkpoint: need(values, "checkpoint"),
           policyVersion: Number(need(values, "policy-version")),
           servers: values.server ?? [],
+          engine: values.engine,
           deployment: values.deployment,
+          deploymentNamespace: values["deployment-namespace"],
+          container: values.container,
+          checkpointClaim: values["checkpoint-claim"],
+          checkpointMount: values["checkpoint-mount"],
           namespace: need(values, "namespace"),
+          ...(values["timeout-seconds"] !== undefined ? { timeoutSeconds: Number(values["timeout-seconds"]) } : {}),
         });
         return 0;
       case "verl-config":

@@ -12,7 +12,7 @@ import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1Template a
 import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1DAGTask as Task } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1/DAGTask";
 import type { IContainer } from "kubernetes-models/v1/Container";
 import type { Experiment } from "../../schemas/index.ts";
-import { adminTokenEnv, experimentVolume, type ConfigItem } from "./cluster.ts";
+import { adminTokenEnv, experimentVolume, inferenceNamespace, type ConfigItem } from "./cluster.ts";
 import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplate } from "./security.ts";
 import {
   ANNOTATION_DESCRIPTION,
@@ -63,6 +63,8 @@ const param = (name: string) => `{{inputs.parameters.${name}}}`;
 const forgeStep = (...args: string[]) => ({ command: ["bun", STEP_SCRIPT], args });
 const smallResources = { requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "1Gi" } };
 const dataMount = { name: "data", mountPath: DATA_DIR };
+/** The checkpoint volume (cluster.ts renderCheckpointVolumes), where veRL writes and the inference servers read. */
+const checkpointsMount = (experiment: Experiment) => ({ name: "checkpoints", mountPath: experiment.spec.training.checkpoints.mountPath });
 const experimentMount = { name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true };
 
 /** The harness image: the user's, else the one published per harness (docs/argo.md, "Images"). */
@@ -155,7 +157,8 @@ export function verlCommand(experiment: Experiment, iteration: number, options: 
     ...(training.algorithm === "ppo" ? [`critic.model.path=${policy.model}`, `critic.ppo_max_token_len_per_gpu=${tokensPerGpu}`] : []),
     `trainer.n_gpus_per_node=${training.gpus}`,
     "trainer.nnodes=1",
-    `trainer.default_local_dir=${DATA_DIR}/checkpoints/${run}`,
+    // On the checkpoint volume the inference servers mount too, at the same path (docs/argo.md).
+    `trainer.default_local_dir=${experiment.spec.training.checkpoints.mountPath}/${run}`,
     "trainer.resume_mode=auto",
     `trainer.total_training_steps=${iteration + 1}`,
     "trainer.save_freq=1",
@@ -196,9 +199,15 @@ export function verlGroupDatasetPath(iteration: number | string): string {
   return `${DATA_DIR}/exports/{{workflow.name}}/iteration-${iteration}/batch.groups/dataset.parquet`;
 }
 
-/** Where veRL writes the HF weights of training step `step` (what the weight sync loads). */
-export function checkpointPath(step: number): string {
-  return `${DATA_DIR}/checkpoints/{{workflow.name}}/global_step_${step}/actor/huggingface`;
+/**
+ * Where veRL writes the HF weights of training step `step` (what the weight sync loads): on the
+ * checkpoint volume, a path the inference servers see the same.
+ *
+ * @example
+ * checkpointPath(experiment, 2) // "/checkpoints/{{workflow.name}}/global_step_2/actor/huggingface"
+ */
+export function checkpointPath(experiment: Experiment, step: number): string {
+  return `${experiment.spec.training.checkpoints.mountPath}/{{workflow.name}}/global_step_${step}/actor/huggingface`;
 }
 
 function planTemplate(experiment: Experiment): Template {
@@ -491,7 +500,7 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
         requests: { cpu: String(8 * training.gpus), memory: `${64 * training.gpus}Gi`, "nvidia.com/gpu": String(training.gpus) },
         limits: { "nvidia.com/gpu": String(training.gpus) },
       },
-      volumeMounts: [dataMount, { name: "forge", mountPath: VERL_DIR }, { name: "dshm", mountPath: "/dev/shm" }],
+      volumeMounts: [dataMount, checkpointsMount(experiment), { name: "forge", mountPath: VERL_DIR }, { name: "dshm", mountPath: "/dev/shm" }],
     },
     volumes: [
       { name: "forge", emptyDir: {} },
@@ -503,8 +512,9 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
 }
 
 function syncTemplate(experiment: Experiment, namespace: string): Template {
-  const { weightSync } = experiment.spec.training;
+  const { weightSync, checkpoints } = experiment.spec.training;
   const servers = weightSync.servers ?? experiment.spec.policy.upstreams;
+  const names = objectNames(experiment);
   return {
     name: "sync",
     inputs: { parameters: [{ name: "iteration" }, { name: "checkpoint" }, { name: "policy-version" }] },
@@ -526,8 +536,25 @@ function syncTemplate(experiment: Experiment, namespace: string): Template {
         param("policy-version"),
         "--namespace",
         namespace,
+        "--engine",
+        experiment.spec.policy.engine,
+        "--timeout-seconds",
+        String(weightSync.timeoutSeconds),
         ...servers.flatMap((url) => ["--server", url]),
-        ...(weightSync.deployment ? ["--deployment", weightSync.deployment] : []),
+        ...(weightSync.deployment
+          ? [
+              "--deployment",
+              weightSync.deployment,
+              "--deployment-namespace",
+              inferenceNamespace(experiment, namespace),
+              ...(weightSync.container ? ["--container", weightSync.container] : []),
+              // A restarted server mounts the checkpoint claim at the trainer's path if it does not yet.
+              "--checkpoint-claim",
+              names.checkpoints,
+              "--checkpoint-mount",
+              checkpoints.mountPath,
+            ]
+          : []),
       ),
       env: [adminTokenEnv(experiment)],
       resources: smallResources,
@@ -598,7 +625,7 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
         template: "sync",
         dependencies: ["train"],
         arguments: {
-          parameters: [iterationArg, { name: "checkpoint", value: checkpointPath(iteration + 1) }, { name: "policy-version", value: String(iteration + 1) }],
+          parameters: [iterationArg, { name: "checkpoint", value: checkpointPath(experiment, iteration + 1) }, { name: "policy-version", value: String(iteration + 1) }],
         },
       });
     }
@@ -684,6 +711,7 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
       volumes: [
         { name: "data", persistentVolumeClaim: { claimName: names.data } },
         experimentVolume(experiment, options.configItems ?? []),
+        ...(trains(experiment) ? [{ name: "checkpoints", persistentVolumeClaim: { claimName: names.checkpoints } }] : []),
       ],
       // Every pod restricted; only this project's own containers get a read-only root.
       templates: templates.map((t) => restrictTemplate(t, new Set([experiment.spec.proxy.image]))),
