@@ -66,7 +66,8 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
     const choiceContext = mix(context, index);
     const logprobs = sampledLogprobs(g.ids, choiceContext, topCount);
     choices.push({ index, g, logprobs, callId: (i) => hashId("call_", choiceContext, i) });
-    ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids) });
+    // The proxy's start-up probe (x-forge-probe) is not a rollout's call: tests compare samples with records.
+    if (request.headers.get("x-forge-probe") !== "1") ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids) });
     ctx.log(
       `policy simulator: chat ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task} step ${decision.step}${decision.failing ? " (failing variant)" : ""}` : "default policy"}, finish ${g.finishReason}`,
     );

@@ -10,7 +10,8 @@ import { CallStatus, Engine, LogprobsMode, Protocol, SamplingSource, TokenStatus
 import { expectTokenExact, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 import { startProxy } from "../proxy/index.ts";
 import { startPolicySimulator } from "../simulator/index.ts";
-import { upstreamRequestOf } from "../records/index.ts";
+import { readRecords, upstreamRequestOf } from "../records/index.ts";
+import { exportTrajectories, sidecarPath } from "../trajectories/index.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -337,4 +338,26 @@ describe("ids with holes, and engines that cannot train", () => {
       await h.close();
     }
   });
+});
+
+test("the sampling parameters, the engine and its logprob mode reach the veRL export (parquet through DuckDB, and its JSONL sidecar)", async () => {
+  const h = await startProxyHarness({ sim: { engine: "vllm", logprobsMode: "processed_logprobs" } });
+  try {
+    for (const task of ["a", "b"]) {
+      const r = await h.register({ task_id: task, group: "g" });
+      await h.client(r).chat.completions.create({ model: "qwen3", messages: [{ role: "user", content: `task ${task}` }], temperature: 0.7, top_p: 0.9, ...({ top_k: 20 } as Extra) });
+      await h.control(`/control/rollouts/${r.rollout_id}/finish`, { reward: 1, status: "ok" });
+    }
+    const out = join(h.dataDir, "exports", "batch.parquet");
+    const manifest = await exportTrajectories(readRecords(h.dataDir), { format: "verl", out, minGroupSize: 1 });
+    expect(manifest.rows).toBe(2);
+    const rows = (await Bun.file(sidecarPath(out)).text()).trim().split("\n").map((line) => JSON.parse(line));
+    for (const row of rows) {
+      expect(row.extra_info.sampling).toMatchObject({ temperature: 0.7, top_p: 0.9, top_k: 20, min_p: null, max_tokens: null, constraints: null });
+      expect(JSON.parse(row.extra_info.sampling.sources)).toMatchObject({ temperature: "request", top_p: "request", top_k: "request", min_p: "unknown", n: "engine_default" });
+      expect(row.extra_info).toMatchObject({ sampling_varies: false, engine: "vllm", engine_version: "0.33.0+forge-policy-simulator", logprobs_mode: "processed_logprobs" });
+    }
+  } finally {
+    await h.close();
+  }
 });

@@ -11,11 +11,12 @@ import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { once } from "node:events";
 import { DuckDBInstance } from "@duckdb/node-api";
-import type { Record } from "../schemas/index.ts";
+import type { ModelCall, Record } from "../schemas/index.ts";
 import { assembleTrajectory } from "./assemble.ts";
 import { columnsSql, groupColumns, sftColumns, verlColumns } from "./columns.ts";
 import { requestMessages, responseMessage, type ChatMessage } from "./messages.ts";
 import { collectRollouts, type CollectStats, type CollectedRollout } from "./resolve.ts";
+import { samplingInfo } from "./sampling.ts";
 import { withThinkDefaults, type AssembleOptions, type BrokenCall, type RolloutTrajectory, type TrajectorySample } from "./types.ts";
 
 export type ExportFormat = "verl" | "sft" | "jsonl";
@@ -70,7 +71,7 @@ export type ExportManifest = {
 
 type Row = { uid: string; extra_info: { index: number } } & { [key: string]: unknown };
 
-function sampleRow(s: TrajectorySample, t: RolloutTrajectory, dataSource: string, prompt: ChatMessage[]): Row {
+function sampleRow(s: TrajectorySample, t: RolloutTrajectory, dataSource: string, prompt: ChatMessage[], calls: Map<string, ModelCall>): Row {
   return {
     uid: s.group,
     data_source: dataSource,
@@ -87,11 +88,11 @@ function sampleRow(s: TrajectorySample, t: RolloutTrajectory, dataSource: string
     group_id: s.group,
     policy_version: s.policy_version,
     sample_id: s.sample_id,
-    extra_info: extraInfo(s, t),
+    extra_info: extraInfo(s, t, calls),
   };
 }
 
-function extraInfo(s: TrajectorySample, t: RolloutTrajectory) {
+function extraInfo(s: TrajectorySample, t: RolloutTrajectory, calls: Map<string, ModelCall>) {
   return {
     index: -1,
     sample_id: s.sample_id,
@@ -110,6 +111,8 @@ function extraInfo(s: TrajectorySample, t: RolloutTrajectory) {
     drift_tokens: s.drift_tokens,
     status: t.status,
     rollout_reward: t.reward,
+    // What the sample was sampled with (docs/engines.md): veRL recomputes logprobs at its own temperature.
+    ...samplingInfo(s.call_ids.flatMap((id) => calls.get(id) ?? [])),
   };
 }
 
@@ -319,14 +322,14 @@ function* rowsOf(
         policy_version: s.policy_version,
         sample_id: s.sample_id,
         reward: s.reward,
-        extra_info: extraInfo(s, t),
+        extra_info: extraInfo(s, t, byId),
       };
     }
     return;
   }
   for (const s of t.samples) {
     const first = byId.get(s.call_ids[0]!)!;
-    yield sampleRow(s, t, dataSource, messagesOr(() => requestMessages(first)) ?? []);
+    yield sampleRow(s, t, dataSource, messagesOr(() => requestMessages(first)) ?? [], byId);
   }
 }
 
