@@ -68,10 +68,10 @@ for (const engine of ["vllm", "sglang"] as const) {
       expect(sp.temperature).toBeCloseTo(0.6, 6);
       expect(sp.topP).toBeCloseTo(0.95, 6);
       expect(sp.seed).toBe(11);
-      expect(sp.source.temperature).toBe(SamplingSource.REQUEST);
-      expect(sp.source.top_k).toBe(SamplingSource.UNKNOWN); // the model's generation_config
+      expect(sp.temperatureSource).toBe(SamplingSource.REQUEST);
+      expect(sp.topKSource).toBe(SamplingSource.UNKNOWN); // the model's generation_config
       expect(sp.n).toBe(1);
-      expect(sp.source.n).toBe(SamplingSource.ENGINE_DEFAULT);
+      expect(sp.nSource).toBe(SamplingSource.ENGINE_DEFAULT);
     });
 
     test("chat, streamed: COMPLETE with the exact ids; the harness gets neither ids nor the usage/sglext chunk", async () => {
@@ -141,9 +141,9 @@ for (const engine of ["vllm", "sglang"] as const) {
         expectTokenExact(call, [call], sample(), Protocol.COMPLETIONS);
         expect(call.completionLogprobs).toHaveLength(sample().token_ids.length);
         expect(call.sampling!.maxTokens).toBe(8);
-        expect(call.sampling!.source.max_tokens).toBe(SamplingSource.REQUEST);
+        expect(call.sampling!.maxTokensSource).toBe(SamplingSource.REQUEST);
         // SGLang's completions defaults are fixed by its request model; vLLM's come from the model.
-        expect(call.sampling!.source.temperature).toBe(engine === "sglang" ? SamplingSource.ENGINE_DEFAULT : SamplingSource.UNKNOWN);
+        expect(call.sampling!.temperatureSource).toBe(engine === "sglang" ? SamplingSource.ENGINE_DEFAULT : SamplingSource.UNKNOWN);
       }
     });
 

@@ -53,9 +53,28 @@ export function samplingInfo(calls: readonly ModelCall[]): SamplingInfo {
   };
 }
 
+const SOURCES: [string, keyof SamplingParams][] = [
+  ["frequency_penalty", "frequencyPenaltySource"],
+  ["ignore_eos", "ignoreEosSource"],
+  ["max_tokens", "maxTokensSource"],
+  ["min_p", "minPSource"],
+  ["min_tokens", "minTokensSource"],
+  ["n", "nSource"],
+  ["presence_penalty", "presencePenaltySource"],
+  ["repetition_penalty", "repetitionPenaltySource"],
+  ["seed", "seedSource"],
+  ["stop", "stopSource"],
+  ["temperature", "temperatureSource"],
+  ["top_k", "topKSource"],
+  ["top_p", "topPSource"],
+];
+
 function row(s: SamplingParams): SampleSampling {
   const sources: Record<string, string> = {};
-  for (const [name, source] of Object.entries(s.source).sort(([a], [b]) => (a < b ? -1 : 1))) sources[name] = SOURCE[source] ?? "unspecified";
+  for (const [name, key] of SOURCES) {
+    const source = s[key] as SamplingSource;
+    if (source !== SamplingSource.UNSPECIFIED) sources[name] = SOURCE[source] ?? "unspecified";
+  }
   return {
     temperature: s.temperature ?? null,
     top_p: s.topP ?? null,

@@ -43,6 +43,7 @@ const CONSTRAINTS = [
   "length_penalty",
 ] as const;
 
+/** The record's value field of each parameter; its source field is the same name + "Source". */
 const field: Record<SamplingName, keyof SamplingParams> = {
   temperature: "temperature",
   top_p: "topP",
@@ -66,30 +67,27 @@ const field: Record<SamplingName, keyof SamplingParams> = {
  */
 export function samplingOf(capture: CaptureKind, body: Record<string, any>, adapter: EngineAdapter): SamplingParams {
   const defaults = adapter.samplingDefaults(capture);
-  const sampling = create(SamplingParamsSchema);
-  const source: Record<string, SamplingSource> = sampling.source;
+  const sampling = create(SamplingParamsSchema) as SamplingParams & Record<string, unknown>;
   for (const name of TRACKED) {
     const requested = name === "max_tokens" && capture === "chat" ? (body.max_completion_tokens ?? body.max_tokens) : body[name];
     const value = requested ?? defaults[name];
+    const key = field[name] as string;
     if (value === undefined || value === null) {
-      source[name] = SamplingSource.UNKNOWN;
+      sampling[`${key}Source`] = SamplingSource.UNKNOWN;
       continue;
     }
     if (!valid(name, value)) continue; // the engine refuses it; the call fails and says why
-    (sampling as any)[field[name]] = value;
-    source[name] = requested !== undefined && requested !== null ? SamplingSource.REQUEST : SamplingSource.ENGINE_DEFAULT;
+    sampling[key] = value;
+    sampling[`${key}Source`] = requested !== undefined && requested !== null ? SamplingSource.REQUEST : SamplingSource.ENGINE_DEFAULT;
   }
   if (typeof body.seed === "number") {
     sampling.seed = body.seed;
-    source.seed = SamplingSource.REQUEST;
+    sampling.seedSource = SamplingSource.REQUEST;
   }
   if (typeof body.stop === "string") sampling.stop = [body.stop];
   else if (Array.isArray(body.stop)) sampling.stop = body.stop.filter((s: unknown): s is string => typeof s === "string");
-  if (sampling.stop.length > 0) source.stop = SamplingSource.REQUEST;
-  if (Array.isArray(body.stop_token_ids)) {
-    sampling.stopTokenIds = body.stop_token_ids.filter((id: unknown): id is number => Number.isInteger(id) && (id as number) >= 0);
-    source.stop_token_ids = SamplingSource.REQUEST;
-  }
+  if (Array.isArray(body.stop_token_ids)) sampling.stopTokenIds = body.stop_token_ids.filter((id: unknown): id is number => Number.isInteger(id) && (id as number) >= 0);
+  if (sampling.stop.length > 0 || sampling.stopTokenIds.length > 0) sampling.stopSource = SamplingSource.REQUEST;
   let constraints: Record<string, unknown> | undefined;
   for (const key of CONSTRAINTS) {
     if (body[key] === undefined || body[key] === null || body[key] === false) continue;
