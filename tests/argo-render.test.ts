@@ -268,7 +268,7 @@ describe("forge render", () => {
     expect(deployment.spec.strategy.type).toBe("Recreate");
     expect(deployment.spec.template.spec.containers).toHaveLength(1);
     expect(deployment.spec.template.spec.containers[0].args).toEqual([
-      "--listen", "0.0.0.0:8080", "--data", "/data", "--mode", "train",
+      "--listen", "0.0.0.0:8080", "--data", "/data", "--mode", "train", "--engine", "auto",
       "--upstream", "http://vllm-0.inference:8000", "--upstream", "http://vllm-1.inference:8000",
       "--admin-token", "$(FORGE_ADMIN_TOKEN)",
       "--public-url", "http://argo-fixture-proxy.forge.svc:8080",

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startProxy, type ProxyOptions, type StartedProxy } from "../../proxy/index.ts";
+import { NOT_AN_ENGINE } from "../../proxy/testing.ts";
 import { readRecords } from "../../records/index.ts";
 import type { ModelCall } from "../../schemas/index.ts";
 import { startChaosUpstream, type ChaosUpstream } from "./chaos-upstream.ts";
@@ -40,6 +41,9 @@ export async function startProxyUnderTest(o: { proxy?: Partial<ProxyOptions>; ex
     adminToken: ADMIN,
     groupCommitMs: 5,
     healthIntervalMs: 0,
+    // The chaos upstream is a fault injector, not an engine: no start-up engine check
+    // (docs/engines.md), so it sees exactly the calls the tests send.
+    ...NOT_AN_ENGINE,
     ...o.proxy,
   });
   const t: ProxyUnderTest = {

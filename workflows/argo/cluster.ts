@@ -61,6 +61,9 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
         DATA_DIR,
         "--mode",
         policy.mode,
+        // How train mode asks the upstreams for token ids (docs/engines.md).
+        "--engine",
+        policy.engine,
         ...upstreams.flatMap((url) => ["--upstream", url]),
         // Kubernetes expands $(VAR) from the container's env, so the token never sits in the spec.
         "--admin-token",

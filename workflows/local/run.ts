@@ -58,7 +58,7 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
   }
   // A fresh admin token per run: only this process may register and finish rollouts.
   const adminToken = `forge-admin-${crypto.randomUUID()}`;
-  const proxy = await startProxy({ listen: "127.0.0.1:0", upstreams, dataDir: options.dataDir, mode: experiment.spec.policy.mode, adminToken });
+  const proxy = await startProxy({ listen: "127.0.0.1:0", upstreams, dataDir: options.dataDir, mode: experiment.spec.policy.mode, engine: experiment.spec.policy.engine, adminToken });
   log(`proxy at ${proxy.url} (${experiment.spec.policy.mode} mode), recording to ${join(options.dataDir, "log")}`);
   return {
     proxyUrl: proxy.url,
