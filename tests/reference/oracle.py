@@ -58,7 +58,11 @@ Ops (fields with ? are optional):
                           models: vllm.ChatCompletionRequest, vllm.CompletionRequest,
                           vllm.ResponsesRequest, vllm.AnthropicMessagesRequest,
                           sglang.ChatCompletionRequest, sglang.CompletionRequest,
-                          sglang.GenerateReqInput (only in .venv/sglang-native: torchvision)
+                          sglang.GenerateReqInput (only in .venv/sglang-native: torchvision),
+                          sglang.GenerateRequest (native /generate's JSON contract, msgspec),
+                          sglang.UpdateWeightFromDiskReqInput, sglang.PauseGenerationReqInput,
+                          sglang.ContinueGenerationReqInput, sglang.UpdateWeightVersionReqInput
+                          (weight sync; io_struct: .venv/sglang-native)
   grpo                 {rewards, uids, norm_adv_by_std?=true, epsilon?, response_length?=1}
                        -> {advantages, returns}: verl.trainer.ppo.core_algos
                           .compute_grpo_outcome_advantage, response_mask of ones, the reward on the
@@ -502,6 +506,15 @@ MODELS = {
     "sglang.ChatCompletionRequest": ("sglang.srt.entrypoints.openai.protocol", "ChatCompletionRequest"),
     "sglang.CompletionRequest": ("sglang.srt.entrypoints.openai.protocol", "CompletionRequest"),
     "sglang.GenerateReqInput": ("sglang.srt.managers.io_struct", "GenerateReqInput"),
+    # The JSON contract of SGLang's native POST /generate (http_server.py:937-939): unknown
+    # top-level keys ignored, unknown sampling_params keys rejected (msgspec, from_json_value).
+    "sglang.GenerateRequest": ("sglang.api.v1.api_types", "GenerateRequest"),
+    # SGLang's weight-sync request types (msgspec structs FastAPI validates through pydantic);
+    # io_struct imports only in .venv/sglang-native, like GenerateReqInput.
+    "sglang.UpdateWeightFromDiskReqInput": ("sglang.srt.managers.io_struct", "UpdateWeightFromDiskReqInput"),
+    "sglang.PauseGenerationReqInput": ("sglang.srt.managers.io_struct", "PauseGenerationReqInput"),
+    "sglang.ContinueGenerationReqInput": ("sglang.srt.managers.io_struct", "ContinueGenerationReqInput"),
+    "sglang.UpdateWeightVersionReqInput": ("sglang.srt.managers.io_struct", "UpdateWeightVersionReqInput"),
 }
 
 EXTRA_MEANING = {
@@ -525,6 +538,8 @@ def field_names(cls) -> set[str]:
                     names.update(c for c in alias.choices if isinstance(c, str))
     elif dataclasses.is_dataclass(cls):
         names.update(f.name for f in dataclasses.fields(cls))
+    elif hasattr(cls, "__struct_fields__"):  # a msgspec Struct
+        names.update(cls.__struct_fields__)
     return names
 
 
@@ -574,6 +589,9 @@ def op_validate(req: dict) -> dict:
     try:
         if is_model:
             value = cls.model_validate(body)
+        elif hasattr(cls, "from_json_value"):
+            # sglang.api.v1 contract types decode JSON themselves (msgspec).
+            value = cls.from_json_value(body)
         else:
             # A dataclass: FastAPI validates it through pydantic; the server then normalizes it.
             value = pydantic.TypeAdapter(cls).validate_python(body)
@@ -583,9 +601,13 @@ def op_validate(req: dict) -> dict:
         return {**answer, "ok": False, "errors": json.loads(e.json(include_url=False))}
     except (ValueError, TypeError, AssertionError) as e:
         return {**answer, "ok": False, "errors": [{"type": type(e).__name__, "msg": str(e)}]}
+    except Exception as e:  # noqa: BLE001 - msgspec's JsonContractError and friends
+        if type(e).__name__ not in ("JsonContractError", "ValidationError", "DecodeError"):
+            raise
+        return {**answer, "ok": False, "errors": [{"type": type(e).__name__, "msg": str(e)}]}
     answer["extra_paths"] = extra_paths(value)
     if req.get("return_value"):
-        answer["value"] = jsonable(value.model_dump() if is_model else value.__dict__)
+        answer["value"] = jsonable(value.model_dump() if is_model else getattr(value, "__dict__", None) or {f: getattr(value, f) for f in getattr(value, "__struct_fields__", ())})
     return {**answer, "ok": True}
 
 
