@@ -11,7 +11,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
-import { listSegments as listLogSegments, readSegment } from "../records/index.ts";
+import { createContentStore, listSegments as listLogSegments, readSegment } from "../records/index.ts";
 import type { Record } from "../schemas/index.ts";
 import { rowsOf } from "./rows.ts";
 import { appendRow, createTableSql, tableNames, tables, type TableName } from "./tables.ts";
@@ -125,9 +125,11 @@ export async function compactRecords(
     appenders.set(name, await connection.createAppender(`staging_${name}`));
   }
   const seen = new Set<string>();
+  // A segment reads on its own: its stored bodies refer only to content in it.
+  const content = createContentStore();
   let count = 0;
   for await (const record of records) {
-    const rows = rowsOf(record, segment, seen);
+    const rows = rowsOf(record, segment, seen, content);
     for (const name of tableNames) {
       for (const row of rows[name] ?? []) appendRow(appenders.get(name)!, tables[name], row);
     }

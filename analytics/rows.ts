@@ -2,6 +2,7 @@
  * Turns records into rows of the compacted tables. Pure functions: the compactor feeds
  * them to DuckDB appenders, tests call them directly.
  */
+import { requestBodyOf, StoredBodyError, type ContentStore } from "../records/index.ts";
 import { CallStatus, Protocol, RolloutStatus, TokenStatus, type ModelCall, type Record, type Rollout, type RolloutResult } from "../schemas/index.ts";
 import { isShellTool, resultError, toolFacts } from "./classify.ts";
 import { extractCall } from "./extract/index.ts";
@@ -37,8 +38,16 @@ function resultRow(r: RolloutResult, segment: string): Value[] {
  * request that `seen` (rollout, tool_call_id, occurrence) has not met yet — each request repeats
  * the whole history, so only first sightings are kept.
  */
-function callRows(call: ModelCall, segment: string, seen: Set<string>): Rows {
-  const view = extractCall(call);
+function callRows(call: ModelCall, segment: string, seen: Set<string>, content: ContentStore): Rows {
+  let requestBody: Uint8Array;
+  try {
+    requestBody = requestBodyOf(call, content);
+  } catch (error) {
+    // Only damage in the segment (already reported by the reader) leaves a body unrebuildable.
+    if (!(error instanceof StoredBodyError)) throw error;
+    requestBody = new Uint8Array(0);
+  }
+  const view = extractCall({ protocol: call.protocol, stream: call.stream, requestBody, responseBody: call.responseBody });
   const usage = call.usage;
   const calls: Value[] = [
     call.rolloutId,
@@ -73,7 +82,7 @@ function callRows(call: ModelCall, segment: string, seen: Set<string>): Rows {
     truncate(view.assistantText, assistantTextLimit),
     segment,
   ];
-  const bodies: Value[] = [call.callId, call.rolloutId, call.seq, decoder.decode(call.requestBody), decoder.decode(call.responseBody)];
+  const bodies: Value[] = [call.callId, call.rolloutId, call.seq, decoder.decode(requestBody), decoder.decode(call.responseBody)];
   const uses = view.toolUses.map((use, idx): Value[] => {
     const facts = toolFacts(use.name, use.arguments);
     return [
@@ -98,19 +107,23 @@ function callRows(call: ModelCall, segment: string, seen: Set<string>): Rows {
 }
 
 /**
- * The rows one record contributes to each table (blobs contribute none).
+ * The rows one record contributes to each table (blobs contribute none). `content` rebuilds
+ * request bodies stored as references: one store for the records of a segment, fed in order.
  *
  * @example
  * const seen = new Set<string>();
- * rowsOf(record, "seg-00000001.forge", seen).tool_use_records // [[rolloutId, seq, 0, id, "bash", ...]]
+ * const content = createContentStore();
+ * rowsOf(record, "seg-00000001.forge", seen, content).tool_use_records // [[rolloutId, seq, 0, id, "bash", ...]]
  */
-export function rowsOf(record: Record, segment: string, seen: Set<string>): Rows {
+export function rowsOf(record: Record, segment: string, seen: Set<string>, content: ContentStore): Rows {
   switch (record.kind.case) {
     case "modelCall":
-      return callRows(record.kind.value, segment, seen);
+      return callRows(record.kind.value, segment, seen, content);
     case "rollout":
       return { rollout_records: [rolloutRow(record.kind.value, segment)] };
     case "rolloutResult":
+      // The rollout's calls are done: its content is not needed again.
+      content.forget(record.kind.value.rolloutId);
       return { result_records: [resultRow(record.kind.value, segment)] };
     default:
       return {};

@@ -3,20 +3,21 @@
  * run: a Chat request with a 4 MB screenshot (a `data:image/png;base64,...` URL) and one with a
  * 200 KB prompt.
  *
- * - findImages: the first sight of an image (decode + sha256) against the same image sent again
- *   (a fresh copy of the text from JSON.parse, as the next turn of a rollout sends it), where the
- *   sha256 cache answers and nothing is decoded.
- * - the recorder's encode + CRC32C of the ModelCall (and the screenshot's Blob): one plain
- *   toBinary + crc32c, as before, against encodeRecord (big bytes fields as their own buffers,
- *   CRC over the parts). Also a whole `log.append` (encode, CRC, writev to a segment file).
+ * - the content writer (records/content-writer.ts): a body's first call in a rollout (every
+ *   piece hashed and stored; a screenshot decoded, checked and hashed when the process has not
+ *   seen it) against the same body sent again (a fresh copy, as the next turn sends it), where
+ *   everything is a reference and the screenshot's sha256 comes from the cache.
+ * - the recorder's encode + CRC32C of the ModelCall as it was written before stored bodies
+ *   (whole request body): one plain toBinary + crc32c against encodeRecord (big bytes fields as
+ *   their own buffers, CRC over the parts), and of the ModelCall written now for a repeated
+ *   body. Also a whole `log.append` (encode, CRC, writev to a segment file).
  *
  *   bun bench/large-body.ts [--iterations 40] [--json]
  */
 import { parseArgs } from "node:util";
 import { crc32c } from "@node-rs/crc32";
-import { findImages, imageCacheStats } from "../proxy/capture/images.ts";
 import { encodeRecord } from "../records/encode-record.ts";
-import { openSegmentLog } from "../records/index.ts";
+import { base64CacheStats, createContentWriter, openSegmentLog } from "../records/index.ts";
 import { modelCallRecord, scratchDir } from "../records/testing.ts";
 import { create, RecordSchema, toBinary, type Record } from "../schemas/index.ts";
 import { PROMPT_200K } from "./lib/bodies.ts";
@@ -59,22 +60,33 @@ let variant = 1;
 for (const [name, text] of Object.entries(bodies)) {
   const parse = time(() => JSON.parse(text), () => 0);
   const bytes = encoder.encode(text);
-  const found = findImages(JSON.parse(text)); // seen once: later calls on this body are hits
-  const first = name === "screenshot4m" ? time((body) => findImages(body), () => JSON.parse(screenshotBody(variant++))) : time((body) => findImages(body), () => JSON.parse(text));
-  const hitsBefore = imageCacheStats().hits;
-  const repeated = time((body) => findImages(body), () => JSON.parse(text));
-  if (name === "screenshot4m" && imageCacheStats().hits - hitsBefore < N) throw new Error("findImages: the repeated screenshot was not a cache hit");
-  row(name, "findImages (first sight → seen before)", first, repeated);
+  const writer = createContentWriter();
+  let seq = 0;
+  const store = (body: Uint8Array, rollout: string) => {
+    const call = writer.begin(rollout, ++seq, "seg");
+    const stored = call.store(body, "request");
+    call.commit();
+    return { call, stored };
+  };
+  store(bytes, "seen"); // seen once: later calls of this rollout are references, the image a cache hit
+  const first = time((body) => store(body, `new-${seq}`), () => (name === "screenshot4m" ? encoder.encode(screenshotBody(variant++)) : bytes.slice()));
+  const hitsBefore = base64CacheStats().hits;
+  const repeated = time((body) => store(body, "seen"), () => bytes.slice());
+  if (name === "screenshot4m" && base64CacheStats().hits - hitsBefore < N) throw new Error("content writer: the repeated screenshot was not a cache hit");
+  row(name, "content writer (new rollout, new image → sent again)", first, repeated);
 
   // The ModelCall as call-recorder builds it for an untranslated train-mode call: request body,
   // a small response, upstream_request_patch instead of the body again.
   const call = modelCallRecord("bench", 2, "call-bench", 0);
   if (call.kind.case !== "modelCall") throw new Error("unreachable");
-  const records: Record[] = [create(RecordSchema, { kind: { case: "modelCall", value: { ...call.kind.value, requestBody: bytes, upstreamRequestPatch: encoder.encode('{"return_token_ids":true}') } } })];
-  const image = found.inline[0];
-  if (image) records.unshift(create(RecordSchema, { kind: { case: "blob", value: { sha256: image.sha256, mediaType: image.mediaType, data: image.data } } }));
-  for (const record of records) {
-    const label = `encode + crc32c of the ${record.kind.case === "blob" ? "Blob" : "ModelCall"} (${(toBinary(RecordSchema, record).length / 1e6).toFixed(2)} MB)`;
+  const patch = encoder.encode('{"return_token_ids":true}');
+  const again = store(bytes, "seen");
+  const records: Record[] = [
+    create(RecordSchema, { kind: { case: "modelCall", value: { ...call.kind.value, requestBody: bytes, upstreamRequestPatch: patch } } }),
+    create(RecordSchema, { kind: { case: "modelCall", value: { ...call.kind.value, requestBody: new Uint8Array(0), requestStored: again.stored, content: again.call.content, upstreamRequestPatch: patch } } }),
+  ];
+  for (const [k, record] of records.entries()) {
+    const label = `encode + crc32c of the ModelCall${k === 0 ? " (whole body)" : " (stored, repeated)"} (${(toBinary(RecordSchema, record).length / 1e6).toFixed(3)} MB)`;
     const old = time(() => crc32c(toBinary(RecordSchema, record)), () => 0);
     const now = time(() => {
       let crc = 0;
@@ -85,11 +97,11 @@ for (const [name, text] of Object.entries(bodies)) {
   }
   const scratch = scratchDir("forge-large-body-");
   const log = await openSegmentLog(scratch.dir, { groupCommitMs: 1000 });
-  const append = time(() => records.forEach((r) => log.append(r)), () => 0);
+  const append = time(() => log.append(records[1]!), () => 0);
   await log.close();
   scratch.cleanup();
   if (values.json) continue;
-  console.log(`${name}: JSON.parse ${parse.toFixed(2)} ms, log.append of its record(s) now ${append.toFixed(2)} ms (encode + CRC + writev, page cache)`);
+  console.log(`${name}: JSON.parse ${parse.toFixed(2)} ms, log.append of its stored record ${append.toFixed(2)} ms (encode + CRC + writev, page cache)`);
 }
 
 if (values.json) console.log(JSON.stringify(rows, null, 2));

@@ -100,8 +100,6 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   const log = await openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs, io: options.recorderIo });
   const registry = createRolloutRegistry();
   const restored = { rollouts: 0, calls: 0, damaged: 0 };
-  // Blobs already in the log are not written again (a screenshot is stored once per data dir).
-  const storedBlobs = new Set<string>();
   try {
     // Damage was quarantined and reported by the open (log.recovered): the records around it
     // are replayed, so the proxy serves on; only the damaged frames' rollouts miss something.
@@ -113,8 +111,6 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
       } else if (kind.case === "modelCall") {
         registry.replayCall(kind.value);
         restored.calls++;
-      } else if (kind.case === "blob") {
-        storedBlobs.add(kind.value.sha256);
       } else if (kind.case === "rolloutResult") {
         const state = registry.get(kind.value.rolloutId);
         if (state) {
@@ -137,7 +133,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   const publicUrl = () => options.publicUrl ?? listenUrl;
   const metrics = createProxyMetrics();
   const gate = createPauseGate({ boundMs: options.pauseBoundMs ?? DEFAULTS.pauseBoundMs, policyVersion: registry.maxPolicyVersion() });
-  const recorder = createCallRecorder(log, registry, metrics, storedBlobs);
+  const recorder = createCallRecorder(log, registry, metrics);
   const client = createUpstreamClient({ router, apiKey: upstreamApiKey, firstByteTimeoutMs: options.firstByteTimeoutMs ?? DEFAULTS.firstByteTimeoutMs });
   const ctx: PipelineContext = {
     mode,

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { expect } from "bun:test";
 import OpenAI from "openai";
 import { CallStatus, TokenStatus, type ModelCall, type Protocol, type Record as ForgeRecord } from "../schemas/index.ts";
-import { readRecords } from "../records/index.ts";
+import { createContentStore, readRecords, requestBodyOf, upstreamRequestOf } from "../records/index.ts";
 import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
 import type { PolicySimulatorOptions } from "../simulator/index.ts";
 import { startProxy, type StartedProxy } from "./server.ts";
@@ -34,6 +34,29 @@ export interface ProxyHarness {
   /** Restarts the proxy on the same data dir (same upstreams and token). */
   restart(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Each call's request body as the harness sent it, rebuilt through one content store (`calls`
+ * in log order, as `ProxyHarness.calls` returns them).
+ *
+ * @example
+ * const [first] = requestBodiesOf(await h.calls(r.rollout_id));
+ */
+export function requestBodiesOf(calls: ModelCall[]): Uint8Array[] {
+  const store = createContentStore();
+  return calls.map((call) => requestBodyOf(call, store));
+}
+
+/**
+ * Each call's upstream request as JSON (`upstreamRequestOf`), `calls` in log order.
+ *
+ * @example
+ * upstreamRequestsOf(await h.calls(r.rollout_id))[0]!.return_token_ids // true
+ */
+export function upstreamRequestsOf(calls: ModelCall[]): Record<string, unknown>[] {
+  const store = createContentStore();
+  return calls.map((call) => upstreamRequestOf(call, store));
 }
 
 /**

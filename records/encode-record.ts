@@ -10,7 +10,8 @@
  * where each body is the caller's own Uint8Array, handed to writev as is. Any protobuf reader
  * (fromBinary, the scanner) decodes it to the same message; only the field order differs from
  * toBinary's. Small records keep one plain toBinary: below the threshold the extra buffers cost
- * more than the copy.
+ * more than the copy. A ModelCall's content pieces (a repeated bytes field: a message, a
+ * screenshot) are written the same way, each as its own field.
  */
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { BlobSchema, ModelCallSchema, RecordSchema, toBinary, type Record } from "../schemas/index.ts";
@@ -29,12 +30,14 @@ const EMPTY = new Uint8Array(0);
 
 /** Field numbers in records.proto: Record.kind cases and their big `bytes` fields. */
 const RECORD_FIELD = { modelCall: 1, blob: 2 } as const;
+/** [name, field number, repeated]: a repeated field's elements are each written as their own field. */
 const MODEL_CALL_BIG = [
-  ["requestBody", 7],
-  ["responseBody", 8],
-  ["upstreamRequestBody", 30],
+  ["requestBody", 7, false],
+  ["responseBody", 8, false],
+  ["upstreamRequestBody", 30, false],
+  ["content", 70, true],
 ] as const;
-const BLOB_BIG = [["data", 3]] as const;
+const BLOB_BIG = [["data", 3, false]] as const;
 
 /**
  * The payload of `record`'s frame. Throws what toBinary throws for a record that does not encode.
@@ -66,25 +69,40 @@ export function encodeRecord(record: Record, threshold = SPLIT_THRESHOLD_BYTES):
 }
 
 /**
- * The message with its big fields emptied, and those fields (non-empty ones, in field order),
- * when they add up to `threshold` or more; undefined otherwise.
+ * The message with its big fields emptied, and those fields (non-empty ones, in field order;
+ * a repeated field's elements in order, empty ones too), when they add up to `threshold` or
+ * more; undefined otherwise.
  */
-function splitFields<M extends object>(message: M, fields: readonly (readonly [string, number])[], threshold: number): { rest: M; big: [number, Uint8Array][] } | undefined {
+function splitFields<M extends object>(message: M, fields: readonly (readonly [string, number, boolean])[], threshold: number): { rest: M; big: [number, Uint8Array][] } | undefined {
   const values = message as unknown as { [name: string]: unknown };
   let total = 0;
-  for (const [name] of fields) {
+  for (const [name, , repeated] of fields) {
     const value = values[name];
-    // Anything but a Uint8Array goes to toBinary, which reports it.
-    if (!(value instanceof Uint8Array)) return undefined;
-    total += value.length;
+    // Anything but bytes goes to toBinary, which reports it.
+    if (repeated) {
+      if (!Array.isArray(value)) return undefined;
+      for (const element of value) {
+        if (!(element instanceof Uint8Array)) return undefined;
+        total += element.length;
+      }
+    } else {
+      if (!(value instanceof Uint8Array)) return undefined;
+      total += value.length;
+    }
   }
   if (total < threshold) return undefined;
   const rest: { [name: string]: unknown } = { ...values };
   const big: [number, Uint8Array][] = [];
-  for (const [name, field] of fields) {
-    const value = values[name] as Uint8Array;
-    rest[name] = EMPTY; // proto3: an empty bytes field is not written
-    if (value.length > 0) big.push([field, value]);
+  for (const [name, field, repeated] of fields) {
+    if (repeated) {
+      rest[name] = [];
+      // An element is written even when empty: a repeated field keeps its elements' positions.
+      for (const element of values[name] as Uint8Array[]) big.push([field, element]);
+    } else {
+      const value = values[name] as Uint8Array;
+      rest[name] = EMPTY; // proto3: an empty bytes field is not written
+      if (value.length > 0) big.push([field, value]);
+    }
   }
   return { rest: rest as M, big };
 }

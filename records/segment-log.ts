@@ -39,7 +39,19 @@ export type SegmentLogOptions = {
   io?: WriterIo;
 };
 
+/** Where the record went; `offset` is -1 when it was not written (see `AppendOptions.segment`). */
 export type AppendResult = { segment: string; offset: number };
+
+export type AppendOptions = {
+  /**
+   * The segment the record must land in, because it refers to records there (stored bodies:
+   * docs/record-format.md). When the log is on another segment, or this record would start a
+   * new one, nothing is written (a new segment is started if needed) and the result names the
+   * segment to build the record for, with offset -1. A record built for a segment that has no
+   * record yet always lands in it.
+   */
+  segment?: string;
+};
 
 export type SegmentLogStats = {
   /** Bytes written since open (frames and segment headers). */
@@ -58,7 +70,7 @@ export type SegmentLog = {
   /** Torn tails cut, and corruption found, when the log was opened. */
   readonly recovered: Recovered[];
   /** Appends one record; the bytes are with the OS when it returns. Throws RecorderError. */
-  append(record: Record): AppendResult;
+  append(record: Record, options?: AppendOptions): AppendResult;
   /** Resolves once everything appended before the call is on stable storage. */
   sync(): Promise<void>;
   /** Syncs, closes the files and releases the LOCK. Idempotent. */
@@ -223,12 +235,13 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
   return {
     dir: logDir,
     recovered,
-    append(record) {
+    append(record, options) {
       if (closing) throw new RecorderError("CLOSED", logDir, `recorder: append after close of the log in ${logDir}`);
       if (failure) throw failure;
       if (record.kind.case === undefined) {
         throw new RecorderError("BAD_RECORD", logDir, "recorder: append of an empty Record (kind not set): set one of model_call, blob, rollout, rollout_result");
       }
+      if (options?.segment !== undefined && options.segment !== current.name) return { segment: current.name, offset: -1 };
       let payload: EncodedRecord;
       try {
         payload = encodeRecord(record);
@@ -239,12 +252,14 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
         throw new RecorderError("BAD_RECORD", logDir, `recorder: record of ${payload.length} bytes is over the ${MAX_PAYLOAD_BYTES}-byte frame limit; store large data as smaller Blob records`);
       }
       const frameBytes = FRAME_HEADER_BYTES + payload.length;
+      const wanted = options?.segment;
       if (current.records > 0 && current.size + frameBytes > segmentMaxBytes) {
         try {
           roll();
         } catch (error) {
           throw error instanceof RecorderError ? error : ioError("start a new segment in", logDir, error);
         }
+        if (wanted !== undefined) return { segment: current.name, offset: -1 };
       }
       let crc = 0;
       for (const part of payload.parts) crc = crc32c(part, crc);

@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { CallStatus, Engine, LogprobsMode, Protocol, SamplingSource, TokenStatus, type ModelCall } from "../schemas/index.ts";
-import { expectTokenExact, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+import { expectTokenExact, startProxyHarness, upstreamRequestsOf, type ProxyHarness } from "../proxy/testing.ts";
 import { startProxy } from "../proxy/index.ts";
 import { startPolicySimulator } from "../simulator/index.ts";
-import { readRecords, upstreamRequestOf } from "../records/index.ts";
+import { readRecords } from "../records/index.ts";
 import { exportTrajectories, sidecarPath } from "../trajectories/index.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -60,7 +60,7 @@ for (const engine of ["vllm", "sglang"] as const) {
       expect(call.engineVersion).toBe(h.proxy.proxy.state.engine.info.version);
       expect(call.logprobsMode).toBe(engine === "vllm" ? LogprobsMode.PROCESSED_LOGPROBS : LogprobsMode.UNKNOWN);
       // What was asked upstream is the engine's own way.
-      const sent = upstreamRequestOf(call) as Extra;
+      const sent = upstreamRequestsOf([call])[0] as Extra;
       expect(sent.return_token_ids).toBe(true);
       expect(sent.logprobs).toBe(true);
       // Sampling parameters: the request's, and where the engine's defaults are fixed, those.
@@ -92,7 +92,7 @@ for (const engine of ["vllm", "sglang"] as const) {
       const call = await only(r.rollout_id);
       expectTokenExact(call, [call], s, Protocol.CHAT);
       expect(call.completionLogprobs).toHaveLength(s.token_ids.length);
-      const sent = upstreamRequestOf(call) as Extra;
+      const sent = upstreamRequestsOf([call])[0] as Extra;
       if (engine === "sglang") {
         // SGLang refuses return_token_ids on a streamed chat; its ids come in the sglext chunk.
         expect(sent.return_token_ids).toBeUndefined();
@@ -302,7 +302,7 @@ describe("ids with holes, and engines that cannot train", () => {
       const [call] = await h.calls(r.rollout_id);
       expect(call!.tokenStatus).toBe(TokenStatus.COMPLETE);
       expect(call!.completionTokenIds).toContain(151667); // <think>
-      expect((upstreamRequestOf(call!) as Extra).include_reasoning).toBeUndefined();
+      expect((upstreamRequestsOf([call!])[0] as Extra).include_reasoning).toBeUndefined();
     } finally {
       await h.close();
     }

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
 import { createHash } from "node:crypto";
 import { Protocol, type ModelCall } from "../schemas/index.ts";
-import { expectTokenExact, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+import { createContentStore, requestBodyOf } from "../records/index.ts";
+import { expectTokenExact, requestBodiesOf, startProxyHarness, upstreamRequestsOf, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;
 beforeAll(async () => {
@@ -75,9 +76,9 @@ describe("anthropic messages front door", () => {
     expectExactTokens(calls[0]!, calls, s1);
     expectExactTokens(calls[1]!, calls, s2);
     // The record keeps what the harness sent (cache_control too) and what it received.
-    expect(decode(calls[0]!.requestBody)).toContain("cache_control");
+    expect(decode(requestBodiesOf(calls)[0]!)).toContain("cache_control");
     expect(JSON.parse(decode(calls[0]!.responseBody))).toEqual(JSON.parse(JSON.stringify(first)));
-    const up = JSON.parse(decode(calls[1]!.upstreamRequestBody));
+    const up = upstreamRequestsOf(calls)[1]! as any;
     expect(up.return_token_ids).toBe(true);
     expect(up.messages.find((m: any) => m.role === "tool")).toEqual({ role: "tool", tool_call_id: use.id, content: "wrote 3 bytes" });
     expect(up.messages.find((m: any) => m.role === "assistant").tool_calls[0].id).toBe(use.id);
@@ -112,29 +113,35 @@ describe("anthropic messages front door", () => {
     expect(sse).not.toContain("token_ids");
   });
 
-  test("a screenshot sent again is stored once as a Blob; URL images are referenced, not fetched", async () => {
+  test("a screenshot sent again is stored once per rollout (and segment), decoded; URL images are referenced, not fetched", async () => {
     const { r, anthropic } = await client();
-    const png = Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 7) % 256)).toString("base64");
+    const png = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 7) % 256)).toString("base64");
     const sha = createHash("sha256").update(Buffer.from(png, "base64")).digest("hex");
     const image = { type: "image" as const, source: { type: "base64" as const, media_type: "image/png" as const, data: png } };
     const history: Anthropic.MessageParam[] = [{ role: "user", content: [image, { type: "text", text: "What is on the screen?" }] }];
     const a = await anthropic.messages.create({ model: "claude-x", max_tokens: 64, messages: history });
     history.push({ role: "assistant", content: a.content.filter((b) => b.type === "text") as any }, { role: "user", content: [image, { type: "image", source: { type: "url", url: "http://127.0.0.1:9/never-fetched.png" } }, { type: "text", text: "And now?" }] });
     await anthropic.messages.create({ model: "claude-x", max_tokens: 64, messages: history });
-    const records = await h.records();
-    const blobs = records.flatMap((x) => (x.kind.case === "blob" && x.kind.value.sha256 === sha ? [x.kind.value] : []));
-    expect(blobs.length).toBe(1);
-    expect(blobs[0]!.mediaType).toBe("image/png");
-    expect(Buffer.from(blobs[0]!.data).toString("base64")).toBe(png);
+    const decoded = Buffer.from(png, "base64");
+    const copies = (calls: { content: Uint8Array[] }[]) => calls.flatMap((c) => c.content).filter((p) => decoded.equals(p)).length;
     const calls = await h.calls(r.rollout_id);
+    // Stored once, as its decoded bytes (request and translated upstream body share it).
+    expect(copies(calls)).toBe(1);
+    expect(calls.every((c) => !decode(c.requestBody).includes(png) && !decode(c.upstreamRequestBody).includes(png))).toBe(true);
     expect(calls.map((c) => c.blobRefs)).toEqual([[sha], [sha]]);
-    // The upstream still receives the image.
-    expect(decode(calls[1]!.upstreamRequestBody)).toContain(`data:image/png;base64,${png}`);
-    // After a restart on the same data dir the log still holds it once.
+    const store = createContentStore();
+    calls.forEach((c) => requestBodyOf(c, store));
+    expect(Buffer.from(store.file(r.rollout_id, sha)!).equals(decoded)).toBe(true);
+    // The upstream still receives the image, and the record rebuilds the bodies exactly.
+    expect(JSON.stringify(upstreamRequestsOf(calls)[1])).toContain(`data:image/png;base64,${png}`);
+    expect(decode(requestBodiesOf(calls)[1]!)).toContain(`"data":"${png}"`);
+    // After a restart the proxy writes a new segment, which stores it again once: each segment reads on its own.
     await h.restart();
-    await anthropic.messages.create({ model: "claude-x", max_tokens: 64, messages: [{ role: "user", content: [image] }] });
-    expect((await h.records()).filter((x) => x.kind.case === "blob" && x.kind.value.sha256 === sha).length).toBe(1);
-    expect((await h.calls(r.rollout_id)).at(-1)!.blobRefs).toEqual([sha]);
+    await anthropic.messages.create({ model: "claude-x", max_tokens: 64, messages: [{ role: "user", content: [image] }, { role: "assistant", content: "ok" }, { role: "user", content: [image] }] });
+    const after = await h.calls(r.rollout_id);
+    expect(copies(after)).toBe(2);
+    expect(after.at(-1)!.blobRefs).toEqual([sha]);
+    expect(decode(requestBodiesOf([after.at(-1)!])[0]!).split(png).length).toBe(3);
   });
 
   test("count_tokens is answered by the upstream's tokenizer (/tokenize) and equals the sampled prompt", async () => {

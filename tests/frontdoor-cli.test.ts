@@ -8,7 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CallStatus, Protocol, TokenStatus } from "../schemas/index.ts";
-import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+import { requestBodiesOf, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;
 const dirs: string[] = [];
@@ -67,7 +67,7 @@ describe("real harness CLIs through the front doors", () => {
     const firstSse = new TextDecoder().decode(calls[0]!.responseBody);
     const id = /"type":"tool_use","id":"([^"]+)"/.exec(firstSse)?.[1];
     expect(id).toBeDefined();
-    expect(new TextDecoder().decode(calls[1]!.requestBody)).toContain(`"tool_use_id":"${id}"`);
+    expect(new TextDecoder().decode(requestBodiesOf(calls)[1]!)).toContain(`"tool_use_id":"${id}"`);
   }, 120_000); // a real CLI start: 2 s alone, longer beside the rest of the suite
 
   test.skipIf(!Bun.which("codex"))("Codex over /v1/responses", async () => {
@@ -103,6 +103,6 @@ describe("real harness CLIs through the front doors", () => {
     const firstSse = new TextDecoder().decode(calls[0]!.responseBody);
     const callId = /"type":"function_call"[^}]*"call_id":"([^"]+)"/.exec(firstSse)?.[1];
     expect(callId).toBeDefined();
-    expect(new TextDecoder().decode(calls[1]!.requestBody)).toContain(`"call_id":"${callId}"`);
+    expect(new TextDecoder().decode(requestBodiesOf(calls)[1]!)).toContain(`"call_id":"${callId}"`);
   }, 120_000);
 });

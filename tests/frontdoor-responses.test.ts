@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { createHash } from "node:crypto";
 import { Protocol, TokenStatus, type ModelCall } from "../schemas/index.ts";
-import { expectTokenExact, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+import { expectTokenExact, requestBodiesOf, startProxyHarness, upstreamRequestsOf, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;
 beforeAll(async () => {
@@ -64,8 +64,8 @@ describe("responses front door", () => {
     expect(calls.length).toBe(2);
     expectExactTokens(calls[0]!, calls, s1);
     expectExactTokens(calls[1]!, calls, s2);
-    expect(JSON.parse(decode(calls[0]!.requestBody)).prompt_cache_key).toBe("thread-abc");
-    const up = JSON.parse(decode(calls[1]!.upstreamRequestBody));
+    expect(JSON.parse(decode(requestBodiesOf(calls)[0]!)).prompt_cache_key).toBe("thread-abc");
+    const up = upstreamRequestsOf(calls)[1]! as any;
     expect(up.prompt_cache_key).toBeUndefined();
     expect(up.messages.find((m: any) => m.role === "assistant").tool_calls[0].id).toBe(call.call_id);
     expect(up.messages.find((m: any) => m.role === "tool")).toEqual({ role: "tool", tool_call_id: call.call_id, content: "exit code 0" });
@@ -118,18 +118,20 @@ describe("responses front door", () => {
     expect(call!.promptLen).toBeGreaterThan(10_000);
   });
 
-  test("a repeated screenshot is stored once as a Blob", async () => {
+  test("a repeated screenshot is stored once per rollout, decoded", async () => {
     const { r, openai } = await client();
-    const png = Buffer.from(Array.from({ length: 500 }, (_, i) => (i * 13) % 256)).toString("base64");
+    const png = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 13) % 256)).toString("base64");
     const sha = createHash("sha256").update(Buffer.from(png, "base64")).digest("hex");
     const shot = { type: "input_image" as const, image_url: `data:image/png;base64,${png}`, detail: "auto" as const };
     const input: any[] = [{ role: "user", content: [shot, { type: "input_text", text: "Describe the screen." }] }];
     const a = await openai.responses.create({ model: "m", input });
     input.push(...a.output, { role: "user", content: [shot, { type: "input_text", text: "Again." }] });
     await openai.responses.create({ model: "m", input });
-    const blobs = (await h.records()).filter((x) => x.kind.case === "blob" && x.kind.value.sha256 === sha);
-    expect(blobs.length).toBe(1);
-    expect((await h.calls(r.rollout_id)).map((c) => c.blobRefs)).toEqual([[sha], [sha]]);
+    const calls = await h.calls(r.rollout_id);
+    const decoded = Buffer.from(png, "base64");
+    expect(calls.flatMap((c) => c.content).filter((p) => decoded.equals(p)).length).toBe(1);
+    expect(calls.map((c) => c.blobRefs)).toEqual([[sha], [sha]]);
+    expect(requestBodiesOf(calls).map((b) => decode(b).split(png).length - 1)).toEqual([1, 2]);
   });
 
   test("a WebSocket upgrade of GET /v1/responses is refused cleanly (Codex falls back to POST)", async () => {

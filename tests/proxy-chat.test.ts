@@ -4,8 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CallStatus, Protocol, TokenStatus } from "../schemas/index.ts";
-import { NOT_AN_ENGINE, resolvePrompts, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
-import { upstreamRequestOf } from "../records/index.ts";
+import { NOT_AN_ENGINE, requestBodiesOf, resolvePrompts, startProxyHarness, upstreamRequestsOf, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;
 beforeAll(async () => {
@@ -37,11 +36,12 @@ describe("chat completions", () => {
     expect(call!.completionLogprobs.length).toBe(sample.logprobs.length);
     call!.completionLogprobs.forEach((lp, i) => expect(lp).toBeCloseTo(sample.logprobs[i]!, 5));
     expect(call!.promptLen).toBe(sample.prompt_token_ids.length);
-    expect(JSON.parse(new TextDecoder().decode(call!.requestBody)).messages[0].content).toBe("hello there");
+    const [body] = requestBodiesOf([call!]);
+    expect(JSON.parse(new TextDecoder().decode(body)).messages[0].content).toBe("hello there");
     // The harness's body is stored once; what went upstream is it plus the train-mode fields.
     expect(call!.upstreamRequestBody.length).toBe(0);
     expect(JSON.parse(new TextDecoder().decode(call!.upstreamRequestPatch))).toEqual({ return_token_ids: true, logprobs: true });
-    expect(upstreamRequestOf(call!)).toEqual({ ...JSON.parse(new TextDecoder().decode(call!.requestBody)), return_token_ids: true, logprobs: true });
+    expect(upstreamRequestsOf([call!])[0]).toEqual({ ...JSON.parse(new TextDecoder().decode(body)), return_token_ids: true, logprobs: true });
     expect(JSON.parse(new TextDecoder().decode(call!.responseBody)).choices[0].message.content).toBe(answer.choices[0]!.message.content);
     expect(call!.requestHeaders.find((x) => x.name === "authorization")!.value).toBe("[redacted]");
     expect(call!.usage!.completionTokens).toBe(sample.token_ids.length);
@@ -70,7 +70,7 @@ describe("chat completions", () => {
     const sse = new TextDecoder().decode(call!.responseBody);
     expect(sse.endsWith("data: [DONE]\n\n")).toBe(true);
     expect(sse).not.toContain("token_ids");
-    expect(upstreamRequestOf(call!)).toMatchObject({ stream: true, return_token_ids: true, logprobs: true, stream_options: { include_usage: true } });
+    expect(upstreamRequestsOf([call!])[0]).toMatchObject({ stream: true, return_token_ids: true, logprobs: true, stream_options: { include_usage: true } });
   });
 
   test("a harness that asks for token ids and logprobs gets them", async () => {

@@ -310,7 +310,7 @@ function* rowsOf(
     if (t.status !== "ok" || t.reward < sftMinReward) return;
     for (const s of t.samples) {
       const last = byId.get(s.call_ids.at(-1)!)!;
-      const messages = messagesOr(() => [...requestMessages(last), responseMessage(last)]);
+      const messages = messagesOr(() => [...requestMessages(last, collected.content), responseMessage(last)]);
       if (!messages) continue;
       yield {
         messages,
@@ -329,7 +329,7 @@ function* rowsOf(
   }
   for (const s of t.samples) {
     const first = byId.get(s.call_ids[0]!)!;
-    yield sampleRow(s, t, dataSource, messagesOr(() => requestMessages(first)) ?? [], byId);
+    yield sampleRow(s, t, dataSource, messagesOr(() => requestMessages(first, collected.content)) ?? [], byId);
   }
 }
 

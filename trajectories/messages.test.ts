@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { create, ModelCallSchema, Protocol } from "../schemas/index.ts";
+import { createContentStore } from "../records/index.ts";
 import { requestMessages, responseMessage } from "./messages.ts";
 
 const enc = (x: unknown) => new TextEncoder().encode(typeof x === "string" ? x : JSON.stringify(x));
@@ -27,7 +28,7 @@ describe("messages from recorded bodies", () => {
         ]),
       ),
     });
-    expect(requestMessages(call)).toEqual([
+    expect(requestMessages(call, createContentStore())).toEqual([
       { role: "system", content: "sys" },
       { role: "user", content: "look: <image>" },
       { role: "assistant", content: "", tool_calls: [{ id: "c1", type: "function", function: { name: "ls", arguments: "{}" } }] },
@@ -61,7 +62,7 @@ describe("messages from recorded bodies", () => {
         ]),
       ),
     });
-    expect(requestMessages(call)).toEqual([
+    expect(requestMessages(call, createContentStore())).toEqual([
       { role: "system", content: "sys" },
       { role: "user", content: "hi" },
       { role: "assistant", content: "ok", tool_calls: [{ id: "t1", type: "function", function: { name: "ls", arguments: '{"d":"."}' } }] },
@@ -83,7 +84,7 @@ describe("messages from recorded bodies", () => {
       }),
       responseBody: enc({ output: [{ type: "message", content: [{ type: "output_text", text: "fine" }] }] }),
     });
-    expect(requestMessages(call)).toEqual([
+    expect(requestMessages(call, createContentStore())).toEqual([
       { role: "system", content: "sys" },
       { role: "user", content: "hi" },
       { role: "assistant", content: "", tool_calls: [{ id: "f1", type: "function", function: { name: "shell", arguments: '{"cmd":"ls"}' } }] },
@@ -94,6 +95,6 @@ describe("messages from recorded bodies", () => {
 
   test("a body that is not JSON names the call", () => {
     const call = create(ModelCallSchema, { callId: "c-9", rolloutId: "r", protocol: Protocol.CHAT, requestBody: enc("{oops") });
-    expect(() => requestMessages(call)).toThrow("call c-9 (rollout r): request_body is not JSON");
+    expect(() => requestMessages(call, createContentStore())).toThrow("call c-9 (rollout r): request_body is not JSON");
   });
 });

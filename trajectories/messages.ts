@@ -3,6 +3,7 @@
  * the `prompt` column veRL's RLHFDataset reads and the `messages` column of the SFT export.
  */
 import { parseSseText } from "../lib/index.ts";
+import { requestBodyOf, type ContentStore } from "../records/index.ts";
 import { Protocol, type ModelCall } from "../schemas/index.ts";
 
 export type ToolCall = { id: string; type: "function"; function: { name: string; arguments: string } };
@@ -93,13 +94,14 @@ function responsesRequest(body: Json): ChatMessage[] {
 }
 
 /**
- * The conversation a call sent, as chat messages.
+ * The conversation a call sent, as chat messages. `content` is the store of the call's rollout
+ * (`CollectedRollout.content`), which rebuilds a body stored as references.
  *
  * @example
- * requestMessages(call); // [{ role: "system", content: "..." }, { role: "user", content: "..." }]
+ * requestMessages(call, collected.content); // [{ role: "system", content: "..." }, { role: "user", content: "..." }]
  */
-export function requestMessages(call: ModelCall): ChatMessage[] {
-  const body = parseJson(call.requestBody, "request_body", call);
+export function requestMessages(call: ModelCall, content: ContentStore): ChatMessage[] {
+  const body = parseJson(requestBodyOf(call, content), "request_body", call);
   switch (call.protocol) {
     case Protocol.CHAT:
       return chatRequest(body);

@@ -4,6 +4,7 @@
  * Calls are held as nodes pointing at their prefix, so a rollout costs in memory what its records
  * cost on disk (the deltas); a full prompt is materialized only when asked for.
  */
+import { createContentStore, type ContentStore } from "../records/index.ts";
 import type { ModelCall, Record, Rollout, RolloutResult } from "../schemas/index.ts";
 import type { ResolvedCall } from "./types.ts";
 
@@ -86,13 +87,15 @@ export type CollectedRollout = {
   rollout: Rollout | undefined;
   result: RolloutResult | undefined;
   calls: ResolvedCall[];
+  /** The rollout's request content: `requestBodyOf(call, content)` rebuilds any of its calls' bodies. */
+  content: ContentStore;
   /** Calls recorded after the result (not assembled, reported). */
   lateCalls: number;
 };
 
 export type CollectStats = { records: number; maxOpenRollouts: number; lateCalls: number; blobs: number };
 
-type Open = { rollout?: Rollout; calls: ResolvedCall[]; resolver: ReturnType<typeof promptResolver> };
+type Open = { rollout?: Rollout; calls: ResolvedCall[]; resolver: ReturnType<typeof promptResolver>; content: ContentStore };
 
 /**
  * Streams a record log into complete rollouts. Holds only open rollouts (registered or with
@@ -111,7 +114,7 @@ export async function* collectRollouts(
   const openOf = (id: string): Open => {
     let entry = open.get(id);
     if (!entry) {
-      entry = { calls: [], resolver: promptResolver() };
+      entry = { calls: [], resolver: promptResolver(), content: createContentStore() };
       open.set(id, entry);
       if (open.size > stats.maxOpenRollouts) stats.maxOpenRollouts = open.size;
     }
@@ -129,19 +132,26 @@ export async function* collectRollouts(
       }
       const entry = openOf(id);
       entry.calls.push(entry.resolver.add(kind.value));
+      try {
+        // In log order, as stored bodies need; a body that cannot be rebuilt (damage in its
+        // segment) throws again, naming what is missing, when a reader asks for it.
+        entry.content.add(kind.value);
+      } catch {
+        // reported where the body is read
+      }
     } else if (kind.case === "rollout") {
       openOf(kind.value.rolloutId).rollout = kind.value;
     } else if (kind.case === "rolloutResult") {
       const id = kind.value.rolloutId;
-      const entry = open.get(id) ?? { calls: [], resolver: promptResolver() };
+      const entry = open.get(id) ?? { calls: [], resolver: promptResolver(), content: createContentStore() };
       open.delete(id);
       finished.add(id);
-      yield { rolloutId: id, rollout: entry.rollout, result: kind.value, calls: entry.calls, lateCalls: 0 };
+      yield { rolloutId: id, rollout: entry.rollout, result: kind.value, calls: entry.calls, content: entry.content, lateCalls: 0 };
     } else if (kind.case === "blob") {
       stats.blobs++;
     }
   }
-  for (const [id, entry] of open) yield { rolloutId: id, rollout: entry.rollout, result: undefined, calls: entry.calls, lateCalls: 0 };
+  for (const [id, entry] of open) yield { rolloutId: id, rollout: entry.rollout, result: undefined, calls: entry.calls, content: entry.content, lateCalls: 0 };
 }
 
 /**

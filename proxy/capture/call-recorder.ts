@@ -1,11 +1,11 @@
 /**
  * Glue between a finished model call and the segment log: builds the ModelCall record (token
- * view with prompt delta, bodies, headers, timings), appends it, updates the rollout state and
- * the metrics. A failed append puts the recorder in a failed state: the proxy then refuses
+ * view with prompt delta, bodies stored as references to the rollout's content, headers,
+ * timings), appends it, updates the rollout state and the metrics. A failed append puts the recorder in a failed state: the proxy then refuses
  * model calls (503) instead of serving calls whose training data would be lost.
  */
-import { BlobSchema, CallStatus, create, Engine, LogprobsMode, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord, type SamplingParams } from "../../schemas/index.ts";
-import { RecorderError, type SegmentLog } from "../../records/index.ts";
+import { CallStatus, create, Engine, LogprobsMode, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord, type SamplingParams } from "../../schemas/index.ts";
+import { createContentWriter, RecorderError, type ContentWriterOptions, type SegmentLog } from "../../records/index.ts";
 import { promptDelta } from "../../records/index.ts";
 import { tokenVerdict, type TokenCapture } from "./tokens.ts";
 import { engineEnum, type EngineInfo } from "../engines/kinds.ts";
@@ -44,12 +44,6 @@ export interface FinishedCall {
   requestHeaders: ModelCall["requestHeaders"];
   session: Record<string, string>;
   upstreamAttempts: number;
-  /**
-   * Base64 images of the request (translate/images.ts): stored once each as Blob records,
-   * referenced by sha256. `data` may decode the base64 text when read, so it is read only for
-   * a Blob not stored yet (a screenshot sent again costs no decode).
-   */
-  images?: { inline: { sha256: string; mediaType: string; readonly data: Uint8Array }[] };
   /** The engine behind the upstream, as identified (docs/engines.md). */
   engine?: EngineInfo;
   /** The sampling parameters of the body sent upstream. */
@@ -66,19 +60,26 @@ export interface CallRecorder {
   append(record: ForgeRecord): void;
 }
 
+const EMPTY = new Uint8Array(0);
+
 /**
- * A recorder over `log`.
+ * A recorder over `log`. Request bodies (and translated upstream bodies) are stored as
+ * references to the content their rollout already stored in the current segment, plus what is
+ * new (records/content-writer.ts); base64 images in them are stored once per rollout, decoded.
  *
  * @example
  * const recorder = createCallRecorder(log, registry, metrics);
  * recorder.record(finishedCall);
  */
-export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, metrics: ProxyMetrics, storedBlobs = new Set<string>()): CallRecorder {
+export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, metrics: ProxyMetrics, contentOptions: ContentWriterOptions = {}): CallRecorder {
   const health: RecorderHealth = { failure: "" };
-  // storedBlobs: sha256 of the Blobs in the log; a screenshot sent again is referenced, not stored again.
-  const append = (record: ForgeRecord) => {
+  const content = createContentWriter(contentOptions);
+  const append = (record: ForgeRecord, segment?: string) => {
     try {
-      log.append(record);
+      const result = log.append(record, segment === undefined ? undefined : { segment });
+      // A finished rollout's content is not referred to again (a late call stores its own).
+      if (record.kind.case === "rolloutResult") content.forget(record.kind.value.rolloutId);
+      return result;
     } catch (error) {
       metrics.recorderError();
       // A record that does not encode (BAD_RECORD) is that call's problem: the log is fine, and
@@ -91,7 +92,7 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
   };
   return {
     health,
-    append,
+    append: (record) => void append(record),
     record(call) {
       const cap = call.capture;
       const prompt = cap.promptTokenIds;
@@ -107,7 +108,6 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         startUnixMs: call.startUnixMs,
         endUnixMs: call.startUnixMs + (endPerf - call.startPerf),
         protocol: call.protocol,
-        requestBody: call.requestBody,
         responseBody: call.responseBody,
         model: cap.model || call.model,
         upstream: call.upstream,
@@ -136,23 +136,35 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         promptLen: prompt?.length ?? 0,
         requestHeaders: call.requestHeaders,
         session: call.session,
-        upstreamRequestBody: call.upstreamRequestBody,
         upstreamRequestPatch: call.upstreamRequestPatch,
         upstreamAttempts: call.upstreamAttempts,
-        blobRefs: call.images?.inline.map((image) => image.sha256) ?? [],
         tokenStatusReason: verdict.reason,
         sampling: call.sampling,
         engine: call.engine ? engineEnum(call.engine.kind) : Engine.UNSPECIFIED,
         engineVersion: call.engine?.version ?? "",
         logprobsMode: call.engine?.logprobsMode ?? LogprobsMode.UNSPECIFIED,
       });
-      for (const image of call.images?.inline ?? []) {
-        if (storedBlobs.has(image.sha256)) continue;
-        // Written before the call that refers to it, so a reader meets the Blob first.
-        append(create(RecordSchema, { kind: { case: "blob", value: create(BlobSchema, { sha256: image.sha256, mediaType: image.mediaType, data: image.data }) } }));
-        storedBlobs.add(image.sha256);
+      const record = create(RecordSchema, { kind: { case: "modelCall", value: modelCall } });
+      const rolloutId = modelCall.rolloutId;
+      const upstream = call.upstreamRequestBody ?? EMPTY;
+      // Built for the segment the log is on; when the append would start a new one, built again
+      // for that one (its pieces stored again), so that every segment reads on its own.
+      let segment = log.stats().segment;
+      for (;;) {
+        const stored = content.begin(rolloutId, call.seq, segment);
+        modelCall.requestStored = stored.store(call.requestBody, "request");
+        modelCall.requestBody = modelCall.requestStored ? EMPTY : call.requestBody;
+        modelCall.upstreamStored = upstream.length > 0 ? stored.store(upstream, "upstream") : undefined;
+        modelCall.upstreamRequestBody = modelCall.upstreamStored ? EMPTY : upstream;
+        modelCall.content = stored.content;
+        modelCall.blobRefs = stored.files;
+        const result = append(record, segment);
+        if (result.offset >= 0) {
+          stored.commit();
+          break;
+        }
+        segment = result.segment;
       }
-      append(create(RecordSchema, { kind: { case: "modelCall", value: modelCall } }));
       registry.noteCall(call.rollout, modelCall, prompt);
       const statusName = CallStatus[call.status] ?? String(call.status);
       metrics.callFinished(

@@ -5,7 +5,6 @@
  * fail.
  */
 import { CallStatus, type ModelCall } from "../../schemas/index.ts";
-import { findImages } from "../capture/images.ts";
 import { sessionHeaders } from "../capture/session-headers.ts";
 import { captureAndStrip, newCapture, type HarnessWants } from "../capture/tokens.ts";
 import { engineError, openAiShape } from "../engines/errors.ts";
@@ -124,8 +123,6 @@ async function callUpstream(
     requestHeaders: redactedHeaders(request.headers),
     session: sessionHeaders(request.headers),
     upstreamAttempts: 0,
-    // The upstream body holds every image of every protocol (translation keeps them as data: URLs).
-    images: findImages(prepared.upstreamBody),
     engine: engine.info,
     sampling: samplingOf(prepared.capture, upstreamBody, engine.adapter),
     echo,

@@ -3,6 +3,7 @@
  * { rollouts, callsPerRollout, recorded, seconds, problems[] } and exits 1 on any problem.
  */
 import { CallStatus } from "../../schemas/index.ts";
+import { createContentStore, requestBodyOf } from "../../records/index.ts";
 import { readAll, startProxyUnderTest } from "./proxy-under-test.ts";
 
 const ROLLOUTS = Number(process.env.FAULTS_ROLLOUTS ?? 1000);
@@ -30,6 +31,8 @@ try {
   const calls = await t.calls();
   recorded = calls.length;
   const byId = new Map(calls.map((c) => [c.callId, c]));
+  const store = createContentStore();
+  const bodies = new Map(calls.map((c) => [c.callId, requestBodyOf(c, store)]));
   if (byId.size !== calls.length) problems.push(`${calls.length - byId.size} calls recorded more than once`);
   const seqs = new Map<string, number[]>();
   for (const [callId, s] of served) {
@@ -41,7 +44,7 @@ try {
     if (c.rolloutId !== s.rollout) problems.push(`call ${callId} recorded under ${c.rolloutId}, served to ${s.rollout}`);
     if (c.status !== CallStatus.OK) problems.push(`call ${callId}: status ${CallStatus[c.status]} ${c.error}`);
     // The stored request is this rollout's own body (no cross-rollout mixing).
-    if (!new TextDecoder().decode(c.requestBody).includes(s.content)) problems.push(`call ${callId}: request body is not ${s.rollout}'s`);
+    if (!new TextDecoder().decode(bodies.get(callId)!).includes(s.content)) problems.push(`call ${callId}: request body is not ${s.rollout}'s`);
     seqs.set(s.rollout, [...(seqs.get(s.rollout) ?? []), c.seq]);
   }
   for (const [id, list] of seqs) if (list.join() !== "1,2,3") problems.push(`${id}: seqs ${list.join()}`);

@@ -1,0 +1,68 @@
+import { describe, expect, test } from "bun:test";
+import { bodySpans } from "./body-spans.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+/** The text of each span. */
+const texts = (body: string, options = {}) => {
+  const bytes = encoder.encode(body);
+  const spans = bodySpans(bytes, { minPiece: 1, ...options });
+  if (!spans) return undefined;
+  return { pieces: spans.pieces.map((s) => decoder.decode(bytes.subarray(s.start, s.end))), base64: spans.base64.map((s) => decoder.decode(bytes.subarray(s.start, s.end))) };
+};
+
+describe("bodySpans", () => {
+  test("each element of messages / input, every other top-level value", () => {
+    expect(texts('{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}],"tools":[{"x":1}],"stream":true}')).toEqual({
+      pieces: ['"m"', '{"role":"user","content":"a"}', '{"role":"assistant","content":"b"}', '[{"x":1}]', "true"],
+      base64: [],
+    });
+    expect(texts('{"instructions":"sys","input":["x",{"type":"function_call_output","output":"y"}]}')!.pieces).toEqual(['"sys"', '"x"', '{"type":"function_call_output","output":"y"}']);
+    // input as a string is one value
+    expect(texts('{"input":"hello"}')!.pieces).toEqual(['"hello"']);
+  });
+
+  test("whitespace anywhere, escapes and nested brackets inside strings", () => {
+    const body = ' \n{ "messages" : [ {"c":"a \\" ] } [ {"} ,\t{"c":"\\\\"} ] ,"n": -1.5e3 , "o":{"a":[1,{"b":null}]} }\n ';
+    expect(texts(body)!.pieces).toEqual(['{"c":"a \\" ] } [ {"}', '{"c":"\\\\"}', "-1.5e3", '{"a":[1,{"b":null}]}']);
+  });
+
+  test("values shorter than minPiece stay literal", () => {
+    expect(texts('{"model":"m","messages":[{"r":"a"},{"role":"assistant","content":"long enough"}]}', { minPiece: 20 })!.pieces).toEqual(['{"role":"assistant","content":"long enough"}']);
+  });
+
+  test("base64 candidates: data: URL payloads and strings under a data key, at any depth", () => {
+    const b64 = "QUJD".repeat(20);
+    const body = JSON.stringify({
+      messages: [
+        { content: [{ type: "image_url", image_url: { url: `data:image/png;base64,${b64}` } }] },
+        { content: [{ type: "tool_result", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: b64 } }] }] },
+        { content: [{ type: "image_url", image_url: { url: `data:image/png,${b64}` } }] }, // not base64: the text is the data
+        { content: [{ type: "text", text: b64 }] }, // not under "data"
+        { content: [{ type: "image_url", image_url: { url: "data:image/png;base64,QUJD" } }] }, // too short
+      ],
+      input: [{ type: "computer_call_output", output: { type: "computer_screenshot", image_url: `data:image/jpeg;name=x;base64,${b64}` } }],
+    });
+    expect(texts(body)!.base64).toEqual([b64, b64, b64]);
+  });
+
+  test("a token-id array is skipped by its first ] and kept as one value", () => {
+    const ids = Array.from({ length: 5000 }, (_, i) => i).join(",");
+    expect(texts(`{"prompt":[${ids}],"max_tokens":5}`)!.pieces).toEqual([`[${ids}]`, "5"]);
+    // an array with strings or containers inside is walked
+    expect(texts('{"prompt":[[1,2],"]"],"x":1}')!.pieces).toEqual(['[[1,2],"]"]', "1"]);
+  });
+
+  test("not a JSON object: undefined", () => {
+    for (const body of ["", "[]", '"s"', "{", '{"a":1', '{"a":1}x', '{"a" 1}', '{a:1}', '{"messages":[1 2]}', '{"a":"unterminated}', '{"a":[}', '{"a":{]}', '{"a":}']) {
+      expect(texts(body)).toBeUndefined();
+    }
+    expect(texts("{}")).toEqual({ pieces: [], base64: [] });
+    expect(texts(" { } ")).toEqual({ pieces: [], base64: [] });
+  });
+
+  test("deep nesting is walked without recursion", () => {
+    const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+    expect(texts(`{"a":${deep}}`)!.pieces).toEqual([deep]);
+  });
+});

@@ -1,0 +1,232 @@
+/**
+ * Where a request body can be cut into content pieces: a scan of the raw JSON bytes (never a
+ * parse) that finds the elements of the top-level `messages` / `input` arrays, every other
+ * top-level value, and the base64 text of inline files (images) inside them.
+ *
+ * Harnesses resend the same conversation prefix on every call, message by message, so these
+ * are the boundaries at which a call's body repeats an earlier one. The cut is purely
+ * positional: the bytes between the spans (keys, commas, whitespace, small values) are kept as
+ * they are, so the body is rebuilt byte for byte whatever its formatting.
+ *
+ * Cost: bytes outside strings are looked at one by one (a chat body's structure is a small
+ * share of it); a string is skipped with a native `indexOf` of its closing quote, so a 4 MB
+ * screenshot costs one memchr.
+ */
+
+export type Span = { start: number; end: number };
+
+export type BodySpans = {
+  /** Byte ranges to store as pieces, in order, not overlapping. */
+  pieces: Span[];
+  /** Base64 text inside the pieces (a data: URL's payload, or a string under a "data" key), in order. */
+  base64: Span[];
+};
+
+export type SpanOptions = {
+  /** Values shorter than this stay in the literal runs (a reference would cost about as much). Default 32. */
+  minPiece?: number;
+  /** Strings shorter than this are never taken for base64 files. Default 64. */
+  minBase64?: number;
+};
+
+/** Top-level keys whose arrays are split per element: the conversation, resent with every call. */
+const SPLIT_KEYS = ["messages", "input"].map((k) => new TextEncoder().encode(k));
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+/** "data" as bytes, and "data:" / ";base64" of a data: URL (RFC 2397). */
+const DATA = [0x64, 0x61, 0x74, 0x61];
+const BASE64_FLAG = new TextEncoder().encode(";base64");
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+function skipSpace(b: Uint8Array, i: number): number {
+  while (i < b.length && isSpace(b[i]!)) i++;
+  return i;
+}
+
+/** Index after the closing quote of the string opening at `i`, or -1 when it does not close. */
+function stringEnd(b: Uint8Array, i: number): number {
+  let from = i + 1;
+  for (;;) {
+    const q = b.indexOf(QUOTE, from);
+    if (q < 0) return -1;
+    let k = q - 1;
+    while (b[k] === BACKSLASH) k--;
+    // An even number of backslashes before the quote: it is not escaped.
+    if (((q - 1 - k) & 1) === 0) return q + 1;
+    from = q + 1;
+  }
+}
+
+function equalsAt(b: Uint8Array, start: number, end: number, word: Uint8Array | number[]): boolean {
+  if (end - start !== word.length) return false;
+  for (let k = 0; k < word.length; k++) if (b[start + k] !== word[k]) return false;
+  return true;
+}
+
+/**
+ * The base64 part of string content `[start, end)` worth storing decoded: the payload of a
+ * `data:…;base64,` URL, or the whole string under a "data" key (Anthropic's base64 source).
+ * Whether it really is canonical base64 is the writer's check; this only finds candidates.
+ */
+function base64Candidate(b: Uint8Array, start: number, end: number, underDataKey: boolean, minBase64: number): Span | undefined {
+  if (end - start >= 5 && b[start] === DATA[0] && b[start + 1] === DATA[1] && b[start + 2] === DATA[2] && b[start + 3] === DATA[3] && b[start + 4] === COLON) {
+    // The media type and parameters end at the first comma; the flag must come before it.
+    const headerEnd = Math.min(end, start + 512);
+    let comma = -1;
+    for (let k = start + 5; k < headerEnd; k++) {
+      if (b[k] === COMMA) {
+        comma = k;
+        break;
+      }
+    }
+    if (comma < 0) return undefined;
+    let flagged = false;
+    for (let k = start + 5; k + BASE64_FLAG.length <= comma && !flagged; k++) flagged = equalsAt(b, k, k + BASE64_FLAG.length, BASE64_FLAG);
+    if (!flagged || end - (comma + 1) < minBase64) return undefined;
+    return { start: comma + 1, end };
+  }
+  return underDataKey ? { start, end } : undefined;
+}
+
+/**
+ * End (exclusive) of the JSON value starting at `i` (no leading space), or -1 when the bytes
+ * are not JSON. Base64 candidates met on the way go to `found`.
+ */
+function valueEnd(b: Uint8Array, i: number, found: Span[], minBase64: number): number {
+  const n = b.length;
+  const c0 = b[i];
+  if (c0 === QUOTE) {
+    const end = stringEnd(b, i);
+    if (end > 0 && end - i - 2 >= minBase64) {
+      const candidate = base64Candidate(b, i + 1, end - 1, false, minBase64);
+      if (candidate) found.push(candidate);
+    }
+    return end;
+  }
+  if (c0 !== OPEN_OBJECT && c0 !== OPEN_ARRAY) {
+    // A number, true, false or null: up to the next delimiter.
+    let k = i;
+    while (k < n) {
+      const c = b[k]!;
+      if (c === COMMA || c === CLOSE_OBJECT || c === CLOSE_ARRAY || isSpace(c)) break;
+      k++;
+    }
+    return k > i ? k : -1;
+  }
+  if (c0 === OPEN_ARRAY) {
+    // An array of scalars only (a token-id prompt: 40k numbers): its end is its first "]".
+    const close = b.indexOf(CLOSE_ARRAY, i);
+    if (close < 0) return -1;
+    const inside = b.subarray(i + 1, close);
+    if (inside.indexOf(QUOTE) < 0 && inside.indexOf(OPEN_ARRAY) < 0 && inside.indexOf(OPEN_OBJECT) < 0) return close + 1;
+  }
+  // Containers: a stack of open brackets; in an object, whether a key is expected next and
+  // whether the last key was "data".
+  const stack: number[] = [];
+  let expectKey = false;
+  let underDataKey = false;
+  let k = i;
+  while (k < n) {
+    const c = b[k]!;
+    if (c === QUOTE) {
+      const end = stringEnd(b, k);
+      if (end < 0) return -1;
+      if (expectKey) {
+        underDataKey = equalsAt(b, k + 1, end - 1, DATA);
+        expectKey = false;
+      } else {
+        if (end - k - 2 >= minBase64) {
+          const candidate = base64Candidate(b, k + 1, end - 1, underDataKey, minBase64);
+          if (candidate) found.push(candidate);
+        }
+        underDataKey = false;
+      }
+      k = end;
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      stack.push(c);
+      expectKey = c === OPEN_OBJECT;
+      k++;
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      const open = stack.pop();
+      if (open === undefined || (open === OPEN_OBJECT) !== (c === CLOSE_OBJECT)) return -1;
+      k++;
+      if (stack.length === 0) return k;
+      expectKey = false;
+      underDataKey = false;
+    } else if (c === COMMA) {
+      expectKey = stack[stack.length - 1] === OPEN_OBJECT;
+      k++;
+    } else {
+      k++;
+    }
+  }
+  return -1;
+}
+
+/**
+ * The spans of `body` to store as pieces, or undefined when it is not a JSON object (the
+ * writer then stores it whole). Invalid JSON inside a value is not always noticed: the spans
+ * only have to be positions in the bytes, which any bytes rebuild exactly.
+ *
+ * @example
+ * const body = new TextEncoder().encode('{"model":"m","messages":[{"role":"user","content":"a long enough message"}]}');
+ * bodySpans(body, { minPiece: 8 }).pieces // [{ start: 25, end: 72 }]
+ */
+export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpans | undefined {
+  const minPiece = options.minPiece ?? 32;
+  const minBase64 = options.minBase64 ?? 64;
+  const pieces: Span[] = [];
+  const base64: Span[] = [];
+  const b = body;
+  let i = skipSpace(b, 0);
+  if (b[i] !== OPEN_OBJECT) return undefined;
+  i = skipSpace(b, i + 1);
+  if (b[i] === CLOSE_OBJECT) return skipSpace(b, i + 1) === b.length ? { pieces, base64 } : undefined;
+  for (;;) {
+    if (b[i] !== QUOTE) return undefined;
+    const keyEnd = stringEnd(b, i);
+    if (keyEnd < 0) return undefined;
+    const split = SPLIT_KEYS.some((word) => equalsAt(b, i + 1, keyEnd - 1, word));
+    i = skipSpace(b, keyEnd);
+    if (b[i] !== COLON) return undefined;
+    i = skipSpace(b, i + 1);
+    if (split && b[i] === OPEN_ARRAY) {
+      i = skipSpace(b, i + 1);
+      if (b[i] === CLOSE_ARRAY) i++;
+      else
+        for (;;) {
+          const end = valueEnd(b, i, base64, minBase64);
+          if (end < 0) return undefined;
+          if (end - i >= minPiece) pieces.push({ start: i, end });
+          i = skipSpace(b, end);
+          if (b[i] === COMMA) i = skipSpace(b, i + 1);
+          else if (b[i] === CLOSE_ARRAY) {
+            i++;
+            break;
+          } else return undefined;
+        }
+    } else {
+      const end = valueEnd(b, i, base64, minBase64);
+      if (end < 0) return undefined;
+      if (end - i >= minPiece) pieces.push({ start: i, end });
+      i = end;
+    }
+    i = skipSpace(b, i);
+    if (b[i] === COMMA) {
+      i = skipSpace(b, i + 1);
+      continue;
+    }
+    if (b[i] !== CLOSE_OBJECT || skipSpace(b, i + 1) !== b.length) return undefined;
+    return { pieces, base64 };
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * The writer side of stored bodies (docs/record-format.md, "Stored bodies"): turns a call's
+ * request (and translated upstream) body into references to content its rollout already
+ * stored in this segment, plus what is new.
+ *
+ * A body is cut at its message boundaries (`bodySpans`) into items: literal runs (keys,
+ * commas, small values) and pieces (a message, the tools, the system prompt, a base64 file
+ * stored decoded). A piece is identified by two 64-bit xxHash3 of its bytes with per-process
+ * seeds and its length (a base64 file by its sha256), so a message sent again is a reference,
+ * never stored twice. The items a body shares with the start of a recent call's body are one
+ * prefix reference, so a call costs what it adds, not the length of the conversation.
+ *
+ * State is per rollout and per segment: when the log starts a new segment, everything is
+ * forgotten and pieces are stored again, so every segment reads on its own (analytics compacts
+ * segments one by one). It is committed only once the call's record is appended: a failed
+ * append leaves no reference to pieces that are not in the log.
+ */
+import { randomBytes } from "node:crypto";
+import { create, StoredBodySchema, type StoredBody } from "../schemas/index.ts";
+import { base64File } from "./base64-files.ts";
+import { bodySpans, type Span } from "./body-spans.ts";
+
+export type ContentWriterOptions = {
+  /** Bodies shorter than this are stored as they are. Default 1024. */
+  minBody?: number;
+  /** Runs shorter than this are literal, not pieces. Default 32. */
+  minPiece?: number;
+  /** Literal runs this long or longer become pieces. Default 256. */
+  maxLiteral?: number;
+  /**
+   * Text runs longer than twice this are cut into pieces of at least this many bytes, each
+   * ending after a space or a comma: a value that grows by appending (a completions prompt, a
+   * token-id prompt) then repeats its earlier pieces, and only its last piece is new. Default 1024.
+   */
+  chunkBytes?: number;
+  /** Calls per rollout and body kind whose items are kept to find a common prefix. Default 4. */
+  recentCalls?: number;
+  /** Pieces remembered over all rollouts; least recently used rollouts are forgotten past it. Default 262144. */
+  maxPieces?: number;
+};
+
+export type BodyKind = "request" | "upstream";
+
+export interface CallContent {
+  /** The stored form of `body`, or undefined to store the body as it is (too small). */
+  store(body: Uint8Array, kind: BodyKind): StoredBody | undefined;
+  /** The pieces this call stores first (ModelCall.content). */
+  readonly content: Uint8Array[];
+  /** sha256 (hex) of the base64 files of the request body, distinct, in order (ModelCall.blob_refs). */
+  readonly files: string[];
+  /** Lets later calls refer to this call's pieces and items: call it once its record is appended. */
+  commit(): void;
+}
+
+export interface ContentWriter {
+  /** Starts call `seq` of `rolloutId`, whose record goes to segment `segment`. */
+  begin(rolloutId: string, seq: number, segment: string): CallContent;
+  /** Forgets a rollout (finished: its later calls, if any, store their content again). */
+  forget(rolloutId: string): void;
+  stats(): { rollouts: number; pieces: number; segment: string };
+}
+
+/** A literal run (its bytes) or a piece (seq, index, base64). */
+type Item = { literal: Uint8Array | undefined; seq: number; index: number; base64: boolean };
+type PieceRef = { seq: number; index: number };
+type TextEntry = PieceRef & { length: number; check: bigint };
+type Recent = { seq: number; items: Item[] };
+type RolloutContent = {
+  text: Map<bigint, TextEntry>;
+  files: Map<string, PieceRef>;
+  recent: { [kind in BodyKind]: Recent[] };
+  pieces: number;
+};
+
+const SPACE = 0x20;
+const COMMA = 0x2c;
+const keySeed = randomBytes(8).readBigUInt64LE();
+const checkSeed = randomBytes(8).readBigUInt64LE();
+
+function newRollout(): RolloutContent {
+  return { text: new Map(), files: new Map(), recent: { request: [], upstream: [] }, pieces: 0 };
+}
+
+function sameItem(a: Item, b: Item): boolean {
+  if (a.literal !== undefined || b.literal !== undefined) {
+    if (a.literal === undefined || b.literal === undefined || a.literal.length !== b.literal.length) return false;
+    for (let k = 0; k < a.literal.length; k++) if (a.literal[k] !== b.literal[k]) return false;
+    return true;
+  }
+  return a.seq === b.seq && a.index === b.index && a.base64 === b.base64;
+}
+
+/**
+ * A writer with no state yet.
+ *
+ * @example
+ * const writer = createContentWriter();
+ * const call = writer.begin("ro-1", 1, log.stats().segment);
+ * const requestStored = call.store(requestBody, "request");
+ * log.append(recordWith({ content: call.content, requestStored, blobRefs: call.files }));
+ * call.commit();
+ */
+export function createContentWriter(options: ContentWriterOptions = {}): ContentWriter {
+  const minBody = options.minBody ?? 1024;
+  const minPiece = options.minPiece ?? 32;
+  const maxLiteral = options.maxLiteral ?? 256;
+  const chunkBytes = options.chunkBytes ?? 1024;
+  const recentCalls = options.recentCalls ?? 4;
+  const maxPieces = options.maxPieces ?? 262_144;
+  // Insertion order = least recently used first.
+  const rollouts = new Map<string, RolloutContent>();
+  let segment = "";
+  let pieces = 0;
+
+  const stateOf = (rolloutId: string): RolloutContent => {
+    let state = rollouts.get(rolloutId);
+    if (state) rollouts.delete(rolloutId);
+    else state = newRollout();
+    rollouts.set(rolloutId, state);
+    return state;
+  };
+
+  const trim = (keep: string) => {
+    for (const [id, state] of rollouts) {
+      if (pieces <= maxPieces || id === keep) break;
+      rollouts.delete(id);
+      pieces -= state.pieces;
+    }
+  };
+
+  return {
+    begin(rolloutId, seq, callSegment) {
+      if (callSegment !== segment) {
+        rollouts.clear();
+        pieces = 0;
+        segment = callSegment;
+      }
+      const state = stateOf(rolloutId);
+      const content: Uint8Array[] = [];
+      const files: string[] = [];
+      const newText = new Map<bigint, TextEntry>();
+      const newFiles = new Map<string, PieceRef>();
+      const built: { [kind in BodyKind]?: Item[] } = {};
+      let committed = false;
+
+      const textRef = (bytes: Uint8Array): PieceRef => {
+        const key = Bun.hash.xxHash3(bytes, keySeed);
+        const check = Bun.hash.xxHash3(bytes, checkSeed);
+        const known = state.text.get(key) ?? newText.get(key);
+        if (known && known.length === bytes.length && known.check === check) return known;
+        const entry: TextEntry = { seq, index: content.length, length: bytes.length, check };
+        content.push(bytes);
+        // A colliding key of another length or check keeps the first entry: this piece is stored, not referenced.
+        if (!known) newText.set(key, entry);
+        return entry;
+      };
+
+      const fileRef = (text: Uint8Array, kind: BodyKind): PieceRef | undefined => {
+        const file = base64File(text);
+        if (!file) return undefined;
+        if (kind === "request" && !files.includes(file.sha256)) files.push(file.sha256);
+        const known = state.files.get(file.sha256) ?? newFiles.get(file.sha256);
+        if (known) return known;
+        const ref = { seq, index: content.length };
+        content.push(file.data);
+        newFiles.set(file.sha256, ref);
+        return ref;
+      };
+
+      const itemsOf = (body: Uint8Array, kind: BodyKind): Item[] => {
+        const spans = bodySpans(body, { minPiece }) ?? { pieces: [{ start: 0, end: body.length }], base64: [] as Span[] };
+        const items: Item[] = [];
+        // Literal runs are kept as ranges of `body` until the end, then copied (they are small).
+        const ranges = new Map<Item, Span>();
+        const literal = (start: number, end: number): void => {
+          if (end <= start) return;
+          if (end - start >= maxLiteral) return text(start, end);
+          const last = items[items.length - 1];
+          const range = last && ranges.get(last);
+          if (range && range.end === start && end - range.start < maxLiteral) {
+            range.end = end;
+            return;
+          }
+          const item: Item = { literal: undefined, seq: 0, index: 0, base64: false };
+          items.push(item);
+          ranges.set(item, { start, end });
+        };
+        const piece = (start: number, end: number) => {
+          const ref = textRef(body.subarray(start, end));
+          items.push({ literal: undefined, seq: ref.seq, index: ref.index, base64: false });
+        };
+        const text = (start: number, end: number): void => {
+          if (end - start < minPiece) return literal(start, end);
+          // Cut points depend only on the bytes since the run's start, so a run that grew by
+          // appending is cut where it was before.
+          while (end - start > 2 * chunkBytes) {
+            const from = start + chunkBytes;
+            const space = body.indexOf(SPACE, from);
+            const comma = body.indexOf(COMMA, from);
+            const cut = Math.min(space < 0 ? Infinity : space, comma < 0 ? Infinity : comma) + 1;
+            if (cut >= end) break;
+            piece(start, cut);
+            start = cut;
+          }
+          piece(start, end);
+        };
+        let cursor = 0;
+        let next = 0; // the next base64 span
+        for (const span of spans.pieces) {
+          literal(cursor, span.start);
+          let at = span.start;
+          while (next < spans.base64.length && spans.base64[next]!.start < span.end) {
+            const file = spans.base64[next++]!;
+            if (file.start < at) continue;
+            const ref = fileRef(body.subarray(file.start, file.end), kind);
+            if (!ref) continue;
+            text(at, file.start);
+            items.push({ literal: undefined, seq: ref.seq, index: ref.index, base64: true });
+            at = file.end;
+          }
+          text(at, span.end);
+          cursor = span.end;
+        }
+        literal(cursor, body.length);
+        for (const [item, range] of ranges) item.literal = body.slice(range.start, range.end);
+        return items;
+      };
+
+      return {
+        content,
+        files,
+        store(body, kind) {
+          if (body.length < minBody) return undefined;
+          const items = itemsOf(body, kind);
+          built[kind] = items;
+          // The recent call sharing the most leading items (the latest wins a tie).
+          let prefixSeq = 0;
+          let prefixItems = 0;
+          const recent = state.recent[kind];
+          for (let r = recent.length - 1; r >= 0; r--) {
+            const past = recent[r]!;
+            const n = Math.min(items.length, past.items.length);
+            let k = 0;
+            while (k < n && sameItem(items[k]!, past.items[k]!)) k++;
+            if (k > prefixItems) {
+              prefixItems = k;
+              prefixSeq = past.seq;
+            }
+          }
+          const own = items.slice(prefixItems);
+          let literalLength = 0;
+          for (const item of own) if (item.literal) literalLength += item.literal.length;
+          const literal = new Uint8Array(literalLength);
+          const numbers: number[] = [];
+          let at = 0;
+          for (const item of own) {
+            if (item.literal) {
+              literal.set(item.literal, at);
+              at += item.literal.length;
+              numbers.push(item.literal.length * 2);
+            } else {
+              numbers.push(item.index * 4 + (item.base64 ? 2 : 0) + 1, item.seq);
+            }
+          }
+          return create(StoredBodySchema, { prefixSeq, prefixItems, literal, items: numbers, length: body.length });
+        },
+        commit() {
+          if (committed) return;
+          committed = true;
+          for (const [key, entry] of newText) state.text.set(key, entry);
+          for (const [sha256, ref] of newFiles) state.files.set(sha256, ref);
+          state.pieces += content.length;
+          pieces += content.length;
+          for (const kind of ["request", "upstream"] as const) {
+            const items = built[kind];
+            if (!items) continue;
+            const recent = state.recent[kind];
+            recent.push({ seq, items });
+            if (recent.length > recentCalls) recent.shift();
+          }
+          trim(rolloutId);
+        },
+      };
+    },
+    forget(rolloutId) {
+      const state = rollouts.get(rolloutId);
+      if (!state) return;
+      rollouts.delete(rolloutId);
+      pieces -= state.pieces;
+    },
+    stats: () => ({ rollouts: rollouts.size, pieces, segment }),
+  };
+}
