@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { equals } from "@bufbuild/protobuf";
 import { crc32c } from "@node-rs/crc32";
-import { create, fromBinary, RecordSchema, toBinary, type Record } from "../schemas/index.ts";
+import { create, fromBinary, RecordSchema, StoredBodySchema, toBinary, type Record } from "../schemas/index.ts";
 import { encodeRecord, SPLIT_THRESHOLD_BYTES } from "./encode-record.ts";
 import { expectedBody, modelCallRecord, recordsOfEveryKind } from "./testing.ts";
 
@@ -25,6 +25,21 @@ describe("encodeRecord", () => {
     ["request, response and upstream body all big", withBodies(modelCallRecord("r", 1, "c", 10), { request: big("a", 300_000), response: big("b", 70_000), upstream: big("c", 300_001) })],
     ["big response, empty request", withBodies(modelCallRecord("r", 1, "c", 0), { response: big("b", SPLIT_THRESHOLD_BYTES) })],
     ["4 MB blob", blob(big("png", 4 << 20))],
+    // Content pieces (a repeated bytes field): a screenshot, a message, an empty piece; a stored body.
+    [
+      "content pieces and a stored request body",
+      create(RecordSchema, {
+        kind: {
+          case: "modelCall",
+          value: {
+            ...(modelCallRecord("r", 3, "c", 0).kind.value as object),
+            requestBody: new Uint8Array(0),
+            content: [big("shot", 300_000), big("msg", 900), new Uint8Array(0), big("x", 70_000).subarray(5)],
+            requestStored: create(StoredBodySchema, { prefixSeq: 2, prefixItems: 7, literal: big("lit", 40), items: [80, 1, 3, 5, 3], length: 371_015 }),
+          },
+        },
+      }),
+    ],
     // A body that is a view into a larger buffer (as a request body read from a socket can be).
     ["bodies that are subarrays", withBodies(modelCallRecord("r", 1, "c", 10), { request: big("x", 400_000).subarray(1234, 300_000), upstream: big("y", 100_000).subarray(7) })],
   ];
@@ -43,6 +58,7 @@ describe("encodeRecord", () => {
         const bytes = value[field];
         if (bytes instanceof Uint8Array && bytes.length > 0) expect(parts.some((p) => p === bytes)).toBe(true);
       }
+      for (const piece of (value.content as Uint8Array[] | undefined) ?? []) if (piece.length > 0) expect(parts.some((p) => p === piece)).toBe(true);
       let crc = 0;
       for (const part of parts) crc = crc32c(part, crc);
       expect(crc >>> 0).toBe(crc32c(payload) >>> 0);

@@ -27,7 +27,7 @@ function isSse(call: Pick<ModelCall, "stream" | "responseBody">): boolean {
  * Extracts tools offered, tool uses and tool results from one ModelCall.
  *
  * @example
- * const view = extractCall(record.kind.value); // for a model_call record
+ * const view = extractCall({ ...call, requestBody: requestBodyOf(call, store) }); // a model_call record, its body rebuilt (records/)
  * view.toolUses.map((use) => use.name) // ["bash", "read_file"]
  */
 export function extractCall(call: Pick<ModelCall, "protocol" | "stream" | "requestBody" | "responseBody">): CallView {
