@@ -8,7 +8,8 @@ const texts = (body: string, options = {}) => {
   const bytes = encoder.encode(body);
   const spans = bodySpans(bytes, { minPiece: 1, ...options });
   if (!spans) return undefined;
-  return { pieces: spans.pieces.map((s) => decoder.decode(bytes.subarray(s.start, s.end))), base64: spans.base64.map((s) => decoder.decode(bytes.subarray(s.start, s.end))) };
+  const text = (s: { start: number; end: number }) => decoder.decode(bytes.subarray(s.start, s.end));
+  return { pieces: spans.pieces.map(text), base64: spans.cuts.filter((c) => c.base64).map(text), strings: spans.cuts.filter((c) => !c.base64).map(text), elements: spans.pieces.map((p) => p.element) };
 };
 
 describe("bodySpans", () => {
@@ -16,6 +17,8 @@ describe("bodySpans", () => {
     expect(texts('{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}],"tools":[{"x":1}],"stream":true}')).toEqual({
       pieces: ['"m"', '{"role":"user","content":"a"}', '{"role":"assistant","content":"b"}', '[{"x":1}]', "true"],
       base64: [],
+      strings: [],
+      elements: [false, true, true, false, false],
     });
     expect(texts('{"instructions":"sys","input":["x",{"type":"function_call_output","output":"y"}]}')!.pieces).toEqual(['"sys"', '"x"', '{"type":"function_call_output","output":"y"}']);
     // input as a string is one value
@@ -46,6 +49,16 @@ describe("bodySpans", () => {
     expect(texts(body)!.base64).toEqual([b64, b64, b64]);
   });
 
+  test("long strings are cut out wherever they are, with their escapes; a data: URL's header is not", () => {
+    const long = `${"é \" x".repeat(60)}`;
+    const body = JSON.stringify({ system: long, messages: [{ role: "tool", content: long, name: "short" }, { content: [{ type: "text", text: long }] }], input: long });
+    const found = texts(body, { minString: 200 })!;
+    const escaped = JSON.stringify(long).slice(1, -1);
+    expect(found.strings).toEqual([escaped, escaped, escaped, escaped]);
+    const b64 = "QUJD".repeat(100);
+    expect(texts(JSON.stringify({ messages: [{ url: `data:image/png;base64,${b64}` }, { url: `data:text/plain,${"t".repeat(300)}` }] }), { minString: 200 })).toMatchObject({ base64: [b64], strings: [`data:text/plain,${"t".repeat(300)}`] });
+  });
+
   test("a token-id array is skipped by its first ] and kept as one value", () => {
     const ids = Array.from({ length: 5000 }, (_, i) => i).join(",");
     expect(texts(`{"prompt":[${ids}],"max_tokens":5}`)!.pieces).toEqual([`[${ids}]`, "5"]);
@@ -57,8 +70,8 @@ describe("bodySpans", () => {
     for (const body of ["", "[]", '"s"', "{", '{"a":1', '{"a":1}x', '{"a" 1}', '{a:1}', '{"messages":[1 2]}', '{"a":"unterminated}', '{"a":[}', '{"a":{]}', '{"a":}']) {
       expect(texts(body)).toBeUndefined();
     }
-    expect(texts("{}")).toEqual({ pieces: [], base64: [] });
-    expect(texts(" { } ")).toEqual({ pieces: [], base64: [] });
+    expect(texts("{}")).toEqual({ pieces: [], base64: [], strings: [], elements: [] });
+    expect(texts(" { } ")).toEqual({ pieces: [], base64: [], strings: [], elements: [] });
   });
 
   test("deep nesting is walked without recursion", () => {

@@ -1,12 +1,14 @@
 /**
  * Where a request body can be cut into content pieces: a scan of the raw JSON bytes (never a
  * parse) that finds the elements of the top-level `messages` / `input` arrays, every other
- * top-level value, and the base64 text of inline files (images) inside them.
+ * top-level value, and inside them the long strings and the base64 text of inline files.
  *
  * Harnesses resend the same conversation prefix on every call, message by message, so these
- * are the boundaries at which a call's body repeats an earlier one. The cut is purely
- * positional: the bytes between the spans (keys, commas, whitespace, small values) are kept as
- * they are, so the body is rebuilt byte for byte whatever its formatting.
+ * are the boundaries at which a call's body repeats an earlier one; a long string (a tool
+ * result, a system prompt) is also what a translated body repeats, re-wrapped in another
+ * protocol's JSON. The cut is purely positional: the bytes between the spans (keys, commas,
+ * whitespace, small values) are kept as they are, so the body is rebuilt byte for byte whatever
+ * its formatting.
  *
  * Cost: bytes outside strings are looked at one by one (a chat body's structure is a small
  * share of it); a string is skipped with a native `indexOf` of its closing quote, so a 4 MB
@@ -15,11 +17,20 @@
 
 export type Span = { start: number; end: number };
 
+/** A value to store as a piece; `element` when it is one of the conversation's messages (it never grows). */
+export type PieceSpan = Span & { element: boolean };
+
+/** Text inside a piece to store as a piece of its own: a long string's content, or base64 text. */
+export type CutSpan = Span & {
+  /** A data: URL's payload or a string under a "data" key: maybe base64 worth storing decoded. */
+  base64: boolean;
+};
+
 export type BodySpans = {
   /** Byte ranges to store as pieces, in order, not overlapping. */
-  pieces: Span[];
-  /** Base64 text inside the pieces (a data: URL's payload, or a string under a "data" key), in order. */
-  base64: Span[];
+  pieces: PieceSpan[];
+  /** Long strings' contents and base64 text inside the pieces, in order, not overlapping. */
+  cuts: CutSpan[];
 };
 
 export type SpanOptions = {
@@ -27,7 +38,11 @@ export type SpanOptions = {
   minPiece?: number;
   /** Strings shorter than this are never taken for base64 files. Default 64. */
   minBase64?: number;
+  /** Strings at least this long are cut out of their value as pieces of their own. Default 256. */
+  minString?: number;
 };
+
+type Limits = { minBase64: number; minString: number };
 
 /** Top-level keys whose arrays are split per element: the conversation, resent with every call. */
 const SPLIT_KEYS = ["messages", "input"].map((k) => new TextEncoder().encode(k));
@@ -98,19 +113,28 @@ function base64Candidate(b: Uint8Array, start: number, end: number, underDataKey
   return underDataKey ? { start, end } : undefined;
 }
 
+/** Adds the cut of the string content `[start, end)`, if it is long enough to be one. */
+function stringCut(b: Uint8Array, start: number, end: number, underDataKey: boolean, found: CutSpan[], limits: Limits): void {
+  if (end - start < Math.min(limits.minBase64, limits.minString)) return;
+  const candidate = base64Candidate(b, start, end, underDataKey, limits.minBase64);
+  if (candidate) {
+    // A data: URL's header stays with the text around it.
+    found.push({ start: candidate.start, end: candidate.end, base64: true });
+    return;
+  }
+  if (end - start >= limits.minString) found.push({ start, end, base64: false });
+}
+
 /**
  * End (exclusive) of the JSON value starting at `i` (no leading space), or -1 when the bytes
- * are not JSON. Base64 candidates met on the way go to `found`.
+ * are not JSON. Cuts met on the way go to `found`.
  */
-function valueEnd(b: Uint8Array, i: number, found: Span[], minBase64: number): number {
+function valueEnd(b: Uint8Array, i: number, found: CutSpan[], limits: Limits): number {
   const n = b.length;
   const c0 = b[i];
   if (c0 === QUOTE) {
     const end = stringEnd(b, i);
-    if (end > 0 && end - i - 2 >= minBase64) {
-      const candidate = base64Candidate(b, i + 1, end - 1, false, minBase64);
-      if (candidate) found.push(candidate);
-    }
+    if (end > 0) stringCut(b, i + 1, end - 1, false, found, limits);
     return end;
   }
   if (c0 !== OPEN_OBJECT && c0 !== OPEN_ARRAY) {
@@ -145,10 +169,7 @@ function valueEnd(b: Uint8Array, i: number, found: Span[], minBase64: number): n
         underDataKey = equalsAt(b, k + 1, end - 1, DATA);
         expectKey = false;
       } else {
-        if (end - k - 2 >= minBase64) {
-          const candidate = base64Candidate(b, k + 1, end - 1, underDataKey, minBase64);
-          if (candidate) found.push(candidate);
-        }
+        stringCut(b, k + 1, end - 1, underDataKey, found, limits);
         underDataKey = false;
       }
       k = end;
@@ -180,18 +201,18 @@ function valueEnd(b: Uint8Array, i: number, found: Span[], minBase64: number): n
  *
  * @example
  * const body = new TextEncoder().encode('{"model":"m","messages":[{"role":"user","content":"a long enough message"}]}');
- * bodySpans(body, { minPiece: 8 }).pieces // [{ start: 25, end: 72 }]
+ * bodySpans(body, { minPiece: 8 }).pieces // [{ start: 25, end: 72, element: true }]
  */
 export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpans | undefined {
   const minPiece = options.minPiece ?? 32;
-  const minBase64 = options.minBase64 ?? 64;
-  const pieces: Span[] = [];
-  const base64: Span[] = [];
+  const limits: Limits = { minBase64: options.minBase64 ?? 64, minString: options.minString ?? 256 };
+  const pieces: PieceSpan[] = [];
+  const cuts: CutSpan[] = [];
   const b = body;
   let i = skipSpace(b, 0);
   if (b[i] !== OPEN_OBJECT) return undefined;
   i = skipSpace(b, i + 1);
-  if (b[i] === CLOSE_OBJECT) return skipSpace(b, i + 1) === b.length ? { pieces, base64 } : undefined;
+  if (b[i] === CLOSE_OBJECT) return skipSpace(b, i + 1) === b.length ? { pieces, cuts } : undefined;
   for (;;) {
     if (b[i] !== QUOTE) return undefined;
     const keyEnd = stringEnd(b, i);
@@ -205,9 +226,9 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
       if (b[i] === CLOSE_ARRAY) i++;
       else
         for (;;) {
-          const end = valueEnd(b, i, base64, minBase64);
+          const end = valueEnd(b, i, cuts, limits);
           if (end < 0) return undefined;
-          if (end - i >= minPiece) pieces.push({ start: i, end });
+          if (end - i >= minPiece) pieces.push({ start: i, end, element: true });
           i = skipSpace(b, end);
           if (b[i] === COMMA) i = skipSpace(b, i + 1);
           else if (b[i] === CLOSE_ARRAY) {
@@ -216,9 +237,9 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
           } else return undefined;
         }
     } else {
-      const end = valueEnd(b, i, base64, minBase64);
+      const end = valueEnd(b, i, cuts, limits);
       if (end < 0) return undefined;
-      if (end - i >= minPiece) pieces.push({ start: i, end });
+      if (end - i >= minPiece) pieces.push({ start: i, end, element: false });
       i = end;
     }
     i = skipSpace(b, i);
@@ -227,6 +248,6 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
       continue;
     }
     if (b[i] !== CLOSE_OBJECT || skipSpace(b, i + 1) !== b.length) return undefined;
-    return { pieces, base64 };
+    return { pieces, cuts };
   }
 }

@@ -18,7 +18,7 @@
 import { randomBytes } from "node:crypto";
 import { create, StoredBodySchema, type StoredBody } from "../schemas/index.ts";
 import { base64File } from "./base64-files.ts";
-import { bodySpans, type Span } from "./body-spans.ts";
+import { bodySpans, type CutSpan, type PieceSpan, type Span } from "./body-spans.ts";
 
 export type ContentWriterOptions = {
   /** Bodies shorter than this are stored as they are. Default 1024. */
@@ -27,10 +27,13 @@ export type ContentWriterOptions = {
   minPiece?: number;
   /** Literal runs this long or longer become pieces. Default 256. */
   maxLiteral?: number;
+  /** Strings at least this long are pieces of their own (shared by a body and its translation). Default 256. */
+  minString?: number;
   /**
-   * Text runs longer than twice this are cut into pieces of at least this many bytes, each
-   * ending after a space or a comma: a value that grows by appending (a completions prompt, a
-   * token-id prompt) then repeats its earlier pieces, and only its last piece is new. Default 1024.
+   * Text runs of a top-level value (not a message) longer than twice this are cut into pieces
+   * of at least this many bytes, each ending after a space or a comma: a value that grows by
+   * appending (a completions prompt, a token-id prompt) then repeats its earlier pieces, and
+   * only its last piece is new. Default 1024.
    */
   chunkBytes?: number;
   /** Calls per rollout and body kind whose items are kept to find a common prefix. Default 4. */
@@ -105,6 +108,7 @@ export function createContentWriter(options: ContentWriterOptions = {}): Content
   const minPiece = options.minPiece ?? 32;
   const maxLiteral = options.maxLiteral ?? 256;
   const chunkBytes = options.chunkBytes ?? 1024;
+  const minString = options.minString ?? 256;
   const recentCalls = options.recentCalls ?? 4;
   const maxPieces = options.maxPieces ?? 262_144;
   // Insertion order = least recently used first.
@@ -168,7 +172,7 @@ export function createContentWriter(options: ContentWriterOptions = {}): Content
       };
 
       const itemsOf = (body: Uint8Array, kind: BodyKind): Item[] => {
-        const spans = bodySpans(body, { minPiece }) ?? { pieces: [{ start: 0, end: body.length }], base64: [] as Span[] };
+        const spans = bodySpans(body, { minPiece, minString }) ?? { pieces: [{ start: 0, end: body.length, element: false }] as PieceSpan[], cuts: [] as CutSpan[] };
         const items: Item[] = [];
         // Literal runs are kept as ranges of `body` until the end, then copied (they are small).
         const ranges = new Map<Item, Span>();
@@ -189,11 +193,11 @@ export function createContentWriter(options: ContentWriterOptions = {}): Content
           const ref = textRef(body.subarray(start, end));
           items.push({ literal: undefined, seq: ref.seq, index: ref.index, base64: false });
         };
-        const text = (start: number, end: number): void => {
+        const text = (start: number, end: number, chunked = false): void => {
           if (end - start < minPiece) return literal(start, end);
           // Cut points depend only on the bytes since the run's start, so a run that grew by
           // appending is cut where it was before.
-          while (end - start > 2 * chunkBytes) {
+          while (chunked && end - start > 2 * chunkBytes) {
             const from = start + chunkBytes;
             const space = body.indexOf(SPACE, from);
             const comma = body.indexOf(COMMA, from);
@@ -205,20 +209,21 @@ export function createContentWriter(options: ContentWriterOptions = {}): Content
           piece(start, end);
         };
         let cursor = 0;
-        let next = 0; // the next base64 span
+        let next = 0; // the next cut
         for (const span of spans.pieces) {
           literal(cursor, span.start);
+          const chunked = !span.element;
           let at = span.start;
-          while (next < spans.base64.length && spans.base64[next]!.start < span.end) {
-            const file = spans.base64[next++]!;
-            if (file.start < at) continue;
-            const ref = fileRef(body.subarray(file.start, file.end), kind);
-            if (!ref) continue;
-            text(at, file.start);
-            items.push({ literal: undefined, seq: ref.seq, index: ref.index, base64: true });
-            at = file.end;
+          while (next < spans.cuts.length && spans.cuts[next]!.start < span.end) {
+            const cut = spans.cuts[next++]!;
+            if (cut.start < at) continue;
+            text(at, cut.start, chunked);
+            const ref = cut.base64 ? fileRef(body.subarray(cut.start, cut.end), kind) : undefined;
+            if (ref) items.push({ literal: undefined, seq: ref.seq, index: ref.index, base64: true });
+            else text(cut.start, cut.end, chunked);
+            at = cut.end;
           }
-          text(at, span.end);
+          text(at, span.end, chunked);
           cursor = span.end;
         }
         literal(cursor, body.length);
