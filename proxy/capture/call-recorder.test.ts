@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { CallStatus, create, Protocol, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus } from "../../schemas/index.ts";
-import { createContentStore, openSegmentLog, readRecords, readSegment, requestBodyOf, type SegmentLog } from "../../records/index.ts";
-import { nodeIo, type WriterIo } from "../../records/segment-log.ts";
+import * as fs from "node:fs";
+import { promisify } from "node:util";
+import { createContentStore, openSegmentLog, readRecords, readSegment, requestBodyOf, type SegmentLog, type WriterIo } from "../../records/index.ts";
 import { conversationBody, scratchDir, screenshots } from "../../records/testing.ts";
 import { createProxyMetrics } from "../metrics.ts";
 import { createRolloutRegistry, type RolloutRegistry } from "../state/rollouts.ts";
@@ -100,12 +101,15 @@ describe("the recorder stores request bodies as references", () => {
 
   test("a log that cannot be written fails the recorder (the proxy then refuses calls)", async () => {
     let fail = false;
+    // The writer's system calls, with writev failing on demand (a full disk).
     const io: WriterIo = {
-      ...nodeIo,
       writev(fd, buffers, position) {
         if (fail) throw Object.assign(new Error("ENOSPC: injected"), { code: "ENOSPC" });
-        return nodeIo.writev(fd, buffers, position);
+        return fs.writevSync(fd, buffers, position);
       },
+      ftruncate: (fd, length) => fs.ftruncateSync(fd, length),
+      fdatasync: promisify(fs.fdatasync),
+      fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
     };
     const { log, registry, recorder } = await recorderOver({ io });
     recorder.record(finished(registry, "ro-n", conversationBody("chat", 1, "ro-n")));
