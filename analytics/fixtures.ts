@@ -2,7 +2,7 @@
  * Builders for hand-written records in tests: rollouts, results and model calls in the three
  * tool-calling protocols (plain and streamed), shaped as the real APIs shape them.
  */
-import { create, Protocol, RecordSchema, RolloutStatus, type Record } from "../schemas/index.ts";
+import { create, Protocol, RecordSchema, RolloutStatus, TokenStatus, type Record } from "../schemas/index.ts";
 
 const encoder = new TextEncoder();
 const json = (value: unknown) => encoder.encode(JSON.stringify(value));
@@ -69,6 +69,9 @@ export type CallSpec = {
   usage?: { prompt: number; completion: number };
   latencyMs?: number;
   ttftMs?: number;
+  /** Token ids as a train-mode proxy records them (token_status COMPLETE); none: not requested. */
+  tokens?: { prompt: number[]; completion: number[]; logprobs?: number[] };
+  startUnixMs?: number;
 };
 
 function chatBodies(spec: CallSpec) {
@@ -157,8 +160,8 @@ export function callRecord(spec: CallSpec): Record {
         rolloutId: spec.rollout,
         seq: spec.seq,
         callId: `${spec.rollout}-${spec.seq}`,
-        startUnixMs: 1_000 + spec.seq * 100,
-        endUnixMs: 1_000 + spec.seq * 100 + (spec.latencyMs ?? 50),
+        startUnixMs: spec.startUnixMs ?? 1_000 + spec.seq * 100,
+        endUnixMs: (spec.startUnixMs ?? 1_000 + spec.seq * 100) + (spec.latencyMs ?? 50),
         protocol: protocols[spec.protocol],
         requestBody: json(bodies.request),
         responseBody: bodies.response,
@@ -169,6 +172,15 @@ export function callRecord(spec: CallSpec): Record {
         usage: { promptTokens: usage.prompt, completionTokens: usage.completion, totalTokens: usage.prompt + usage.completion },
         latencyMs: spec.latencyMs ?? 50,
         ttftMs: spec.ttftMs ?? 0,
+        ...(spec.tokens
+          ? {
+              promptTokenIds: spec.tokens.prompt,
+              completionTokenIds: spec.tokens.completion,
+              completionLogprobs: spec.tokens.logprobs ?? spec.tokens.completion.map(() => -0.1),
+              promptLen: spec.tokens.prompt.length,
+              tokenStatus: TokenStatus.COMPLETE,
+            }
+          : {}),
       },
     },
   });

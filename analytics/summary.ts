@@ -9,7 +9,8 @@ import { formatTable } from "./table.ts";
 /** Above this many tasks the per-task table is left to `--json` and the report. */
 const perTaskLimit = 40;
 
-function scopeText(analysis: Analysis): string {
+/** The scope and grouping in words: "run q-1; grouped by experiment, run, iteration". */
+export function scopeText(analysis: Analysis): string {
   const { scope, by } = analysis.options;
   const parts = [
     scope.experiment !== undefined ? `experiment ${scope.experiment}` : "",

@@ -2,7 +2,7 @@
  * Test helper: a data directory whose log segments are given as record arrays, read through
  * a SegmentReader instead of the recorder (the segment files hold only a placeholder).
  */
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Record } from "../schemas/index.ts";
@@ -39,4 +39,33 @@ export async function fakeLog(): Promise<FakeLog> {
       return name;
     },
   };
+}
+
+/** Headless Chromium for the render tests (`apt-get install -y chromium`); tests skip, saying so, without it. */
+export const chromiumPath = "/usr/bin/chromium";
+
+/**
+ * Opens a local HTML file in headless Chromium: the DOM after scripts ran, and a screenshot.
+ *
+ * @example
+ * const { dom } = await headlessChromium("/tmp/report.html", "/tmp/report.png");
+ */
+export async function headlessChromium(file: string, screenshot: string, windowSize = "1280,2400"): Promise<{ dom: string; code: number }> {
+  const profile = await mkdtemp(join(tmpdir(), "forge-chromium-"));
+  try {
+    const proc = Bun.spawn(
+      [
+        chromiumPath, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-dev-shm-usage", `--user-data-dir=${profile}`, `--window-size=${windowSize}`,
+        `--screenshot=${screenshot}`, "--dump-dom", `file://${file}`,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
+    const timer = setTimeout(() => proc.kill(), 90_000);
+    const [dom, code] = [await new Response(proc.stdout).text(), await proc.exited];
+    clearTimeout(timer);
+    return { dom, code };
+  } finally {
+    await rm(profile, { recursive: true, force: true });
+  }
 }

@@ -4,9 +4,10 @@
  * them: separate processes, text output.
  */
 import { expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { chromiumPath, headlessChromium } from "../analytics/testing.ts";
 
 const root = join(import.meta.dir, "..");
 const forge = (args: string[]) => {
@@ -23,7 +24,7 @@ function passTables(out: string): string {
   return lines.slice(start, end).join("\n").trim();
 }
 
-test("the quickstart: forge run's pass@k block is forge analyze's, for the run and for the data dir", () => {
+test("the quickstart: forge run's pass@k block is forge analyze's, for the run and for the data dir; the report and its trajectory pages", async () => {
   const data = mkdtempSync(join(tmpdir(), "forge-run-analyze-"));
   try {
     const run = forge(["run", "examples/quickstart/experiment.yaml", "--data", data, "--quiet"]);
@@ -45,7 +46,29 @@ test("the quickstart: forge run's pass@k block is forge analyze's, for the run a
     expect(analysis.options.scope).toEqual({ run: runId });
     expect(analysis.options.ks).toEqual([1, 2, 4]);
     expect(analysis.runs.map((r: { model: string }) => r.model)).toEqual(["forge-sim/qwen3-sim"]);
+
+    // The report over the run: a trajectory page per rollout, with the simulator's real token ids
+    // shown as Qwen3 text, and the realigned (drift) calls of the tasks whose reasoning was stripped.
+    const report = join(data, "report.html");
+    const written = forge(["analyze", "--data", data, "--run", runId!, "--report", report, "--quiet"]);
+    expect(written.code).toBe(0);
+    const pages = readdirSync(join(data, "report.rollouts"));
+    expect(pages).toHaveLength(20);
+    const html = pages.map((page) => readFileSync(join(data, "report.rollouts", page), "utf8"));
+    expect(html.every((page) => page.includes('<span class="token sampled" data-mask="1"'))).toBe(true);
+    expect(html.some((page) => page.includes("&lt;|im_start|&gt;"))).toBe(true);
+    const drift = pages.filter((_, i) => html[i]!.includes('class="call drift-point"'));
+    expect(drift.length).toBeGreaterThan(0);
+    if (existsSync(chromiumPath)) {
+      const shown = await headlessChromium(join(data, "report.rollouts", drift[0]!), join(data, "viewer.png"), "1200,2000");
+      expect(shown.code).toBe(0);
+      expect(shown.dom).toContain("realign · sample 0");
+      expect(statSync(join(data, "viewer.png")).size).toBeGreaterThan(20_000);
+      const page = await headlessChromium(report, join(data, "report.png"));
+      expect(page.dom).toContain('data-chart="pass-curve"');
+      expect(page.dom).toContain("forge-sim/qwen3-sim");
+    }
   } finally {
     rmSync(data, { recursive: true, force: true });
   }
-}, 180_000);
+}, 240_000);
