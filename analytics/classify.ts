@@ -292,6 +292,17 @@ export function isShellTool(name: string): boolean {
   return shellNames.test(name);
 }
 
+/**
+ * Whether a tool ends or hands off the episode (finish, submit, attempt_completion, …) rather
+ * than doing something: tool coverage leaves these out.
+ *
+ * @example
+ * isControlTool("finish") // true
+ */
+export function isControlTool(name: string): boolean {
+  return controlNames.test(name);
+}
+
 function parseArgs(argumentsJson: string): { [key: string]: unknown } {
   try {
     const value = JSON.parse(argumentsJson);

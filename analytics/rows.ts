@@ -4,7 +4,7 @@
  */
 import { requestBodyOf, StoredBodyError, type ContentStore } from "../records/index.ts";
 import { CallStatus, Protocol, RolloutStatus, TokenStatus, type ModelCall, type Record, type Rollout, type RolloutResult } from "../schemas/index.ts";
-import { isShellTool, resultError, toolFacts } from "./classify.ts";
+import { isControlTool, isShellTool, resultError, toolFacts } from "./classify.ts";
 import { extractCall } from "./extract/index.ts";
 import type { TableName, Value } from "./tables.ts";
 
@@ -24,6 +24,19 @@ function truncate(text: string, limit: number): string {
 }
 
 const decoder = new TextDecoder();
+
+// The k rollouts of a task often send the same command (`pytest -q`, `cat app.py`): parse it once.
+const factsCache = new Map<string, ReturnType<typeof toolFacts>>();
+function cachedToolFacts(name: string, argumentsJson: string): ReturnType<typeof toolFacts> {
+  const key = `${name}\u0000${argumentsJson}`;
+  let facts = factsCache.get(key);
+  if (!facts) {
+    if (factsCache.size >= 20_000) factsCache.clear();
+    facts = toolFacts(name, argumentsJson);
+    factsCache.set(key, facts);
+  }
+  return facts;
+}
 
 function rolloutRow(r: Rollout, segment: string): Value[] {
   return [r.rolloutId, r.experiment, r.iteration, r.taskId, r.group, r.attempt, r.harness, r.createdUnixMs, r.policyVersion, JSON.stringify(r.labels), segment];
@@ -77,14 +90,14 @@ function callRows(call: ModelCall, segment: string, seen: Set<string>, content: 
     call.upstreamAttempts,
     [...new Set(view.toolsOffered)],
     // Tools that do something (not finish/submit): what tool coverage is over.
-    [...new Set(view.toolsOffered)].filter((name) => toolFacts(name, "{}").kind !== "control"),
+    [...new Set(view.toolsOffered)].filter((name) => !isControlTool(name)),
     view.toolUses.length,
     truncate(view.assistantText, assistantTextLimit),
     segment,
   ];
   const bodies: Value[] = [call.callId, call.rolloutId, call.seq, decoder.decode(requestBody), decoder.decode(call.responseBody)];
   const uses = view.toolUses.map((use, idx): Value[] => {
-    const facts = toolFacts(use.name, use.arguments);
+    const facts = cachedToolFacts(use.name, use.arguments);
     return [
       call.rolloutId, call.seq, idx, use.id, use.name, use.arguments, facts.kind, facts.isShell,
       facts.writes, facts.reads, facts.executes, facts.runsCheck, facts.verifiesOwnEdit, facts.intents,
