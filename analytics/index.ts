@@ -13,7 +13,10 @@ export { LABEL_COMMIT, LABEL_METRICS_K, LABEL_MISSING_TRIALS, LABEL_MODEL, LABEL
 export { macroSql } from "./macros.ts";
 export { behaviour, groupKeys, parseGroupKeys, passK, passKSql, queryRows, rewardHistogram, scopeWhere, tokenBudgets } from "./metrics.ts";
 export type { Convention, GroupKey, MissingTrials, Row, Scope } from "./metrics.ts";
-export { renderReport, writeReport } from "./report.ts";
-export { conventionText, formatPassSummary } from "./summary.ts";
+export { renderReport, writeReport, type WriteReportOptions } from "./report.ts";
+export { renderRolloutPage, type ViewerInput } from "./viewer/page.ts";
+export { pageName, writeRolloutPages, type PageOptions, type PageSummary } from "./viewer/pages.ts";
+export { idTexter, tokenTexter, type TokenTexter } from "./viewer/token-text.ts";
+export { conventionText, formatPassSummary, scopeText } from "./summary.ts";
 export { openAnalytics, writeDatabase, type AnalyticsSession } from "./session.ts";
 export { defineViews, viewSql } from "./views.ts";
