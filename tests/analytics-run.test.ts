@@ -57,6 +57,9 @@ test("the quickstart: forge run's pass@k block is forge analyze's, for the run a
     const html = pages.map((page) => readFileSync(join(data, "report.rollouts", page), "utf8"));
     expect(html.every((page) => page.includes('<span class="token sampled" data-mask="1"'))).toBe(true);
     expect(html.some((page) => page.includes("&lt;|im_start|&gt;"))).toBe(true);
+    // Every call's messages rebuilt from the stored bodies, none reported unreadable.
+    expect(html.every((page) => page.includes('data-role="user"') && page.includes('class="tool-call"'))).toBe(true);
+    expect(html.some((page) => /is not JSON|not held|class="error"/.test(page))).toBe(false);
     const drift = pages.filter((_, i) => html[i]!.includes('class="call drift-point"'));
     expect(drift.length).toBeGreaterThan(0);
     if (existsSync(chromiumPath)) {

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { createContentStore } from "../../records/index.ts";
 import { callRecord } from "../fixtures.ts";
 import type { ModelCall } from "../../schemas/index.ts";
 import type { RolloutTrajectory } from "../../trajectories/index.ts";
@@ -22,7 +23,7 @@ describe("renderRolloutPage", () => {
   test("drift points, and labels a newer trajectory carries (auxiliary calls) are shown as they come", () => {
     const calls = [call(1, "a"), call(2, "b")];
     const html = renderRolloutPage({
-      rolloutId: "r", rollout: undefined, result: undefined, calls, text: idTexter,
+      rolloutId: "r", rollout: undefined, result: undefined, calls, content: createContentStore(), text: idTexter,
       trajectory: trajectory([
         { call_id: "r-1", seq: 1, kind: "start", sample: 0, auxiliary: "title" } as RolloutTrajectory["kinds"][number],
         { call_id: "r-2", seq: 2, kind: "realign", sample: 0 },
@@ -39,7 +40,7 @@ describe("renderRolloutPage", () => {
   });
 
   test("only what is new in each request; a rewritten history is said and shown whole", () => {
-    const html = renderRolloutPage({ rolloutId: "r", rollout: undefined, result: undefined, calls: [call(1, "a"), call(2, "b", 1)], trajectory: undefined, text: idTexter });
+    const html = renderRolloutPage({ rolloutId: "r", rollout: undefined, result: undefined, calls: [call(1, "a"), call(2, "b", 1)], content: createContentStore(), trajectory: undefined, text: idTexter });
     // Call 2's request does not begin with call 1's request and answer (the fixture's history differs).
     expect(html).toContain("history rewritten");
     expect(html).toContain("no trajectory");
@@ -48,7 +49,7 @@ describe("renderRolloutPage", () => {
 
   test("a body that is not JSON is reported on its call, not thrown", () => {
     const broken = { ...call(1, "a"), requestBody: new TextEncoder().encode("<html>502</html>") };
-    const html = renderRolloutPage({ rolloutId: "r", rollout: undefined, result: undefined, calls: [broken], trajectory: undefined, text: idTexter });
+    const html = renderRolloutPage({ rolloutId: "r", rollout: undefined, result: undefined, calls: [broken], content: createContentStore(), trajectory: undefined, text: idTexter });
     expect(html).toContain("request_body is not JSON");
   });
 

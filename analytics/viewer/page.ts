@@ -7,6 +7,7 @@
  * paler the more likely). Everything a harness or a model wrote is escaped: the page runs no
  * recorded text.
  */
+import type { ContentStore } from "../../records/index.ts";
 import { CallStatus, Protocol, RolloutStatus, TokenStatus, type ModelCall, type Rollout, type RolloutResult } from "../../schemas/index.ts";
 import { requestMessages, responseMessage, type ChatMessage, type RolloutTrajectory } from "../../trajectories/index.ts";
 import { escapeXml } from "../svg.ts";
@@ -18,6 +19,8 @@ export type ViewerInput = {
   result: RolloutResult | undefined;
   /** The rollout's calls in seq order. */
   calls: ModelCall[];
+  /** Rebuilds the calls' request bodies (stored once per rollout, records/): `collectRollouts` gives it. */
+  content: ContentStore;
   trajectory: RolloutTrajectory | undefined;
   /** Why the trajectory could not be assembled, if it could not. */
   trajectoryError?: string;
@@ -105,7 +108,7 @@ function timeline(calls: ModelCall[], start: number, end: number): string {
  * await Bun.write("r-1.html", renderRolloutPage({ rolloutId: "r-1", rollout, result, calls, trajectory, text: idTexter }));
  */
 export function renderRolloutPage(input: ViewerInput): string {
-  const { rolloutId, rollout, result, calls, trajectory, text } = input;
+  const { rolloutId, rollout, result, calls, trajectory, text, content } = input;
   const kinds = new Map((trajectory?.kinds ?? []).map((k) => [k.call_id, k as unknown as { [key: string]: unknown } & { kind: string; sample: number }]));
   const broken = new Map((trajectory?.broken ?? []).map((b) => [b.call_id, b]));
   const start = rollout?.createdUnixMs || calls[0]?.startUnixMs || 0;
@@ -114,7 +117,7 @@ export function renderRolloutPage(input: ViewerInput): string {
 
   let previous: ChatMessage[] = [];
   const cards = calls.map((call) => {
-    const request = safeMessages(() => requestMessages(call));
+    const request = safeMessages(() => requestMessages(call, content));
     const response = safeMessages(() => [responseMessage(call)]);
     // Only what is new since the last call: its request repeats the history when nothing was rewritten.
     const hadPrevious = previous.length > 0;

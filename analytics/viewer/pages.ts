@@ -67,7 +67,7 @@ export async function writeRolloutPages(
     const file = pageName(collected.rolloutId);
     await writeFile(
       join(dir, file),
-      renderRolloutPage({ rolloutId: collected.rolloutId, rollout: collected.rollout, result: collected.result, calls, trajectory, trajectoryError, text, reportHref: options.reportHref }),
+      renderRolloutPage({ rolloutId: collected.rolloutId, rollout: collected.rollout, result: collected.result, calls, content: collected.content, trajectory, trajectoryError, text, reportHref: options.reportHref }),
     );
     const stats = trajectory?.stats;
     written.set(collected.rolloutId, {
