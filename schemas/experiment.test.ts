@@ -41,6 +41,7 @@ describe("parseExperimentText", () => {
       infraRetries: 2,
       resources: { cpu: "1", memory: "2Gi" },
       sandbox: "auto",
+      maxPerWorkflow: 1000,
     });
     expect(experiment.spec.training.algorithm).toBe("grpo");
     expect(experiment.spec.training.iterations).toBe(1);

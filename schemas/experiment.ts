@@ -119,6 +119,13 @@ const RolloutsSchema = z.strictObject({
     .strictObject({ cpu: quantity("cpu").default("1"), memory: quantity("memory").default("2Gi") })
     .default({ cpu: "1", memory: "2Gi" }),
   sandbox: z.enum(["auto", "bwrap", "none"], { error: 'expected "auto", "bwrap" or "none"' }).default("auto"),
+  /**
+   * On Argo, an iteration with more rollouts than this runs them in child Workflows of at most
+   * this many each, so no Workflow object's node status outgrows what Kubernetes stores
+   * (docs/argo.md, "Scale"). 1,000 keeps a child's status (retries included) under Argo's
+   * 1 MiB once compressed; raise it only with node status offloading.
+   */
+  maxPerWorkflow: positiveInt().default(1000),
 });
 
 const WeightSyncSchema = z.strictObject({

@@ -50,7 +50,7 @@ async function step(args: string[], env: Record<string, string> = {}) {
 }
 
 /** register → harness → verify → finish, as the four containers of the rollout pod, each with its volumes. */
-async function rollout(experiment: string, task: string, options: { timeout?: string; proxyUrl?: string; retry?: number } = {}) {
+async function rollout(experiment: string, task: string, options: { timeout?: string; proxyUrl?: string; retry?: number; index?: number; plan?: string; results?: string } = {}) {
   const pod = mkdtempSync(join(tmpdir(), "forge-pod-"));
   const volume = (name: string) => {
     mkdirSync(join(pod, name));
@@ -58,24 +58,66 @@ async function rollout(experiment: string, task: string, options: { timeout?: st
   };
   const [workspace, state, harnessOut, verdict, scratch, control] = [volume("workspace"), volume("forge"), volume("harness-out"), volume("verdict"), volume("verify"), volume("control")];
   const proxyUrl = options.proxyUrl ?? `http://127.0.0.1:${proxy.port}`;
-  const ids = ["--run", "run", "--task", task, "--iteration", "0", "--attempt", "0", "--retry", String(options.retry ?? 0)];
-  const register = await step(["register", "--experiment", experiment, "--proxy", proxyUrl, "--workspace", workspace, "--state", state, "--control", control, ...ids]);
+  // By task (as before) or by index into a plan, as the rendered pod runs: register resolves the item into /item.
+  const item = join(volume("item"), "item.json");
+  const which = options.index !== undefined ? ["--index", String(options.index), "--item", item] : ["--task", task, "--attempt", "0"];
+  const ids = ["--run", "run", ...which, "--iteration", "0", "--retry", String(options.retry ?? 0)];
+  const register = await step(["register", "--experiment", experiment, "--proxy", proxyUrl, "--workspace", workspace, "--state", state, "--control", control, ...(options.plan ? ["--plan-dir", options.plan] : []), ...ids]);
   // The harness and verify containers have no admin token in their env; pass one anyway to prove it is dropped.
   const harness = await step(["harness", "--state", state, "--workspace", workspace, "--harness-out", harnessOut, "--timeout-seconds", options.timeout ?? "60"]);
-  const verify = await step(["verify", "--experiment", experiment, "--workspace", workspace, "--harness-out", harnessOut, "--verdict", verdict, "--scratch", scratch, "--task", task]);
-  const finish = await step(["finish", "--experiment", experiment, "--proxy", proxyUrl, "--harness-out", harnessOut, "--verdict", verdict, "--control", control, ...ids]);
+  const verify = await step(["verify", "--experiment", experiment, "--workspace", workspace, "--harness-out", harnessOut, "--verdict", verdict, "--scratch", scratch, ...(options.index !== undefined ? ["--item", item] : ["--task", task])]);
+  const finish = await step(["finish", "--experiment", experiment, "--proxy", proxyUrl, "--harness-out", harnessOut, "--verdict", verdict, "--control", control, ...(options.results ? ["--results-dir", options.results] : []), ...ids]);
   const resultFile = join(control, "result.json");
-  return { register, harness, verify, finish, workspace, state, harnessOut, result: existsSync(resultFile) ? JSON.parse(readFileSync(resultFile, "utf8")) : undefined };
+  return { register, harness, verify, finish, workspace, state, harnessOut, control, result: existsSync(resultFile) ? JSON.parse(readFileSync(resultFile, "utf8")) : undefined };
 }
 
 describe("rollout pod steps", () => {
-  test("plan prints tasks × k as JSON for withParam", async () => {
-    const { stdout, code } = await step(["plan", "--experiment", FIXTURE, "--iteration", "1"]);
+  test("plan writes tasks × k to the plan directory in chunks; its outputs are counts and the shard list", async () => {
+    const data = mkdtempSync(join(tmpdir(), "forge-plan-"));
+    const outputs = join(data, "outputs");
+    const args = ["plan", "--experiment", FIXTURE, "--iteration", "1", "--plan-dir", join(data, "plans", "wf", "iteration-1"), "--results-dir", join(data, "results", "wf", "iteration-1"), "--outputs", outputs];
+    const { stdout, code } = await step(args);
     expect(code).toBe(0);
-    const plan = JSON.parse(stdout);
-    expect(plan).toHaveLength(8);
-    expect(plan.slice(0, 2)).toEqual([{ task_id: "count-lines", attempt: "0" }, { task_id: "count-lines", attempt: "1" }]);
-    expect(plan.map((p: { task_id: string }) => p.task_id)).toEqual([...Array(4).fill("count-lines"), ...Array(4).fill("hello-file")]);
+    expect(JSON.parse(stdout)).toMatchObject({ iteration: 1, count: 8, chunk: 1000, chunks: 1, max_per_workflow: 1000, shards: 1, shard_parallelism: 16 });
+    const items = JSON.parse(readFileSync(join(data, "plans", "wf", "iteration-1", "items-000000.json"), "utf8"));
+    expect(items.slice(0, 2)).toEqual([{ task_id: "count-lines", attempt: "0" }, { task_id: "count-lines", attempt: "1" }]);
+    expect(items.map((p: { task_id: string }) => p.task_id)).toEqual([...Array(4).fill("count-lines"), ...Array(4).fill("hello-file")]);
+    const output = (name: string) => readFileSync(join(outputs, name), "utf8");
+    expect([output("count"), output("rollout-count"), output("shards"), output("shard-parallelism")]).toEqual(["8", "8", "[]", "16"]);
+    expect(existsSync(join(data, "results", "wf", "iteration-1"))).toBe(true);
+    // A retried plan step writes the same files.
+    expect((await step(args)).code).toBe(0);
+    expect(JSON.parse(readFileSync(join(data, "plans", "wf", "iteration-1", "items-000000.json"), "utf8"))).toEqual(items);
+  });
+
+  test("a rollout pod by index: register reads its item from the plan, verify and finish from /item; the result lands in the results directory, which report reads", async () => {
+    const data = mkdtempSync(join(tmpdir(), "forge-plan-"));
+    const plan = join(data, "plans", "run", "iteration-0");
+    const results = join(data, "results", "run", "iteration-0");
+    expect((await step(["plan", "--experiment", FIXTURE, "--iteration", "0", "--plan-dir", plan, "--results-dir", results, "--outputs", join(data, "out")])).code).toBe(0);
+    // Index 5 is hello-file, attempt 1 (count-lines × 4, then hello-file × 4).
+    const done = await rollout(FIXTURE, "", { index: 5, plan, results });
+    expect(done.finish.code).toBe(0);
+    // The fixture harness counts data.txt, which hello-file has not: it fails, and the verifier scores 0.
+    expect(done.result).toEqual({ rollout_id: "run.i0.hello-file.1", task_id: "hello-file", reward: 0, status: "failed", passed: false });
+    expect(JSON.parse(readFileSync(join(results, "5.json"), "utf8"))).toEqual(done.result);
+    const register = calls.findLast((c) => c.path === "/control/rollouts")!;
+    expect(register.body).toMatchObject({ rollout_id: "run.i0.hello-file.1", task_id: "hello-file", attempt: 1, group: "hello-file@i0" });
+    // The report: one result of 8, the other 7 never reported (lost rollouts count as infra errors).
+    const out = join(data, "rate");
+    const report = await step(["report", "--plan-dir", plan, "--results-dir", results, "--iteration", "0", "--workflow", "w", "--namespace", "n", "--out", out], { KUBECONFIG: join(data, "none"), KUBERNETES_SERVICE_HOST: "" });
+    expect(report.code).toBe(0);
+    expect(JSON.parse(report.stdout)).toMatchObject({ rollouts: 8, scored: 1, passed: 0, infraErrors: 7 });
+    expect(readFileSync(out, "utf8")).toBe("0.000");
+  });
+
+  test("a plan the pod cannot read: register leaves an infrastructure error, verify does not run, main exits 75", async () => {
+    const data = mkdtempSync(join(tmpdir(), "forge-plan-"));
+    const done = await rollout(FIXTURE, "", { index: 3, plan: join(data, "missing"), results: join(data, "results") });
+    expect(JSON.parse(readFileSync(join(done.control, "register.json"), "utf8"))).toMatchObject({ infra: true, error: expect.stringContaining("plan.json") });
+    expect(done.verify.code).toBe(0);
+    expect(done.finish.code).toBe(75);
+    expect(done.finish.stderr).toContain("register");
   });
 
   test("a directory task: registered, staged without its tests, harness run, verified, reported", async () => {

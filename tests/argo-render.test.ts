@@ -83,7 +83,7 @@ describe("forge render", () => {
     expect(a).toMatch(/^argo-fixture-[0-9a-f]{8}$/);
   });
 
-  test("iterations: one DAG per iteration, chained, each plan → withParam rollouts → report → export → admit → train → sync", () => {
+  test("iterations: one DAG per iteration, chained, each plan → rollouts by index (or child Workflows) → report → export → admit → train → sync", () => {
     const objects = render();
     const entry = template(objects, "experiment");
     expect(byKind(objects, "WorkflowTemplate").spec.entrypoint).toBe("experiment");
@@ -96,18 +96,29 @@ describe("forge render", () => {
     expect(iteration.dag.tasks.map((t: AnyTemplate) => `${t.name}<${(t.dependencies ?? []).join(",")}`)).toEqual([
       "plan<",
       "rollouts<plan",
-      "report<rollouts",
+      "shards<plan",
+      "report<rollouts,shards",
       "export<report",
       "admit<export",
       "train<admit",
       "sync<train",
     ]);
+    // The rollouts are indexed: no parameter carries the plan, the pods read it from the volume.
     const rollouts = iteration.dag.tasks[1];
-    expect(rollouts.withParam).toBe("{{tasks.plan.outputs.result}}");
+    expect(rollouts.withSequence).toEqual({ count: "{{tasks.plan.outputs.parameters.rollout-count}}" });
+    expect(rollouts.withParam).toBeUndefined();
+    expect(rollouts.arguments.parameters).toEqual([
+      { name: "index", value: "{{item}}" },
+      { name: "run", value: "{{workflow.name}}" },
+      { name: "iteration", value: "1" },
+    ]);
     expect(rollouts.continueOn).toEqual({ failed: true, error: true });
+    // Over rollouts.maxPerWorkflow, child Workflows over a short list of index ranges.
+    const shards = iteration.dag.tasks[2];
+    expect(shards).toMatchObject({ template: "rollout-shard-workflow", withParam: "{{tasks.plan.outputs.parameters.shards}}" });
     // The train step trains on the groups the admit step let through.
-    expect(iteration.dag.tasks[5].arguments.parameters).toEqual([{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }]);
-    const sync = iteration.dag.tasks[6];
+    expect(iteration.dag.tasks[6].arguments.parameters).toEqual([{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }]);
+    const sync = iteration.dag.tasks[7];
     expect(sync.arguments.parameters).toContainEqual({ name: "policy-version", value: "2" });
     expect(sync.arguments.parameters).toContainEqual({ name: "checkpoint", value: "/checkpoints/{{workflow.name}}/global_step_2/actor/huggingface" });
   });
@@ -133,18 +144,27 @@ describe("forge render", () => {
       expect(c.env).toBeUndefined();
       expect(c.envFrom).toBeUndefined();
     }
-    // Each try registers its own id: {{retries}} is Argo's retry number.
-    for (const c of [register, main]) expect(c.args.slice(-2)).toEqual(["--retry", "{{retries}}"]);
+    // Each try registers its own id: {{retries}} is Argo's retry number; the rollout is the plan's item at its index.
+    for (const c of [register, main]) expect(c.args.slice(-10)).toEqual(["--run", "{{inputs.parameters.run}}", "--iteration", "{{inputs.parameters.iteration}}", "--index", "{{inputs.parameters.index}}", "--item", "/item/item.json", "--retry", "{{retries}}"]);
+    expect(register.args).toContain("--plan-dir");
+    expect(main.args.slice(main.args.indexOf("--results-dir"), main.args.indexOf("--results-dir") + 2)).toEqual(["--results-dir", "/results"]);
+    expect(verify.args.slice(-2)).toEqual(["--item", "/item/item.json"]);
     expect(harness.resources).toEqual({ requests: { cpu: "1", memory: "1Gi" }, limits: { memory: "1Gi" } });
     expect(harness.args).toEqual(["harness", "--state", "/forge", "--workspace", "/workspace", "--harness-out", "/harness-out", "--timeout-seconds", "300", "--sandbox", "auto"]);
     const mounts = (c: AnyTemplate) => Object.fromEntries(c.volumeMounts.map((m: AnyTemplate) => [m.mountPath, m.readOnly ? "ro" : "rw"]));
     // The harness never mounts the tests (in /experiment), the verdict or the control volume.
     expect(mounts(harness)).toEqual({ "/workspace": "rw", "/forge": "rw", "/harness-out": "rw" });
     // The verifier reads the workspace (and works on a copy), writes only its verdict and scratch; no harness state (the rollout's key).
-    expect(mounts(verify)).toEqual({ "/workspace": "ro", "/harness-out": "ro", "/verdict": "rw", "/verify": "rw", "/experiment": "ro" });
-    expect(mounts(main)).toEqual({ "/harness-out": "ro", "/verdict": "ro", "/control": "rw", "/tmp": "rw", "/experiment": "ro" });
-    expect(mounts(register)).toEqual({ "/workspace": "rw", "/forge": "rw", "/control": "rw", "/tmp": "rw", "/experiment": "ro" });
-    expect(rollout.outputs.parameters[0]).toMatchObject({ name: "result", valueFrom: { path: "/control/result.json" } });
+    // Which task it is comes from /item, which only register writes (the verifier reads it).
+    expect(mounts(verify)).toEqual({ "/workspace": "ro", "/harness-out": "ro", "/verdict": "rw", "/verify": "rw", "/item": "ro", "/experiment": "ro" });
+    expect(mounts(main)).toEqual({ "/harness-out": "ro", "/verdict": "ro", "/control": "rw", "/item": "ro", "/tmp": "rw", "/experiment": "ro", "/results": "rw" });
+    expect(mounts(register)).toEqual({ "/workspace": "rw", "/forge": "rw", "/control": "rw", "/item": "rw", "/tmp": "rw", "/experiment": "ro", "/plan": "ro" });
+    // Only the iteration's own plan and results directories of the data volume.
+    const subPath = (c: AnyTemplate, path: string) => c.volumeMounts.find((m: AnyTemplate) => m.mountPath === path);
+    expect(subPath(register, "/plan")).toEqual({ name: "data", mountPath: "/plan", subPath: "plans/{{inputs.parameters.run}}/iteration-{{inputs.parameters.iteration}}", readOnly: true });
+    expect(subPath(main, "/results")).toEqual({ name: "data", mountPath: "/results", subPath: "results/{{inputs.parameters.run}}/iteration-{{inputs.parameters.iteration}}" });
+    // No output parameter: results go to the data volume.
+    expect(rollout.outputs).toBeUndefined();
     expect(rollout.podSpecPatch).toBeUndefined(); // no shareProcessNamespace: containers do not see each other's /proc
   });
 
@@ -238,7 +258,8 @@ describe("forge render", () => {
     expect(sync.slice(0, 5)).toEqual(["sync", "--proxy", "http://argo-fixture-proxy.forge.svc:8080", "--strategy", "update-from-disk"]);
     expect(sync).toContain("http://vllm-1.inference:8000");
     const report = template(objects, "report");
-    expect(report.inputs.artifacts[0].raw.data).toBe("{{inputs.parameters.results}}");
+    expect(report.inputs.artifacts).toBeUndefined();
+    expect(report.container.args.slice(0, 5)).toEqual(["report", "--plan-dir", "/data/plans/{{inputs.parameters.run}}/iteration-{{inputs.parameters.iteration}}", "--results-dir", "/data/results/{{inputs.parameters.run}}/iteration-{{inputs.parameters.iteration}}"]);
     // Every bun command names a file of this repository, and every forge subcommand exists.
     const forgeCommands = forgeSubcommands();
     for (const t of templates(objects)) {
@@ -303,7 +324,7 @@ describe("forge render", () => {
     expect(containers[0].args).toContain("http://127.0.0.1:8000");
     expect(containers[1].args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--model", "sim"]);
     const names = templates(objects).map((t) => t.name);
-    expect(names).toEqual(["experiment", "iteration-0", "plan", "rollout", "report", "exit-handler"]);
+    expect(names).toEqual(["experiment", "iteration-0", "plan", "rollout", "rollout-shard-workflow", "rollout-shard", "report", "exit-handler"]);
     expect(template(objects, "rollout").containerSet.containers[1].image).toBe("ghcr.io/openforge/harness-claude-code:0.1.0");
   });
 
@@ -326,7 +347,7 @@ test("the quickstart renders: simulator beside the proxy, records and exports, n
   const quickstart = join(import.meta.dir, "..", "examples", "quickstart", "experiment.yaml");
   const objects = renderExperiment(parseExperimentFile(quickstart), { namespace: "forge", experimentPath: quickstart });
   for (const object of objects) expect(() => new MODELS[object.kind]!(object as never).validate()).not.toThrow();
-  expect(template(objects, "iteration-0").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "report", "export"]);
+  expect(template(objects, "iteration-0").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report", "export"]);
   const sim = byKind(objects, "Deployment").spec.template.spec.containers[1];
   expect(sim.args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--model", "forge-sim/qwen3-sim", "--script", "/experiment/simulator.yaml"]);
   const config = byKind(objects, "ConfigMap");

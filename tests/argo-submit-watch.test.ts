@@ -12,7 +12,7 @@ import { stringify } from "yaml";
 import { parseExperimentFile } from "../schemas/index.ts";
 import { renderExperiment } from "../workflows/argo/render.ts";
 import { submitExperiment } from "../workflows/argo/submit.ts";
-import { watchWorkflow, type WorkflowProgress } from "../workflows/argo/watch.ts";
+import { formatProgress, watchWorkflow, type WorkflowProgress } from "../workflows/argo/watch.ts";
 import { startFakeKubernetes, type FakeKubernetes } from "./fake-k8s/server.ts";
 
 // Some tests spawn `bun bin/forge.ts`; on a loaded 2-core CI box that takes seconds.
@@ -146,7 +146,8 @@ describe("forge watch", () => {
       onProgress: (p) => seen.push(p),
       onReconnect: (how, rv) => reconnects.push(`${how}@${rv}`),
     });
-    await until(() => k8s.openWatches() === 1, "the watch to open");
+    // Two watches: the workflow, and its child workflows (by label).
+    await until(() => k8s.openWatches() === 2, "the watches to open");
     setStatus(name, "Running", { a: podNode("plan", "Succeeded"), b: podNode("rollout", "Running"), c: podNode("rollout", "Pending") });
     await until(() => seen.at(-1)?.running === 1, "the first MODIFIED event");
     const rvBeforeDrop = seen.at(-1)!.resourceVersion;
@@ -155,22 +156,22 @@ describe("forge watch", () => {
     k8s.dropWatches();
     setStatus(name, "Running", { a: podNode("plan", "Succeeded"), b: podNode("rollout", "Succeeded"), c: podNode("rollout", "Failed") });
     await until(() => seen.at(-1)?.failed === 1, "the event missed while disconnected");
-    expect(reconnects[0]).toBe(`resume@${rvBeforeDrop}`);
+    expect(reconnects).toContain(`resume@${rvBeforeDrop}`);
 
     // Drop again and compact the history: resuming from the old rv gets 410, so it lists again.
-    await until(() => k8s.openWatches() === 1, "the resumed watch");
+    await until(() => k8s.openWatches() === 2, "the resumed watches");
     k8s.dropWatches();
     setStatus(name, "Running", { a: podNode("plan", "Succeeded"), b: podNode("rollout", "Succeeded"), c: podNode("rollout", "Failed"), d: podNode("report", "Running") }, { "openforge.dev/pass-rate": "0.500" });
     k8s.compact();
     await until(() => reconnects.some((r) => r.startsWith("relist")), "the re-list after 410");
     expect(seen.at(-1)).toMatchObject({ running: 1, passRate: "0.500" });
 
-    await until(() => k8s.openWatches() === 1, "the watch after the re-list");
+    await until(() => k8s.openWatches() === 2, "the watches after the re-list");
     setStatus(name, "Succeeded", { a: podNode("plan", "Succeeded"), b: podNode("rollout", "Succeeded"), c: podNode("rollout", "Failed"), d: podNode("report", "Succeeded") });
     const final = await done;
     expect(final).toMatchObject({ phase: "Succeeded", succeeded: 3, failed: 1, running: 0, rolloutsDone: 2, rolloutsTotal: 2, passRate: "0.500" });
     // The watch requests carried the resourceVersions it resumed from.
-    const watches = k8s.requests.filter((r) => r.includes("watch=true"));
+    const watches = k8s.requests.filter((r) => r.includes("watch=true") && r.includes("fieldSelector"));
     expect(watches.length).toBeGreaterThanOrEqual(4);
     expect(watches[1]).toContain(`resourceVersion=${rvBeforeDrop}`);
   });
@@ -196,5 +197,118 @@ describe("forge watch", () => {
 
   test("an unknown workflow is named in the error", async () => {
     await expect(watchWorkflow(kc, { namespace: NS, name: "nope" })).rejects.toThrow(/workflow forge\/nope not found/);
+  });
+});
+
+describe("forge watch at scale: compressed, offloaded and archived node status, child workflows", () => {
+  /** Creates a bare Workflow in the fake (as submit or a resource step would), with labels. */
+  async function createWorkflow(name: string, labels: Record<string, string> = {}) {
+    const response = await fetch(`${k8s.url}${WORKFLOWS}`, {
+      method: "POST",
+      body: JSON.stringify({ apiVersion: "argoproj.io/v1alpha1", kind: "Workflow", metadata: { name, labels }, spec: { workflowTemplateRef: { name: "argo-fixture" } } }),
+    });
+    expect(response.status).toBe(201);
+  }
+  /** `n` rollout pod nodes, the first `failed` of them Failed, the rest Succeeded. */
+  const rolloutNodes = (prefix: string, n: number, failed = 0) =>
+    Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}-${i}`, { id: `${prefix}-${i}`, name: `${prefix}.rollouts(${i}:${i})(0)`, type: "Pod", templateName: "rollout", phase: i < failed ? "Failed" : "Succeeded" }]));
+
+  test("compressed node status (status.compressedNodes, gzip + base64) is read: 10,000 pods counted", async () => {
+    await createWorkflow("big-compressed");
+    setStatus("big-compressed", "Succeeded", { ...rolloutNodes("c", 10_000, 3), p: podNode("plan", "Succeeded") });
+    const stored = k8s.compressNodes(`${WORKFLOWS}/big-compressed`);
+    expect((stored.status as { nodes?: unknown }).nodes).toBeUndefined();
+    const final = await watchWorkflow(kc, { namespace: NS, name: "big-compressed" });
+    expect(final).toMatchObject({ phase: "Succeeded", succeeded: 9_998, failed: 3, rolloutsDone: 10_000, rolloutsTotal: 10_000 });
+    expect(final.unreadable).toBeUndefined();
+  });
+
+  test("offloaded node status: unreadable without the Argo Server (and said so), read from it with a token", async () => {
+    await createWorkflow("big-offloaded");
+    setStatus("big-offloaded", "Running", { ...rolloutNodes("o", 500, 1), r: podNode("rollout", "Running") });
+    const version = k8s.offloadNodes(`${WORKFLOWS}/big-offloaded`);
+    expect(version).toMatch(/^fnv:\d+$/);
+    const seen: WorkflowProgress[] = [];
+    const controller = new AbortController();
+    const without = watchWorkflow(kc, { namespace: NS, name: "big-offloaded", retryDelayMs: 20, signal: controller.signal, onProgress: (p) => seen.push(p) });
+    await until(() => seen.length > 0, "the first progress");
+    expect(seen.at(-1)!.unreadable?.[0]).toContain(`node status offloaded to Argo's database (${version}); pass --argo-server`);
+    expect(seen.at(-1)!.rolloutsTotal).toBe(0);
+    controller.abort();
+    await without;
+
+    // A wrong token: the Argo Server's 401 is reported, the watch goes on.
+    const denied: WorkflowProgress[] = [];
+    const stopDenied = new AbortController();
+    const wrong = watchWorkflow(kc, { namespace: NS, name: "big-offloaded", retryDelayMs: 20, signal: stopDenied.signal, argoServer: { url: k8s.argoServer.url, token: "nope" }, onProgress: (p) => denied.push(p) });
+    await until(() => denied.length > 0, "progress with a wrong token");
+    expect(denied.at(-1)!.unreadable?.[0]).toMatch(/HTTP 401: token not valid.*--argo-token/);
+    stopDenied.abort();
+    await wrong;
+
+    const progress: WorkflowProgress[] = [];
+    const done = watchWorkflow(kc, { namespace: NS, name: "big-offloaded", retryDelayMs: 20, offloadRefreshMs: 0, argoServer: k8s.argoServer, onProgress: (p) => progress.push(p) });
+    await until(() => progress.at(-1)?.running === 1, "offloaded nodes read from the Argo Server");
+    expect(progress.at(-1)).toMatchObject({ succeeded: 499, failed: 1, rolloutsTotal: 501 });
+    // The controller offloads a new version as pods finish; the final one is read.
+    k8s.offloadNodes(`${WORKFLOWS}/big-offloaded`, (wf) => {
+      wf.status = { phase: "Succeeded", nodes: { ...rolloutNodes("o", 500, 1), r: podNode("rollout", "Succeeded") } };
+    });
+    const final = await done;
+    expect(final).toMatchObject({ phase: "Succeeded", succeeded: 500, failed: 1, running: 0, rolloutsDone: 501 });
+    // The 401, then each offloaded version once.
+    expect(k8s.argoServer.requests.filter((r) => r === `GET /api/v1/workflows/${NS}/big-offloaded`)).toHaveLength(3);
+  });
+
+  test("child workflows of a split iteration are followed by their parent label and counted in", async () => {
+    await createWorkflow("split");
+    setStatus("split", "Running", { p: podNode("plan", "Succeeded"), s0: podNode("rollout-shard-workflow", "Running"), s1: podNode("rollout-shard-workflow", "Running") });
+    const progress: WorkflowProgress[] = [];
+    const done = watchWorkflow(kc, { namespace: NS, name: "split", retryDelayMs: 20, argoServer: k8s.argoServer, onProgress: (p) => progress.push(p) });
+    await until(() => k8s.openWatches() >= 2, "the top and children watches");
+    // Another experiment's child is not counted.
+    await createWorkflow("other-i0-s0", { "openforge.dev/parent-workflow": "other" });
+    await createWorkflow("split-i0-s0", { "openforge.dev/parent-workflow": "split" });
+    await createWorkflow("split-i0-s1", { "openforge.dev/parent-workflow": "split" });
+    k8s.compressNodes(`${WORKFLOWS}/split-i0-s0`, (wf) => {
+      wf.status = { phase: "Running", nodes: rolloutNodes("a", 1000, 2) };
+    });
+    k8s.offloadNodes(`${WORKFLOWS}/split-i0-s1`, (wf) => {
+      wf.status = { phase: "Running", nodes: { ...rolloutNodes("b", 400), r: podNode("rollout", "Running") } };
+    });
+    setStatus("other-i0-s0", "Running", rolloutNodes("x", 50));
+    await until(() => progress.at(-1)?.rolloutsTotal === 1401, "both children counted");
+    expect(progress.at(-1)).toMatchObject({ children: 2, succeeded: 1000 - 2 + 400 + 1, failed: 2, running: 3 });
+    expect(formatProgress(progress.at(-1)!)).toContain("2 child workflows");
+    setStatus("split", "Succeeded", { p: podNode("plan", "Succeeded"), s0: podNode("rollout-shard-workflow", "Succeeded"), s1: podNode("rollout-shard-workflow", "Succeeded") });
+    const final = await done;
+    expect(final).toMatchObject({ phase: "Succeeded", children: 2, rolloutsTotal: 1401 });
+    // The children watch was closed with the top one.
+    await until(() => k8s.openWatches() === 0, "every watch closed");
+  });
+
+  test("an archived workflow (gone from the cluster) is read from the Argo Server; without it the error says how", async () => {
+    await createWorkflow("archived");
+    setStatus("archived", "Failed", { ...rolloutNodes("z", 20, 5) });
+    k8s.offloadNodes(`${WORKFLOWS}/archived`);
+    k8s.archive(`${WORKFLOWS}/archived`);
+    await expect(watchWorkflow(kc, { namespace: NS, name: "archived" })).rejects.toThrow(/not found.*--argo-server.*archive/);
+    const final = await watchWorkflow(kc, { namespace: NS, name: "archived", argoServer: k8s.argoServer });
+    expect(final).toMatchObject({ phase: "Failed", failed: 5, succeeded: 15 });
+  });
+
+  test("the CLI passes --argo-server and --argo-token", async () => {
+    await createWorkflow("cli-offloaded");
+    setStatus("cli-offloaded", "Succeeded", rolloutNodes("q", 7));
+    k8s.offloadNodes(`${WORKFLOWS}/cli-offloaded`);
+    const run = Bun.spawn(["bun", "bin/forge.ts", "watch", "cli-offloaded", "--kubeconfig", kubeconfigFile, "--argo-server", k8s.argoServer.url, "--json"], {
+      cwd: ROOT,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, ARGO_TOKEN: `Bearer ${k8s.argoServer.token}` },
+    });
+    const [out, code] = await Promise.all([new Response(run.stdout).text(), run.exited]);
+    expect(code).toBe(0);
+    expect(JSON.parse(out.trim().split("\n").at(-1)!)).toMatchObject({ event: "final", succeeded: 7, rolloutsTotal: 7 });
   });
 });

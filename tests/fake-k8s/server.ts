@@ -6,12 +6,22 @@
  * patch, delete, list with `fieldSelector=metadata.name=…`, and `?watch=true` streaming
  * newline-delimited `{"type","object"}` events from a resourceVersion, with a compactable
  * event history so a watch from a compacted version gets `ERROR` 410 Expired, like etcd.
- * Test hooks drop open watches and play the Argo controller by updating objects.
+ * A `labelSelector` of `key=value` pairs filters lists and watches.
+ * Test hooks drop open watches and play the Argo controller by updating objects, compressing a
+ * Workflow's node status into `status.compressedNodes` (packer.go: gzip + base64 of the nodes'
+ * JSON) or offloading it to a database (hydrator.go: `status.offloadNodeStatusVersion` =
+ * `fnv:` + the FNV-1 32-bit hash of the nodes' JSON), and archiving a Workflow.
+ *
+ * Beside it, on its own port, the part of the Argo Server (v4.1.2, server/workflow) that
+ * `forge watch` reads: `GET /api/v1/workflows/{namespace}/{name}` with a bearer token, which
+ * answers the Workflow hydrated (nodes decompressed, offloaded ones read from the database),
+ * from the archive when the Workflow object is gone; 401 `{code: 16}` without a valid token.
  */
+import { gzipSync } from "node:zlib";
 
 type Obj = { apiVersion?: string; kind?: string; metadata: Record<string, unknown> & { name?: string; namespace?: string; resourceVersion?: string }; [key: string]: unknown };
 type Event = { rv: number; type: "ADDED" | "MODIFIED" | "DELETED"; collection: string; object: Obj };
-type Watcher = { collection: string; name?: string; send: (event: { type: string; object: unknown }) => void; close: () => void };
+type Watcher = { collection: string; name?: string; labels?: (o: Obj) => boolean; send: (event: { type: string; object: unknown }) => void; close: () => void };
 
 export type FakeKubernetes = {
   url: string;
@@ -29,6 +39,18 @@ export type FakeKubernetes = {
   compact(): void;
   /** Number of watch streams open now. */
   openWatches(): number;
+  /**
+   * Moves a Workflow's `status.nodes` into `status.compressedNodes`, as Argo's packer does past
+   * 1 MiB; `change` first alters the object in the same update (the controller never stores
+   * the uncompressed form in between).
+   */
+  compressNodes(path: string, change?: (object: Obj) => void): Obj;
+  /** Moves a Workflow's `status.nodes` into the offload database (after `change`, in one update); returns the version (`fnv:…`). */
+  offloadNodes(path: string, change?: (object: Obj) => void): string;
+  /** Archives a Workflow (the Argo Server keeps it) and deletes it from the cluster. */
+  archive(path: string): void;
+  /** The Argo Server's base URL, and the bearer token it accepts. */
+  argoServer: { url: string; token: string; requests: string[] };
   stop(): Promise<void>;
 };
 
@@ -69,6 +91,27 @@ function discovery(pathname: string): Response | undefined {
   });
 }
 
+/** FNV-1 32-bit (Go's hash/fnv New32), what Argo versions offloaded node status by. */
+function fnv1(text: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(text)) {
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+    hash = (hash ^ byte) >>> 0;
+  }
+  return hash;
+}
+
+/** A `key=value[,key=value]` label selector (the equality form), or undefined when absent. */
+function labelMatcher(selector: string | null): ((o: Obj) => boolean) | undefined {
+  if (!selector) return undefined;
+  const pairs = selector.split(",").map((part) => {
+    const match = /^([^=!]+)==?(.*)$/.exec(part.trim());
+    if (!match) throw new Error(`the fake serves only key=value label selectors, got "${part}"`);
+    return [match[1]!, match[2]!] as const;
+  });
+  return (o) => pairs.every(([key, value]) => (o.metadata.labels as Record<string, string> | undefined)?.[key] === value);
+}
+
 function status(code: number, reason: string, message: string): Response {
   return Response.json({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code }, { status: code });
 }
@@ -103,7 +146,7 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
     const event: Event = { rv: Number(object.metadata.resourceVersion), type, collection, object: structuredClone(object) };
     history.push(event);
     for (const watcher of watchers) {
-      if (watcher.collection === collection && (!watcher.name || watcher.name === object.metadata.name)) watcher.send({ type, object: event.object });
+      if (watcher.collection === collection && (!watcher.name || watcher.name === object.metadata.name) && (!watcher.labels || watcher.labels(object))) watcher.send({ type, object: event.object });
     }
   };
   const bump = (object: Obj) => {
@@ -113,6 +156,7 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
 
   const watch = (collection: string, url: URL): Response => {
     const name = url.searchParams.get("fieldSelector")?.match(/^metadata\.name=(.+)$/)?.[1];
+    const labels = labelMatcher(url.searchParams.get("labelSelector"));
     const from = Number(url.searchParams.get("resourceVersion") ?? revision);
     const encoder = new TextEncoder();
     let watcher: Watcher;
@@ -122,6 +166,7 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
         watcher = {
           collection,
           name,
+          labels,
           send,
           close: () => {
             watchers.delete(watcher);
@@ -137,9 +182,17 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
           return;
         }
         for (const event of history) {
-          if (event.rv > from && event.collection === collection && (!name || event.object.metadata.name === name)) send({ type: event.type, object: event.object });
+          if (event.rv > from && event.collection === collection && (!name || event.object.metadata.name === name) && (!labels || labels(event.object))) send({ type: event.type, object: event.object });
         }
         watchers.add(watcher);
+        // A bookmark (which a client asking allowWatchBookmarks accepts at any time) at once: the
+        // API server sends a watch's headers straight away, and Bun sends them with the first
+        // bytes, so without it a client could not even abort a watch that has seen no change.
+        if (url.searchParams.get("allowWatchBookmarks") === "true") {
+          const plural = collection.slice(collection.lastIndexOf("/") + 1);
+          const [groupVersion, [kind]] = Object.entries(DISCOVERY).map(([gv, kinds]) => [gv, kinds.find(([, p]) => p === plural) ?? []] as const).find(([, k]) => k.length) ?? ["v1", [""]];
+          send({ type: "BOOKMARK", object: { kind, apiVersion: groupVersion, metadata: { resourceVersion: String(revision) } } });
+        }
       },
       cancel() {
         watchers.delete(watcher);
@@ -164,7 +217,8 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
     if (!name && request.method === "GET") {
       if (url.searchParams.get("watch") === "true") return watch(collection, url);
       const only = url.searchParams.get("fieldSelector")?.match(/^metadata\.name=(.+)$/)?.[1];
-      const items = [...store.entries()].filter(([path, o]) => path.startsWith(`${collection}/`) && (!only || o.metadata.name === only)).map(([, o]) => o);
+      const labels = labelMatcher(url.searchParams.get("labelSelector"));
+      const items = [...store.entries()].filter(([path, o]) => path.startsWith(`${collection}/`) && (!only || o.metadata.name === only) && (!labels || labels(o))).map(([, o]) => o);
       return Response.json({ kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(revision) }, items });
     }
     if (!name && request.method === "POST") {
@@ -221,21 +275,88 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
     }
   };
 
+  // The Argo Server: offloaded node status by (workflow uid, version), and the archive.
+  const offloaded = new Map<string, unknown>();
+  const archived = new Map<string, Obj>();
+  const argoToken = `argo-${crypto.randomUUID()}`;
+  const argoRequests: string[] = [];
+  const grpcError = (http: number, code: number, message: string) => Response.json({ code, message }, { status: http });
+  const argoServer = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(request) {
+      const url = new URL(request.url);
+      argoRequests.push(`${request.method} ${url.pathname}${url.search}`);
+      // server/auth/gatekeeper.go: codes.Unauthenticated (16), HTTP 401.
+      if (request.headers.get("authorization") !== `Bearer ${argoToken}`) return grpcError(401, 16, "token not valid. see https://argo-workflows.readthedocs.io/en/latest/faq/");
+      const match = /^\/api\/v1\/workflows\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+      if (request.method !== "GET" || !match) return grpcError(404, 5, `Not Found: ${url.pathname}`);
+      const path = `/apis/argoproj.io/v1alpha1/namespaces/${match[1]}/workflows/${match[2]}`;
+      // GetWorkflow: the live object, else the archive (workflow_server.go getWorkflow).
+      const live = store.get(path) ?? archived.get(path);
+      if (!live) return grpcError(404, 5, `workflows.argoproj.io "${match[2]}" not found`);
+      const workflow = structuredClone(live);
+      const st = (workflow.status ?? {}) as { nodes?: unknown; compressedNodes?: string; offloadNodeStatusVersion?: string };
+      // hydrator.Hydrate: decompress, then read offloaded nodes by (uid, version).
+      if (st.compressedNodes) {
+        st.nodes = JSON.parse(Bun.gunzipSync(Buffer.from(st.compressedNodes, "base64")).toString());
+        delete st.compressedNodes;
+      }
+      if (st.offloadNodeStatusVersion) {
+        const nodes = offloaded.get(`${workflow.metadata.uid}/${st.offloadNodeStatusVersion}`);
+        if (nodes === undefined) return grpcError(500, 13, `offloaded node status ${st.offloadNodeStatusVersion} of ${workflow.metadata.uid} not found`);
+        st.nodes = nodes;
+        delete st.offloadNodeStatusVersion;
+      }
+      return Response.json(workflow);
+    },
+  });
+
   // idleTimeout 0: a watch may sit silent for a long time, as on a real API server.
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: handle });
+  const mutate = (path: string, change: (object: Obj) => void): Obj => {
+    const object = store.get(path);
+    if (!object) throw new Error(`fake-k8s: no object at ${path}`);
+    change(object);
+    bump(object);
+    emit("MODIFIED", path.slice(0, path.lastIndexOf("/")), object);
+    return object;
+  };
   return {
     url: `http://127.0.0.1:${server.port}`,
     requests,
     get: (path) => store.get(path),
     list: (collection) => [...store.entries()].filter(([path]) => path.startsWith(`${collection}/`)).map(([, o]) => o),
-    update(path, mutate) {
+    update: mutate,
+    compressNodes: (path, change) =>
+      mutate(path, (object) => {
+        change?.(object);
+        const st = object.status as { nodes?: unknown; compressedNodes?: string };
+        st.compressedNodes = gzipSync(JSON.stringify(st.nodes ?? {})).toString("base64");
+        delete st.nodes;
+      }),
+    offloadNodes(path, change) {
+      let version = "";
+      mutate(path, (object) => {
+        change?.(object);
+        const st = object.status as { nodes?: unknown; offloadNodeStatusVersion?: string };
+        const json = JSON.stringify(st.nodes ?? {});
+        version = `fnv:${fnv1(json)}`;
+        offloaded.set(`${object.metadata.uid}/${version}`, JSON.parse(json));
+        delete st.nodes;
+        st.offloadNodeStatusVersion = version;
+      });
+      return version;
+    },
+    archive(path) {
       const object = store.get(path);
       if (!object) throw new Error(`fake-k8s: no object at ${path}`);
-      mutate(object);
+      archived.set(path, structuredClone(object));
+      store.delete(path);
       bump(object);
-      emit("MODIFIED", path.slice(0, path.lastIndexOf("/")), object);
-      return object;
+      emit("DELETED", path.slice(0, path.lastIndexOf("/")), object);
     },
+    argoServer: { url: `http://127.0.0.1:${argoServer.port}`, token: argoToken, requests: argoRequests },
     dropWatches() {
       for (const watcher of [...watchers]) watcher.close();
     },
@@ -247,6 +368,7 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
     async stop() {
       for (const watcher of [...watchers]) watcher.close();
       await server.stop(true);
+      await argoServer.stop(true);
     },
   };
 }

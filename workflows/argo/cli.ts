@@ -48,10 +48,15 @@ and, with --argo-ui, its Argo UI link. Follow it with: forge watch WORKFLOW.
 `;
 
 const WATCH_USAGE = `
-usage: forge watch WORKFLOW [--namespace NS] [--kubeconfig FILE] [--context NAME] [--argo-ui URL] [--json]
+usage: forge watch WORKFLOW [--namespace NS] [--kubeconfig FILE] [--context NAME] [--argo-ui URL]
+                            [--argo-server URL [--argo-token TOKEN]] [--json]
 
-Follows a workflow until it finishes: pods succeeded / running / failed, rollouts done, pass
-rate. Resumes when the watch drops. Exit code 0 when it Succeeded, 1 when it Failed or Errored.
+Follows a workflow, and the child workflows of its split iterations, until it finishes: pods
+succeeded / running / failed, rollouts done, pass rate. Resumes when a watch drops. Reads
+compressed node status itself; offloaded node status (persistence.nodeStatusOffLoad) and
+archived workflows only through the Argo Server: --argo-server (e.g. https://localhost:2746
+after kubectl -n argo port-forward svc/argo-server 2746) with --argo-token or $ARGO_TOKEN.
+Exit code 0 when it Succeeded, 1 when it Failed or Errored.
 `;
 
 function loadExperiment(path: string | undefined, usage: string, name: string): { experiment: Experiment; path: string } {
@@ -152,7 +157,7 @@ export async function submitCommand(argv: string[]): Promise<number> {
  * process.exitCode = await watchCommand(["quick-1a2b3c4d", "--namespace", "forge"]);
  */
 export async function watchCommand(argv: string[]): Promise<number> {
-  const args = parseCommand({ name: "watch", usage: WATCH_USAGE, allowPositionals: true, options: CLUSTER_FLAGS }, argv);
+  const args = parseCommand({ name: "watch", usage: WATCH_USAGE, allowPositionals: true, options: { ...CLUSTER_FLAGS, "argo-server": { type: "string" }, "argo-token": { type: "string" } } }, argv);
   if (!args) return 0;
   const name = args.positionals[0];
   if (!name) throw new UsageError(`forge watch: WORKFLOW is required\n\n${WATCH_USAGE.trim()}`);
@@ -166,9 +171,12 @@ export async function watchCommand(argv: string[]): Promise<number> {
   const stop = () => controller.abort();
   process.once("SIGINT", stop);
   try {
+    const server = args.values["argo-server"];
+    const token = args.values["argo-token"] ?? process.env.ARGO_TOKEN;
     const final = await watchWorkflow(kc, {
       namespace,
       name,
+      ...(server ? { argoServer: { url: server, ...(token ? { token: token.replace(/^Bearer\s+/i, "") } : {}) } } : {}),
       signal: controller.signal,
       onProgress: (progress) => {
         const line = formatProgress(progress);

@@ -358,8 +358,9 @@ export function renderWorkflowRbac(experiment: Experiment, namespace: string): [
     rules: [
       // The emissary executor reports outputs through WorkflowTaskResults.
       { apiGroups: ["argoproj.io"], resources: ["workflowtaskresults"], verbs: ["create", "patch"] },
-      // The report step writes the pass rate onto the workflow's annotations.
-      { apiGroups: ["argoproj.io"], resources: ["workflows"], verbs: ["get", "patch"] },
+      // The report step writes the pass rate onto the workflow's annotations; a split iteration's
+      // resource steps apply its child Workflows (kubectl apply: get, create, patch) and poll them.
+      { apiGroups: ["argoproj.io"], resources: ["workflows"], verbs: ["get", "create", "patch"] },
       // Weight sync with strategy restart rolls the inference Deployment (read, then replaced).
       { apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "update", "patch"] },
     ],

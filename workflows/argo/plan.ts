@@ -1,16 +1,13 @@
 /**
  * The plan: which rollouts an iteration runs (tasks × k). It runs inside the cluster as the
- * first step of each iteration, and its JSON output fans the rollouts out with `withParam`,
- * so the Workflow object stays the same size however many rollouts there are.
+ * first step of each iteration and writes the list to the data volume (plan-files.ts); the
+ * rollouts are fanned out by index (`withSequence`), each pod reading its own item, so no
+ * Argo parameter grows with the number of rollouts.
  */
 import type { Experiment } from "../../schemas/index.ts";
 import { loadExperimentTasks, safeTaskId } from "../tasks/index.ts";
 
-/**
- * One rollout of the plan: an Argo parameter item (`{{item.task_id}}`), so strings, and only
- * what cannot be derived: the plan of 10,000 rollouts is runtime data stored in the workflow's
- * status, so each byte here is paid 10,000 times (see bench/render.ts).
- */
+/** One rollout of the plan: the task and which of its k attempts. */
 export type PlannedRollout = { task_id: string; attempt: string };
 
 /**

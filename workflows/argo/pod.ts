@@ -105,9 +105,9 @@ async function inClusterConfig(): Promise<KubeConfig | null> {
   }
 }
 
-/** The report step: pass rate of the iteration, onto the workflow's annotations (for the Argo UI). */
+/** The report step: pass rate of the iteration (`results`: the JSON list of results), onto the workflow's annotations (for the Argo UI). */
 export async function reportStep(options: { results: string; iteration: number; workflow: string; namespace: string; out: string }) {
-  const report = summarizeResults(readFileSync(options.results, "utf8"), options.iteration);
+  const report = summarizeResults(options.results, options.iteration);
   const rate = report.passRate.toFixed(3);
   writeFileSync(options.out, rate);
   console.log(JSON.stringify(report));

@@ -270,14 +270,19 @@ export type FinishOutcome = { rollout_id: string; task_id: string; reward: numbe
 /**
  * The `main` container: turns what the other three left into the rollout's verdict, reports it
  * to the proxy (the same body again when this container is re-run: finish is idempotent for the
- * same verdict) and writes /control/result.json, the template's output parameter. The reward
+ * same verdict) and writes /control/result.json (and, with `onResult`, the result file the
+ * report step reads from the data volume). The reward
  * comes only from /verdict (or the verifier's exit code when the task declares it), range-checked.
  */
-export async function finishStep(options: { experiment: Experiment; experimentDir: string; proxy: string; harnessOut: string; verdict: string; controlDir: string } & RolloutIds) {
+export async function finishStep(
+  options: { experiment: Experiment; experimentDir: string; proxy: string; harnessOut: string; verdict: string; controlDir: string; onResult?: (result: FinishOutcome) => void } & RolloutIds,
+) {
   const { experiment } = options;
   const resultFile = join(options.controlDir, "result.json");
   const writeResult = (result: FinishOutcome) => {
     writeFileSync(resultFile, JSON.stringify(result));
+    // The iteration's results directory on the data volume (plan-files.ts), which the report reads.
+    options.onResult?.(result);
     console.log(JSON.stringify(result));
   };
   const registered = readJson<RegisterOutcome>(join(options.controlDir, "register.json"));

@@ -6,10 +6,12 @@
  * pods call it. Exit codes: 0 done, 1 failed, 2 bad usage, 75 infrastructure error (the rollout
  * template retries it as a new try).
  */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { parseExperimentFile } from "../../schemas/index.ts";
-import { listTaskIds, planRollouts, rolloutIdentity } from "./plan.ts";
+import { listTaskIds, planRollouts, rolloutIdentity, type PlannedRollout } from "./plan.ts";
+import { planOutputs, readPlanItem, readPlanManifest, readRolloutResults, writeFileAtomic, writePlan, writeRolloutResult } from "./plan-files.ts";
 import { admitStep, exitStep, InfraError, reportStep, syncStep, verlConfigStep } from "./pod.ts";
 import { finishStep, harnessStep, POD_PATHS, registerStep, verifyStep } from "./rollout-steps.ts";
 import { INFRA_EXIT_CODE, overrideValue } from "./workflow.ts";
@@ -52,6 +54,11 @@ const options = {
   batch: { type: "string" },
   "experiment-name": { type: "string" },
   "train-batch-size": { type: "string" },
+  "plan-dir": { type: "string" },
+  index: { type: "string" },
+  item: { type: "string" },
+  "results-dir": { type: "string" },
+  outputs: { type: "string" },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>["values"];
@@ -64,13 +71,46 @@ function need(values: Values, name: keyof Values): string {
 
 class UsageErrorLocal extends Error {}
 
+/**
+ * This pod's rollout: `--task` / `--attempt` when given, else the item the register container
+ * resolved (`--item`, a file on a volume only the forge containers write), else rollout `--index`
+ * of the plan in `--plan-dir` (register only: it writes the item for the others). A plan that
+ * cannot be read is an infrastructure error (the volume may be back on a retry).
+ */
+function planItem(values: Values): PlannedRollout {
+  if (values.task !== undefined) return { task_id: need(values, "task"), attempt: values.attempt ?? "0" };
+  if (values.item && existsSync(values.item)) return JSON.parse(readFileSync(values.item, "utf8")) as PlannedRollout;
+  if (values["plan-dir"] !== undefined) {
+    const index = Number(need(values, "index"));
+    try {
+      const item = readPlanItem(values["plan-dir"], index);
+      if (values.item) writeFileAtomic(values.item, JSON.stringify(item));
+      return item;
+    } catch (error) {
+      throw new InfraError(`rollout ${index} of the plan: ${(error as Error).message}`);
+    }
+  }
+  if (values.item) throw new InfraError(`${values.item}: the register container left no plan item (it was killed or could not read the plan)`);
+  throw new UsageErrorLocal("--task (or --item, or --plan-dir with --index) is required");
+}
+
 function ids(values: Values) {
-  const taskId = need(values, "task");
+  const item = planItem(values);
+  const taskId = item.task_id;
   const iteration = Number(need(values, "iteration"));
-  const attempt = Number(values.attempt ?? 0);
+  const attempt = Number(item.attempt ?? 0);
   const retry = Number(values.retry ?? 0);
   if (!Number.isInteger(retry) || retry < 0) throw new UsageErrorLocal(`--retry must be an integer ≥ 0 (Argo's {{retries}}), got "${values.retry}"`);
   return { taskId, iteration, attempt, retry, ...rolloutIdentity({ run: need(values, "run"), iteration, taskId, attempt, retry }) };
+}
+
+/** The result onto the data volume; a volume that fails the write is an infrastructure error (a retry reports it again). */
+function writeResultOrRetry(dir: string, index: number, result: unknown): void {
+  try {
+    writeRolloutResult(dir, index, result);
+  } catch (error) {
+    throw new InfraError(`cannot write the result of rollout ${index} to ${dir}: ${(error as Error).message}`);
+  }
 }
 
 /** Runs one step; returns the exit code. */
@@ -80,18 +120,40 @@ export async function runStep(argv: string[]): Promise<number> {
   try {
     switch (step) {
       case "plan": {
+        // The plan goes to the data volume (plan-files.ts); only its counts become parameters.
         const file = need(values, "experiment");
         const experiment = parseExperimentFile(file);
         const plan = planRollouts({ taskIds: listTaskIds(experiment, dirname(file)), k: experiment.spec.rollouts.k });
-        process.stdout.write(JSON.stringify(plan));
+        const { maxPerWorkflow, parallelism } = experiment.spec.rollouts;
+        const manifest = writePlan(need(values, "plan-dir"), plan, { iteration: Number(need(values, "iteration")), maxPerWorkflow, parallelism });
+        const outputs = need(values, "outputs");
+        mkdirSync(outputs, { recursive: true });
+        for (const [name, value] of Object.entries(planOutputs(manifest))) writeFileSync(join(outputs, name), value);
+        // The results directory exists before any rollout pod mounts or writes it.
+        if (values["results-dir"] !== undefined) mkdirSync(values["results-dir"], { recursive: true });
+        console.log(JSON.stringify(manifest));
         return 0;
       }
-      case "register":
+      case "register": {
+        const file = need(values, "experiment");
+        let rollout;
+        try {
+          rollout = ids(values);
+        } catch (error) {
+          // register never fails the pod: main reads the outcome and exits 75 for a retry.
+          if (!(error instanceof InfraError)) throw error;
+          writeFileSync(join(values.control!, "register.json"), JSON.stringify({ error: error.message, infra: true }));
+          console.error(`register: ${error.message}`);
+          return 0;
+        }
+        await registerStep({ experiment: parseExperimentFile(file), experimentDir: dirname(file), proxy: need(values, "proxy"), controlDir: values.control!, ...rollout, workspace: values.workspace!, state: values.state! });
+        return 0;
+      }
       case "finish": {
         const file = need(values, "experiment");
         const common = { experiment: parseExperimentFile(file), experimentDir: dirname(file), proxy: need(values, "proxy"), controlDir: values.control!, ...ids(values) };
-        if (step === "register") await registerStep({ ...common, workspace: values.workspace!, state: values.state! });
-        else await finishStep({ ...common, harnessOut: values["harness-out"]!, verdict: values.verdict! });
+        const results = values["results-dir"] !== undefined ? { dir: values["results-dir"], index: Number(need(values, "index")) } : undefined;
+        await finishStep({ ...common, harnessOut: values["harness-out"]!, verdict: values.verdict!, ...(results ? { onResult: (result: unknown) => writeResultOrRetry(results.dir, results.index, result) } : {}) });
         return 0;
       }
       case "harness":
@@ -99,7 +161,16 @@ export async function runStep(argv: string[]): Promise<number> {
         return 0;
       case "verify": {
         const file = need(values, "experiment");
-        await verifyStep({ experiment: parseExperimentFile(file), experimentDir: dirname(file), workspace: values.workspace!, harnessOut: values["harness-out"]!, verdict: values.verdict!, scratch: values.scratch!, taskId: need(values, "task") });
+        let taskId: string;
+        try {
+          taskId = planItem(values).task_id;
+        } catch (error) {
+          if (!(error instanceof InfraError)) throw error;
+          // Nothing to verify: finish sees no verdict and reports the infrastructure error.
+          writeFileSync(join(values.verdict!, "verifier.json"), JSON.stringify({ exit_code: null, signal: null, timed_out: false, duration_ms: 0, output: "", error: error.message }));
+          return 0;
+        }
+        await verifyStep({ experiment: parseExperimentFile(file), experimentDir: dirname(file), workspace: values.workspace!, harnessOut: values["harness-out"]!, verdict: values.verdict!, scratch: values.scratch!, taskId });
         return 0;
       }
       case "admit": {
@@ -120,9 +191,16 @@ export async function runStep(argv: string[]): Promise<number> {
         });
         return 0;
       }
-      case "report":
-        await reportStep({ results: need(values, "results"), iteration: Number(need(values, "iteration")), workflow: need(values, "workflow"), namespace: need(values, "namespace"), out: need(values, "out") });
+      case "report": {
+        // The results of the iteration's rollouts, from the data volume (one file per rollout;
+        // a missing one is a lost rollout), or a JSON list in a file.
+        const results =
+          values["results-dir"] !== undefined
+            ? JSON.stringify(readRolloutResults(values["results-dir"], readPlanManifest(need(values, "plan-dir")).count))
+            : readFileSync(need(values, "results"), "utf8");
+        await reportStep({ results, iteration: Number(need(values, "iteration")), workflow: need(values, "workflow"), namespace: need(values, "namespace"), out: need(values, "out") });
         return 0;
+      }
       case "sync":
         await syncStep({
           proxy: need(values, "proxy"),

@@ -14,6 +14,7 @@ import type { IContainer } from "kubernetes-models/v1/Container";
 import type { Experiment } from "../../schemas/index.ts";
 import { adminTokenEnv, experimentVolume, inferenceNamespace, type ConfigItem } from "./cluster.ts";
 import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplate } from "./security.ts";
+import { fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates } from "./fanout.ts";
 import {
   ANNOTATION_DESCRIPTION,
   baseLabels,
@@ -28,6 +29,12 @@ import {
   POD_PATHS,
   proxyUrl,
 } from "./names.ts";
+
+/** Where the rollout pod's forge containers see the iteration's plan, its item, and its results (data volume subPaths, an emptyDir). */
+const PLAN_MOUNT = "/plan";
+const RESULTS_MOUNT = "/results";
+const ITEM_DIR = "/item";
+const ITEM_FILE = `${ITEM_DIR}/item.json`;
 
 /** Exit code of a rollout container for an infrastructure error (EX_TEMPFAIL): the only one retried. */
 export const INFRA_EXIT_CODE = 75;
@@ -210,23 +217,6 @@ export function checkpointPath(experiment: Experiment, step: number): string {
   return `${experiment.spec.training.checkpoints.mountPath}/{{workflow.name}}/global_step_${step}/actor/huggingface`;
 }
 
-function planTemplate(experiment: Experiment): Template {
-  return {
-    name: "plan",
-    inputs: { parameters: [{ name: "iteration" }] },
-    metadata: { labels: { [LABEL_ROLE]: "plan", [LABEL_ITERATION]: param("iteration") } },
-    // stdout (the JSON list of rollouts) becomes outputs.result, which withParam fans out.
-    container: {
-      name: "main",
-      image: experiment.spec.proxy.image,
-      workingDir: FORGE_APP_DIR,
-      ...forgeStep("plan", "--experiment", `${EXPERIMENT_DIR}/experiment.yaml`, "--iteration", param("iteration")),
-      resources: smallResources,
-      volumeMounts: [experimentMount],
-    },
-  };
-}
-
 /**
  * Retry a rollout pod unless its `main` container itself said the failure is final. `main`
  * (finish) exits 0, 75 (infrastructure: retried) or 1 / 2 (an error a retry cannot fix). Any
@@ -257,8 +247,13 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
   const proxy = proxyUrl(experiment, namespace);
   const image = harnessImage(experiment);
   const experimentFile = `${EXPERIMENT_DIR}/experiment.yaml`;
-  // The pod derives the rollout id and group from these (plan.ts rolloutIdentity); {{retries}} is the try.
-  const ids = ["--run", "{{workflow.name}}", "--task", param("task_id"), "--iteration", param("iteration"), "--attempt", param("attempt"), "--retry", "{{retries}}"];
+  // The pod derives the rollout id and group from the run, the iteration and its plan item
+  // (plan.ts rolloutIdentity), which register reads from the plan on the data volume and leaves
+  // in /item for verify and main; {{retries}} is the try.
+  const ids = ["--run", param("run"), "--iteration", param("iteration"), "--index", param("index"), "--item", ITEM_FILE, "--retry", "{{retries}}"];
+  // Only the forge containers see the data volume, each only its iteration's directory.
+  const planMount = { name: "data", mountPath: PLAN_MOUNT, subPath: `plans/${param("run")}/iteration-${param("iteration")}`, readOnly: true };
+  const resultsMount = { name: "data", mountPath: RESULTS_MOUNT, subPath: `results/${param("run")}/iteration-${param("iteration")}` };
   const taskResources = { requests: { cpu: rollouts.resources.cpu, memory: rollouts.resources.memory }, limits: { memory: rollouts.resources.memory } };
   const P = POD_PATHS;
   const containers: (IContainer & { dependencies?: string[] })[] = [
@@ -266,11 +261,11 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
       name: "register",
       image: experiment.spec.proxy.image,
       workingDir: FORGE_APP_DIR,
-      ...forgeStep("register", "--experiment", experimentFile, "--proxy", proxy, "--workspace", P.workspace, "--state", P.state, "--control", P.control, ...ids),
+      ...forgeStep("register", "--experiment", experimentFile, "--proxy", proxy, "--workspace", P.workspace, "--state", P.state, "--control", P.control, "--plan-dir", PLAN_MOUNT, ...ids),
       env: [adminTokenEnv(experiment), ...READ_ONLY_ROOT_ENV],
       resources: smallResources,
       securityContext: restrictedContainer({ readOnlyRoot: true }),
-      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("control", P.control), mount("forge-tmp", "/tmp"), experimentMount],
+      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("control", P.control), mount("item", ITEM_DIR), mount("forge-tmp", "/tmp"), experimentMount, planMount],
     },
     {
       name: "harness",
@@ -288,30 +283,31 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
       image,
       dependencies: ["harness"],
       workingDir: P.scratch,
-      ...forgeStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--task", param("task_id")),
+      ...forgeStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--item", ITEM_FILE),
       resources: taskResources,
       securityContext: restrictedContainer({ readOnlyRoot: false }),
       // The workspace read-only (the verifier works on a copy); not the harness's state (its key).
-      volumeMounts: [mount("workspace", P.workspace, true), mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict), mount("scratch", P.scratch), experimentMount],
+      // The item read-only: which task's tests run is register's word, not the harness's.
+      volumeMounts: [mount("workspace", P.workspace, true), mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict), mount("scratch", P.scratch), mount("item", ITEM_DIR, true), experimentMount],
     },
     {
       name: "main",
       image: experiment.spec.proxy.image,
       dependencies: ["verify"],
       workingDir: FORGE_APP_DIR,
-      ...forgeStep("finish", "--experiment", experimentFile, "--proxy", proxy, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--control", P.control, ...ids),
+      ...forgeStep("finish", "--experiment", experimentFile, "--proxy", proxy, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--control", P.control, "--results-dir", RESULTS_MOUNT, ...ids),
       env: [adminTokenEnv(experiment), ...READ_ONLY_ROOT_ENV],
       resources: smallResources,
       securityContext: restrictedContainer({ readOnlyRoot: true }),
-      volumeMounts: [mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict, true), mount("control", P.control), mount("forge-tmp", "/tmp"), experimentMount],
+      volumeMounts: [mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict, true), mount("control", P.control), mount("item", ITEM_DIR, true), mount("forge-tmp", "/tmp"), experimentMount, resultsMount],
     },
   ];
   return {
     name: "rollout",
-    inputs: { parameters: ["task_id", "attempt", "iteration"].map((name) => ({ name })) },
+    inputs: { parameters: ["index", "run", "iteration"].map((name) => ({ name })) },
     metadata: {
       labels: { [LABEL_ROLE]: "rollout", [LABEL_EXPERIMENT]: experiment.metadata.name, [LABEL_ITERATION]: param("iteration") },
-      annotations: { "openforge.dev/task-id": param("task_id"), "openforge.dev/attempt": param("attempt") },
+      annotations: { "openforge.dev/index": param("index") },
     },
     // Harness time plus room for registering, staging and verifying; the harness step itself
     // enforces timeoutSeconds and reports status timeout, this is the backstop.
@@ -326,50 +322,13 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
     automountServiceAccountToken: false,
     executor: { serviceAccountName: objectNames(experiment).serviceAccount },
     securityContext: restrictedPod(),
-    volumes: emptyDirs("workspace", "state", "harness-out", "verdict", "scratch", "control", "forge-tmp"),
+    volumes: emptyDirs("workspace", "state", "harness-out", "verdict", "scratch", "control", "item", "forge-tmp"),
     // No in-pod container retries: register, harness and verify never fail (they leave their
     // outcome in a file) and finish retries its proxy calls itself; a failure that remains is
     // the pod's, retried as a new try above.
+    // No output parameter: the result goes to the data volume (RESULTS_MOUNT), which the report
+    // reads; 10,000 aggregated results would not fit an Argo parameter (docs/argo.md, "Scale").
     containerSet: { containers },
-    outputs: {
-      parameters: [
-        { name: "result", valueFrom: { path: `${P.control}/result.json`, default: '{"status":"infra_error","reward":0,"passed":false}' } },
-      ],
-    },
-  };
-}
-
-function reportTemplate(experiment: Experiment): Template {
-  return {
-    name: "report",
-    inputs: {
-      parameters: [{ name: "iteration" }, { name: "results" }],
-      // A raw artifact, not an argument: 10,000 results exceed what one argv string may hold.
-      artifacts: [{ name: "results", path: "/tmp/results.json", raw: { data: param("results") } }],
-    },
-    metadata: { labels: { [LABEL_ROLE]: "report", [LABEL_ITERATION]: param("iteration") } },
-    container: {
-      name: "main",
-      image: experiment.spec.proxy.image,
-      workingDir: FORGE_APP_DIR,
-      ...forgeStep(
-        "report",
-        "--results",
-        "/tmp/results.json",
-        "--iteration",
-        param("iteration"),
-        "--pass-threshold",
-        String(experiment.spec.metrics.passThreshold),
-        "--workflow",
-        "{{workflow.name}}",
-        "--namespace",
-        "{{workflow.namespace}}",
-        "--out",
-        "/tmp/pass-rate",
-      ),
-      resources: smallResources,
-    },
-    outputs: { parameters: [{ name: "pass-rate", globalName: "pass-rate", valueFrom: { path: "/tmp/pass-rate" } }] },
   };
 }
 
@@ -585,27 +544,12 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
   const value = String(iteration);
   const iterationArg = { name: "iteration", value };
   const tasks: Task[] = [
-    { name: "plan", template: "plan", arguments: { parameters: [iterationArg] } },
-    {
-      name: "rollouts",
-      template: "rollout",
-      dependencies: ["plan"],
-      withParam: "{{tasks.plan.outputs.result}}",
-      // A rollout that exhausted its infrastructure retries must not stop the others.
-      continueOn: { failed: true, error: true },
-      arguments: {
-        parameters: [
-          { name: "task_id", value: "{{item.task_id}}" },
-          { name: "attempt", value: "{{item.attempt}}" },
-          iterationArg,
-        ],
-      },
-    },
+    ...fanOutTasks(value),
     {
       name: "report",
       template: "report",
-      dependencies: ["rollouts"],
-      arguments: { parameters: [iterationArg, { name: "results", value: "{{tasks.rollouts.outputs.parameters.result}}" }] },
+      dependencies: fanOutDependencies,
+      arguments: { parameters: [{ name: "run", value: "{{workflow.name}}" }, iterationArg] },
     },
   ];
   if (experiment.spec.policy.mode === "train") {
@@ -683,6 +627,7 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
     ...Array.from({ length: iterations }, (_, i) => iterationTemplate(experiment, i)),
     planTemplate(experiment),
     rolloutTemplate(experiment, options.namespace),
+    ...shardTemplates(experiment),
     reportTemplate(experiment),
     exitTemplate(experiment),
   ];
