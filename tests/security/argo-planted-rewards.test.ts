@@ -70,7 +70,7 @@ async function pod(test: string, task: string) {
     ["finish", "--experiment", experiment, "--proxy", proxy.url, "--harness-out", harnessOut, "--verdict", verdict, "--control", control, ...ids],
   ]) {
     const ran = await step(args);
-    expect({ step: args[0], code: ran.code }).toEqual({ step: args[0], code: 0 });
+    expect({ step: args[0], code: ran.code, stderr: ran.code ? ran.stderr : "" }).toEqual({ step: args[0], code: 0, stderr: "" });
   }
   // The harness did plant (in the workspace and its state volume at least).
   expect(readFileSync(join(workspace, "reward.txt"), "utf8").trim()).toBe("1");

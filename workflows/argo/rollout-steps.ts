@@ -150,17 +150,18 @@ export function runGroup(command: string[], options: { cwd: string; env: Record<
       kill("SIGTERM");
       setTimeout(() => kill("SIGKILL"), 10_000).unref();
     }, options.timeoutMs);
+    // The log file is opened asynchronously: resolve once it is written and closed, so the
+    // caller can read it (a fast command could otherwise end before the file exists).
+    const done = (outcome: Omit<HarnessOutcome, "skipped" | "oom_killed">) => log.end(() => resolve(outcome));
     child.on("error", (error) => {
       clearTimeout(timer);
-      log.end();
-      resolve({ exit_code: null, signal: null, timed_out: false, duration_ms: Date.now() - started, error: error.message });
+      done({ exit_code: null, signal: null, timed_out: false, duration_ms: Date.now() - started, error: error.message });
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       // Whatever the leader left running in its group goes too.
       kill("SIGKILL");
-      log.end();
-      resolve({ exit_code: code, signal, timed_out: timedOut, duration_ms: Date.now() - started });
+      done({ exit_code: code, signal, timed_out: timedOut, duration_ms: Date.now() - started });
     });
   });
 }
