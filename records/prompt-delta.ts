@@ -2,12 +2,18 @@
  * Prompt deltas: a prompt that shares a prefix with one of the rollout's recent calls is
  * stored as (`prefix_of`, `prefix_len`, suffix). The full prompt of a call is
  * `tokens(prefix_of)[0:prefix_len] ++ prompt_token_ids`, tokens(c) = prompt(c) ++ completion(c).
+ *
+ * Ids may be plain arrays or Uint32Arrays (the proxy reads a long prompt's ids straight into
+ * one); the suffix handed back is always a plain array (it is what the record stores).
  */
+
+/** Token ids as the proxy holds them. */
+export type TokenIds = readonly number[] | Uint32Array;
 
 export interface PastCall {
   callId: string;
   /** Full prompt ++ completion of that call. */
-  tokens: number[];
+  tokens: TokenIds;
 }
 
 export interface PromptDelta {
@@ -22,7 +28,7 @@ export interface PromptDelta {
  * @example
  * promptDelta([1, 2, 3, 4], [{ callId: "a", tokens: [1, 2, 3] }]) // { prefixOf: "a", prefixLen: 3, suffix: [4] }
  */
-export function promptDelta(prompt: number[], recent: readonly PastCall[]): PromptDelta {
+export function promptDelta(prompt: TokenIds, recent: readonly PastCall[]): PromptDelta {
   let best: PastCall | undefined;
   let bestLen = 0;
   for (let i = recent.length - 1; i >= 0; i--) {
@@ -33,8 +39,8 @@ export function promptDelta(prompt: number[], recent: readonly PastCall[]): Prom
       bestLen = len;
     }
   }
-  if (!best) return { prefixOf: "", prefixLen: 0, suffix: prompt };
-  return { prefixOf: best.callId, prefixLen: bestLen, suffix: prompt.slice(bestLen) };
+  if (!best) return { prefixOf: "", prefixLen: 0, suffix: Array.from(prompt) };
+  return { prefixOf: best.callId, prefixLen: bestLen, suffix: Array.from(prompt instanceof Uint32Array ? prompt.subarray(bestLen) : prompt.slice(bestLen)) };
 }
 
 /**
@@ -48,10 +54,27 @@ export function fullPrompt(prefixOf: string, prefixLen: number, suffix: readonly
   if (prefixOf === "") return [...suffix];
   const parent = recent.find((p) => p.callId === prefixOf);
   if (!parent || parent.tokens.length < prefixLen) return undefined;
-  return parent.tokens.slice(0, prefixLen).concat(suffix);
+  const out = new Array<number>(prefixLen + suffix.length);
+  for (let i = 0; i < prefixLen; i++) out[i] = parent.tokens[i]!;
+  for (let i = 0; i < suffix.length; i++) out[prefixLen + i] = suffix[i]!;
+  return out;
 }
 
-function commonPrefix(a: readonly number[], b: readonly number[]): number {
+/**
+ * `prompt` followed by `completion`, as one Uint32Array (a memory copy, not an array of boxed
+ * numbers): what a rollout keeps of a call to find the next call's prefix.
+ *
+ * @example
+ * joinIds([1, 2], [3]) // Uint32Array [1, 2, 3]
+ */
+export function joinIds(prompt: TokenIds, completion: readonly number[]): Uint32Array {
+  const out = new Uint32Array(prompt.length + completion.length);
+  out.set(prompt);
+  out.set(completion, prompt.length);
+  return out;
+}
+
+function commonPrefix(a: TokenIds, b: TokenIds): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
   while (i < n && a[i] === b[i]) i++;

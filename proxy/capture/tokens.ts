@@ -14,6 +14,7 @@
  */
 import { TokenStatus } from "../../schemas/index.ts";
 import { engineError } from "../engines/errors.ts";
+import { isIdArray } from "./answer-json.ts";
 
 export type CaptureKind = "chat" | "completions";
 
@@ -34,7 +35,8 @@ export interface HarnessWants {
 }
 
 export interface TokenCapture {
-  promptTokenIds: number[] | undefined;
+  /** The prompt's ids; a Uint32Array when `parseAnswer` lifted them out of the answer's text. */
+  promptTokenIds: readonly number[] | Uint32Array | undefined;
   completionTokenIds: number[];
   completionLogprobs: number[];
   /** Whether any chunk carried completion ids (an empty completion still counts). */
@@ -72,7 +74,7 @@ export function newCapture(): TokenCapture {
 export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapture, wants: HarnessWants): boolean {
   let changed = false;
   if (typeof body.model === "string" && capture.model === "") capture.model = body.model;
-  if (Array.isArray(body.prompt_token_ids)) {
+  if (isIdArray(body.prompt_token_ids)) {
     capture.promptTokenIds ??= body.prompt_token_ids;
     if (!wants.tokenIds) {
       delete body.prompt_token_ids;
@@ -104,7 +106,7 @@ export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapt
   for (const choice of body.choices) {
     if (!choice || typeof choice !== "object") continue;
     const first = (choice.index ?? 0) === 0;
-    if (Array.isArray(choice.prompt_token_ids)) {
+    if (isIdArray(choice.prompt_token_ids)) {
       if (first) capture.promptTokenIds ??= choice.prompt_token_ids;
       if (!wants.tokenIds) {
         delete choice.prompt_token_ids;
@@ -150,7 +152,7 @@ export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapt
 function captureSglext(body: any, capture: TokenCapture, wants: HarnessWants): boolean {
   const ext = body.sglext;
   let changed = false;
-  if (Array.isArray(ext.input_ids)) {
+  if (isIdArray(ext.input_ids)) {
     capture.promptTokenIds ??= ext.input_ids;
     if (!wants.sglext) {
       delete ext.input_ids;

@@ -7,6 +7,7 @@
 import { CallStatus, type ModelCall } from "../../schemas/index.ts";
 import { sessionHeaders } from "../capture/session-headers.ts";
 import { captureAndStrip, newCapture, type HarnessWants } from "../capture/tokens.ts";
+import { parseAnswer } from "../capture/answer-json.ts";
 import { engineError, openAiShape } from "../engines/errors.ts";
 import { samplingOf } from "../engines/sampling.ts";
 import { appendFields } from "../capture/append-fields.ts";
@@ -191,7 +192,7 @@ async function callUpstream(
     }
     let json: any;
     try {
-      json = JSON.parse(text);
+      json = parseAnswer(text, wants);
     } catch {
       return errorAnswer(502, `upstream ${base.upstream} sent a body that is not JSON: ${text.slice(0, 200)}`, "upstream_error", "upstream_bad_body", CallStatus.UPSTREAM_ERROR);
     }

@@ -18,6 +18,7 @@
  */
 import { CallStatus } from "../../schemas/index.ts";
 import { captureAndStrip, emptyAfterStrip, type TokenCapture } from "../capture/tokens.ts";
+import { parseAnswer } from "../capture/answer-json.ts";
 import { createSseRewriter } from "../capture/sse-rewriter.ts";
 import type { FinishedCall } from "../capture/call-recorder.ts";
 import type { PipelineContext, PreparedCall } from "./types.ts";
@@ -67,7 +68,7 @@ export function streamAnswer(
     }
     let chunk: any;
     try {
-      chunk = JSON.parse(data);
+      chunk = parseAnswer(data, prepared.wants);
     } catch {
       malformed ??= data.slice(0, 200);
       if (!translator) return undefined; // the harness gets it as sent; the record says the call failed

@@ -5,7 +5,7 @@
  */
 import type { ModelCall, Rollout, RolloutResult } from "../../schemas/index.ts";
 import { TokenStatus } from "../../schemas/index.ts";
-import { fullPrompt, type PastCall } from "../../records/index.ts";
+import { fullPrompt, joinIds, type PastCall, type TokenIds } from "../../records/index.ts";
 import { keyMatchesSha256, keySha256 } from "./keys.ts";
 
 export interface RolloutState {
@@ -29,7 +29,7 @@ export interface RolloutRegistry {
   /** Next seq of the rollout. */
   nextSeq(state: RolloutState): number;
   /** Folds a written ModelCall into the rollout's counters and recent tokens. */
-  noteCall(state: RolloutState, call: ModelCall, fullPromptIds: number[] | undefined): void;
+  noteCall(state: RolloutState, call: ModelCall, fullPromptIds: TokenIds | undefined): void;
   /** Replays a logged ModelCall (on start): rebuilds the full prompt from its delta. */
   replayCall(call: ModelCall): void;
   /** Drops a finished rollout's token history (its calls are done; memory goes to live ones). */
@@ -108,7 +108,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       state.tokenStatusCounts[status] = (state.tokenStatusCounts[status] ?? 0) + 1;
       policyVersion = Math.max(policyVersion, call.policyVersion);
       if (prompt && (call.tokenStatus === TokenStatus.COMPLETE || call.tokenStatus === TokenStatus.PARTIAL)) {
-        state.recent.push({ callId: call.callId, tokens: prompt.concat(call.completionTokenIds) });
+        state.recent.push({ callId: call.callId, tokens: joinIds(prompt, call.completionTokenIds) });
         if (state.recent.length > recentCalls) state.recent.shift();
         touchHistory(state);
       }

@@ -30,7 +30,7 @@ describe("rollout registry", () => {
     registry.replayCall(create(ModelCallSchema, { rolloutId: "r1", seq: 1, callId: "c1", promptTokenIds: [1, 2], promptLen: 2, completionTokenIds: [3], tokenStatus: TokenStatus.COMPLETE, policyVersion: 2 }));
     registry.replayCall(create(ModelCallSchema, { rolloutId: "r1", seq: 2, callId: "c2", prefixOf: "c1", prefixLen: 3, promptTokenIds: [4], promptLen: 4, completionTokenIds: [5], tokenStatus: TokenStatus.COMPLETE }));
     expect(state.seq).toBe(2);
-    expect(state.recent.map((p) => p.tokens)).toEqual([[1, 2, 3], [1, 2, 3, 4, 5]]);
+    expect(state.recent.map((p) => Array.from(p.tokens))).toEqual([[1, 2, 3], [1, 2, 3, 4, 5]]);
     expect(registry.nextSeq(state)).toBe(3);
     expect(registry.maxPolicyVersion()).toBe(2);
     expect(state.tokenStatusCounts).toEqual({ COMPLETE: 2 });
