@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fullPrompt, promptDelta } from "./prompt-delta.ts";
+import { fullPrompt, joinIds, promptDelta } from "./prompt-delta.ts";
 
 describe("promptDelta", () => {
   test("chooses the longest common prefix among recent calls and round-trips", () => {
@@ -17,5 +17,19 @@ describe("promptDelta", () => {
   });
   test("an unknown parent cannot be rebuilt", () => {
     expect(fullPrompt("zz", 1, [1], [])).toBeUndefined();
+  });
+  test("typed arrays (blocks compared natively) give the same delta as plain arrays, wherever the prompts part", () => {
+    const past = Array.from({ length: 5000 }, (_, i) => (i * 7919) % 151_000);
+    for (const at of [0, 1, 1023, 1024, 1025, 2048, 4095, 4999, 5000]) {
+      const prompt = [...past.slice(0, at), 151_999, ...past.slice(at + 1), 42];
+      const plain = promptDelta(prompt, [{ callId: "p", tokens: past }]);
+      const typed = promptDelta(new Uint32Array(prompt), [{ callId: "p", tokens: new Uint32Array(past) }]);
+      const mixed = promptDelta(new Uint32Array(prompt), [{ callId: "p", tokens: past }]);
+      expect(typed).toEqual(plain);
+      expect(mixed).toEqual(plain);
+      expect(Array.isArray(typed.suffix)).toBe(true);
+      expect(fullPrompt(typed.prefixOf, typed.prefixLen, typed.suffix, [{ callId: "p", tokens: new Uint32Array(past) }])).toEqual(prompt);
+    }
+    expect(Array.from(joinIds(new Uint32Array([1, 2]), [3]))).toEqual([1, 2, 3]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isIdArray, parseAnswer } from "./answer-json.ts";
+import { isIdArray, parseAnswer, type IdsMemo } from "./answer-json.ts";
 
 /** JSON.parse's value with typed arrays as plain arrays, for comparing. */
 const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value, (_, v) => (v instanceof Uint32Array ? Array.from(v) : v)));
@@ -58,5 +58,33 @@ describe("parseAnswer", () => {
       expect(() => parseAnswer(bad)).toThrow();
       expect(() => JSON.parse(bad)).toThrow();
     }
+  });
+
+  test("a rollout's next answer: the ids it shares with the last one are taken from the memo, the rest parsed; always JSON.parse's value", () => {
+    const memo: IdsMemo = {};
+    const base = ids(6000, 9);
+    const prompts = [
+      base,
+      [...base, ...ids(300, 10)], // grows (the usual next turn)
+      [...base, ...ids(300, 10)], // the same again
+      [...base.slice(0, 4000), ...ids(2500, 11)], // parts in the middle (a compacted conversation)
+      base.slice(0, 5000), // shorter
+      [...base.slice(0, 1234), 0, 4294967295, ...base.slice(1236)], // differs inside one id's digits
+      [base[0]! * 10 + 1, ...base.slice(1)], // differs in the first id
+      ids(7000, 12), // another conversation
+    ];
+    for (const prompt of prompts) {
+      const text = JSON.stringify({ id: "x", choices: [{ index: 0, message: { content: "c" } }], prompt_token_ids: prompt });
+      const parsed = parseAnswer(text, undefined, memo);
+      expect(parsed.prompt_token_ids).toBeInstanceOf(Uint32Array);
+      expect(Array.from(parsed.prompt_token_ids)).toEqual(prompt);
+      expect(memo.ids!.length).toBe(prompt.length);
+    }
+    // An id text that stops being an id where the memo's went on is not taken from the memo.
+    const bad = JSON.stringify({ prompt_token_ids: [...base.slice(0, 3000), 1.5, ...base.slice(3001)] });
+    expect(parseAnswer(bad, undefined, memo)).toEqual(JSON.parse(bad));
+    const spaced = JSON.stringify({ prompt_token_ids: base }).replaceAll(",", ", ");
+    expect(Array.from(parseAnswer(spaced, undefined, memo).prompt_token_ids)).toEqual(base);
+    expect(memo.text).toBeUndefined();
   });
 });

@@ -27,12 +27,105 @@ function isSpace(c: number): boolean {
 }
 
 /**
+ * The last prompt-id array a rollout's answer carried: its text (from `[` to `]`), its ids and
+ * where each id ends in the text. The next call's prompt starts with the same ids, so its text
+ * starts with the same characters: that much is compared (a native compare), not parsed again.
+ */
+export type IdsMemo = { text?: string; ids?: Uint32Array; ends?: Uint32Array };
+
+/** Compared per step when looking for where two id texts part (native compares of this size). */
+const COMPARE_BLOCK = 4096;
+
+/** Length of the common prefix of `text` from `at` and `prev`. */
+function commonChars(text: string, at: number, prev: string): number {
+  const max = Math.min(prev.length, text.length - at);
+  let lo = 0;
+  // Block by block while whole blocks agree, then halving inside the first block that differs.
+  while (lo + COMPARE_BLOCK <= max && text.startsWith(prev.substring(lo, lo + COMPARE_BLOCK), at + lo)) lo += COMPARE_BLOCK;
+  let hi = Math.min(max, lo + COMPARE_BLOCK);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (text.startsWith(prev.substring(lo, mid), at + lo)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
  * The ids of the array whose `[` is at `open`, and the index after its `]`; undefined for
  * anything but non-negative integers below 2^32 separated by commas (and whitespace).
+ * Engines write ids compactly (`[1,2,3]`): that form is read by one tight loop, after the
+ * part it shares with `memo`'s array (taken from there); anything else (spaces, newlines) by a
+ * slower loop. `memo` is updated to this array.
  */
-function scanIds(text: string, open: number): { ids: Uint32Array; end: number } | undefined {
+function scanIds(text: string, open: number, memo?: IdsMemo): { ids: Uint32Array; end: number } | undefined {
+  let reused = 0;
+  let i = open + 1;
+  const prev = memo?.text;
+  if (prev && memo.ids && memo.ends) {
+    const common = commonChars(text, open, prev);
+    if (common === prev.length) {
+      // The same array again.
+      return { ids: memo.ids, end: open + prev.length };
+    }
+    // Ids followed by a comma inside the common part are the same ids.
+    const ends = memo.ends;
+    let lo = 0;
+    let hi = Math.min(ends.length - 1, memo.ids.length - 1);
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (ends[mid]! < common) lo = mid + 1;
+      else hi = mid;
+    }
+    reused = lo;
+    if (reused > 0) i = open + ends[reused - 1]! + 1;
+  }
   // At most one id per two characters ("1,").
-  const out = new Uint32Array(((text.length - open) >> 1) + 1);
+  const capacity = reused + ((text.length - i) >> 1) + 1;
+  const out = new Uint32Array(capacity);
+  const outEnds = new Uint32Array(capacity);
+  if (reused > 0) {
+    out.set(memo!.ids!.subarray(0, reused));
+    outEnds.set(memo!.ends!.subarray(0, reused));
+  }
+  let n = reused;
+  let value = 0;
+  let digits = 0;
+  for (;;) {
+    const c = text.charCodeAt(i++);
+    if (c >= 0x30 && c <= 0x39) {
+      // A leading zero before more digits is not JSON; 11 digits are past any uint32.
+      if (digits === 1 && value === 0) return undefined;
+      value = value * 10 + (c - 0x30);
+      digits++;
+    } else if ((c === 0x2c || c === 0x5d) && digits > 0 && digits <= 10 && value <= 0xffffffff) {
+      outEnds[n] = i - 1 - open;
+      out[n++] = value;
+      if (c === 0x5d) break;
+      value = 0;
+      digits = 0;
+    } else if (c === 0x5d && digits === 0 && n === 0) {
+      break;
+    } else if (isSpace(c)) {
+      const spaced = scanSpaced(text, open, new Uint32Array(((text.length - open) >> 1) + 1));
+      if (memo) memo.text = undefined; // spaced arrays are not remembered
+      return spaced;
+    } else {
+      return undefined;
+    }
+  }
+  // Copies of their used part: the buffers were sized for the worst case (one id per two characters).
+  const ids = out.slice(0, n);
+  if (memo) {
+    memo.text = text.substring(open, i);
+    memo.ids = ids;
+    memo.ends = outEnds.slice(0, n);
+  }
+  return { ids, end: i };
+}
+
+/** scanIds for arrays with whitespace between their elements. */
+function scanSpaced(text: string, open: number, out: Uint32Array): { ids: Uint32Array; end: number } | undefined {
   let n = 0;
   let i = open + 1;
   const length = text.length;
@@ -47,7 +140,6 @@ function scanIds(text: string, open: number): { ids: Uint32Array; end: number } 
       digits++;
       c = text.charCodeAt(++i);
     }
-    // No digits, a leading zero before more digits, or too large: not an id the way engines write it.
     if (digits === 0 || digits > 10 || value > 0xffffffff || (digits > 1 && text.charCodeAt(i - digits) === 0x30)) return undefined;
     out[n++] = value;
     while (isSpace(c)) c = text.charCodeAt(++i);
@@ -56,7 +148,7 @@ function scanIds(text: string, open: number): { ids: Uint32Array; end: number } 
       while (i < length && isSpace(text.charCodeAt(i))) i++;
       continue;
     }
-    if (c === 0x5d) return { ids: out.slice(0, n), end: i + 1 };
+    if (c === 0x5d) return { ids: out.subarray(0, n), end: i + 1 };
     return undefined;
   }
 }
@@ -90,13 +182,14 @@ function restore(body: any, lifted: Uint32Array[]): number {
 /**
  * `JSON.parse(text)`, with prompt-id arrays (`prompt_token_ids`, `sglext.input_ids`) of 2048
  * characters or more as Uint32Arrays, unless `wants` says the harness asked for ids (the
- * answer keeps them then, as JSON). Throws what `JSON.parse` throws.
+ * answer keeps them then, as JSON). `memo` is the rollout's last id array (`IdsMemo`): the part
+ * of this one that repeats it is not parsed again. Throws what `JSON.parse` throws.
  *
  * @example
  * const answer = parseAnswer(text); // a vLLM answer to a 200 KB prompt
  * answer.prompt_token_ids instanceof Uint32Array // true
  */
-export function parseAnswer(text: string, wants?: { tokenIds: boolean; sglext?: boolean }): any {
+export function parseAnswer(text: string, wants?: { tokenIds: boolean; sglext?: boolean }, memo?: IdsMemo): any {
   // A harness that asked for ids gets them as JSON arrays: nothing is lifted.
   if (text.length < MIN_LIFT_CHARS || wants?.tokenIds || wants?.sglext) return JSON.parse(text);
   // Where each key names an array long enough to lift, in text order.
@@ -120,7 +213,7 @@ export function parseAnswer(text: string, wants?: { tokenIds: boolean; sglext?: 
   let copied = 0;
   for (const { open, quote } of found) {
     if (quote < copied) continue;
-    const scanned = scanIds(text, open);
+    const scanned = scanIds(text, open, memo);
     if (!scanned) return JSON.parse(text);
     parts.push(text.slice(copied, open), String(lifted.length));
     lifted.push(scanned.ids);

@@ -192,7 +192,7 @@ async function callUpstream(
     }
     let json: any;
     try {
-      json = parseAnswer(text, wants);
+      json = parseAnswer(text, wants, rollout.idsMemo);
     } catch {
       return errorAnswer(502, `upstream ${base.upstream} sent a body that is not JSON: ${text.slice(0, 200)}`, "upstream_error", "upstream_bad_body", CallStatus.UPSTREAM_ERROR);
     }

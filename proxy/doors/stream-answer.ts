@@ -68,7 +68,7 @@ export function streamAnswer(
     }
     let chunk: any;
     try {
-      chunk = parseAnswer(data, prepared.wants);
+      chunk = parseAnswer(data, prepared.wants, base.rollout.idsMemo);
     } catch {
       malformed ??= data.slice(0, 200);
       if (!translator) return undefined; // the harness gets it as sent; the record says the call failed

@@ -7,6 +7,7 @@ import type { ModelCall, Rollout, RolloutResult } from "../../schemas/index.ts";
 import { TokenStatus } from "../../schemas/index.ts";
 import { fullPrompt, joinIds, type PastCall, type TokenIds } from "../../records/index.ts";
 import { keyMatchesSha256, keySha256 } from "./keys.ts";
+import type { IdsMemo } from "../capture/answer-json.ts";
 
 export interface RolloutState {
   rollout: Rollout;
@@ -17,6 +18,8 @@ export interface RolloutState {
   tokenStatusCounts: Record<string, number>;
   /** The last few calls' full token sequences (newest last). */
   recent: PastCall[];
+  /** The last prompt-id array an answer carried, as text: the next answer's shared part is not parsed again. */
+  idsMemo: IdsMemo;
 }
 
 export interface RolloutRegistry {
@@ -76,7 +79,10 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
     for (const [oldId, oldSize] of history) {
       if (historyTokens <= maxRecentTokens || oldId === id) break;
       const old = rollouts.get(oldId);
-      if (old) old.recent = [];
+      if (old) {
+        old.recent = [];
+        old.idsMemo = {};
+      }
       history.delete(oldId);
       historyTokens -= oldSize;
     }
@@ -89,7 +95,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       return state && keyMatchesSha256(key, state.rollout.keySha256) ? state : undefined;
     },
     add(rollout) {
-      const state: RolloutState = { rollout, result: undefined, seq: 0, calls: 0, tokenStatusCounts: {}, recent: [] };
+      const state: RolloutState = { rollout, result: undefined, seq: 0, calls: 0, tokenStatusCounts: {}, recent: [], idsMemo: {} };
       rollouts.set(rollout.rolloutId, state);
       if (rollout.keySha256 !== "") byDigest.set(rollout.keySha256, state);
       policyVersion = Math.max(policyVersion, rollout.policyVersion);
@@ -124,6 +130,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       historyTokens -= history.get(id) ?? 0;
       history.delete(id);
       state.recent = [];
+      state.idsMemo = {};
     },
     size: () => rollouts.size,
     maxPolicyVersion: () => policyVersion,
