@@ -19,3 +19,4 @@ export { upstreamRequestOf } from "./upstream-request.ts";
 export { createContentStore, requestBodyOf, upstreamRequestBodyOf, StoredBodyError, type ContentStore } from "./content-store.ts";
 export { createContentWriter, type BodyKind, type CallContent, type ContentWriter, type ContentWriterOptions } from "./content-writer.ts";
 export { base64File, base64CacheStats, type Base64File } from "./base64-files.ts";
+export { bodySpans, type BodySpans, type CutSpan, type PieceSpan, type Span, type SpanOptions } from "./body-spans.ts";

@@ -4,6 +4,7 @@ import { ProxyHttpError } from "../errors.ts";
 import { harnessWants } from "../capture/tokens.ts";
 import type { FrontDoor } from "./types.ts";
 import { openAiDoorError, requireModel, streamFlag } from "./openai-body.ts";
+import { parseHidingStrings } from "./hidden-strings.ts";
 
 /**
  * The Chat Completions front door.
@@ -15,6 +16,7 @@ export const chatFrontDoor: FrontDoor = {
   name: "chat",
   protocol: Protocol.CHAT,
   path: "/v1/chat/completions",
+  parse: parseHidingStrings,
   prepare(body) {
     const model = requireModel(body);
     const stream = streamFlag(body);

@@ -8,6 +8,7 @@ import { CallStatus, type ModelCall } from "../../schemas/index.ts";
 import { sessionHeaders } from "../capture/session-headers.ts";
 import { captureAndStrip, newCapture, type HarnessWants } from "../capture/tokens.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
+import { restoreHidden } from "./hidden-strings.ts";
 import { engineError, openAiShape } from "../engines/errors.ts";
 import { samplingOf } from "../engines/sampling.ts";
 import { appendFields } from "../capture/append-fields.ts";
@@ -95,7 +96,7 @@ async function callUpstream(
   const wants: HarnessWants = train && echo && engine.adapter.blanksEchoedPrompt ? { ...prepared.wants, echoPrompt: echoedText(prepared.upstreamBody.prompt) } : prepared.wants;
   const upstreamBytes = unchanged
     ? requestBody
-    : ((patch && appendFields(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(upstreamBody)));
+    : ((patch && appendFields(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(restoreHidden(upstreamBody))));
   const callId = `call-${crypto.randomUUID()}`;
   const seq = ctx.registry.nextSeq(rollout);
   const capture = newCapture();

@@ -62,6 +62,11 @@ export interface FrontDoor {
   path: string;
   /** Validates the harness body (throws ProxyHttpError 400 naming the field) and prepares the call. */
   prepare(body: Record<string, any>, request?: Request): PreparedCall;
+  /**
+   * Parses the harness's bytes into what `prepare` gets (default `parseJsonObject`). The Chat
+   * door leaves its messages' long strings unparsed (`hidden-strings.ts`): it passes the bytes on.
+   */
+  parse?(bytes: Uint8Array): Record<string, any>;
   /** The protocol's routes that are not model calls (Anthropic count_tokens, say). */
   routes?: readonly DoorRoute[];
 }

@@ -28,7 +28,7 @@ export function mountModelRoutes(app: Hono, options: ModelRoutesOptions): void {
       const rollout = resolveRollout(c, registry);
       const request: Request = c.req.raw;
       const bytes = await readJsonBody(request, maxBodyBytes);
-      const body = parseJsonObject(bytes);
+      const body = door.parse ? door.parse(bytes) : parseJsonObject(bytes);
       const prepared = door.prepare(body, request);
       // The call may wait minutes for a pause or a first token: not an idle connection. A
       // stream puts the timeout back itself when it ends (stream-answer.ts).

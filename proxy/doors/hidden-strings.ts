@@ -1,0 +1,93 @@
+/**
+ * A passed-through Chat request parsed without its long message strings.
+ *
+ * The proxy passes a Chat body on as the harness's bytes (train mode appends its fields to
+ * them); of the parsed body it reads only top-level fields. Its messages' long strings — a 4 MB
+ * screenshot's base64, a 200 KB prompt — were decoded to a JS string and parsed for nothing:
+ * here each string of 32 KB or more inside `messages` is replaced, in the text given to
+ * `JSON.parse`, by a placeholder, and nothing is decoded of it. `restoreHidden` puts the real
+ * strings back (parsed from the original bytes, escapes and all) for the rare path that
+ * serialises the body again.
+ */
+import { bodySpans } from "../../records/index.ts";
+import { decodeUtf8, parseJsonObject } from "../body.ts";
+
+/** Strings in messages at least this long (bytes between the quotes) are hidden. */
+export const HIDDEN_MIN_BYTES = 32 * 1024;
+
+const nonce = crypto.randomUUID();
+const PREFIX = `\u0000forge-hidden:${nonce}:`;
+/** Per parsed `messages` array: the body's bytes and where each hidden string token is. */
+const hiddenIn = new WeakMap<object, { bytes: Uint8Array; tokens: { start: number; end: number }[] }>();
+
+/**
+ * The body as `parseJsonObject` parses it, except that strings of 32 KB or more inside
+ * `messages` are placeholders until `restoreHidden`. Errors are `parseJsonObject`'s.
+ *
+ * @example
+ * const body = parseHidingStrings(bytes); // bytes of a chat request with a screenshot
+ * body.messages[0].content[1].image_url.url // "\u0000forge-hidden:…:0" until restoreHidden(body)
+ */
+export function parseHidingStrings(bytes: Uint8Array): Record<string, any> {
+  if (bytes.length < HIDDEN_MIN_BYTES) return parseJsonObject(bytes);
+  const spans = bodySpans(bytes, { minPiece: 1, minString: HIDDEN_MIN_BYTES, minBase64: Number.POSITIVE_INFINITY });
+  // Not an object, or nothing long enough: the ordinary parse (and its error message).
+  if (!spans) return parseJsonObject(bytes);
+  const elements = spans.pieces.filter((p) => p.element);
+  const tokens: { start: number; end: number }[] = [];
+  let e = 0;
+  for (const cut of spans.cuts) {
+    while (e < elements.length && elements[e]!.end <= cut.start) e++;
+    const element = elements[e];
+    // Only strings inside the conversation: top-level values are read by the proxy.
+    if (element && element.start < cut.start && cut.end < element.end) tokens.push({ start: cut.start - 1, end: cut.end + 1 });
+  }
+  if (tokens.length === 0) return parseJsonObject(bytes);
+  const parts: string[] = [];
+  let at = 0;
+  tokens.forEach((token, k) => {
+    parts.push(decodeUtf8(bytes.subarray(at, token.start)), JSON.stringify(`${PREFIX}${k}`));
+    at = token.end;
+  });
+  parts.push(decodeUtf8(bytes.subarray(at)));
+  let body: Record<string, any>;
+  try {
+    body = JSON.parse(parts.join(""));
+  } catch {
+    // Whatever is wrong, the ordinary parse says it about the bytes the harness sent.
+    return parseJsonObject(bytes);
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body) || !Array.isArray(body.messages)) return parseJsonObject(bytes);
+  hiddenIn.set(body.messages, { bytes, tokens });
+  return body;
+}
+
+/**
+ * `body` with its hidden strings back (in place), as `JSON.parse` of the harness's bytes would
+ * have them; a body with none is returned as is.
+ *
+ * @example
+ * JSON.stringify(restoreHidden(body)) // the whole conversation, screenshots included
+ */
+export function restoreHidden<T extends Record<string, any>>(body: T): T {
+  const info = body.messages && typeof body.messages === "object" ? hiddenIn.get(body.messages) : undefined;
+  if (!info) return body;
+  const real = (value: string): string | undefined => {
+    if (!value.startsWith(PREFIX)) return undefined;
+    const token = info.tokens[Number(value.slice(PREFIX.length))];
+    return token && (JSON.parse(decodeUtf8(info.bytes.subarray(token.start, token.end))) as string);
+  };
+  const walk = (value: any): void => {
+    if (value === null || typeof value !== "object") return;
+    for (const key of Object.keys(value)) {
+      const v = value[key];
+      if (typeof v === "string") {
+        const r = real(v);
+        if (r !== undefined) value[key] = r;
+      } else walk(v);
+    }
+  };
+  walk(body.messages);
+  hiddenIn.delete(body.messages);
+  return body;
+}
