@@ -24,7 +24,7 @@ describe("parseHidingStrings", () => {
       expect(body.model).toBe("m");
       expect(body.tools).toEqual(value.tools);
       expect(body.messages[0]).toEqual(value.messages[0]);
-      expect(body.messages[1].content[0].text).not.toBe(value.messages[1]!.content[0]!.text);
+      expect(body.messages[1].content[0].text).not.toBe((value.messages[1]!.content[0] as { text: string }).text);
       expect(body.messages[1].content[0].text.length).toBeLessThan(100);
       expect(body.messages.length).toBe(3);
       expect(restoreHidden(body)).toEqual(value);
