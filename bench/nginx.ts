@@ -214,7 +214,7 @@ try {
 
 const fmt = (x: number | null, digits = 1) => (x === null ? "—" : x.toFixed(digits));
 if (JSON_OUT) {
-  console.log(JSON.stringify({ seconds: SECONDS, chunkDelayMs: CHUNK_DELAY_MS, rows, note: proxyNote || undefined }, null, 2));
+  console.log(JSON.stringify({ seconds: SECONDS, chunkDelayMs: CHUNK_DELAY_MS, rows, goals: goalRows(rows), note: proxyNote || undefined }, null, 2));
 } else {
   console.log(`\nbench/nginx: wrk (median of ${REPEAT} interleaved rounds of ${SECONDS}s) → {direct | nginx 2 workers | forge proxy, recording on} → policy simulator (${CHUNK_DELAY_MS} ms/chunk)`);
   console.log(`${"scenario".padEnd(13)} ${"target".padEnd(9)} calls/s  ×nginx   p50 ms   p99 ms  +p50 ms  +p99 ms  cpu ms/call  ×nginx  sim ms/call  bytes/call  errors`);
@@ -228,4 +228,34 @@ if (JSON_OUT) {
   }
   if (proxyNote) console.log(`\n${proxyNote}`);
   console.log(`\n(${((performance.now() - started) / 1000).toFixed(0)} s; a stream is ${CHUNK_DELAY_MS * 50} ms of upstream decode; CPU of nginx is master + workers)`);
+  const goals = goalRows(rows);
+  if (goals.length > 0) {
+    console.log(`\ngoals (issue 19), forge's figures from the table above:`);
+    console.log(`${"scenario".padEnd(13)} ${"goal".padEnd(44)} ${"forge".padEnd(28)} met`);
+    for (const g of goals) console.log(`${g.scenario.padEnd(13)} ${g.goal.padEnd(44)} ${g.figure.padEnd(28)} ${g.met === null ? "— (run with --floor)" : g.met ? "yes" : "NO"}`);
+  }
+}
+
+/** The issue's goals per scenario, read off the rows: throughput and CPU against nginx, streams against the bare-Bun floor. */
+function goalRows(all: Row[]): { scenario: string; goal: string; figure: string; met: boolean | null }[] {
+  const out: { scenario: string; goal: string; figure: string; met: boolean | null }[] = [];
+  const get = (scenario: string, target: Target) => all.find((r) => r.scenario === scenario && r.target === target);
+  for (const scenario of [...new Set(all.map((r) => r.scenario))]) {
+    const forge = get(scenario, "forge");
+    const nginx = get(scenario, "nginx");
+    if (!forge || !nginx) continue;
+    const rps = forge.rps / nginx.rps;
+    const cpu = forge.cpuMsPerCall !== null && nginx.cpuMsPerCall ? forge.cpuMsPerCall / nginx.cpuMsPerCall : null;
+    if (scenario === "prompt200k" || scenario === "screenshot4m") {
+      out.push({ scenario, goal: "≥ 0.8 × nginx calls/s", figure: `${rps.toFixed(2)} ×`, met: rps >= 0.8 });
+      out.push({ scenario, goal: "≤ 4 × nginx CPU per call", figure: cpu === null ? "—" : `${cpu.toFixed(1)} ×`, met: cpu === null ? null : cpu <= 4 });
+    } else if (scenario === "nonstream64") {
+      out.push({ scenario, goal: "≥ 0.8 × nginx calls/s", figure: `${rps.toFixed(2)} ×`, met: rps >= 0.8 });
+    } else if (scenario === "stream256") {
+      const floor = get(scenario, "bun-touch");
+      const ratio = floor && forge.cpuMsPerCall !== null && floor.cpuMsPerCall ? forge.cpuMsPerCall / floor.cpuMsPerCall : null;
+      out.push({ scenario, goal: "≤ 1.2 × bare-Bun floor (bun-touch) CPU/call", figure: ratio === null ? "—" : `${ratio.toFixed(2)} × (${fmt(forge.cpuMsPerCall, 2)} / ${fmt(floor!.cpuMsPerCall, 2)} ms)`, met: ratio === null ? null : ratio <= 1.2 });
+    }
+  }
+  return out;
 }

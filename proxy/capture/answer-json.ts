@@ -13,7 +13,7 @@
  * lifted ids.
  */
 
-/** Ids arrays shorter than this (in characters) are left to JSON.parse: not worth a pass. */
+/** Answers shorter than this (in characters) are left to JSON.parse: nothing in them is worth a pass. */
 const MIN_LIFT_CHARS = 2048;
 const KEYS = ['"prompt_token_ids"', '"input_ids"'] as const;
 
@@ -80,10 +80,10 @@ function scanIds(text: string, open: number, memo?: IdsMemo): { ids: Uint32Array
     reused = lo;
     if (reused > 0) i = open + ends[reused - 1]! + 1;
   }
-  // At most one id per two characters ("1,").
-  const capacity = reused + ((text.length - i) >> 1) + 1;
-  const out = new Uint32Array(capacity);
-  const outEnds = new Uint32Array(capacity);
+  // Sized for four characters per id (engines' ids run 5-7 with the comma), grown when short.
+  let capacity = reused + Math.max(1024, (text.length - i) >> 2);
+  let out = new Uint32Array(capacity);
+  let outEnds = new Uint32Array(capacity);
   if (reused > 0) {
     out.set(memo!.ids!.subarray(0, reused));
     outEnds.set(memo!.ends!.subarray(0, reused));
@@ -99,6 +99,15 @@ function scanIds(text: string, open: number, memo?: IdsMemo): { ids: Uint32Array
       value = value * 10 + (c - 0x30);
       digits++;
     } else if ((c === 0x2c || c === 0x5d) && digits > 0 && digits <= 10 && value <= 0xffffffff) {
+      if (n === capacity) {
+        capacity *= 2;
+        const grown = new Uint32Array(capacity);
+        grown.set(out);
+        out = grown;
+        const grownEnds = new Uint32Array(capacity);
+        grownEnds.set(outEnds);
+        outEnds = grownEnds;
+      }
       outEnds[n] = i - 1 - open;
       out[n++] = value;
       if (c === 0x5d) break;
@@ -180,8 +189,8 @@ function restore(body: any, lifted: Uint32Array[]): number {
 }
 
 /**
- * `JSON.parse(text)`, with prompt-id arrays (`prompt_token_ids`, `sglext.input_ids`) of 2048
- * characters or more as Uint32Arrays, unless `wants` says the harness asked for ids (the
+ * `JSON.parse(text)`, with prompt-id arrays (`prompt_token_ids`, `sglext.input_ids`) as
+ * Uint32Arrays in answers of 2048 characters or more, unless `wants` says the harness asked for ids (the
  * answer keeps them then, as JSON). `memo` is the rollout's last id array (`IdsMemo`): the part
  * of this one that repeats it is not parsed again. Throws what `JSON.parse` throws.
  *
@@ -192,32 +201,36 @@ function restore(body: any, lifted: Uint32Array[]): number {
 export function parseAnswer(text: string, wants?: { tokenIds: boolean; sglext?: boolean }, memo?: IdsMemo): any {
   // A harness that asked for ids gets them as JSON arrays: nothing is lifted.
   if (text.length < MIN_LIFT_CHARS || wants?.tokenIds || wants?.sglext) return JSON.parse(text);
-  // Where each key names an array long enough to lift, in text order.
-  const found: { open: number; quote: number }[] = [];
-  for (const key of KEYS) {
-    for (let quote = text.indexOf(key); quote >= 0; quote = text.indexOf(key, quote + key.length)) {
-      if (!isMemberKey(text, quote)) continue;
-      let i = quote + key.length;
-      while (isSpace(text.charCodeAt(i))) i++;
-      if (text.charCodeAt(i) !== 0x3a) continue;
-      i++;
-      while (isSpace(text.charCodeAt(i))) i++;
-      if (text.charCodeAt(i) !== 0x5b) continue;
-      const close = text.indexOf("]", i);
-      if (close >= 0 && close - i >= MIN_LIFT_CHARS) found.push({ open: i, quote });
-    }
-  }
-  found.sort((a, b) => a.open - b.open);
+  // One pass in text order: the next occurrence of either key, its array lifted, the search
+  // going on after the array (never through it again).
   const lifted: Uint32Array[] = [];
   const parts: string[] = [];
   let copied = 0;
-  for (const { open, quote } of found) {
-    if (quote < copied) continue;
-    const scanned = scanIds(text, open, memo);
-    if (!scanned) return JSON.parse(text);
-    parts.push(text.slice(copied, open), String(lifted.length));
-    lifted.push(scanned.ids);
-    copied = scanned.end;
+  const next = KEYS.map((key) => text.indexOf(key));
+  for (;;) {
+    let k = -1;
+    for (let j = 0; j < KEYS.length; j++) if (next[j]! >= 0 && (k < 0 || next[j]! < next[k]!)) k = j;
+    if (k < 0) break;
+    const quote = next[k]!;
+    const key = KEYS[k]!;
+    let i = quote + key.length;
+    let resume = i;
+    if (isMemberKey(text, quote)) {
+      while (isSpace(text.charCodeAt(i))) i++;
+      if (text.charCodeAt(i) === 0x3a) {
+        i++;
+        while (isSpace(text.charCodeAt(i))) i++;
+        if (text.charCodeAt(i) === 0x5b) {
+          const scanned = scanIds(text, i, memo);
+          if (!scanned) return JSON.parse(text);
+          parts.push(text.slice(copied, i), String(lifted.length));
+          lifted.push(scanned.ids);
+          copied = scanned.end;
+          resume = scanned.end;
+        }
+      }
+    }
+    for (let j = 0; j < KEYS.length; j++) if (next[j]! >= 0 && next[j]! < resume) next[j] = text.indexOf(KEYS[j]!, resume);
   }
   if (lifted.length === 0) return JSON.parse(text);
   parts.push(text.slice(copied));
