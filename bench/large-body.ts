@@ -7,16 +7,18 @@
  *   piece hashed and stored; a screenshot decoded, checked and hashed when the process has not
  *   seen it) against the same body sent again (a fresh copy, as the next turn sends it), where
  *   everything is a reference and the screenshot's sha256 comes from the cache.
- * - the recorder's encode + CRC32C of the ModelCall as it was written before stored bodies
- *   (whole request body): one plain toBinary + crc32c against encodeRecord (big bytes fields as
- *   their own buffers, CRC over the parts), and of the ModelCall written now for a repeated
- *   body. Also a whole `log.append` (encode, CRC, writev to a segment file).
+ * - the recorder's encode + CRC32C of the ModelCall with the whole request body (as before
+ *   stored bodies) against the ModelCall written now for a body sent again. Also a whole
+ *   `log.append` of the latter (encode, CRC, writev to a segment file).
+ * - the upstream's answer to the 200 KB prompt (its 40k prompt ids): JSON.parse against
+ *   parseAnswer, for the first call and for a call whose ids the rollout's memo has seen.
  *
  *   bun bench/large-body.ts [--iterations 40] [--json]
  */
 import { parseArgs } from "node:util";
 import { crc32c } from "@node-rs/crc32";
 import { encodeRecord } from "../records/encode-record.ts";
+import { parseAnswer, type IdsMemo } from "../proxy/capture/answer-json.ts";
 import { base64CacheStats, createContentWriter, openSegmentLog } from "../records/index.ts";
 import { modelCallRecord, scratchDir } from "../records/testing.ts";
 import { create, RecordSchema, toBinary, type Record } from "../schemas/index.ts";
@@ -85,15 +87,20 @@ for (const [name, text] of Object.entries(bodies)) {
     create(RecordSchema, { kind: { case: "modelCall", value: { ...call.kind.value, requestBody: bytes, upstreamRequestPatch: patch } } }),
     create(RecordSchema, { kind: { case: "modelCall", value: { ...call.kind.value, requestBody: new Uint8Array(0), requestStored: again.stored, content: again.call.content, upstreamRequestPatch: patch } } }),
   ];
-  for (const [k, record] of records.entries()) {
-    const label = `encode + crc32c of the ModelCall${k === 0 ? " (whole body)" : " (stored, repeated)"} (${(toBinary(RecordSchema, record).length / 1e6).toFixed(3)} MB)`;
-    const old = time(() => crc32c(toBinary(RecordSchema, record)), () => 0);
-    const now = time(() => {
-      let crc = 0;
-      for (const part of encodeRecord(record).parts) crc = crc32c(part, crc);
-      return crc;
-    }, () => 0);
-    row(name, label, old, now);
+  const encodeAndCrc = (record: Record) => () => {
+    let crc = 0;
+    for (const part of encodeRecord(record).parts) crc = crc32c(part, crc);
+    return crc;
+  };
+  const sizes = records.map((r) => `${(toBinary(RecordSchema, r).length / 1e6).toFixed(3)}`).join(" → ");
+  row(name, `record encode + crc32c, whole body → stored (${sizes} MB)`, time(encodeAndCrc(records[0]!), () => 0), time(encodeAndCrc(records[1]!), () => 0));
+  if (name === "prompt200k") {
+    // The upstream's answer to this prompt in train mode carries its 40k ids.
+    const answer = JSON.stringify({ id: "chatcmpl-1", object: "chat.completion", model: "m", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop", token_ids: [1, 2] }], usage: { prompt_tokens: 40_000, completion_tokens: 2 }, prompt_token_ids: Array.from({ length: 40_000 }, (_, i) => (i * 7919) % 151_000) });
+    const memo: IdsMemo = {};
+    parseAnswer(answer, undefined, memo);
+    row(name, "answer with 40k prompt ids: JSON.parse → parseAnswer (ids seen before)", time(() => JSON.parse(answer), () => 0), time(() => parseAnswer(answer, undefined, memo), () => 0));
+    row(name, "answer with 40k prompt ids: JSON.parse → parseAnswer (first call)", time(() => JSON.parse(answer), () => 0), time(() => parseAnswer(answer), () => 0));
   }
   const scratch = scratchDir("forge-large-body-");
   const log = await openSegmentLog(scratch.dir, { groupCommitMs: 1000 });
