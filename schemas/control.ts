@@ -22,6 +22,25 @@ export const RegisterRolloutSchema = z.strictObject({
   retry_of: id.optional(),
   /** Which retry this is (1 for the first retry); with retry_of. */
   retry: z.number().int().min(1).optional(),
+  /**
+   * The rollout's own inference servers (OpenAI base URLs, e.g. veRL's replicas): every call of
+   * this rollout goes to them instead of the proxy's upstreams.
+   */
+  upstreams: z
+    .array(z.url({ protocol: /^https?$/, error: "an http(s) URL such as http://10.0.0.5:41877/v1" }))
+    .min(1)
+    .max(64)
+    .optional(),
+  /** Policy version of the weights that serve this rollout (veRL's global step): its calls are recorded with it. */
+  policy_version: z.number().int().min(0).optional(),
+  /** Sampling the proxy sets on every call of this rollout, whatever the harness asked for (veRL's rollout config). */
+  sampling: z
+    .strictObject({
+      temperature: z.number().finite().min(0).optional(),
+      top_p: z.number().finite().gt(0).max(1).optional(),
+      top_k: z.number().int().min(-1).optional(),
+    })
+    .optional(),
 });
 export type RegisterRollout = z.infer<typeof RegisterRolloutSchema>;
 

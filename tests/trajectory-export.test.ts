@@ -126,14 +126,19 @@ describe("forge export", () => {
     expect(demo.filter.skipped_rollouts).toBe(0);
   });
 
-  test("--group-rows: a GRPO dataset of one row per group naming its samples", async () => {
+  test("--group-rows: a GRPO dataset of one row per group naming its rollouts (all their samples replay)", async () => {
     const out2 = join(dir, "exports", "g.parquet");
     expect(await exportCommand(["--data", dir, "--out", out2, "--format", "verl", "--min-group-size", "1", "--group-rows", "2"])).toBe(0);
     const m = JSON.parse(readFileSync(manifestPath(out2), "utf8"));
-    // g1 has a#0, b#0, b#1: one row of two (b#1 left out); g2 has d#0 only: short
-    expect(m.group_dataset).toMatchObject({ rows: 1, samples_per_row: 2, short_groups: 1, samples_left_out: 2 });
+    // g1 has rollouts a (a#0) and b (b#0, b#1: b forked): one row naming both rollouts, with
+    // their final samples; g2 has d only: short, its one sample left out
+    expect(m.group_dataset).toMatchObject({ rows: 1, samples_per_row: 2, short_groups: 1, samples_left_out: 1 });
     const rows = await query(`SELECT uid, agent_name, extra_info FROM read_parquet('${m.group_dataset.path}')`);
-    expect(rows).toEqual([{ uid: "g1", agent_name: "forge_agent", extra_info: { index: "0", group: "g1", task_id: "t1", sample_ids: ["a#0", "b#0"] } }]);
+    expect(rows).toEqual([{ uid: "g1", agent_name: "forge_agent", extra_info: { index: "0", group: "g1", task_id: "t1", sample_ids: ["a#0", "b#1"], rollout_ids: ["a", "b"] } }]);
+    // --max-group-rows caps the dataset at veRL's train_batch_size; the rest is counted
+    const out3 = join(dir, "exports", "g3.parquet");
+    expect(await exportCommand(["--data", dir, "--out", out3, "--format", "verl", "--min-group-size", "1", "--group-rows", "1", "--max-group-rows", "1"])).toBe(0);
+    expect(JSON.parse(readFileSync(manifestPath(out3), "utf8")).group_dataset).toMatchObject({ rows: 1, groups_over_limit: 1, short_groups: 0 });
     await expect(exportCommand(["--data", dir, "--format", "sft", "--group-rows", "2"])).rejects.toThrow("--group-rows needs --format verl");
   });
 

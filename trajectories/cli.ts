@@ -19,7 +19,11 @@ usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
   --gamma G               discount for --reward-policy discounted (default 0.9)
   --timeouts T            score (a timeout is the policy's failure; default) | exclude
   --think-tokens A,B      reasoning open/close token ids the template strips (default 151667,151668: Qwen3); "none" disables realign
-  --group-rows N          also write a GRPO dataset, one row per group naming N samples (veRL rollout.n=N)
+  --group-rows N          also write a GRPO dataset, one row per group naming N rollouts (veRL rollout.n=N)
+  --max-group-rows B      at most B rows in that dataset (veRL data.train_batch_size); further groups are counted
+  --max-prompt-length N   leave out samples whose prompt exceeds N tokens (veRL rollout.prompt_length)
+  --max-response-length N leave out samples whose response exceeds N tokens (veRL rollout.response_length);
+                          a rollout whose final sample is too long is left out whole (excluded: overlong)
   --experiment NAME       only rollouts registered under this experiment
   --iteration N           only rollouts of this iteration
   --data-source NAME      veRL data_source column (default: the experiment name)
@@ -28,6 +32,13 @@ usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
                           without it, damage makes the export fail (exit 1) naming the segment and offset
   --json                  print the manifest as JSON
 `;
+
+/** A flag that must be a whole number of at least 1. */
+function positive(name: string, value: string): number {
+  const n = intFlag(name, value, 0);
+  if (n < 1) throw new UsageError(`--${name} must be at least 1, got "${value}"`);
+  return n;
+}
 
 /**
  * Runs `forge export`.
@@ -52,6 +63,9 @@ export async function exportCommand(argv: string[]): Promise<number> {
         "data-source": { type: "string" },
         experiment: { type: "string" },
         "group-rows": { type: "string" },
+        "max-group-rows": { type: "string" },
+        "max-prompt-length": { type: "string" },
+        "max-response-length": { type: "string" },
         iteration: { type: "string" },
         "sft-min-reward": { type: "string" },
         "skip-corrupt": { type: "boolean", default: false },
@@ -104,6 +118,9 @@ export async function exportCommand(argv: string[]): Promise<number> {
     ...(v["data-source"] ? { dataSource: v["data-source"] } : {}),
     ...(v.experiment ? { experiment: v.experiment } : {}),
     ...(v["group-rows"] !== undefined ? { groupRows: intFlag("group-rows", v["group-rows"], 0) } : {}),
+    ...(v["max-group-rows"] !== undefined ? { maxGroupRows: positive("max-group-rows", v["max-group-rows"]) } : {}),
+    ...(v["max-prompt-length"] !== undefined ? { maxPromptLength: positive("max-prompt-length", v["max-prompt-length"]) } : {}),
+    ...(v["max-response-length"] !== undefined ? { maxResponseLength: positive("max-response-length", v["max-response-length"]) } : {}),
     ...(v.iteration !== undefined ? { iteration: intFlag("iteration", v.iteration, 0) } : {}),
     sftMinReward,
     onProgress: (p) => process.stderr.write(`\rexport: ${p.records} records, ${p.rollouts} rollouts, ${p.samples} samples`),

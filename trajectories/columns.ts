@@ -32,6 +32,8 @@ export const verlColumns: readonly (readonly [string, string])[] = [
   ["policy_version", "INTEGER"],
   ["sample_id", "VARCHAR"],
   ["extra_info", extraInfo],
+  // sha256 of each image occurrence of the sample, in order: Blobs in `<batch>.blobs/` (veRL's multi_modal_data).
+  ["image_refs", "VARCHAR[]"],
 ];
 
 export const sftColumns: readonly (readonly [string, string])[] = [
@@ -59,5 +61,5 @@ export const groupColumns: readonly (readonly [string, string])[] = [
   ["agent_name", "VARCHAR"],
   ["prompt", `${message}[]`],
   ["task_id", "VARCHAR"],
-  ["extra_info", 'STRUCT("index" BIGINT, "group" VARCHAR, task_id VARCHAR, sample_ids VARCHAR[])'],
+  ["extra_info", 'STRUCT("index" BIGINT, "group" VARCHAR, task_id VARCHAR, sample_ids VARCHAR[], rollout_ids VARCHAR[])'],
 ];

@@ -12,6 +12,7 @@ import { createInterface } from "node:readline";
 import { once } from "node:events";
 import { DuckDBInstance } from "@duckdb/node-api";
 import type { ModelCall, Record } from "../schemas/index.ts";
+import { callImageRefs } from "./images.ts";
 import { assembleTrajectory } from "./assemble.ts";
 import { columnsSql, groupColumns, sftColumns, verlColumns } from "./columns.ts";
 import { requestMessages, responseMessage, type ChatMessage } from "./messages.ts";
@@ -38,6 +39,19 @@ export type ExportOptions = AssembleOptions & {
    * fewer samples are left out of it and reported; extra samples are left out and counted.
    */
   groupRows?: number;
+  /**
+   * At most this many rows in the group dataset (veRL's `data.train_batch_size`: one iteration
+   * trains on exactly one batch); further groups are left out and counted.
+   */
+  maxGroupRows?: number;
+  /**
+   * veRL's `rollout.prompt_length` / `rollout.response_length`: a sample longer than either is
+   * left out (cutting would train on a context or an ending the policy never produced), and a
+   * rollout whose final sample (the one holding the reward) is too long is left out whole
+   * (excluded `overlong`). Counted in the manifest's `length_filter`.
+   */
+  maxPromptLength?: number;
+  maxResponseLength?: number;
   /** Only rollouts registered under this experiment (Rollout.experiment). */
   experiment?: string;
   /** Only rollouts of this iteration (Rollout.iteration). */
@@ -63,7 +77,19 @@ export type ExportManifest = {
   rollouts_with_drift: number;
   rollouts_with_forks: number;
   broken_calls: (BrokenCall & { rollout_id: string })[];
-  group_dataset: { path: string; rows: number; samples_per_row: number; short_groups: number; samples_left_out: number } | null;
+  group_dataset: {
+    path: string;
+    rows: number;
+    samples_per_row: number;
+    short_groups: number;
+    samples_left_out: number;
+    /** Groups past `maxGroupRows` (left out of the dataset). */
+    groups_over_limit?: number;
+  } | null;
+  /** Samples / rollouts left out for their length (`maxPromptLength`, `maxResponseLength`). */
+  length_filter: { max_prompt_length: number | null; max_response_length: number | null; samples_dropped: number; rollouts_dropped: number };
+  /** Image occurrences the rows refer to, Blob files written beside the batch (`<batch>.blobs/`), and remote images (not stored, not replayable). */
+  images: { refs: number; blobs_written: number; blobs_missing: number; remote_urls: number; dir: string | null };
   message_errors: number;
   seconds: number;
   peak_rss_bytes: number;
@@ -71,7 +97,7 @@ export type ExportManifest = {
 
 type Row = { uid: string; extra_info: { index: number } } & { [key: string]: unknown };
 
-function sampleRow(s: TrajectorySample, t: RolloutTrajectory, dataSource: string, prompt: ChatMessage[], calls: Map<string, ModelCall>): Row {
+function sampleRow(s: TrajectorySample, t: RolloutTrajectory, dataSource: string, prompt: ChatMessage[], calls: Map<string, ModelCall>, imageRefs: string[]): Row {
   return {
     uid: s.group,
     data_source: dataSource,
@@ -88,6 +114,7 @@ function sampleRow(s: TrajectorySample, t: RolloutTrajectory, dataSource: string
     group_id: s.group,
     policy_version: s.policy_version,
     sample_id: s.sample_id,
+    image_refs: imageRefs,
     extra_info: extraInfo(s, t, calls),
   };
 }
@@ -121,6 +148,11 @@ const sqlString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 /** The manifest path beside an output file: `batch.parquet` → `batch.manifest.json`. */
 export function manifestPath(out: string): string {
   return `${out.replace(/\.(parquet|jsonl)$/, "")}.manifest.json`;
+}
+
+/** Where an export writes the images its rows refer to: `<batch>.blobs/<sha256>` (what veRL's loop loads). */
+export function blobDirPath(out: string): string {
+  return `${out.replace(/\.(parquet|jsonl)$/, "")}.blobs`;
 }
 
 /** The JSONL file holding the same rows as a parquet export, for stdlib-only readers. */
@@ -181,6 +213,8 @@ export async function exportTrajectories(
     rollouts_with_forks: 0,
     broken_calls: [],
     group_dataset: null,
+    length_filter: { max_prompt_length: options.maxPromptLength ?? null, max_response_length: options.maxResponseLength ?? null, samples_dropped: 0, rollouts_dropped: 0 },
+    images: { refs: 0, blobs_written: 0, blobs_missing: 0, remote_urls: 0, dir: null },
     message_errors: 0,
     seconds: 0,
     peak_rss_bytes: 0,
@@ -200,6 +234,17 @@ export async function exportTrajectories(
     }
   };
 
+  // The images of the samples, by sha256, gathered in a scratch folder as their rollouts are
+  // read; at the end the ones the kept rows refer to move beside the batch.
+  const blobScratch = `${options.out}.blobs.tmp`;
+  rmSync(blobScratch, { recursive: true, force: true });
+  const referenced = new Set<string>();
+  const writeImage = (sha: string, data: Uint8Array) => {
+    const file = join(blobScratch, sha);
+    if (existsSync(file)) return;
+    mkdirSync(blobScratch, { recursive: true });
+    writeFileSync(file, data);
+  };
   try {
     for await (const collected of collectRollouts(records, collect)) {
       const r = collected.rollout;
@@ -219,6 +264,7 @@ export async function exportTrajectories(
       if (t.stats.fork > 0) manifest.rollouts_with_forks++;
       for (const b of t.broken) if (manifest.broken_calls.length < 100) manifest.broken_calls.push({ ...b, rollout_id: t.rollout_id });
       if (!validPerGroup.has(t.group)) validPerGroup.set(t.group, 0);
+      if (t.valid && format !== "sft") fitLengths(t, options, manifest.length_filter);
       if (!t.valid) {
         const reason = t.excluded ?? "invalid";
         manifest.rollouts.excluded[reason] = (manifest.rollouts.excluded[reason] ?? 0) + 1;
@@ -227,7 +273,7 @@ export async function exportTrajectories(
       manifest.rollouts.valid++;
       validPerGroup.set(t.group, validPerGroup.get(t.group)! + 1);
       const dataSource = options.dataSource ?? (collected.rollout?.experiment || "forge");
-      for (const row of rowsOf(t, collected, format, dataSource, sftMinReward, messagesOr)) {
+      for (const row of rowsOf(t, collected, format, dataSource, sftMinReward, messagesOr, manifest.images, writeImage)) {
         await writeLine(pass1, `${JSON.stringify(row)}\n`);
         manifest.samples++;
       }
@@ -256,8 +302,8 @@ export async function exportTrajectories(
   // Pass 2: drop the small groups, number the rows (extra_info.index: what replay looks rows up by).
   const jsonlOut = format === "jsonl" ? options.out : sidecarPath(options.out);
   const final = createWriteStream(jsonlOut);
-  // For the group dataset: per kept group its sample ids (in row order) and its first prompt.
-  const groupSamples = new Map<string, { ids: string[]; first: Row }>();
+  // For the group dataset: per kept group its rollouts (in row order) and its first prompt.
+  const groupSamples = new Map<string, GroupRollouts>();
   try {
     const lines = createInterface({ input: createReadStream(tmp), crlfDelay: Infinity });
     for await (const line of lines) {
@@ -265,6 +311,7 @@ export async function exportTrajectories(
       const row = JSON.parse(line) as Row;
       if (dropped.has(row.uid)) continue;
       row.extra_info.index = manifest.rows++;
+      for (const ref of (row.image_refs as string[] | undefined) ?? []) referenced.add(ref);
       if (format !== "sft") {
         const r = row as unknown as { prompt_ids: number[]; response_ids: number[]; response_mask: number[] };
         manifest.tokens.prompt += r.prompt_ids.length;
@@ -273,13 +320,16 @@ export async function exportTrajectories(
       }
       await writeLine(final, `${JSON.stringify(row)}\n`);
       if (options.groupRows && format === "verl") {
-        const g = groupSamples.get(row.uid);
-        if (g) g.ids.push(row.sample_id as string);
-        else
-          groupSamples.set(row.uid, {
-            ids: [row.sample_id as string],
-            first: { uid: row.uid, data_source: row.data_source, agent_name: row.agent_name, prompt: row.prompt, task_id: row.task_id, extra_info: { index: -1 } },
-          });
+        let g = groupSamples.get(row.uid);
+        if (!g) {
+          g = { rollouts: new Map(), first: { uid: row.uid, data_source: row.data_source, agent_name: row.agent_name, prompt: row.prompt, task_id: row.task_id, extra_info: { index: -1 } } };
+          groupSamples.set(row.uid, g);
+        }
+        const id = row.rollout_id as string;
+        const r = g.rollouts.get(id) ?? { final: "", samples: 0 };
+        r.samples++;
+        if ((row.extra_info as { is_final?: boolean }).is_final) r.final = row.sample_id as string;
+        g.rollouts.set(id, r);
       }
     }
   } finally {
@@ -289,7 +339,9 @@ export async function exportTrajectories(
   rss();
 
   if (format !== "jsonl") await jsonlToParquet(jsonlOut, options.out, format === "sft" ? sftColumns : verlColumns);
-  if (options.groupRows && format === "verl") manifest.group_dataset = await writeGroupDataset(options.out, groupSamples, options.groupRows);
+  if (options.groupRows && format === "verl") manifest.group_dataset = await writeGroupDataset(options.out, groupSamples, options.groupRows, options.maxGroupRows);
+  if (format !== "sft") moveReferencedBlobs(blobScratch, blobDirPath(options.out), referenced, manifest.images);
+  rmSync(blobScratch, { recursive: true, force: true });
   rss();
   manifest.seconds = Math.round((performance.now() - started) / 10) / 100;
   writeFileSync(manifestPath(options.out), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -304,6 +356,8 @@ function* rowsOf(
   dataSource: string,
   sftMinReward: number,
   messagesOr: (f: () => ChatMessage[]) => ChatMessage[] | undefined,
+  images: ExportManifest["images"],
+  writeImage: (sha: string, data: Uint8Array) => void,
 ): Generator<Row> {
   const byId = new Map(collected.calls.map((c) => [c.call.callId, c.call]));
   if (format === "sft") {
@@ -329,7 +383,12 @@ function* rowsOf(
   }
   for (const s of t.samples) {
     const first = byId.get(s.call_ids[0]!)!;
-    yield sampleRow(s, t, dataSource, messagesOr(() => requestMessages(first, collected.content)) ?? [], byId);
+    // The sample's tokens end with its last call: that request holds every image they show.
+    const { refs, urls, bytes } = callImageRefs(byId.get(s.call_ids.at(-1)!)!, collected.content);
+    images.refs += refs.length;
+    images.remote_urls += urls;
+    for (const [sha, data] of bytes) writeImage(sha, data);
+    yield sampleRow(s, t, dataSource, messagesOr(() => requestMessages(first, collected.content)) ?? [], byId, refs);
   }
 }
 
@@ -338,32 +397,81 @@ export function groupDatasetPath(out: string): string {
   return join(`${out.replace(/\.parquet$/, "")}.groups`, "dataset.parquet");
 }
 
-async function writeGroupDataset(
-  out: string,
-  groups: Map<string, { ids: string[]; first: Row }>,
-  n: number,
-): Promise<NonNullable<ExportManifest["group_dataset"]>> {
+/** A group's rollouts (in row order: their final sample and sample count) and its first row's prompt. */
+type GroupRollouts = { rollouts: Map<string, { final: string; samples: number }>; first: Row };
+
+/**
+ * One row per group naming `n` of its rollouts (`extra_info.rollout_ids`, and their final
+ * samples as `sample_ids`): veRL runs the row `rollout.n = n` times and the loop replays
+ * rollout i, all of its samples, in run i. Groups with fewer rollouts, and groups past
+ * `maxRows`, are left out and counted.
+ */
+async function writeGroupDataset(out: string, groups: Map<string, GroupRollouts>, n: number, maxRows?: number): Promise<NonNullable<ExportManifest["group_dataset"]>> {
   const path = groupDatasetPath(out);
   mkdirSync(dirname(path), { recursive: true });
   const jsonl = path.replace(/\.parquet$/, ".jsonl");
   const stream = createWriteStream(jsonl);
-  const summary = { path, rows: 0, samples_per_row: n, short_groups: 0, samples_left_out: 0 };
+  const summary = { path, rows: 0, samples_per_row: n, short_groups: 0, samples_left_out: 0, groups_over_limit: 0 };
+  const samplesOf = (rollouts: [string, { samples: number }][]) => rollouts.reduce((sum, [, r]) => sum + r.samples, 0);
   try {
-    for (const [group, { ids, first }] of groups) {
-      if (ids.length < n) {
+    for (const [group, { rollouts, first }] of groups) {
+      const complete = [...rollouts].filter(([, r]) => r.final !== "");
+      if (complete.length < n) {
         summary.short_groups++;
-        summary.samples_left_out += ids.length;
+        summary.samples_left_out += samplesOf([...rollouts]);
         continue;
       }
-      summary.samples_left_out += ids.length - n;
-      const row = { ...first, extra_info: { index: summary.rows++, group, task_id: first.task_id, sample_ids: ids.slice(0, n) } };
-      await writeLine(stream, `${JSON.stringify(row)}\n`);
+      if (maxRows !== undefined && summary.rows >= maxRows) {
+        summary.groups_over_limit++;
+        summary.samples_left_out += samplesOf([...rollouts]);
+        continue;
+      }
+      const chosen = complete.slice(0, n);
+      summary.samples_left_out += samplesOf([...rollouts]) - samplesOf(chosen);
+      const extra_info = { index: summary.rows++, group, task_id: first.task_id, sample_ids: chosen.map(([, r]) => r.final), rollout_ids: chosen.map(([id]) => id) };
+      await writeLine(stream, `${JSON.stringify({ ...first, extra_info })}\n`);
     }
   } finally {
     await closeStream(stream);
   }
   await jsonlToParquet(jsonl, path, groupColumns);
   return summary;
+}
+
+/**
+ * Applies `maxPromptLength` / `maxResponseLength` to a valid trajectory: drops its overlong
+ * samples, or marks it invalid (`overlong`) when its final sample is one.
+ */
+function fitLengths(t: RolloutTrajectory, options: ExportOptions, counts: ExportManifest["length_filter"]): void {
+  const { maxPromptLength: p, maxResponseLength: r } = options;
+  if (p === undefined && r === undefined) return;
+  const fits = (s: TrajectorySample) => (p === undefined || s.prompt_ids.length <= p) && (r === undefined || s.response_ids.length <= r);
+  const final = t.samples.find((s) => s.is_final);
+  if (final && !fits(final)) {
+    counts.rollouts_dropped++;
+    counts.samples_dropped += t.samples.length;
+    t.valid = false;
+    t.excluded = "overlong";
+    return;
+  }
+  const kept = t.samples.filter(fits);
+  counts.samples_dropped += t.samples.length - kept.length;
+  t.samples = kept;
+}
+
+/** Moves the referenced Blobs from the scratch folder to `dir` (content-addressed: an existing file is the same bytes). */
+function moveReferencedBlobs(scratch: string, dir: string, referenced: Set<string>, counts: ExportManifest["images"]): void {
+  if (referenced.size === 0) return;
+  mkdirSync(dir, { recursive: true });
+  counts.dir = dir;
+  for (const sha of referenced) {
+    const from = join(scratch, sha);
+    if (existsSync(join(dir, sha))) counts.blobs_written++;
+    else if (existsSync(from)) {
+      renameSync(from, join(dir, sha));
+      counts.blobs_written++;
+    } else counts.blobs_missing++;
+  }
 }
 
 async function jsonlToParquet(jsonl: string, out: string, columns: readonly (readonly [string, string])[]): Promise<void> {

@@ -18,6 +18,7 @@ import { ProxyHttpError } from "../errors.ts";
 import { decodeUtf8 } from "../body.ts";
 import { concatBytes } from "../../lib/index.ts";
 import type { RolloutState } from "../state/rollouts.ts";
+import { withSampling } from "../state/serving.ts";
 import type { FrontDoor, PipelineContext, PreparedCall } from "./types.ts";
 import { jsonAsStream, SSE_HEADERS, streamAnswer } from "./stream-answer.ts";
 
@@ -51,6 +52,8 @@ export async function runModelCall(
   let policyVersion: number;
   try {
     policyVersion = await ctx.gate.enter(request.signal);
+    // Served by its own upstreams: the version of their weights, as registered.
+    if (rollout.serving?.upstreams.length) policyVersion = rollout.rollout.policyVersion;
   } catch (error) {
     ctx.admitted.count--;
     throw error;
@@ -86,7 +89,7 @@ async function callUpstream(
   const train = ctx.mode === "train";
   const engine = ctx.engine;
   if (train) checkTrainable(ctx, prepared);
-  const upstreamBody = train ? engine.adapter.trainRequest(prepared.capture, prepared.upstreamBody) : prepared.upstreamBody;
+  const upstreamBody = withSampling(train ? engine.adapter.trainRequest(prepared.capture, prepared.upstreamBody) : prepared.upstreamBody, rollout.serving?.sampling);
   const unchanged = prepared.passthrough && upstreamBody === prepared.upstreamBody;
   // An untranslated train-mode call differs from what the harness sent only by the fields
   // the engine adapter set: record those, not the whole (possibly 200 KB) body a second time, and
@@ -138,7 +141,7 @@ async function callUpstream(
     return new Response(bytes, { status, headers: { "content-type": "application/json", ...callHeaders, ...extraHeaders } });
   };
 
-  const sent = await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", request.signal, prepared.upstreamHeaders);
+  const sent = await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", request.signal, prepared.upstreamHeaders, rollout.serving?.upstreams);
   base.upstreamAttempts = sent.attempts;
   base.upstream = sent.upstream?.url ?? "";
   if ("error" in sent) {

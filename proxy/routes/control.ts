@@ -17,6 +17,7 @@ import { ProxyHttpError } from "../errors.ts";
 import type { CallRecorder } from "../capture/call-recorder.ts";
 import type { SegmentLog } from "../../records/index.ts";
 import { keySha256, newApiKey } from "../state/keys.ts";
+import { servingLabels } from "../state/serving.ts";
 import type { PauseGate } from "../state/pause.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
 import type { ProxyMetrics } from "../metrics.ts";
@@ -69,17 +70,19 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     if ((body.retry === undefined) !== (body.retry_of === undefined)) throw new ProxyHttpError(400, "retry and retry_of go together", "invalid_request_error", "invalid_body", "retry_of");
     if (body.retry_of !== undefined) supersedeEarlierTries(id, body.retry_of);
     const apiKey = newApiKey();
+    // A rollout served by its own upstreams (a trainer's servers) carries their weights' version.
+    const version = body.policy_version ?? gate.policyVersion;
     const rollout = create(RolloutSchema, {
       rolloutId: id,
       experiment: body.experiment,
       iteration: body.iteration ?? 0,
       taskId: body.task_id,
-      group: body.group ?? `${body.task_id}@v${gate.policyVersion}`,
+      group: body.group ?? `${body.task_id}@v${version}`,
       attempt: body.attempt ?? 0,
       harness: body.harness ?? "",
       createdUnixMs: Date.now(),
-      policyVersion: gate.policyVersion,
-      labels: body.labels ?? {},
+      policyVersion: version,
+      labels: { ...body.labels, ...servingLabels(body.upstreams, body.sampling) },
       keySha256: keySha256(apiKey),
       retryOf: body.retry_of ?? "",
       retry: body.retry ?? 0,
@@ -93,7 +96,7 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
         api_key: apiKey,
         openai_base_url: `${origin}/r/${id}/v1`,
         anthropic_base_url: `${origin}/r/${id}`,
-        policy_version: gate.policyVersion,
+        policy_version: version,
       },
       201,
     );

@@ -8,6 +8,7 @@ import { TokenStatus } from "../../schemas/index.ts";
 import { fullPrompt, joinIds, type PastCall, type TokenIds } from "../../records/index.ts";
 import { keyMatchesSha256, keySha256 } from "./keys.ts";
 import type { IdsMemo } from "../capture/answer-json.ts";
+import { servingOf, type RolloutServing } from "./serving.ts";
 
 export interface RolloutState {
   rollout: Rollout;
@@ -20,6 +21,8 @@ export interface RolloutState {
   recent: PastCall[];
   /** The last prompt-id array an answer carried, as text: the next answer's shared part is not parsed again. */
   idsMemo: IdsMemo;
+  /** The rollout's own servers, version and sampling (registered with `upstreams`), if any. */
+  serving?: RolloutServing;
 }
 
 export interface RolloutRegistry {
@@ -96,6 +99,8 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
     },
     add(rollout) {
       const state: RolloutState = { rollout, result: undefined, seq: 0, calls: 0, tokenStatusCounts: {}, recent: [], idsMemo: {} };
+      const serving = servingOf(rollout);
+      if (serving) state.serving = serving;
       rollouts.set(rollout.rolloutId, state);
       if (rollout.keySha256 !== "") byDigest.set(rollout.keySha256, state);
       policyVersion = Math.max(policyVersion, rollout.policyVersion);

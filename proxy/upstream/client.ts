@@ -41,6 +41,8 @@ export interface UpstreamClient {
     method: "POST" | "GET",
     clientSignal?: AbortSignal,
     extraHeaders?: Record<string, string>,
+    /** The rollout's own upstreams (registered with it): they override the router's. */
+    own?: UpstreamState[],
   ): Promise<UpstreamAnswer | UpstreamFailure>;
 }
 
@@ -55,11 +57,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   return {
-    async send(rolloutId, path, body, method, clientSignal, extraHeaders) {
+    async send(rolloutId, path, body, method, clientSignal, extraHeaders, own) {
       // The rollout id lets an upstream tell rollouts apart (the policy simulator picks a
       // rollout's variant from it; vLLM ignores it); it is an id, not a secret.
       const postHeaders = withExtra(headers, { ...extraHeaders, "x-forge-rollout": rolloutId });
-      const ranked = options.router.rank(rolloutId);
+      const ranked = own?.length ? own : options.router.rank(rolloutId);
       let attempts = 0;
       let last: UpstreamFailure | undefined;
       for (const upstream of ranked) {

@@ -1,0 +1,70 @@
+/**
+ * A rollout registered with its own upstreams (a trainer's servers, e.g. veRL's replicas) is
+ * served by them, not by the proxy's; its calls are recorded with the registered policy
+ * version and carry the registered sampling, whatever the harness sent; a restarted proxy
+ * serves it the same way (the serving is in the Rollout record's labels).
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+
+let h: ProxyHarness;
+let own: StartedPolicySimulator;
+beforeAll(async () => {
+  h = await startProxyHarness();
+  own = await startPolicySimulator({ seed: 99 });
+});
+afterAll(async () => {
+  await h.close();
+  await own.stop();
+});
+
+const decoder = new TextDecoder();
+
+test("own upstreams override the router's; the version and sampling are the registered ones", async () => {
+  const r = await h.register({ task_id: "t-own", upstreams: [`${own.url}/v1`], policy_version: 7, sampling: { temperature: 0.6, top_p: 0.9, top_k: 20 } });
+  expect(r.policy_version).toBe(7);
+  const ask = () => h.client(r).chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }], temperature: 0.1 });
+  await ask();
+  expect(own.samples.length).toBe(1);
+  expect(h.sims[0]!.samples.length).toBe(0);
+  await h.restart();
+  await ask();
+  expect(own.samples.length).toBe(2);
+  expect(h.sims[0]!.samples.length).toBe(0);
+  const calls = await h.calls(r.rollout_id);
+  expect(calls.map((c) => [c.upstream, c.policyVersion])).toEqual([
+    [own.url, 7],
+    [own.url, 7],
+  ]);
+  for (const call of calls) {
+    // The harness asked for 0.1: what went upstream (and is recorded) is the rollout's sampling.
+    const sent = call.upstreamRequestBody.length > 0 ? JSON.parse(decoder.decode(call.upstreamRequestBody)) : JSON.parse(decoder.decode(call.upstreamRequestPatch));
+    expect(sent).toMatchObject({ temperature: 0.6, top_p: 0.9, top_k: 20 });
+  }
+  const rollout = (await h.records()).find((x) => x.kind.case === "rollout" && x.kind.value.rolloutId === r.rollout_id)!.kind.value as { group: string; labels: Record<string, string> };
+  expect(rollout.group).toBe("t-own@v7");
+  expect(JSON.parse(rollout.labels["forge.upstreams"]!)).toEqual([own.url]);
+});
+
+test("a rollout without its own upstreams is served by the proxy's at the proxy's version", async () => {
+  const before = h.sims[0]!.samples.length;
+  const r = await h.register({ task_id: "t-plain" });
+  await h.client(r).chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+  expect(h.sims[0]!.samples.length).toBe(before + 1);
+  expect((await h.calls(r.rollout_id))[0]!.policyVersion).toBe(r.policy_version);
+});
+
+test("bad serving fields are refused, naming the field", async () => {
+  for (const [body, field] of [
+    [{ upstreams: ["ftp://x"] }, "upstreams.0"],
+    [{ upstreams: [] }, "upstreams"],
+    [{ policy_version: -1 }, "policy_version"],
+    [{ sampling: { top_p: 0 } }, "sampling.top_p"],
+    [{ sampling: { seed: 1 } }, "sampling"],
+  ] as const) {
+    const response = await h.control("/control/rollouts", { experiment: "e", task_id: "t", ...body });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain(field);
+  }
+});
