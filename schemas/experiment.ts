@@ -182,6 +182,11 @@ const TrainingSchema = z.strictObject({
    * the iteration fails.
    */
   minGroupFraction: z.number({ error: "expected a number in (0, 1]" }).gt(0, { error: "expected a number in (0, 1]" }).max(1, { error: "expected a number in (0, 1]" }).default(0.5),
+  /**
+   * veRL checkpoints (`global_step_N`) kept on the data volume after each iteration's step, newest
+   * first; older ones are deleted. At least 1: the next iteration resumes from the newest.
+   */
+  keepCheckpoints: positiveInt().default(3),
   weightSync: WeightSyncSchema.default({ strategy: "update-from-disk", timeoutSeconds: 600 }),
   checkpoints: CheckpointsSchema.default({ mountPath: "/checkpoints", size: "200Gi" }),
 });

@@ -84,7 +84,7 @@ test("the rendered export step, run on what the pods recorded: one GRPO row per 
   const out = join(mkdtempSync(join(tmpdir(), "forge-export-")), "iteration-0", "batch.parquet");
   const args = exportArgs(experiment, 0).map((a) => (a === "/data" ? dataDir : a));
   args.splice(args.indexOf("--out") + 1, 1, out);
-  expect(args.slice(4, 10)).toEqual(["--group-rows", "2", "--min-group-size", "2", "--experiment", "quickstart"]);
+  expect(args.slice(4, 16)).toEqual(["--group-rows", "2", "--min-group-size", "2", "--max-group-rows", "8", "--max-prompt-length", "8192", "--max-response-length", "16384", "--experiment", "quickstart"]);
   const run = Bun.spawn(["bun", "bin/forge.ts", "export", ...args, "--json"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   const [stdout, code] = await Promise.all([new Response(run.stdout).text(), run.exited]);
   expect(code).toBe(0);

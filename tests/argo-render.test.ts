@@ -102,6 +102,7 @@ describe("forge render", () => {
       "admit<export",
       "train<admit",
       "sync<train",
+      "prune<train",
     ]);
     // The rollouts are indexed: no parameter carries the plan, the pods read it from the volume.
     const rollouts = iteration.dag.tasks[1];
@@ -251,7 +252,7 @@ describe("forge render", () => {
     expect(spec.podGC.strategy).toBe("OnPodSuccess");
     const exported = template(objects, "export").container;
     expect([...exported.command, ...exported.args].join(" ")).toBe(
-      "bun bin/forge.ts export --data /data --format verl --group-rows 4 --min-group-size 2 --experiment argo-fixture " +
+      "bun bin/forge.ts export --data /data --format verl --group-rows 4 --min-group-size 2 --max-group-rows 2 --max-prompt-length 8192 --max-response-length 16384 --experiment argo-fixture " +
         "--iteration {{inputs.parameters.iteration}} --out /data/exports/{{workflow.name}}/iteration-{{inputs.parameters.iteration}}/batch.parquet",
     );
     const sync = template(objects, "sync").container.args;

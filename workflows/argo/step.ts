@@ -15,8 +15,9 @@ import { planOutputs, readPlanItem, readPlanManifest, readRolloutResults, writeF
 import { admitStep, exitStep, InfraError, reportStep, syncStep, verlConfigStep } from "./pod.ts";
 import { finishStep, harnessStep, POD_PATHS, registerStep, verifyStep } from "./rollout-steps.ts";
 import { INFRA_EXIT_CODE, overrideValue } from "./workflow.ts";
+import { pruneCheckpoints } from "./checkpoints.ts";
 
-const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|finish|report|admit|sync|verl-config|exit [flags]`;
+const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|finish|report|admit|sync|verl-config|prune-checkpoints|exit [flags]`;
 
 const options = {
   experiment: { type: "string" },
@@ -59,6 +60,8 @@ const options = {
   item: { type: "string" },
   "results-dir": { type: "string" },
   outputs: { type: "string" },
+  dir: { type: "string" },
+  keep: { type: "string" },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>["values"];
@@ -227,6 +230,11 @@ export async function runStep(argv: string[]): Promise<number> {
           ...(values["train-batch-size"] !== undefined ? { trainBatchSize: Number(values["train-batch-size"]) } : {}),
         });
         return 0;
+      case "prune-checkpoints": {
+        const deleted = pruneCheckpoints(need(values, "dir"), Number(need(values, "keep")));
+        console.log(`pruned ${deleted.length} checkpoint(s)${deleted.length ? `: ${deleted.map((s) => `global_step_${s}`).join(", ")}` : ""}`);
+        return 0;
+      }
       case "exit":
         await exitStep({ workflow: need(values, "workflow"), namespace: need(values, "namespace"), status: need(values, "status"), duration: values.duration ?? "0" });
         return 0;

@@ -119,10 +119,8 @@ export function overrideValue(overrides: string[], key: string): string | undefi
 export function verlCommand(experiment: Experiment, iteration: number, options: VerlOptions = {}): string[] {
   const { training, policy, rollouts } = experiment.spec;
   const { overrides } = training;
-  const run = "{{workflow.name}}";
   const groups = verlGroupDatasetPath(iteration);
-  const promptLength = overrideValue(overrides, "data.max_prompt_length") ?? String(DEFAULT_PROMPT_LENGTH);
-  const responseLength = overrideValue(overrides, "data.max_response_length") ?? String(DEFAULT_RESPONSE_LENGTH);
+  const { promptLength, responseLength } = verlLengths(experiment);
   const batchSize = overrideValue(overrides, "data.train_batch_size") ?? options.trainBatchSize ?? verlTrainBatchSize(experiment, options);
   // Dynamic batching packs sequences by tokens; one sequence must fit a GPU's budget.
   const tokensPerGpu = String(Number(promptLength) + Number(responseLength));
@@ -164,10 +162,18 @@ export function verlCommand(experiment: Experiment, iteration: number, options: 
     ...(training.algorithm === "ppo" ? [`critic.model.path=${policy.model}`, `critic.ppo_max_token_len_per_gpu=${tokensPerGpu}`] : []),
     `trainer.n_gpus_per_node=${training.gpus}`,
     "trainer.nnodes=1",
+    // One step per iteration, at any iteration count (veRL's fit, V1 trainer_base.py): resume
+    // from the newest checkpoint (global_step_i, written by the previous iteration), so
+    // global_steps starts at i; the dataset holds exactly train_batch_size rows, so
+    // steps_per_epoch = 1 and current_epoch = i; the loop runs while current_epoch <
+    // total_epochs and global_steps (i+1) <= total_training_steps (i+1): one step, the last,
+    // which save_freq=1 saves as global_step_{i+1}. veRL's default total_epochs (30) would stop
+    // every iteration from the 31st on without training or saving.
     // On the checkpoint volume the inference servers mount too, at the same path (docs/argo.md).
-    `trainer.default_local_dir=${experiment.spec.training.checkpoints.mountPath}/${run}`,
+    `trainer.default_local_dir=${verlCheckpointDir(experiment)}`,
     "trainer.resume_mode=auto",
     `trainer.total_training_steps=${iteration + 1}`,
+    `trainer.total_epochs=${iteration + 1}`,
     "trainer.save_freq=1",
     "trainer.test_freq=-1",
     "trainer.val_before_train=False",
@@ -178,6 +184,22 @@ export function verlCommand(experiment: Experiment, iteration: number, options: 
   const key = (override: string) => override.slice(0, override.indexOf("=")).replace(/^[+~]+/, "");
   const overridden = new Set(overrides.map(key));
   return ["python3", "-m", "verl.trainer.main_ppo", ...defaults.filter((o) => !overridden.has(key(o))), ...overrides];
+}
+
+/**
+ * veRL's prompt / response lengths for the experiment: `data.max_*_length` from the overrides,
+ * else the defaults; `rollout.prompt_length` / `response_length` and the export's length filter
+ * follow them.
+ *
+ * @example
+ * verlLengths(experiment) // { promptLength: "8192", responseLength: "16384" }
+ */
+export function verlLengths(experiment: Experiment): { promptLength: string; responseLength: string } {
+  const { overrides } = experiment.spec.training;
+  return {
+    promptLength: overrideValue(overrides, "data.max_prompt_length") ?? String(DEFAULT_PROMPT_LENGTH),
+    responseLength: overrideValue(overrides, "data.max_response_length") ?? String(DEFAULT_RESPONSE_LENGTH),
+  };
 }
 
 /**
@@ -206,6 +228,11 @@ export function verlGroupDatasetPath(iteration: number | string): string {
   return `${DATA_DIR}/exports/{{workflow.name}}/iteration-${iteration}/batch.groups/dataset.parquet`;
 }
 
+/** veRL's `trainer.default_local_dir`: the same folder every iteration, so each resumes from the last. */
+export function verlCheckpointDir(experiment: Experiment): string {
+  return `${experiment.spec.training.checkpoints.mountPath}/{{workflow.name}}`;
+}
+
 /**
  * Where veRL writes the HF weights of training step `step` (what the weight sync loads): on the
  * checkpoint volume, a path the inference servers see the same.
@@ -214,7 +241,7 @@ export function verlGroupDatasetPath(iteration: number | string): string {
  * checkpointPath(experiment, 2) // "/checkpoints/{{workflow.name}}/global_step_2/actor/huggingface"
  */
 export function checkpointPath(experiment: Experiment, step: number): string {
-  return `${experiment.spec.training.checkpoints.mountPath}/{{workflow.name}}/global_step_${step}/actor/huggingface`;
+  return `${verlCheckpointDir(experiment)}/global_step_${step}/actor/huggingface`;
 }
 
 /**
@@ -340,8 +367,9 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
  * @example
  * exportArgs(experiment, 0) // ["--data", "/data", "--format", "verl", "--group-rows", "4", …]
  */
-export function exportArgs(experiment: Experiment, iteration: number | string): string[] {
+export function exportArgs(experiment: Experiment, iteration: number | string, verl: VerlOptions = {}): string[] {
   const { k } = experiment.spec.rollouts;
+  const { promptLength, responseLength } = verlLengths(experiment);
   return [
     "--data",
     DATA_DIR,
@@ -352,6 +380,14 @@ export function exportArgs(experiment: Experiment, iteration: number | string): 
     // A group needs k samples for its row; with k = 1 the default minimum of 2 would drop all.
     "--min-group-size",
     String(Math.min(2, k)),
+    // Exactly one training batch of rows: veRL's steps_per_epoch is then 1 (see verlCommand).
+    "--max-group-rows",
+    String(verlTrainBatchSize(experiment, verl)),
+    // Samples veRL's rollout lengths cannot hold are left out here (and counted), not in the step.
+    "--max-prompt-length",
+    promptLength,
+    "--max-response-length",
+    responseLength,
     "--experiment",
     experiment.metadata.name,
     "--iteration",
@@ -361,7 +397,7 @@ export function exportArgs(experiment: Experiment, iteration: number | string): 
   ];
 }
 
-function exportTemplate(experiment: Experiment): Template {
+function exportTemplate(experiment: Experiment, verl: VerlOptions): Template {
   return {
     name: "export",
     inputs: { parameters: [{ name: "iteration" }] },
@@ -371,7 +407,7 @@ function exportTemplate(experiment: Experiment): Template {
       image: experiment.spec.proxy.image,
       workingDir: FORGE_APP_DIR,
       command: ["bun", "bin/forge.ts", "export"],
-      args: exportArgs(experiment, param("iteration")),
+      args: exportArgs(experiment, param("iteration"), verl),
       resources: { requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "8Gi" } },
       volumeMounts: [dataMount],
     },
@@ -467,6 +503,22 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
       { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } },
     ],
     tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+  };
+}
+
+/** Deletes all but the newest `training.keepCheckpoints` veRL checkpoints (veRL's own pruning only knows its process's saves). */
+function pruneTemplate(experiment: Experiment): Template {
+  return {
+    name: "prune-checkpoints",
+    metadata: { labels: { [LABEL_ROLE]: "prune" } },
+    container: {
+      name: "main",
+      image: experiment.spec.proxy.image,
+      workingDir: FORGE_APP_DIR,
+      ...forgeStep("prune-checkpoints", "--dir", verlCheckpointDir(experiment), "--keep", String(experiment.spec.training.keepCheckpoints)),
+      resources: smallResources,
+      volumeMounts: [checkpointsMount(experiment)],
+    },
   };
 }
 
@@ -573,6 +625,8 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
         },
       });
     }
+    // The step is saved: keep the newest training.keepCheckpoints (the sync reads the newest).
+    tasks.push({ name: "prune", template: "prune-checkpoints", dependencies: ["train"] });
   }
   return {
     name: `iteration-${iteration}`,
@@ -631,10 +685,11 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
     reportTemplate(experiment),
     exitTemplate(experiment),
   ];
-  if (experiment.spec.policy.mode === "train") templates.push(exportTemplate(experiment));
+  const verl = options.taskCount === undefined ? {} : { taskCount: options.taskCount };
+  if (experiment.spec.policy.mode === "train") templates.push(exportTemplate(experiment, verl));
   if (trains(experiment)) {
-    const verl = options.taskCount === undefined ? {} : { taskCount: options.taskCount };
     templates.push(admitTemplate(experiment), ...Array.from({ length: iterations }, (_, i) => trainTemplate(experiment, i, verl)));
+    templates.push(pruneTemplate(experiment));
     if (experiment.spec.training.weightSync.strategy !== "none") templates.push(syncTemplate(experiment, options.namespace));
   }
   const template = new WorkflowTemplate({
