@@ -119,7 +119,7 @@ build() {
 }
 
 build reference "requirements.txt" "requirements-nodeps.txt" \
-  "torch transformers pandas pyarrow verl.trainer.ppo.core_algos verl.utils.dataset.rl_dataset verl.experimental.agent_loop vllm.tool_parsers vllm.reasoning vllm.renderers.online_renderer vllm.renderers.online_derenderer sglang.srt.entrypoints.openai.protocol"
+  "torch transformers pandas pyarrow verl.trainer.ppo.core_algos verl.utils.dataset.rl_dataset verl.experimental.agent_loop transfer_queue verl.trainer.ppo.v1.agent_loop_tq vllm.tool_parsers vllm.reasoning vllm.renderers.online_renderer vllm.renderers.online_derenderer sglang.srt.entrypoints.openai.protocol"
 
 if [ "$with_native" = 1 ]; then
   build sglang-native "requirements-sglang-native.txt" "requirements-sglang-native-nodeps.txt" \

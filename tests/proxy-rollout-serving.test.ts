@@ -68,3 +68,20 @@ test("bad serving fields are refused, naming the field", async () => {
     expect(await response.text()).toContain(field);
   }
 });
+
+test("the trajectory route with ?images=1 names each sample's images in order and carries their Blobs (online multi_modal_data)", async () => {
+  const red = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+  const r = await h.register({ task_id: "t-img", upstreams: [`${own.url}/v1`] });
+  const url = `data:image/png;base64,${red}`;
+  await h.client(r).chat.completions.create({
+    model: "m",
+    messages: [{ role: "user", content: [{ type: "text", text: "same?" }, { type: "image_url", image_url: { url } }, { type: "image_url", image_url: { url } }] }],
+  });
+  expect((await h.control(`/control/rollouts/${r.rollout_id}/finish`, { reward: 1, status: "ok" })).status).toBe(200);
+  const t = await (await h.control(`/control/rollouts/${r.rollout_id}/trajectory?images=1`, undefined, "GET")).json();
+  const sha = new Bun.CryptoHasher("sha256").update(Buffer.from(red, "base64")).digest("hex");
+  expect(t.samples[0].image_refs).toEqual([sha, sha]);
+  expect(t.blobs[sha]).toEqual({ media_type: "image/png", data: red });
+  const plain = await (await h.control(`/control/rollouts/${r.rollout_id}/trajectory`, undefined, "GET")).json();
+  expect(plain.blobs).toBeUndefined();
+});

@@ -142,6 +142,18 @@ describe("forge export", () => {
     await expect(exportCommand(["--data", dir, "--format", "sft", "--group-rows", "2"])).rejects.toThrow("--group-rows needs --format verl");
   });
 
+  test("--max-prompt-length / --max-response-length leave overlong samples out (a rollout whose final sample is one: whole), counted", async () => {
+    const out4 = join(dir, "exports", "len.parquet");
+    expect(await exportCommand(["--data", dir, "--out", out4, "--format", "verl", "--min-group-size", "1", "--max-response-length", "4"])).toBe(0);
+    const m = JSON.parse(readFileSync(manifestPath(out4), "utf8"));
+    // a's only sample has a 5-token response: a goes whole; b's first sample (8 tokens) goes, its final one stays
+    expect(m.length_filter).toEqual({ max_prompt_length: null, max_response_length: 4, samples_dropped: 2, rollouts_dropped: 1 });
+    expect(m.rollouts.excluded.overlong).toBe(1);
+    const rows = await query(`SELECT sample_id, len(response_ids) AS n FROM read_parquet('${out4}') ORDER BY sample_id`);
+    expect(rows.map((r: { sample_id: string }) => r.sample_id)).toEqual(["b#1", "d#0"]);
+    await expect(exportCommand(["--data", dir, "--out", out4, "--max-prompt-length", "0"])).rejects.toThrow("--max-prompt-length must be at least 1");
+  });
+
   test("usage errors exit through UsageError", async () => {
     await expect(exportCommand(["--format", "verl"])).rejects.toThrow("--data DIR is required");
     await expect(exportCommand(["--data", dir, "--format", "xml"])).rejects.toThrow("--format must be");

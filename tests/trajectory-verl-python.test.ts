@@ -1,82 +1,223 @@
 /**
- * The Python side in CI: export a veRL batch from a real segment log, then run the stdlib-only
- * unittest suite of integrations/verl against it (replay returns exactly the recorded tokens,
- * online mode against a stand-in control API, and against the real proxy and policy simulator
- * with a stand-in harness as the orchestrator command). Skips, saying why, when python3 is missing.
+ * The veRL suite: integrations/verl against the real veRL 0.9.1 (the pinned environment
+ * `.venv/reference`, built by python/build-env.sh; missing, the suite fails naming the script).
+ *
+ * Replay: records with groups, forks, images and an overlong rollout are exported here and the
+ * Python suite drives ForgeAgentLoop through veRL's own V1 worker, TransferQueue, RLHFDataset,
+ * GRPO advantage, hydra config and validate_config (integrations/verl/tests/). The Argo
+ * command is rendered here for the iterations the suite replays veRL's fit() loop on.
  */
 import { afterAll, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { BlobSchema, create, RecordSchema, RolloutStatus, type Record as ForgeRecord } from "../schemas/index.ts";
+import { ExperimentSchema } from "../schemas/index.ts";
 import { openSegmentLog, readRecords } from "../records/index.ts";
 import { scratchDir } from "../records/testing.ts";
+import { exportTrajectories, trajectoryOf } from "../trajectories/index.ts";
+import { rolloutRecords } from "../trajectories/testing.ts";
+import { verlCommand } from "../workflows/argo/index.ts";
 import { startProxyHarness } from "../proxy/testing.ts";
-import { exportTrajectories, trajectoryOf, type TrajectorySample } from "../trajectories/index.ts";
-import { scenarioRecords } from "../trajectories/testing.ts";
+import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { oraclePython } from "./reference/oracle.ts";
 
 const scratch = scratchDir("forge-verl-py-");
 afterAll(() => scratch.cleanup());
-const python = Bun.which("python3");
-const qwen3 = { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] };
+const ROOT = join(import.meta.dir, "..");
 
-/** Exports the scenario; returns the batch path and the expected samples (assembled from the records), in row order. */
-export async function exportScenario(dir: string, out: string): Promise<TrajectorySample[]> {
-  const log = await openSegmentLog(dir);
-  for (const r of scenarioRecords()) log.append(r);
-  await log.close();
-  const m = await exportTrajectories(readRecords(dir), { format: "verl", out, minGroupSize: 2, ...qwen3 });
-  const expected: TrajectorySample[] = [];
-  for (const id of ["a", "b"]) expected.push(...(await trajectoryOf(readRecords(dir), id, qwen3))!.samples);
-  expect(m.rows).toBe(expected.length);
-  return expected;
+/** Two 1×1 PNGs (red, blue): real images PIL opens. */
+export const PNGS = {
+  red: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC",
+  blue: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGNgYPgPAAEDAQAIicLsAAAAAElFTkSuQmCC",
+};
+const sha = (base64: string) => createHash("sha256").update(Buffer.from(base64, "base64")).digest("hex");
+const span = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+
+/**
+ * Four GRPO groups of two rollouts (experiment verl-suite, iteration 0), as veRL's rollout.n = 2
+ * replays them: g1 one clean rollout and one that forks (its first sample's response is longer
+ * than the suite's rollout.response_length of 32: the loop leaves that sample out); g2 equal
+ * rewards; g3 an image rollout (red, blue, red again) and one whose final prompt is longer
+ * than rollout.prompt_length 64 (left out whole: GRPO compares g3 over one session); g4 plain.
+ */
+export function suiteRecords(): ForgeRecord[] {
+  const out: ForgeRecord[] = [];
+  const meta = (group: string) => ({ task: `task-${group}`, group, experiment: "verl-suite", policyVersion: 3 });
+  const r1 = rolloutRecords("r1", meta("g1"));
+  r1.call({ prompt: span(100, 5), completion: span(200, 4) });
+  r1.call({ prompt: [...span(100, 5), ...span(200, 4), 7, 8], completion: span(300, 3) });
+  r1.finish(1);
+  const r2 = rolloutRecords("r2", meta("g1"));
+  r2.call({ prompt: span(100, 5), completion: span(400, 40) });
+  r2.call({ prompt: [100, 9, 9], completion: span(500, 5), policyVersion: 4 }); // compaction: a fork
+  r2.finish(0, RolloutStatus.FAILED);
+  const r3 = rolloutRecords("r3", meta("g2"));
+  r3.call({ prompt: span(110, 6), completion: span(210, 6) });
+  r3.finish(1);
+  const r4 = rolloutRecords("r4", meta("g2"));
+  r4.call({ prompt: span(110, 6), completion: span(220, 3) });
+  r4.finish(1);
+  const image = (name: keyof typeof PNGS) => ({ type: "image_url", image_url: { url: `data:image/png;base64,${PNGS[name]}` } });
+  for (const name of ["red", "blue"] as const)
+    out.push(create(RecordSchema, { kind: { case: "blob", value: create(BlobSchema, { sha256: sha(PNGS[name]), mediaType: "image/png", data: Buffer.from(PNGS[name], "base64") }) } }));
+  const r5 = rolloutRecords("r5", meta("g3"));
+  r5.call({
+    prompt: span(120, 8),
+    completion: span(230, 5),
+    blobRefs: [sha(PNGS.red), sha(PNGS.blue)],
+    requestBody: { model: "m", messages: [{ role: "user", content: [{ type: "text", text: "what changed?" }, image("red"), image("blue"), image("red")] }] },
+  });
+  r5.finish(0.5);
+  const r6 = rolloutRecords("r6", meta("g3"));
+  r6.call({ prompt: span(1000, 80), completion: span(240, 3) });
+  r6.finish(1);
+  const r7 = rolloutRecords("r7", meta("g4"));
+  r7.call({ prompt: span(130, 4), completion: span(250, 2) });
+  r7.finish(0);
+  const r8 = rolloutRecords("r8", meta("g4"));
+  r8.call({ prompt: span(130, 4), completion: span(260, 7) });
+  r8.finish(1);
+  const lists = [r1, r2, r3, r4, r5, r6, r7, r8].map((r) => [...r.records]);
+  while (lists.some((l) => l.length > 0)) for (const l of lists) if (l.length > 0) out.push(l.shift()!);
+  return out;
 }
 
-test.skipIf(!python)("python3 -m unittest integrations/verl/tests against an exported batch", async () => {
-  const dir = join(scratch.dir, "data");
-  const out = join(dir, "exports", "batch.parquet");
-  const expected = await exportScenario(dir, out);
-  const expectedPath = join(scratch.dir, "expected.json");
-  writeFileSync(expectedPath, JSON.stringify(expected));
-  const { code, stderr } = await unittest(["discover", "-s", "tests", "-t", "."], { FORGE_TEST_BATCH: out, FORGE_TEST_EXPECTED: expectedPath });
-  expect(stderr).toContain("OK");
-  expect(code).toBe(0);
-}, 60_000);
+/** The experiment whose Argo command the suite composes with veRL's config (lengths small enough for the records above). */
+function suiteExperiment() {
+  return ExperimentSchema.parse({
+    apiVersion: "openforge.dev/v1",
+    kind: "Experiment",
+    metadata: { name: "verl-suite" },
+    spec: {
+      policy: { model: "Qwen/Qwen3-0.6B", upstreams: ["http://vllm:8000"], mode: "train" },
+      harness: { name: "codex" },
+      environment: { tasks: ["g1", "g2", "g3", "g4"].map((id) => ({ id: `task-${id}`, instruction: "x" })) },
+      rollouts: { k: 2 },
+      training: { iterations: 40, overrides: ["data.max_prompt_length=64", "data.max_response_length=32"] },
+    },
+  });
+}
 
-async function unittest(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([python!, "-m", "unittest", ...args], {
-    cwd: join(import.meta.dir, "..", "integrations", "verl"),
-    env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1", ...env },
+async function runSuite(args: string[], env: Record<string, string>): Promise<{ code: number; out: string }> {
+  const python = oraclePython(); // throws naming python/build-env.sh when the venv is missing: never a skip
+  const proc = Bun.spawn([python, "-m", "unittest", "-v", ...args], {
+    cwd: join(ROOT, "integrations", "verl"),
+    env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1", PYTHONUNBUFFERED: "1", ...env },
     stdout: "pipe",
     stderr: "pipe",
   });
   const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  if (code !== 0) console.error(stdout, stderr);
-  return { code, stdout, stderr };
+  const out = `${stdout}\n${stderr}`;
+  if (code !== 0) console.error(out.slice(-20000));
+  return { code, out };
 }
 
-test.skipIf(!python)("online mode through the real proxy: the loop returns the recorded trajectory's final sample", async () => {
-  const script = {
-    thinking: true,
-    tasks: [{ name: "hello", match: "hello.txt", steps: [{ think: "Look first.", bash: "ls" }, { think: "Write.", bash: "echo hi > hello.txt" }, { finish: "done" }] }],
+test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop against veRL 0.9.1", async () => {
+  const dir = join(scratch.dir, "data");
+  const log = await openSegmentLog(dir);
+  for (const r of suiteRecords()) log.append(r);
+  await log.close();
+  const batch = join(dir, "exports", "batch.parquet");
+  const manifest = await exportTrajectories(readRecords(dir), { format: "verl", out: batch, minGroupSize: 2, groupRows: 2, experiment: "verl-suite", iteration: 0 });
+  expect(manifest.group_dataset).toMatchObject({ rows: 4, samples_per_row: 2, short_groups: 0 });
+  expect(manifest.images).toMatchObject({ refs: 3, blobs_written: 2, blobs_missing: 0 });
+  const rollouts: { [id: string]: unknown } = {};
+  for (const id of ["r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8"]) rollouts[id] = await trajectoryOf(readRecords(dir), id);
+  const experiment = suiteExperiment();
+  const iterations = [0, 1, 29, 30, 39];
+  const setup = {
+    batch,
+    groups: manifest.group_dataset!.path,
+    rollouts,
+    images: { [sha(PNGS.red)]: PNGS.red, [sha(PNGS.blue)]: PNGS.blue },
+    image_order: [sha(PNGS.red), sha(PNGS.blue), sha(PNGS.red)],
+    command: verlCommand(experiment, 0, { taskCount: 4 }).slice(3),
+    commands: Object.fromEntries(iterations.map((i) => [i, verlCommand(experiment, i, { taskCount: 4 }).slice(3)])),
+    docs: join(ROOT, "docs", "verl.md"),
   };
-  const h = await startProxyHarness({ sim: { script } });
+  const setupPath = join(scratch.dir, "setup.json");
+  writeFileSync(setupPath, JSON.stringify(setup));
+
+  // Online: the proxy, whose own upstream must serve nothing here, and a simulator playing
+  // veRL's inference server at an address veRL's load balancer hands the loop. The weight
+  // change between the two steps restarts that server, same address, other weights.
+  const h = await startProxyHarness({ sim: { script: SCRIPT } });
+  const port = await freePort();
+  const servers: StartedPolicySimulator[] = [await startPolicySimulator({ seed: 11, script: SCRIPT, hostname: "127.0.0.1", port })];
+  const weights = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch() {
+      await servers.at(-1)!.stop();
+      servers.push(await startPolicySimulator({ seed: 12, script: SCRIPT, hostname: "127.0.0.1", port }));
+      return new Response("{}", { headers: { "content-type": "application/json" } });
+    },
+  });
+  const onlineOut = join(scratch.dir, "online.json");
   try {
-    const outPath = join(scratch.dir, "online.json");
-    const run = await unittest(["tests.test_online_proxy"], { FORGE_TEST_PROXY_URL: h.proxy.url, FORGE_ADMIN_TOKEN: h.adminToken, FORGE_TEST_ONLINE_OUT: outPath });
-    expect(run.stderr).toContain("OK");
-    expect(run.stderr).not.toContain("skipped");
-    const out = JSON.parse(await Bun.file(outPath).text());
-    const t = (await trajectoryOf(readRecords(h.dataDir), out.rollout_id))!;
-    const final = t.samples.find((s) => s.is_final)!;
-    expect(out.prompt_ids).toEqual(final.prompt_ids);
-    expect(out.response_ids).toEqual(final.response_ids);
-    expect(out.response_mask).toEqual(final.response_mask);
-    expect(out.response_logprobs).toEqual(final.response_logprobs);
-    expect(out.reward_score).toBe(1);
-    // and the sampled tokens are the simulator's, in order
-    const sampled = final.response_ids.filter((_, i) => final.response_mask[i] === 1);
-    expect(sampled).toEqual(h.sims[0]!.samples.flatMap((x) => x.token_ids));
-    expect(t.stats.fork).toBe(0);
+    const { code, out } = await runSuite(["tests.test_units", "tests.test_replay", "tests.test_config", "tests.test_online"], {
+      FORGE_TEST_SETUP: setupPath,
+      FORGE_TEST_PROXY_URL: h.proxy.url,
+      FORGE_ADMIN_TOKEN: h.adminToken,
+      FORGE_TEST_VERL_SERVER: `127.0.0.1:${port}`,
+      FORGE_TEST_WEIGHTS_URL: `http://127.0.0.1:${weights.port}/`,
+      FORGE_TEST_ONLINE_OUT: onlineOut,
+    });
+    expect(out).not.toContain("skipped");
+    expect(out).toMatch(/veRL suite \(veRL 0\.9\.1\): \d+ cases checked/);
+    console.log(out.match(/veRL suite.*$/m)![0]);
+    expect(out).toContain("OK");
+    expect(code).toBe(0);
+
+    // Every call of every rollout the loop ran was served by veRL's server, never the proxy's
+    // own upstream, and recorded with the version of the weights of its step.
+    expect(h.sims[0]!.samples).toHaveLength(0);
+    const steps = JSON.parse(await Bun.file(onlineOut).text()) as { global_steps: number; uids: string[]; outputs: { rollout_id: string; sample_id: string; min_global_steps: number }[] }[];
+    const records = await h.records();
+    const registered = records.flatMap((r) => (r.kind.case === "rollout" ? [r.kind.value] : []));
+    const results = new Map(records.flatMap((r) => (r.kind.case === "rolloutResult" ? [[r.kind.value.rolloutId, r.kind.value] as const] : [])));
+    expect(registered).toHaveLength(8);
+    const calls = await h.calls();
+    const decoder = new TextDecoder();
+    for (const [i, step] of steps.entries()) {
+      const server = servers[i]!;
+      const mine = registered.filter((r) => step.uids.includes(r.group));
+      expect(mine).toHaveLength(4);
+      const stepCalls = calls.filter((c) => mine.some((r) => r.rolloutId === c.rolloutId));
+      expect(stepCalls.length).toBe(server.samples.length); // this step's weights served every call of the step
+      for (const call of stepCalls) {
+        expect(call.upstream).toBe(server.url);
+        expect(call.policyVersion).toBe(step.global_steps - 1);
+        const sent = JSON.parse(decoder.decode(call.upstreamRequestBody.length > 0 ? call.upstreamRequestBody : call.upstreamRequestPatch));
+        expect(sent).toMatchObject({ temperature: 0.7, top_p: 0.95, top_k: -1 }); // veRL's rollout config, not the harness's 0.1
+      }
+      const infra = mine.filter((r) => results.get(r.rolloutId)?.status === RolloutStatus.INFRA_ERROR);
+      expect(infra).toHaveLength(i === 0 ? 0 : 1);
+      const returned = new Set(step.outputs.map((o) => o.rollout_id));
+      for (const r of mine) expect(returned.has(r.rolloutId)).toBe(!infra.includes(r)); // the infra error is masked: no output
+      for (const o of step.outputs) {
+        // each output is a sample the records assemble to, with that rollout's reward
+        const t = (await trajectoryOf(readRecords(h.dataDir), o.rollout_id))!;
+        expect(t.samples.map((x) => x.sample_id)).toContain(o.sample_id);
+        expect(o.min_global_steps).toBe(step.global_steps - 1);
+      }
+    }
   } finally {
+    weights.stop(true);
+    for (const s of servers) await s.stop().catch(() => {});
     await h.close();
   }
-}, 60_000);
+}, 900_000);
+
+const SCRIPT = {
+  thinking: true,
+  tasks: [{ name: "hello", match: "hello.txt", steps: [{ think: "Look first.", bash: "ls" }, { think: "Write.", bash: "echo hi > hello.txt" }, { finish: "done" }] }],
+};
+
+async function freePort(): Promise<number> {
+  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}

@@ -175,11 +175,13 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     const id = c.req.param("id");
     if (!registry.get(id)) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
     // Loaded on first use: trajectory assembly pulls in the export code, not needed to serve calls.
-    const { trajectoryOf } = await import("../../trajectories/index.ts");
+    const { trajectoryOf, trajectoryWithImages } = await import("../../trajectories/index.ts");
     const { readRecords } = await import("../../records/index.ts");
     // Damage elsewhere in the log must not stop the online loop: it is skipped with a warning
     // on stderr (the proxy quarantined and reported it when it opened the log).
-    const trajectory = await trajectoryOf(readRecords(log.dir, { skipCorrupt: true }), id);
+    // ?images=1: each sample's image refs and the Blobs' bytes (the veRL loop's multi_modal_data).
+    const records = () => readRecords(log.dir, { skipCorrupt: true });
+    const trajectory = c.req.query("images") === "1" ? await trajectoryWithImages(records, id) : await trajectoryOf(records(), id);
     return c.json(trajectory ?? { rollout_id: id, samples: [] });
   });
 

@@ -1,18 +1,25 @@
-"""OpenForge ↔ veRL: an agent loop that hands veRL the trajectories recorded by the proxy."""
+"""OpenForge ↔ veRL 0.9.1: an agent loop that hands veRL the trajectories recorded by the proxy."""
 
-from ._verl import VERL_AVAILABLE, AgentLoopOutput
-from .agent_loop import ForgeAgentLoop, sample_output
-from .batch import Batch, read_rows
-from .online import OnlineClient, OnlineError, final_sample
+from .agent_loop import COUNTERS, MASKED_STATUSES, ForgeAgentLoop
+from .batch import Batch, blob_dir_of, read_rows
+from .online import OnlineClient, OnlineError, sampling_of, server_upstreams
+from .samples import Limits, sample_output, select_samples, trajectory_outputs
+from .verl_api import VERL_VERSION
 
 __all__ = [
-    "VERL_AVAILABLE",
-    "AgentLoopOutput",
-    "ForgeAgentLoop",
-    "sample_output",
+    "COUNTERS",
+    "MASKED_STATUSES",
+    "VERL_VERSION",
     "Batch",
-    "read_rows",
+    "ForgeAgentLoop",
+    "Limits",
     "OnlineClient",
     "OnlineError",
-    "final_sample",
+    "blob_dir_of",
+    "read_rows",
+    "sample_output",
+    "sampling_of",
+    "select_samples",
+    "server_upstreams",
+    "trajectory_outputs",
 ]

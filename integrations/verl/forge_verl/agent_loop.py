@@ -1,25 +1,44 @@
-"""``ForgeAgentLoop``: veRL trains on trajectories the real harnesses produced.
+"""``ForgeAgentLoop``: veRL 0.9.1 trains on trajectories the real harnesses produced.
 
 Registered as ``forge_agent`` (the ``agent_name`` column of a ``forge export --format verl``
-batch). Configured through the agent-loop YAML (``agent_loop_config_path``; hydra passes the
-extra keys to the constructor) or ``FORGE_*`` environment variables:
+batch). veRL's agent-loop worker builds one instance per sample with ``hydra.utils.instantiate``
+(``trainer_config``, ``server_manager``, ``tokenizer``, ``processor``, ``hf_model_type``,
+``dataset_cls``, ``data_config``, ``tools``, plus the YAML entry's own keys, ``name`` included)
+and awaits ``run(sampling_params, **row)``.
 
-- ``mode: replay`` (default): return the recorded sample the dataset row points at
-  (``extra_info.sample_id``, else ``index``) from ``batch_path`` — token for token as served.
-- ``mode: online``: register a rollout with the proxy, have the orchestrator run it, wait for
-  its result and return the assembled trajectory's final sample (see ``online.py``).
+- ``mode: replay`` (default): the recorded samples the dataset row points at, token for token.
+- ``mode: online``: a live harness run through the proxy, served by veRL's own servers.
+
+Under the V1 trainer (veRL's default; its worker passes ``session_id``) ``run`` returns every
+sample of the trajectory, the final one last; under the legacy trainer it returns the final
+sample and counts the others as left out. A trajectory that is not the policy's doing (an
+infrastructure error, an unfinished rollout) or whose final sample does not fit veRL's lengths
+returns ``[]``: V1 stores nothing for that session and GRPO compares the group's other sessions.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import uuid
 from typing import Any, Optional
 
-from ._verl import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 from .batch import Batch
-from .online import OnlineClient, final_sample
+from .images import BlobDir, inline_images
+from .online import OnlineClient, OnlineError, sampling_of, server_upstreams
+from .samples import Limits, trajectory_outputs
+from .verl_api import AgentLoopBase, AgentLoopOutput, register
+
+logger = logging.getLogger(__name__)
 
 _batches: dict[str, Batch] = {}
+_blob_dirs: dict[str, BlobDir] = {}
+
+#: Process-wide counts of what the loop left out (one agent-loop worker process each).
+COUNTERS: dict[str, int] = {}
+
+#: Rollout statuses whose trajectory is left out of the loss (not the policy's failure).
+MASKED_STATUSES = frozenset({"infra_error", "unfinished"})
 
 
 def _batch(path: str) -> Batch:
@@ -29,52 +48,23 @@ def _batch(path: str) -> Batch:
     return _batches[path]
 
 
+def _blob_dir(path: str) -> BlobDir:
+    if path not in _blob_dirs:
+        _blob_dirs[path] = BlobDir(path)
+    return _blob_dirs[path]
+
+
+def _count(key: str, n: int = 1) -> None:
+    COUNTERS[key] = COUNTERS.get(key, 0) + n
+
+
 def _config_get(config: Any, dotted: str) -> Optional[Any]:
     node = config
     for part in dotted.split("."):
         if node is None:
             return None
-        node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
+        node = node.get(part) if hasattr(node, "get") else getattr(node, part, None)
     return node
-
-
-def sample_output(sample: dict, response_length: Optional[int] = None, prompt_length: Optional[int] = None) -> AgentLoopOutput:
-    """An AgentLoopOutput from an exported row or a trajectory sample (same token fields).
-
-    Responses longer than veRL's ``rollout.response_length`` are cut (mask and logprobs with
-    them) and flagged in ``extra_fields``; a prompt longer than ``rollout.prompt_length`` is an
-    error, since cutting it would train on a context the policy never saw.
-    """
-    prompt_ids = [int(t) for t in sample["prompt_ids"]]
-    response_ids = [int(t) for t in sample["response_ids"]]
-    response_mask = [int(m) for m in sample["response_mask"]]
-    logprobs = [float(x) for x in sample["response_logprobs"]]
-    sample_id = sample.get("sample_id") or (sample.get("extra_info") or {}).get("sample_id")
-    if not (len(response_ids) == len(response_mask) == len(logprobs)):
-        raise ValueError(f"sample {sample_id}: response_ids/response_mask/response_logprobs lengths differ")
-    if prompt_length is not None and len(prompt_ids) > prompt_length:
-        raise ValueError(
-            f"sample {sample_id}: prompt has {len(prompt_ids)} tokens, more than "
-            f"actor_rollout_ref.rollout.prompt_length={prompt_length}; raise it (and data.max_prompt_length)"
-        )
-    truncated = response_length is not None and len(response_ids) > response_length
-    if truncated:
-        response_ids, response_mask, logprobs = response_ids[:response_length], response_mask[:response_length], logprobs[:response_length]
-    extra = sample.get("extra_info") or {}
-    return AgentLoopOutput(
-        prompt_ids=prompt_ids,
-        response_ids=response_ids,
-        response_mask=response_mask,
-        response_logprobs=logprobs,
-        reward_score=float(sample["reward"]),
-        num_turns=int(sample.get("num_turns", 0)),
-        metrics=AgentLoopMetrics(),
-        extra_fields={
-            "forge_sample_id": sample_id,
-            "forge_rollout_id": sample.get("rollout_id") or extra.get("rollout_id"),
-            "forge_truncated": bool(truncated),
-        },
-    )
 
 
 @register("forge_agent")
@@ -87,25 +77,33 @@ class ForgeAgentLoop(AgentLoopBase):
         server_manager: Any,
         tokenizer: Any,
         processor: Any,
+        dataset_cls: Any,
+        data_config: Any,
+        hf_model_type: Optional[str] = None,
         mode: Optional[str] = None,
         batch_path: Optional[str] = None,
         proxy_url: Optional[str] = None,
         admin_token_env: str = "FORGE_ADMIN_TOKEN",
         orchestrator_command: Optional[list] = None,
         orchestrator_url: Optional[str] = None,
+        upstreams: Optional[list] = None,
         experiment: Optional[str] = None,
         poll_interval_s: float = 1.0,
         timeout_s: float = 3600.0,
         **kwargs: Any,
     ) -> None:
-        super().__init__(trainer_config, server_manager, tokenizer, processor, **kwargs)
+        super().__init__(trainer_config, server_manager, tokenizer, processor, dataset_cls, data_config, hf_model_type=hf_model_type, **kwargs)
         self.mode = mode or os.environ.get("FORGE_MODE", "replay")
         if self.mode not in ("replay", "online"):
             raise ValueError(f"forge_agent: mode must be replay or online, got {self.mode!r}")
         self.batch_path = batch_path or os.environ.get("FORGE_BATCH")
-        self.response_length = _config_get(self.config, "actor_rollout_ref.rollout.response_length")
-        self.prompt_length = _config_get(self.config, "actor_rollout_ref.rollout.prompt_length")
+        self.limits = Limits(
+            prompt_length=_config_get(self.config, "actor_rollout_ref.rollout.prompt_length"),
+            response_length=_config_get(self.config, "actor_rollout_ref.rollout.response_length"),
+        )
         self.experiment = experiment or os.environ.get("FORGE_EXPERIMENT", "verl")
+        # Fixed server URLs instead of veRL's own (a colocated vLLM outside veRL); default: ask veRL.
+        self.upstreams = list(upstreams) if upstreams else None
         if self.mode == "replay" and not self.batch_path:
             raise ValueError("forge_agent replay mode needs batch_path (agent loop YAML) or FORGE_BATCH: the `forge export --format verl` parquet")
         self.online: Optional[OnlineClient] = None
@@ -125,18 +123,75 @@ class ForgeAgentLoop(AgentLoopBase):
                 timeout_s=timeout_s,
             )
 
-    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput] | AgentLoopOutput:
+        several = "session_id" in kwargs  # the V1 worker numbers the n runs of a row; v0 does not
         if self.mode == "replay":
-            row = _batch(self.batch_path).lookup(kwargs)  # type: ignore[arg-type]
-            return sample_output(row, self.response_length, self.prompt_length)
+            outputs = self._replay(kwargs, several)
+        else:
+            outputs = await self._online(sampling_params, kwargs, several)
+        if several:
+            return outputs
+        if not outputs:
+            # The legacy trainer takes exactly one output per row and cannot drop one: a
+            # left-out trajectory stops the step there (docs/verl.md, "Legacy trainer").
+            raise RuntimeError("forge_agent: this trajectory is left out of the loss (see the log), which the legacy trainer (trainer.use_v1=False) cannot express; use veRL's default V1 trainer")
+        return outputs[0]
+
+    def _replay(self, kwargs: dict, several: bool) -> list[AgentLoopOutput]:
+        batch = _batch(self.batch_path)  # type: ignore[arg-type]
+        samples, _ = batch.lookup(kwargs)
+        status = str((samples[-1].get("extra_info") or {}).get("status") or "ok")
+        if status in MASKED_STATUSES:
+            logger.warning("forge_agent: rollout %s left out of the loss: status %s", samples[-1].get("rollout_id"), status)
+            _count("masked_trajectories")
+            return []
+        reward = float(samples[-1]["reward"])
+        blobs = _blob_dir(batch.blob_dir)
+        return trajectory_outputs(samples, reward=reward, limits=self.limits, several=several, images_of=lambda s: blobs.images(s.get("image_refs")), counters=COUNTERS)
+
+    async def _server_upstreams(self) -> list[str]:
+        if self.upstreams:
+            return server_upstreams(self.upstreams)
+        balancer = getattr(self.server_manager, "_load_balancer", None)
+        if balancer is None:
+            raise OnlineError("online mode: veRL's server manager has no load balancer to ask for its servers; set `upstreams` in the agent-loop YAML")
+        # veRL 0.9.1: GlobalRequestLoadBalancer keyed by each replica's "ip:port" (router.py).
+        addresses = await balancer.get_all_servers.remote()
+        if not addresses:
+            raise OnlineError("online mode: veRL reports no inference server")
+        return server_upstreams(list(addresses))
+
+    async def _online(self, sampling_params: dict, kwargs: dict, several: bool) -> list[AgentLoopOutput]:
         extra = kwargs.get("extra_info") or {}
-        spec = {
+        # In sync mode the servers hold the weights of the previous step when a step dispatches.
+        global_steps = int(kwargs.get("global_steps", 1))
+        spec: dict[str, Any] = {
             "experiment": extra.get("experiment") or self.experiment,
-            "task_id": extra.get("task_id") or kwargs.get("task_id") or str(kwargs.get("index", "")),
-            "labels": {"source": "verl", "data_source": str(kwargs.get("data_source", ""))},
+            "task_id": str(extra.get("task_id") or kwargs.get("task_id") or kwargs.get("index", "")),
+            "group": str(kwargs.get("uid") or extra.get("group") or uuid.uuid4()),
+            "labels": {"source": "verl", "data_source": str(kwargs.get("data_source", "")), "verl.global_steps": str(global_steps)},
+            "upstreams": await self._server_upstreams(),
+            "policy_version": max(global_steps - 1, 0),
+            "sampling": sampling_of(sampling_params),
         }
-        if extra.get("group"):
-            spec["group"] = extra["group"]
+        if "session_id" in kwargs:
+            spec["labels"]["verl.session_id"] = str(kwargs["session_id"])
         assert self.online is not None
         trajectory = await self.online.run_rollout(spec)
-        return sample_output(final_sample(trajectory), self.response_length, self.prompt_length)
+        status = str(trajectory.get("status") or "unfinished")
+        samples = list(trajectory.get("samples") or [])
+        if status in MASKED_STATUSES or not trajectory.get("valid", status == "ok") or not samples:
+            # Not the policy's doing (a lost sandbox, an unfinished run): masked, not scored.
+            logger.warning("forge_agent: rollout %s left out of the loss: status %s (%s)", trajectory.get("rollout_id"), status, trajectory.get("excluded") or "no sample")
+            _count("masked_trajectories")
+            return []
+        samples.sort(key=lambda s: (bool(s.get("is_final")), int(s.get("sample_index", 0))))
+        blobs = trajectory.get("blobs") or {}
+        return trajectory_outputs(
+            samples,
+            reward=float(trajectory.get("reward", samples[-1].get("reward", 0.0))),
+            limits=self.limits,
+            several=several,
+            images_of=lambda s: inline_images(s.get("image_refs"), blobs),
+            counters=COUNTERS,
+        )

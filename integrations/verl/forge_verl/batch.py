@@ -1,15 +1,11 @@
-"""Reading a ``forge export --format verl`` batch.
-
-The parquet is read with pyarrow when it is installed (it is wherever veRL is); otherwise the
-JSONL sidecar ``forge export`` writes beside it (same rows, same order) is read with the
-standard library, so tests need nothing else.
-"""
+"""Reading a ``forge export --format verl`` batch (the per-sample parquet) and finding the
+samples a veRL dataset row stands for."""
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 
 def _sidecar(path: str) -> str:
@@ -17,7 +13,8 @@ def _sidecar(path: str) -> str:
 
 
 def read_rows(path: str) -> Iterator[dict]:
-    """Rows of an exported batch, in file order.
+    """Rows of an exported batch, in file order: the parquet through pyarrow (veRL depends on
+    it), or a ``.jsonl`` export / sidecar with the standard library.
 
     Example::
 
@@ -25,19 +22,10 @@ def read_rows(path: str) -> Iterator[dict]:
             print(row["sample_id"], len(row["response_ids"]))
     """
     if path.endswith(".parquet"):
-        try:
-            import pyarrow.parquet as pq  # type: ignore[import-not-found]
-        except ImportError:
-            sidecar = _sidecar(path)
-            if not os.path.exists(sidecar):
-                raise FileNotFoundError(
-                    f"{path}: pyarrow is not installed and the JSONL sidecar {sidecar} is missing; "
-                    "install pyarrow or re-run `forge export` (it writes the sidecar)"
-                )
-            path = sidecar
-        else:
-            yield from pq.read_table(path).to_pylist()
-            return
+        import pyarrow.parquet as pq  # type: ignore[import-not-found]
+
+        yield from pq.read_table(path).to_pylist()
+        return
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if line.strip():
@@ -47,27 +35,39 @@ def read_rows(path: str) -> Iterator[dict]:
                     raise ValueError(f"{path}:{number}: not a JSON row ({error.msg})") from error
 
 
+def blob_dir_of(path: str) -> str:
+    """Where ``forge export`` writes the images a batch refers to: ``<batch>.blobs/<sha256>``."""
+    base = path[: -len(".parquet")] if path.endswith(".parquet") else path[: -len(".jsonl")] if path.endswith(".jsonl") else path
+    return base + ".blobs"
+
+
 class Batch:
-    """An exported batch held in memory, looked up by row index, sample id or group (uid).
+    """An exported batch held in memory: rows by ``extra_info.index``, by sample id, and each
+    rollout's samples in order (the final one last).
 
     Example::
 
         batch = Batch.load("data/exports/batch-verl.parquet")
-        row = batch.by_index(0)
+        samples = batch.rollout_samples(batch.rows[0]["rollout_id"])
     """
 
     def __init__(self, rows: list[dict], path: str = "<rows>") -> None:
         self.path = path
         self.rows = rows
+        self.blob_dir = blob_dir_of(path)
         self._by_sample = {row["sample_id"]: row for row in rows}
         self._by_index = {int(row["extra_info"]["index"]): row for row in rows}
-        self._claims: dict[str, int] = {}
-        self.groups: dict[str, list[dict]] = {}
+        self._by_rollout: dict[str, list[dict]] = {}
         for row in rows:
-            self.groups.setdefault(row["uid"], []).append(row)
+            self._by_rollout.setdefault(row["rollout_id"], []).append(row)
+        for samples in self._by_rollout.values():
+            samples.sort(key=lambda r: (bool(r["extra_info"].get("is_final")), int(r["extra_info"].get("sample_index", 0))))
+        self._claims: dict[str, int] = {}
 
     @classmethod
     def load(cls, path: str) -> "Batch":
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no exported batch here (batch_path in the agent-loop YAML, or FORGE_BATCH); run `forge export --format verl --out {path}`")
         return cls(list(read_rows(path)), path)
 
     def __len__(self) -> int:
@@ -84,27 +84,50 @@ class Batch:
             raise KeyError(f"{self.path}: no row with sample_id {sample_id!r}")
         return self._by_sample[sample_id]
 
-    def claim(self, group: str, sample_ids: list) -> dict:
-        """The next sample of a group row: veRL runs a row ``rollout.n`` times with the same
-        fields, so the k-th run of the row in this process gets its k-th sample (cycling)."""
+    def rollout_samples(self, rollout_id: str) -> list[dict]:
+        """Every exported sample of a rollout, in order, the final one (the reward's) last."""
+        if rollout_id not in self._by_rollout:
+            raise KeyError(f"{self.path}: no samples of rollout {rollout_id!r}")
+        return self._by_rollout[rollout_id]
+
+    def _claim(self, group: str, count: int) -> int:
         k = self._claims.get(group, 0)
         self._claims[group] = k + 1
-        return self.by_sample_id(str(sample_ids[k % len(sample_ids)]))
+        return k % count
 
-    def lookup(self, kwargs: dict) -> dict:
-        """The row a veRL dataset item refers to: the next of extra_info.sample_ids (a
-        ``--group-rows`` dataset), else extra_info.sample_id, else ``index`` (RLHFDataset copies
-        extra_info.index there)."""
+    def lookup(self, kwargs: dict) -> tuple[list[dict], Optional[str]]:
+        """The samples a veRL dataset item stands for, and the rollout they come from.
+
+        - A group row (``forge export --group-rows n``, ``extra_info.rollout_ids``): veRL runs it
+          ``rollout.n`` times; the V1 worker numbers the runs (``session_id``), so run i replays
+          rollout i, all of its samples. Without ``session_id`` (the legacy trainer) the k-th run
+          of the row in this process gets the k-th rollout.
+        - Older group rows naming ``extra_info.sample_ids`` only: the i-th sample id.
+        - A per-sample row (``extra_info.sample_id``, else ``index``): that one sample.
+        """
         extra = kwargs.get("extra_info") or {}
-        ids = extra.get("sample_ids") if isinstance(extra, dict) else None
-        if ids is not None and len(ids) > 0:
-            return self.claim(str(extra.get("group") or kwargs.get("uid") or ""), list(ids))
-        if isinstance(extra, dict) and extra.get("sample_id"):
-            return self.by_sample_id(str(extra["sample_id"]))
+        if not isinstance(extra, dict):
+            extra = {}
+        group = str(extra.get("group") or kwargs.get("uid") or "")
+        rollout_ids = extra.get("rollout_ids")
+        if rollout_ids is not None and len(rollout_ids) > 0:
+            ids = list(rollout_ids)
+            i = int(kwargs["session_id"]) % len(ids) if "session_id" in kwargs else self._claim(group, len(ids))
+            return list(self.rollout_samples(str(ids[i]))), str(ids[i])
+        sample_ids = extra.get("sample_ids")
+        if sample_ids is not None and len(sample_ids) > 0:
+            ids = list(sample_ids)
+            i = int(kwargs["session_id"]) % len(ids) if "session_id" in kwargs else self._claim(group, len(ids))
+            row = self.by_sample_id(str(ids[i]))
+            return [row], row["rollout_id"]
+        if extra.get("sample_id"):
+            row = self.by_sample_id(str(extra["sample_id"]))
+            return [row], row["rollout_id"]
         if kwargs.get("sample_id"):
-            return self.by_sample_id(str(kwargs["sample_id"]))
-        if "index" in kwargs:
-            return self.by_index(kwargs["index"])
-        if isinstance(extra, dict) and "index" in extra:
-            return self.by_index(extra["index"])
-        raise KeyError("the dataset item has neither extra_info.sample_id nor index: was the dataset a `forge export --format verl` batch?")
+            row = self.by_sample_id(str(kwargs["sample_id"]))
+            return [row], row["rollout_id"]
+        index = kwargs.get("index", extra.get("index"))
+        if index is not None:
+            row = self.by_index(index)
+            return [row], row["rollout_id"]
+        raise KeyError("the dataset item has neither extra_info.rollout_ids, extra_info.sample_id nor index: was the dataset written by `forge export --format verl`?")

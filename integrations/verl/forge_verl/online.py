@@ -1,13 +1,16 @@
-"""Online mode: one rollout run by the orchestrator through the recording proxy.
+"""Online mode: one rollout run by the orchestrator through the recording proxy, served by
+veRL's own inference servers.
 
-1. ``POST {proxy}/control/rollouts`` (admin token) registers the rollout and returns its
-   per-rollout API key and base URLs (docs/contracts.md).
-2. The orchestrator runs the harness against those URLs: either a command (argv template with
+1. ``POST {proxy}/control/rollouts`` (admin token) registers the rollout with
+   ``upstreams`` (veRL's server addresses: every call of this rollout goes there, not to the
+   proxy's own upstreams), ``policy_version`` (the version of the weights those servers hold:
+   the calls are recorded with it) and ``sampling`` (veRL's temperature / top_p / top_k: the
+   proxy sets them on every call of the rollout, whatever the harness asked for).
+2. The orchestrator runs the harness against the returned URLs: a command (argv template with
    ``{rollout_id} {task_id} {api_key} {openai_base_url} {anthropic_base_url} {proxy_url}``
    placeholders, also passed as ``FORGE_*`` environment variables) or an HTTP hook that receives
    the registration as JSON and returns once it has accepted the run.
-3. ``GET {proxy}/control/rollouts/{id}`` is polled until the rollout has a result (the executor
-   reported the verifier's reward with ``/finish``).
+3. ``GET {proxy}/control/rollouts/{id}`` is polled until the rollout has a result.
 4. ``GET {proxy}/control/rollouts/{id}/trajectory`` gives the assembled samples.
 """
 
@@ -43,13 +46,38 @@ def _request(method: str, url: str, token: Optional[str], body: Optional[dict] =
         raise OnlineError(f"{method} {url}: {error.reason}") from error
 
 
+def server_upstreams(addresses: list) -> list[str]:
+    """veRL's server addresses (``"ip:port"`` / ``"[v6]:port"``) as OpenAI base URLs.
+
+    Example::
+
+        server_upstreams(["10.0.0.5:41877"])  # ["http://10.0.0.5:41877/v1"]
+    """
+    out = []
+    for address in addresses:
+        address = str(address)
+        out.append(address.rstrip("/") if address.startswith(("http://", "https://")) else f"http://{address}/v1")
+    return out
+
+
+def sampling_of(sampling_params: dict) -> dict:
+    """The part of veRL's per-call ``sampling_params`` the proxy enforces on the harness's calls."""
+    out: dict[str, Any] = {}
+    for key in ("temperature", "top_p"):
+        if sampling_params.get(key) is not None:
+            out[key] = float(sampling_params[key])
+    if sampling_params.get("top_k") is not None:
+        out["top_k"] = int(sampling_params["top_k"])
+    return out
+
+
 class OnlineClient:
     """Runs rollouts through the proxy and an orchestrator hook.
 
     Example::
 
         client = OnlineClient("http://127.0.0.1:8080", admin_token="...", orchestrator_command=["bun", "run", "forge", "run-one", "{rollout_id}"])
-        trajectory = await client.run_rollout({"experiment": "demo", "task_id": "t1"})
+        trajectory = await client.run_rollout({"experiment": "demo", "task_id": "t1", "upstreams": ["http://10.0.0.5:41877/v1"], "policy_version": 3})
     """
 
     def __init__(
@@ -107,22 +135,10 @@ class OnlineClient:
             await asyncio.sleep(self.poll_interval_s)
 
     async def trajectory(self, rollout_id: str) -> dict:
-        return await self._call("GET", f"/control/rollouts/{rollout_id}/trajectory")
+        return await self._call("GET", f"/control/rollouts/{rollout_id}/trajectory?images=1")
 
     async def run_rollout(self, spec: dict) -> dict:
         registration = await self.register(spec)
         await self.start(registration, spec)
         await self.wait(registration["rollout_id"])
         return await self.trajectory(registration["rollout_id"])
-
-
-def final_sample(trajectory: dict) -> dict:
-    """The sample that carries the rollout reward (``is_final``), from a trajectory response."""
-    samples = trajectory.get("samples") or []
-    for sample in samples:
-        if sample.get("is_final"):
-            return sample
-    raise OnlineError(
-        f"rollout {trajectory.get('rollout_id')}: the trajectory has no usable sample "
-        f"(status {trajectory.get('status')}, broken calls: {trajectory.get('broken')})"
-    )

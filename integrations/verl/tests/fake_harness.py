@@ -1,7 +1,10 @@
-"""A stand-in harness for the online end-to-end test: two chat turns through the proxy with the
-rollout's key (the URLs and key come from the FORGE_* variables ForgeAgentLoop's orchestrator
-command gets), then the verifier's verdict via the control API. Standard library only."""
+"""A stand-in harness for the online tests: chat turns through the proxy with the rollout's key
+(URLs and key from the FORGE_* variables ForgeAgentLoop's orchestrator command gets), then the
+verifier's verdict through the control API. It asks for temperature 0.1 on purpose: the proxy
+must send veRL's sampling instead. With FORGE_TEST_INFRA_MARKER set, the first run to create
+that file reports an infrastructure error after its first call. Standard library only."""
 
+import hashlib
 import json
 import os
 import sys
@@ -12,30 +15,45 @@ def post(url, body, token):
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
     req.add_header("content-type", "application/json")
     req.add_header("authorization", f"Bearer {token}")
-    with urllib.request.urlopen(req, timeout=30) as resp:
+    with urllib.request.urlopen(req, timeout=60) as resp:
         return json.loads(resp.read())
 
 
+def first_to_claim(path):
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
 def main():
+    rollout_id = sys.argv[1]
     base = os.environ["FORGE_OPENAI_BASE_URL"]
     key = os.environ["FORGE_API_KEY"]
+    finish = f"{os.environ['FORGE_PROXY_URL']}/control/rollouts/{rollout_id}/finish"
+    admin = os.environ["FORGE_ADMIN_TOKEN"]
+    marker = os.environ.get("FORGE_TEST_INFRA_MARKER")
     messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Create hello.txt"}]
     tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]
-    for _ in range(3):
-        answer = post(f"{base}/chat/completions", {"model": "qwen3", "messages": messages, "tools": tools}, key)
+    for turn in range(3):
+        answer = post(f"{base}/chat/completions", {"model": "qwen3", "messages": messages, "tools": tools, "temperature": 0.1}, key)
+        if turn == 0 and marker and first_to_claim(marker):
+            post(finish, {"reward": 0, "status": "infra_error", "error": "sandbox lost (test)"}, admin)
+            return
         m = answer["choices"][0]["message"]
-        turn = {"role": "assistant", "content": m.get("content") or ""}
+        entry = {"role": "assistant", "content": m.get("content") or ""}
         if m.get("tool_calls"):
-            turn["tool_calls"] = m["tool_calls"]
+            entry["tool_calls"] = m["tool_calls"]
         if m.get("reasoning_content"):
-            turn["reasoning_content"] = m["reasoning_content"]
-        messages.append(turn)
+            entry["reasoning_content"] = m["reasoning_content"]
+        messages.append(entry)
         if not m.get("tool_calls"):
             break
         for tc in m["tool_calls"]:
             messages.append({"role": "tool", "tool_call_id": tc["id"], "content": "ok"})
-    rollout_id = sys.argv[1]
-    post(f"{os.environ['FORGE_PROXY_URL']}/control/rollouts/{rollout_id}/finish", {"reward": 1, "status": "ok"}, os.environ["FORGE_ADMIN_TOKEN"])
+    reward = hashlib.sha256(rollout_id.encode()).digest()[0] % 2
+    post(finish, {"reward": reward, "status": "ok" if reward else "failed"}, admin)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,86 @@
+"""The loop's own rules, on hand-made samples (veRL 0.9.1's AgentLoopOutput)."""
+
+from __future__ import annotations
+
+import base64
+import unittest
+
+from forge_verl import Batch, Limits, sample_output, sampling_of, select_samples, server_upstreams, trajectory_outputs
+from forge_verl.images import image_from_bytes
+
+from tests import verl_harness as vh
+
+
+def sample(sid: str, prompt: int, response: int, final: bool = False, versions=(2,)) -> dict:
+    return {
+        "sample_id": sid,
+        "rollout_id": sid.split("#")[0],
+        "prompt_ids": list(range(prompt)),
+        "response_ids": list(range(response)),
+        "response_mask": [1] * response,
+        "response_logprobs": [-0.5] * response,
+        "reward": 1.0,
+        "num_turns": 2,
+        "policy_versions": list(versions),
+        "extra_info": {"index": 0, "is_final": final, "sample_index": int(sid.split("#")[1])},
+    }
+
+
+class Rules(unittest.TestCase):
+    def test_several_outputs_final_last_reward_and_versions(self):
+        outs = trajectory_outputs([sample("r#0", 3, 2, versions=(1, 2)), sample("r#1", 3, 4, True)], reward=0.5, limits=Limits(8, 8), several=True, images_of=lambda s: None)
+        self.assertEqual([o.extra_fields["forge_sample_id"] for o in outs], ["r#0", "r#1"])
+        self.assertEqual([o.reward_score for o in outs], [0.0, 0.5])
+        self.assertEqual((outs[0].extra_fields["min_global_steps"], outs[0].extra_fields["max_global_steps"]), (1, 2))
+        self.assertEqual(outs[1].extra_fields["reward_extra_info"], {})
+        self.assertNotIn("reward_extra_info", outs[0].extra_fields)
+        self.assertEqual(set(outs[0].as_dict()) >= {"prompts", "responses", "rm_scores", "rollout_log_probs", "num_turns"}, True)
+        vh.checked("loop rules", 5)
+
+    def test_legacy_trainer_gets_the_final_sample_and_a_count(self):
+        sel = select_samples([sample("r#0", 3, 2), sample("r#1", 3, 4, True)], Limits(), several=False)
+        self.assertEqual(([s["sample_id"] for s in sel.samples], sel.left_out), (["r#1"], 1))
+        vh.checked("loop rules")
+
+    def test_overlong(self):
+        limits = Limits(prompt_length=4, response_length=3)
+        sel = select_samples([sample("r#0", 3, 9), sample("r#1", 3, 3, True)], limits, several=True)
+        self.assertEqual(([s["sample_id"] for s in sel.samples], sel.overlong, sel.dropped), (["r#1"], 1, None))
+        sel = select_samples([sample("r#0", 3, 1), sample("r#1", 5, 1, True)], limits, several=True)
+        self.assertEqual((sel.samples, sel.overlong), ([], 2))
+        self.assertIn("rollout.prompt_length=4", sel.dropped)
+        vh.checked("loop rules", 2)
+
+    def test_bad_samples_name_themselves(self):
+        bad = sample("r#0", 3, 2, True)
+        bad["response_mask"] = [1]
+        with self.assertRaisesRegex(ValueError, "r#0: response_ids/response_mask/response_logprobs lengths differ"):
+            sample_output(bad, final=True, reward=1)
+        with self.assertRaisesRegex(ValueError, "no response token"):
+            sample_output(sample("r#1", 3, 0, True), final=True, reward=1)
+        with self.assertRaisesRegex(ValueError, "hash to"):
+            image_from_bytes(base64.b64decode("aGk="), "0" * 64)
+        vh.checked("loop rules", 3)
+
+    def test_server_addresses_and_sampling(self):
+        self.assertEqual(server_upstreams(["10.0.0.5:41877", "[::1]:8000", "http://h:1/v1"]), ["http://10.0.0.5:41877/v1", "http://[::1]:8000/v1", "http://h:1/v1"])
+        self.assertEqual(sampling_of({"temperature": 1, "top_p": 0.9, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}), {"temperature": 1.0, "top_p": 0.9, "top_k": -1})
+        vh.checked("loop rules", 2)
+
+    def test_lookup(self):
+        rows = [sample("a#0", 2, 1, True), sample("b#0", 2, 1), sample("b#1", 2, 1, True)]
+        for i, r in enumerate(rows):
+            r["extra_info"]["index"] = i
+        batch = Batch(rows)
+        samples, rid = batch.lookup({"session_id": 1, "extra_info": {"rollout_ids": ["a", "b"]}})
+        self.assertEqual((rid, [s["sample_id"] for s in samples]), ("b", ["b#0", "b#1"]))
+        self.assertEqual(batch.lookup({"index": 0})[1], "a")
+        with self.assertRaisesRegex(KeyError, "no samples of rollout 'zz'"):
+            batch.lookup({"session_id": 0, "extra_info": {"rollout_ids": ["zz"]}})
+        with self.assertRaisesRegex(KeyError, "neither"):
+            batch.lookup({})
+        vh.checked("loop rules", 4)
+
+
+if __name__ == "__main__":
+    unittest.main()
