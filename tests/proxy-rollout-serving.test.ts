@@ -78,10 +78,10 @@ test("the trajectory route with ?images=1 names each sample's images in order an
     messages: [{ role: "user", content: [{ type: "text", text: "same?" }, { type: "image_url", image_url: { url } }, { type: "image_url", image_url: { url } }] }],
   });
   expect((await h.control(`/control/rollouts/${r.rollout_id}/finish`, { reward: 1, status: "ok" })).status).toBe(200);
-  const t = await (await h.control(`/control/rollouts/${r.rollout_id}/trajectory?images=1`, undefined, "GET")).json();
+  const t = (await (await h.control(`/control/rollouts/${r.rollout_id}/trajectory?images=1`, undefined, "GET")).json()) as any;
   const sha = new Bun.CryptoHasher("sha256").update(Buffer.from(red, "base64")).digest("hex");
   expect(t.samples[0].image_refs).toEqual([sha, sha]);
   expect(t.blobs[sha]).toEqual({ media_type: "image/png", data: red });
-  const plain = await (await h.control(`/control/rollouts/${r.rollout_id}/trajectory`, undefined, "GET")).json();
+  const plain = (await (await h.control(`/control/rollouts/${r.rollout_id}/trajectory`, undefined, "GET")).json()) as any;
   expect(plain.blobs).toBeUndefined();
 });

@@ -150,7 +150,7 @@ describe("forge export", () => {
     expect(m.length_filter).toEqual({ max_prompt_length: null, max_response_length: 4, samples_dropped: 2, rollouts_dropped: 1 });
     expect(m.rollouts.excluded.overlong).toBe(1);
     const rows = await query(`SELECT sample_id, len(response_ids) AS n FROM read_parquet('${out4}') ORDER BY sample_id`);
-    expect(rows.map((r: { sample_id: string }) => r.sample_id)).toEqual(["b#1", "d#0"]);
+    expect(rows.map((r) => r.sample_id)).toEqual(["b#1", "d#0"]);
     await expect(exportCommand(["--data", dir, "--out", out4, "--max-prompt-length", "0"])).rejects.toThrow("--max-prompt-length must be at least 1");
   });
 
