@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { groupDatasetPath, manifestPath, type ExportManifest } from "../trajectories/index.ts";
+import { exportTrajectories, groupDatasetPath, manifestPath, type ExportManifest } from "../trajectories/index.ts";
+import { scenarioRecords } from "../trajectories/testing.ts";
 import { summarizeResults } from "../workflows/argo/pod.ts";
 
 const ROOT = join(import.meta.dir, "..");
@@ -181,14 +182,26 @@ describe("rollout pod steps", () => {
 
 // Weight sync against real engine stand-ins: tests/engines-weight-sync.test.ts.
 describe("report and veRL config", () => {
-  test("verl-config copies the ForgeAgentLoop and points its replay at the iteration's batch", async () => {
-    const out = join(mkdtempSync(join(tmpdir(), "forge-verl-")), "verl");
-    const { code } = await step(["verl-config", "--out", out, "--batch", "/data/exports/w/iteration-1/batch.parquet", "--experiment-name", "argo-fixture"]);
+  /** A real export (scenario records: groups g1 and g2) with its group dataset, at `batch`. */
+  const exportScenario = async (batch: string) => {
+    async function* records() {
+      yield* scenarioRecords();
+    }
+    return exportTrajectories(records(), { format: "verl", out: batch, minGroupSize: 1, groupRows: 1 });
+  };
+
+  test("verl-config copies the ForgeAgentLoop, points its replay at the iteration's batch and writes the rows veRL trains on", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "forge-verl-"));
+    const batch = join(dir, "iteration-1", "batch.parquet");
+    await exportScenario(batch);
+    const out = join(dir, "verl");
+    const { code } = await step(["verl-config", "--out", out, "--batch", batch, "--experiment-name", "argo-fixture"]);
     expect(code).toBe(0);
     expect(readFileSync(join(out, "forge_verl", "agent_loop.py"), "utf8")).toContain('@register("forge_agent")');
     expect(parse(readFileSync(join(out, "agent_loop.yaml"), "utf8"))).toEqual([
-      { name: "forge_agent", _target_: "forge_verl.agent_loop.ForgeAgentLoop", mode: "replay", batch_path: "/data/exports/w/iteration-1/batch.parquet", experiment: "argo-fixture" },
+      { name: "forge_agent", _target_: "forge_verl.agent_loop.ForgeAgentLoop", mode: "replay", batch_path: batch, experiment: "argo-fixture" },
     ]);
+    expect(existsSync(join(out, "dataset.parquet"))).toBe(true);
   });
 
   test("verl-config checks the group dataset holds a full training batch (named groups, the fix)", async () => {
@@ -210,9 +223,14 @@ describe("report and veRL config", () => {
     expect(short.stderr).toContain("1 group rows, fewer than data.train_batch_size=2");
     expect(short.stderr).toContain("1 groups had fewer than 4 samples");
     expect(short.stderr).toContain("data.train_batch_size=1");
-    writeFileSync(manifestPath(batch), JSON.stringify(manifest(2)));
-    expect((await step(args)).code).toBe(0);
+    // a real export of two groups: a batch of 2 takes both rows, a batch of 1 the first only
+    await exportScenario(batch);
+    const ok = await step(args);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain("veRL dataset: 2 group rows");
     expect(parse(readFileSync(join(out, "agent_loop.yaml"), "utf8"))[0].batch_path).toBe(batch);
+    const one = await step(args.map((a) => (a === "2" ? "1" : a)));
+    expect(one.stdout).toContain("veRL dataset: 1 group rows");
   });
 
   test("the pass rate leaves infra errors out; items may be JSON strings (as Argo aggregates them)", () => {

@@ -185,8 +185,10 @@ describe("forge render", () => {
     // its k samples), each row run rollout.n = k times; the replay reads the per-sample batch.
     const groups = "/data/exports/{{workflow.name}}/iteration-1/batch.groups/dataset.parquet";
     expect(groups).toBe(groupDatasetPath("/data/exports/{{workflow.name}}/iteration-1/batch.parquet"));
-    expect(args).toContain(`data.train_files=${groups}`);
-    expect(args).toContain(`data.val_files=${groups}`);
+    // ...through the train step's init container, which copies its first train_batch_size rows
+    // beside the agent-loop config (rows == train_batch_size: one veRL step per iteration)
+    expect(args).toContain("data.train_files=/forge/verl/dataset.parquet");
+    expect(args).toContain("data.val_files=/forge/verl/dataset.parquet");
     expect(args.filter((a) => a.includes("batch.parquet"))).toEqual([]);
     expect(args).toContain("actor_rollout_ref.rollout.n=4");
     for (const flag of [

@@ -474,6 +474,29 @@ function moveReferencedBlobs(scratch: string, dir: string, referenced: Set<strin
   }
 }
 
+/**
+ * The first `rows` rows of a group dataset (by `extra_info.index`) as a parquet file: what one
+ * veRL step trains on, exactly `data.train_batch_size` rows (see docs/verl.md, "Argo").
+ * Returns the rows written; fewer than `rows` when the dataset is shorter.
+ *
+ * @example
+ * await firstGroupRows("exports/batch.groups/dataset.parquet", 16, "/forge/verl/dataset.parquet") // 16
+ */
+export async function firstGroupRows(groupDataset: string, rows: number | undefined, out: string): Promise<number> {
+  const instance = await DuckDBInstance.create(":memory:");
+  const connection = await instance.connect();
+  try {
+    const limit = rows === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(rows))}`;
+    const select = `SELECT * FROM read_parquet(${sqlString(groupDataset)}) ORDER BY extra_info."index"${limit}`;
+    await connection.run(`COPY (${select}) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`);
+    const count = await connection.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlString(out)})`);
+    return Number(count.getRowObjects()[0]!.n);
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
+
 async function jsonlToParquet(jsonl: string, out: string, columns: readonly (readonly [string, string])[]): Promise<void> {
   const instance = await DuckDBInstance.create(":memory:");
   const connection = await instance.connect();

@@ -9,7 +9,7 @@ export type { CollectedRollout, CollectStats } from "./resolve.ts";
 export { commonPrefix, matchWithStrippedThink } from "./align.ts";
 export { requestMessages, responseMessage } from "./messages.ts";
 export type { ChatMessage, ToolCall } from "./messages.ts";
-export { exportTrajectories, groupDatasetPath, manifestPath, sidecarPath } from "./export.ts";
+export { exportTrajectories, firstGroupRows, groupDatasetPath, manifestPath, sidecarPath } from "./export.ts";
 export type { ExportFormat, ExportManifest, ExportOptions } from "./export.ts";
 export { trajectoryOf, trajectoryWithImages } from "./trajectory-of.ts";
 export type { TrajectoryWithImages } from "./trajectory-of.ts";

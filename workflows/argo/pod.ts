@@ -143,10 +143,15 @@ export async function syncStep(options: Omit<SyncStepOptions, "control" | "kubeC
  * must hold at least that many rows, or veRL (drop_last) stops with "Train dataloader is empty!"
  * after minutes of start-up; this says which groups went missing instead.
  */
-export function verlConfigStep(options: { source: string; out: string; batch: string; experimentName: string; trainBatchSize?: number }) {
+export async function verlConfigStep(options: { source: string; out: string; batch: string; experimentName: string; trainBatchSize?: number }) {
   if (options.trainBatchSize !== undefined) checkGroupDataset(options.batch, options.trainBatchSize);
   mkdirSync(options.out, { recursive: true });
   cpSync(options.source, options.out, { recursive: true });
+  // Exactly one batch of rows (VERL_DATASET): veRL's steps_per_epoch is then 1 and the
+  // dataloader state it saves ends an epoch, so the next iteration reads its whole dataset.
+  const { firstGroupRows, groupDatasetPath } = await import("../../trajectories/index.ts");
+  const rows = await firstGroupRows(groupDatasetPath(options.batch), options.trainBatchSize, join(options.out, "dataset.parquet"));
+  console.log(`veRL dataset: ${rows} group rows`);
   const config = [{ name: "forge_agent", _target_: "forge_verl.agent_loop.ForgeAgentLoop", mode: "replay", batch_path: options.batch, experiment: options.experimentName }];
   writeFileSync(join(options.out, "agent_loop.yaml"), stringify(config));
   console.log(`veRL agent loop: replay ${options.batch}`);

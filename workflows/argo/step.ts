@@ -222,7 +222,7 @@ export async function runStep(argv: string[]): Promise<number> {
         });
         return 0;
       case "verl-config":
-        verlConfigStep({
+        await verlConfigStep({
           source: join(import.meta.dir, "..", "..", "integrations", "verl"),
           out: need(values, "out"),
           batch: need(values, "batch"),

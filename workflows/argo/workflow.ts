@@ -64,6 +64,8 @@ const ADV_ESTIMATOR: Record<Experiment["spec"]["training"]["algorithm"], string>
 /** Where the train step's init container writes the agent-loop config (and the ForgeAgentLoop package). */
 const VERL_DIR = "/forge/verl";
 const AGENT_LOOP_CONFIG = `${VERL_DIR}/agent_loop.yaml`;
+/** The rows one step trains on: the first train_batch_size rows of the group dataset (verl-config writes it). */
+const VERL_DATASET = `${VERL_DIR}/dataset.parquet`;
 
 const STEP_SCRIPT = `${FORGE_APP_DIR}/workflows/argo/step.ts`;
 const param = (name: string) => `{{inputs.parameters.${name}}}`;
@@ -119,7 +121,6 @@ export function overrideValue(overrides: string[], key: string): string | undefi
 export function verlCommand(experiment: Experiment, iteration: number, options: VerlOptions = {}): string[] {
   const { training, policy, rollouts } = experiment.spec;
   const { overrides } = training;
-  const groups = verlGroupDatasetPath(iteration);
   const { promptLength, responseLength } = verlLengths(experiment);
   const batchSize = overrideValue(overrides, "data.train_batch_size") ?? options.trainBatchSize ?? verlTrainBatchSize(experiment, options);
   // Dynamic batching packs sequences by tokens; one sequence must fit a GPU's budget.
@@ -128,8 +129,10 @@ export function verlCommand(experiment: Experiment, iteration: number, options: 
     `algorithm.adv_estimator=${ADV_ESTIMATOR[training.algorithm]}`,
     // One row per group (forge export --group-rows k), repeated k times by veRL: the k copies get
     // one uid, the GRPO group. The per-sample batch would make groups of one (docs/verl.md).
-    `data.train_files=${groups}`,
-    `data.val_files=${groups}`,
+    // The group dataset's first train_batch_size rows, copied there by the train step's init
+    // container once the admit step has fixed the batch: rows == train_batch_size.
+    `data.train_files=${VERL_DATASET}`,
+    `data.val_files=${VERL_DATASET}`,
     // The agent loop reads the row's chat (raw_prompt); the recorded prompt is checked by the
     // ForgeAgentLoop against rollout.prompt_length, so veRL need not tokenize-filter rows.
     "data.return_raw_chat=True",
