@@ -11,7 +11,8 @@
 - Overlong samples (``rollout.prompt_length`` / ``rollout.response_length``) are left out, not
   cut: cutting a prompt trains on a context the policy never saw, and cutting a response would
   move the reward onto a token the policy did not end on. A trajectory whose final sample is
-  overlong is left out whole. Both are counted.
+  overlong is left out whole. Both are counted. A sample with an empty response (an aborted
+  call) is left out the same way: veRL puts a reward on every output's last response token.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ class Limits:
     response_length: Optional[int] = None
 
     def problem(self, sample: dict) -> Optional[str]:
-        """Why a sample does not fit, or None."""
+        """Why a sample does not fit, or None. An empty response does not either: veRL puts
+        the reward on the last response token (``rm_scores[-1]``) of every output."""
         p, r = len(sample["prompt_ids"]), len(sample["response_ids"])
+        if r == 0:
+            return "the response is empty"
         if self.prompt_length is not None and p > self.prompt_length:
             return f"prompt has {p} tokens > rollout.prompt_length={self.prompt_length}"
         if self.response_length is not None and r > self.response_length:

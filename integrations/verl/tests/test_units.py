@@ -51,6 +51,26 @@ class Rules(unittest.TestCase):
         self.assertIn("rollout.prompt_length=4", sel.dropped)
         vh.checked("loop rules", 2)
 
+    def test_empty_responses_are_left_out(self):
+        sel = select_samples([sample("r#0", 3, 0), sample("r#1", 3, 2, True)], Limits(), several=True)
+        self.assertEqual(([s["sample_id"] for s in sel.samples], sel.overlong), (["r#1"], 1))
+        self.assertIn("empty", select_samples([sample("r#0", 3, 0, True)], Limits(), several=True).dropped)
+        vh.checked("loop rules", 2)
+
+    def test_inline_images_from_the_trajectory_route(self):
+        import hashlib
+
+        from forge_verl.images import inline_images
+
+        red = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+        sha = hashlib.sha256(base64.b64decode(red)).hexdigest()
+        images = inline_images([sha, sha], {sha: {"media_type": "image/png", "data": red}})
+        self.assertEqual([im.getpixel((0, 0)) for im in images], [(255, 0, 0), (255, 0, 0)])
+        self.assertIsNone(inline_images([], {}))
+        with self.assertRaisesRegex(ValueError, "not in the trajectory's blobs"):
+            inline_images(["f" * 64], {})
+        vh.checked("loop rules", 3)
+
     def test_bad_samples_name_themselves(self):
         bad = sample("r#0", 3, 2, True)
         bad["response_mask"] = [1]
