@@ -29,7 +29,7 @@ describe("restricted pods", () => {
   test("every workflow pod and container: non-root, no escalation, no capabilities, RuntimeDefault seccomp", () => {
     const objects = render();
     const list = pods(objects);
-    expect(list.map((p) => p.name).sort()).toEqual(["admit", "exit-handler", "export", "plan", "report", "rollout", "sync", "train-0", "train-1"]);
+    expect(list.map((p) => p.name).sort()).toEqual(["admit", "exit-handler", "export", "plan", "prune-checkpoints", "report", "rollout", "sync", "train-0", "train-1"]);
     const forgeImage = "ghcr.io/openforge/forge:0.1.0";
     for (const { name, pod, containers } of list) {
       expect({ name, ...pod.securityContext }).toEqual({ name, runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } });
