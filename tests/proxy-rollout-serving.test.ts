@@ -85,3 +85,25 @@ test("the trajectory route with ?images=1 names each sample's images in order an
   const plain = (await (await h.control(`/control/rollouts/${r.rollout_id}/trajectory`, undefined, "GET")).json()) as any;
   expect(plain.blobs).toBeUndefined();
 });
+
+test("the proxy's upstream key goes to its own upstreams only, never to a rollout's", async () => {
+  const seen: (string | null)[] = [];
+  const spy = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      seen.push(request.headers.get("authorization"));
+      // a relay to the simulator that notes what authorization it was sent
+      return fetch(new URL(new URL(request.url).pathname, own.url), { method: request.method, headers: { "content-type": "application/json" }, body: await request.arrayBuffer() });
+    },
+  });
+  const keyed = await startProxyHarness({ proxy: { upstreamApiKey: "sk-secret-upstream-key" } });
+  try {
+    const r = await keyed.register({ task_id: "t-key", upstreams: [`http://127.0.0.1:${spy.port}/v1`] });
+    await keyed.client(r).chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    expect(seen).toEqual([null]);
+  } finally {
+    await keyed.close();
+    spy.stop(true);
+  }
+});

@@ -60,7 +60,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     async send(rolloutId, path, body, method, clientSignal, extraHeaders, own) {
       // The rollout id lets an upstream tell rollouts apart (the policy simulator picks a
       // rollout's variant from it; vLLM ignores it); it is an id, not a secret.
-      const postHeaders = withExtra(headers, { ...extraHeaders, "x-forge-rollout": rolloutId });
+      // The proxy's upstream key is for its own upstreams, never sent to a rollout's own.
+      const postHeaders = withExtra(headers, { ...extraHeaders, "x-forge-rollout": rolloutId, ...(own?.length ? { authorization: "" } : {}) });
       const ranked = own?.length ? own : options.router.rank(rolloutId);
       let attempts = 0;
       let last: UpstreamFailure | undefined;
