@@ -105,7 +105,7 @@ describe("forge render", () => {
       "prune<train",
     ]);
     // checkpoints beyond training.keepCheckpoints (default 3) go after each step
-    expect(template(objects, "prune-checkpoints").container.args).toEqual(["prune-checkpoints", "--dir", "/data/checkpoints/{{workflow.name}}", "--keep", "3"]);
+    expect(template(objects, "prune-checkpoints").container.args).toEqual(["prune-checkpoints", "--dir", "/checkpoints/{{workflow.name}}", "--keep", "3"]);
     // The rollouts are indexed: no parameter carries the plan, the pods read it from the volume.
     const rollouts = iteration.dag.tasks[1];
     expect(rollouts.withSequence).toEqual({ count: "{{tasks.plan.outputs.parameters.rollout-count}}" });
