@@ -11,7 +11,7 @@ import { afterAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BlobSchema, create, RecordSchema, RolloutStatus, type Record as ForgeRecord } from "../schemas/index.ts";
+import { RolloutStatus, type Record as ForgeRecord } from "../schemas/index.ts";
 import { ExperimentSchema } from "../schemas/index.ts";
 import { openSegmentLog, readRecords } from "../records/index.ts";
 import { scratchDir } from "../records/testing.ts";
@@ -59,8 +59,6 @@ export function suiteRecords(): ForgeRecord[] {
   r4.call({ prompt: span(110, 6), completion: span(220, 3) });
   r4.finish(1);
   const image = (name: keyof typeof PNGS) => ({ type: "image_url", image_url: { url: `data:image/png;base64,${PNGS[name]}` } });
-  for (const name of ["red", "blue"] as const)
-    out.push(create(RecordSchema, { kind: { case: "blob", value: create(BlobSchema, { sha256: sha(PNGS[name]), mediaType: "image/png", data: Buffer.from(PNGS[name], "base64") }) } }));
   const r5 = rolloutRecords("r5", meta("g3"));
   r5.call({
     prompt: span(120, 8),

@@ -37,22 +37,21 @@ export type TrajectoryWithImages = Omit<RolloutTrajectory, "samples"> & {
 };
 
 /**
- * `trajectoryOf` plus the images of each sample (its last call's request, one ref per
- * occurrence) and those Blobs' bytes: what the veRL loop hands veRL as `multi_modal_data` in
- * online mode. `records` is called twice (a Blob may precede the rollout in the log).
+ * `trajectoryOf` plus the images of each sample (its last call's request, rebuilt through the
+ * rollout's content store: one ref per occurrence, in order) and their bytes: what the veRL loop
+ * hands veRL as `multi_modal_data` in online mode.
  *
  * @example
- * const t = await trajectoryWithImages(() => readRecords("data"), "r-42");
+ * const t = await trajectoryWithImages(readRecords("data"), "r-42");
  * t?.samples[0]!.image_refs; // ["3f…", "3f…"]
  */
 export async function trajectoryWithImages(
-  records: () => AsyncIterable<Record | { record: Record }> | Iterable<Record | { record: Record }>,
+  records: AsyncIterable<Record | { record: Record }> | Iterable<Record | { record: Record }>,
   rolloutId: string,
   options: AssembleOptions = {},
 ): Promise<TrajectoryWithImages | undefined> {
-  let found: TrajectoryWithImages | undefined;
   async function* only() {
-    for await (const item of records() as AsyncIterable<Record | { record: Record }>) {
+    for await (const item of records as AsyncIterable<Record | { record: Record }>) {
       const record = "kind" in item ? item : item.record;
       const v = record.kind.value as { rolloutId?: string } | undefined;
       if (v && "rolloutId" in v && v.rolloutId === rolloutId) yield record;
@@ -61,19 +60,23 @@ export async function trajectoryWithImages(
   for await (const c of collectRollouts(only())) {
     const t = assembleTrajectory(c.calls, c.rollout, c.result, withThinkDefaults(options));
     const byId = new Map(c.calls.map((r) => [r.call.callId, r.call]));
-    const samples = t.samples.map((s) => ({ ...s, image_refs: callImageRefs(byId.get(s.call_ids.at(-1)!)!).refs }));
-    found = { ...t, samples, blobs: {} };
-    break;
+    const blobs: TrajectoryWithImages["blobs"] = {};
+    const samples = t.samples.map((s) => {
+      const { refs, bytes } = callImageRefs(byId.get(s.call_ids.at(-1)!)!, c.content);
+      for (const [sha, data] of bytes) blobs[sha] ??= { media_type: mediaType(data), data: Buffer.from(data).toString("base64") };
+      return { ...s, image_refs: refs };
+    });
+    return { ...t, samples, blobs };
   }
-  if (!found) return undefined;
-  const wanted = new Set(found.samples.flatMap((s) => s.image_refs));
-  if (wanted.size > 0) {
-    for await (const item of records() as AsyncIterable<Record | { record: Record }>) {
-      const record = "kind" in item ? item : item.record;
-      if (record.kind.case === "blob" && wanted.has(record.kind.value.sha256)) {
-        found.blobs[record.kind.value.sha256] = { media_type: record.kind.value.mediaType, data: Buffer.from(record.kind.value.data).toString("base64") };
-      }
-    }
-  }
-  return found;
+  return undefined;
+}
+
+/** The image type its first bytes say (PNG, JPEG, GIF, WebP), else octet-stream. */
+function mediaType(data: Uint8Array): string {
+  const starts = (...b: number[]) => b.every((x, i) => data[i] === x);
+  if (starts(0x89, 0x50, 0x4e, 0x47)) return "image/png";
+  if (starts(0xff, 0xd8, 0xff)) return "image/jpeg";
+  if (starts(0x47, 0x49, 0x46)) return "image/gif";
+  if (starts(0x52, 0x49, 0x46, 0x46) && data[8] === 0x57 && data[9] === 0x45) return "image/webp";
+  return "application/octet-stream";
 }

@@ -181,7 +181,7 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     // on stderr (the proxy quarantined and reported it when it opened the log).
     // ?images=1: each sample's image refs and the Blobs' bytes (the veRL loop's multi_modal_data).
     const records = () => readRecords(log.dir, { skipCorrupt: true });
-    const trajectory = c.req.query("images") === "1" ? await trajectoryWithImages(records, id) : await trajectoryOf(records(), id);
+    const trajectory = c.req.query("images") === "1" ? await trajectoryWithImages(records(), id) : await trajectoryOf(records(), id);
     return c.json(trajectory ?? { rollout_id: id, samples: [] });
   });
 

@@ -4,7 +4,7 @@ call's request), one entry per occurrence. veRL's worker re-runs the HF processo
 rebuild ``pixel_values`` / ``image_grid_thw`` for the recorded image tokens; the bytes are the
 ones the harness sent, so the processor sizes them as the serving engine did.
 
-Sources: ``forge export`` writes each referenced Blob to ``<batch>.blobs/<sha256>`` (replay);
+Sources: ``forge export`` writes each referenced image to ``<batch>.blobs/<sha256>`` (replay);
 the proxy's trajectory route can inline them (online, ``?images=1``).
 """
 
