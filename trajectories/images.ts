@@ -76,9 +76,11 @@ export function bodyImageRefs(body: Json): { refs: string[]; urls: number; bytes
  */
 export function callImageRefs(call: ModelCall, content: ContentStore): { refs: string[]; urls: number; bytes: Map<string, Uint8Array> } {
   const none = { refs: [], urls: 0, bytes: new Map<string, Uint8Array>() };
-  if (call.blobRefs.length === 0) return none;
   try {
-    return bodyImageRefs(JSON.parse(decoder.decode(requestBodyOf(call, content))));
+    const text = decoder.decode(requestBodyOf(call, content));
+    // Most calls carry no image: skip parsing those (an image part names its type).
+    if (!text.includes("image")) return none;
+    return bodyImageRefs(JSON.parse(text));
   } catch {
     return none;
   }
