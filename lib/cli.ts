@@ -37,7 +37,27 @@ export function parseCommand<O extends NonNullable<ParseArgsConfig["options"]>>(
   try {
     return parseArgs({ args: argv, options: spec.options, allowPositionals: spec.allowPositionals ?? false, strict: true });
   } catch (error) {
-    throw new UsageError(`forge ${spec.name}: ${(error as Error).message}\n\n${spec.usage.trim()}`);
+    throw new UsageError(`forge ${spec.name}: ${argumentProblem(error as Error & { code?: string })}\n\n${spec.usage.trim()}`);
+  }
+}
+
+/**
+ * node:util parseArgs's errors in the words of this CLI: its raw text ("Unknown option
+ * '--x'. To specify a positional argument starting with a '-', place it at the end of the
+ * command after '--', as in ...") is written for the author of a program, not its user.
+ */
+function argumentProblem(error: Error & { code?: string }): string {
+  const option = /'(-[^' ]+)/.exec(error.message)?.[1];
+  const argument = /argument '([^']*)'/.exec(error.message)?.[1];
+  switch (error.code) {
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
+      return `unknown option ${option ?? error.message}`;
+    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
+      return /does not take an argument/.test(error.message) ? `option ${option} takes no value` : `option ${option} needs a value`;
+    case "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL":
+      return `unexpected argument "${argument ?? error.message}"`;
+    default:
+      return error.message;
   }
 }
 

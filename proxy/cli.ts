@@ -1,35 +1,58 @@
 /**
  * `forge proxy`: the recording proxy until Ctrl-C.
  */
+import { join } from "node:path";
 import { intFlag, parseCommand, untilSignal, UsageError } from "../lib/index.ts";
+import { evalInstructions, registerEvalRollout, type EvalRollout } from "./eval-rollout.ts";
 import { DEFAULTS } from "./options.ts";
 import { parseListen, startProxy } from "./server.ts";
+import { normalizeUpstream } from "./upstream/router.ts";
 
 const proxyUsage = `
 usage: forge proxy --upstream URL [--upstream URL ...] --data DIR [--listen HOST:PORT]
-                   [--mode train|eval] [--admin-token TOKEN] [--max-body-bytes N]
-                   [--group-commit-ms N] [--first-byte-timeout-ms N] [--idle-timeout-ms N]
-                   [--pause-bound-ms N] [--public-url URL] [--upstream-protocol chat|anthropic|responses]
-                   [--connection-idle-timeout-s N] [--max-connections N] [--max-stream-bytes N] [--json]
-                   [--engine vllm|sglang|auto]
+                   [--mode train|eval] [--upstream-protocol chat|anthropic|responses]
+                   [--engine vllm|sglang|auto] [--admin-token TOKEN] [--public-url URL] [--json] [limits...]
+       forge proxy --eval --upstream URL [--data DIR] [--rollout ID] [--upstream-protocol P]
 
-Serves the recording proxy: OpenAI Chat Completions and Completions at /r/ROLLOUT/v1/... (and
-/v1/... with a rollout's key), the control API at /control/..., /healthz and /metrics.
-Every model call is recorded token for token to DIR/log (docs/proxy.md).
+Serves the recording proxy. Harnesses call it at /r/ROLLOUT/v1/... (or /v1/... with a rollout's
+key) with any of four APIs: OpenAI Chat Completions (/v1/chat/completions), Completions
+(/v1/completions), Anthropic Messages (/v1/messages, with count_tokens) and OpenAI Responses
+(/v1/responses). The control API is at /control/..., plus /healthz and /metrics. Every model
+call is recorded token for token to DIR/log (docs/proxy.md).
 
-  --upstream URL            OpenAI-compatible base URL (vLLM, SGLang, any API); repeat for several
-  --data DIR                data directory (segment log in DIR/log)
+  --upstream URL            base URL of the model server (vLLM, SGLang, any OpenAI-compatible API,
+                            or with --upstream-protocol a vendor Anthropic / Responses API);
+                            repeat for several (calls of a rollout stick to one)
+  --data DIR                data directory (segment log in DIR/log); with --eval the default is
+                            .forge/eval/<timestamp>
   --listen HOST:PORT        address (default ${DEFAULTS.listen})
-  --mode train|eval         train: ask for and record token ids and logprobs (default); eval: requests unchanged
-  --admin-token TOKEN       admin token of the control API (default: env FORGE_ADMIN_TOKEN, else generated and printed)
+  --mode train|eval         train: ask the upstream for token ids and logprobs and record them
+                            (default); eval: send requests as the harness wrote them (streams
+                            also ask for usage) and record calls without token ids
+  --upstream-protocol P     chat (default): Anthropic Messages and Responses calls are translated to
+                            Chat Completions for the upstream; anthropic | responses: the upstream
+                            is that vendor API and those calls pass through unchanged (eval only,
+                            vendor APIs return no token ids; docs/front-doors.md)
+  --engine vllm|sglang|auto the inference engine of the upstreams (default auto: each says who it is); train
+                            mode asks it for ids its own way and refuses at start an engine that returns
+                            none, naming the version needed (docs/engines.md)
+  --eval                    evaluation in one step: --mode eval, registers one rollout and prints
+                            the base URLs and key to point a harness at, and how to read what
+                            was recorded (docs/eval.md)
+  --rollout ID              with --eval: the rollout's id (default eval-<timestamp>)
+  --admin-token TOKEN       admin token of the control API (default: env FORGE_ADMIN_TOKEN, else
+                            generated and printed once)
+  --public-url URL          base URL handed to harnesses in registration answers (default: the listen
+                            address; set it when harnesses reach the proxy under another name)
+  --json                    print one JSON line with the URL (and the eval rollout) once listening
+
+limits:
   --max-body-bytes N        largest request body (default ${DEFAULTS.maxBodyBytes})
   --group-commit-ms N       fsync interval of the log (default ${DEFAULTS.groupCommitMs})
   --first-byte-timeout-ms N upstream answer deadline (default ${DEFAULTS.firstByteTimeoutMs})
   --idle-timeout-ms N       longest gap between upstream stream chunks (default ${DEFAULTS.idleTimeoutMs})
   --pause-bound-ms N        longest a call waits while paused before 429 (default ${DEFAULTS.pauseBoundMs})
   --max-concurrent-calls N  model calls in flight past which new ones get 429 + Retry-After (default ${DEFAULTS.maxConcurrentCalls})
-  --public-url URL          base URL handed to harnesses in registration answers (default: the listen
-                            address; set it when harnesses reach the proxy under another name)
   --connection-idle-timeout-s N
                             seconds a harness connection may sit idle before it is closed, 1..255
                             (default ${DEFAULTS.connectionIdleTimeoutS}; a call in progress is never cut by it)
@@ -37,14 +60,10 @@ Every model call is recorded token for token to DIR/log (docs/proxy.md).
                             closed and new requests get 503 (default: ulimit -n minus a reserve)
   --max-stream-bytes N      largest upstream stream one call may read; past it the call ends with an
                             error event and is recorded as such (default ${DEFAULTS.maxStreamBytes})
-  --upstream-protocol P     chat (default): Anthropic Messages and Responses calls are translated to
-                            Chat Completions; anthropic|responses: the upstream is that vendor API and
-                            those calls pass through unchanged (eval only: no token ids; docs/front-doors.md)
-  --json                    print one JSON line with the URL once listening
-  --engine vllm|sglang|auto the inference engine of the upstreams (default auto: each says who it is); train
-                            mode asks it for ids its own way and refuses at start an engine that returns
-                            none, naming the version needed (docs/engines.md)
 
+Register a rollout (admin token): POST /control/rollouts {"experiment": E, "task_id": T,
+"rollout_id"?, "group"?, "attempt"?, "iteration"?, "harness"?, "labels"?} answers
+{rollout_id, api_key, openai_base_url, anthropic_base_url, policy_version}.
 The upstream API key is read from env FORGE_UPSTREAM_API_KEY (or OPENAI_API_KEY).
 `;
 
@@ -62,6 +81,8 @@ export async function proxyCommand(argv: string[]): Promise<number> {
         upstream: { type: "string", multiple: true },
         data: { type: "string" },
         mode: { type: "string" },
+        eval: { type: "boolean" },
+        rollout: { type: "string" },
         "admin-token": { type: "string" },
         "max-body-bytes": { type: "string" },
         "group-commit-ms": { type: "string" },
@@ -82,16 +103,27 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   );
   if (!args) return 0;
   const v = args.values;
-  if (!v.upstream || v.upstream.length === 0) throw new UsageError(`forge proxy: --upstream URL is required\n${proxyUsage}`);
-  if (!v.data) throw new UsageError(`forge proxy: --data DIR is required\n${proxyUsage}`);
-  const mode = v.mode ?? "train";
-  if (mode !== "train" && mode !== "eval") throw new UsageError(`--mode must be train or eval, got "${mode}"`);
+  if (!v.upstream || v.upstream.length === 0) throw new UsageError(`forge proxy: --upstream URL is required\n\n${proxyUsage.trim()}`);
+  for (const url of v.upstream) {
+    try {
+      normalizeUpstream(url);
+    } catch (error) {
+      throw new UsageError(`forge proxy: --upstream: ${(error as Error).message}`);
+    }
+  }
+  const evalMode = v.eval === true;
+  if (v.rollout !== undefined && !evalMode) throw new UsageError("forge proxy: --rollout names the rollout --eval registers: add --eval (or register rollouts with POST /control/rollouts)");
+  if (evalMode && v.mode !== undefined && v.mode !== "eval") throw new UsageError(`forge proxy: --eval records without token ids, so it cannot run with --mode ${v.mode}`);
+  const dataDir = v.data ?? (evalMode ? join(".forge", "eval", timestamp()) : undefined);
+  if (!dataDir) throw new UsageError(`forge proxy: --data DIR is required\n\n${proxyUsage.trim()}`);
+  const mode = evalMode ? "eval" : (v.mode ?? "train");
+  if (mode !== "train" && mode !== "eval") throw new UsageError(`forge proxy: --mode must be train or eval, got "${mode}"`);
   const upstreamProtocol = v["upstream-protocol"] ?? "chat";
   if (upstreamProtocol !== "chat" && upstreamProtocol !== "anthropic" && upstreamProtocol !== "responses") {
-    throw new UsageError(`--upstream-protocol must be chat, anthropic or responses, got "${upstreamProtocol}"`);
+    throw new UsageError(`forge proxy: --upstream-protocol must be chat, anthropic or responses, got "${upstreamProtocol}"`);
   }
   if (upstreamProtocol !== "chat" && mode !== "eval") {
-    throw new UsageError(`--upstream-protocol ${upstreamProtocol} passes calls through to a vendor API, which returns no token ids: add --mode eval`);
+    throw new UsageError(`forge proxy: --upstream-protocol ${upstreamProtocol} passes calls through to a vendor API, which returns no token ids: add --mode eval (or --eval)`);
   }
   const engine = v.engine ?? "auto";
   if (engine !== "vllm" && engine !== "sglang" && engine !== "auto") throw new UsageError(`--engine must be vllm, sglang or auto, got "${engine}"`);
@@ -100,7 +132,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   try {
     hostname = parseListen(listen).hostname;
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    throw new UsageError(`forge proxy: ${(error as Error).message}`);
   }
   const idleS = intFlag("connection-idle-timeout-s", v["connection-idle-timeout-s"], DEFAULTS.connectionIdleTimeoutS);
   if (idleS < 1 || idleS > 255) throw new UsageError(`--connection-idle-timeout-s must be from 1 to 255 seconds (Bun's range), got ${idleS}`);
@@ -116,7 +148,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   const started = await startProxy({
     listen,
     upstreams: v.upstream,
-    dataDir: v.data,
+    dataDir,
     mode,
     adminToken: v["admin-token"],
     maxBodyBytes: intFlag("max-body-bytes", v["max-body-bytes"], DEFAULTS.maxBodyBytes),
@@ -137,8 +169,26 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     const what = r.truncated ? `cut ${r.cutBytes} bytes of a torn final frame` : `skipped ${r.bytes} damaged bytes (the records around them are read)`;
     console.error(`forge proxy: WARNING: ${state.log.dir}/${r.segment}: ${r.reason}: ${what}; copy in ${r.quarantine}`);
   }
+  let evalRollout: EvalRollout | undefined;
+  if (evalMode) {
+    try {
+      evalRollout = await registerEvalRollout(started.url, state.adminToken, v.rollout ?? `eval-${timestamp()}`);
+    } catch (error) {
+      await started.stop();
+      throw error;
+    }
+  }
   if (v.json) {
-    console.log(JSON.stringify({ url: started.url, mode, data: v.data, restored: state.restored, ...(state.adminTokenGenerated ? { admin_token: state.adminToken } : {}) }));
+    console.log(
+      JSON.stringify({
+        url: started.url,
+        mode,
+        data: dataDir,
+        restored: state.restored,
+        ...(state.adminTokenGenerated ? { admin_token: state.adminToken } : {}),
+        ...(evalRollout ? { rollout: evalRollout } : {}),
+      }),
+    );
   } else {
     console.log(`forge proxy listening on ${started.url} (${mode} mode), recording to ${state.log.dir}`);
     console.log(`upstreams: ${state.router.upstreams.map((u) => u.url).join(", ")}`);
@@ -147,6 +197,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     if (state.restored.rollouts > 0) console.log(`continuing ${state.restored.rollouts} rollouts, ${state.restored.calls} calls from the log`);
     // Printed once, on purpose, so the operator can use it; never logged anywhere else.
     if (state.adminTokenGenerated) console.log(`admin token (generated): ${state.adminToken}`);
+    if (evalRollout) console.log(`\n${evalInstructions(evalRollout, started.url, dataDir)}`);
   }
   const signal = await untilSignal();
   console.error(`forge proxy: ${signal}, stopping`);
@@ -154,6 +205,9 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
+function timestamp(): string {
+  return new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
+}
 
 function isLoopback(hostname: string): boolean {
   return hostname === "localhost" || hostname.startsWith("127.") || hostname === "::1";

@@ -265,3 +265,24 @@ export function tokenVerdict(cap: TokenCapture, call: { train: boolean; ok: bool
   if (problems.length > 0) return { status: TokenStatus.PARTIAL, reason: withNote(`ids do not agree with usage (${problems.join("; ")})`), logprobs: lps };
   return { status: TokenStatus.COMPLETE, reason: note, logprobs: lps };
 }
+
+/** The OpenAI APIs whose streams carry usage only when `stream_options.include_usage` asks. */
+const STREAM_USAGE_PATHS = new Set(["/v1/chat/completions", "/v1/completions"]);
+
+/**
+ * The upstream request in eval mode: the harness's request unchanged, except that a Chat or
+ * Completions stream asks for usage (`stream_options.include_usage`, which OpenAI, vLLM and
+ * SGLang honour), so the record has token counts. The usage chunk is then stripped from what
+ * the harness receives unless it asked for it (`harnessWants`). Vendor passthrough paths
+ * (`/v1/messages`, `/v1/responses`) report usage on their own and are left alone.
+ * Returns the same object when nothing had to change.
+ *
+ * @example
+ * evalRequest("/v1/chat/completions", { model: "m", messages: [], stream: true }).stream_options // { include_usage: true }
+ * evalRequest("/v1/messages", body) === body // true
+ */
+export function evalRequest(upstreamPath: string, body: Record<string, any>): Record<string, any> {
+  if (body.stream !== true || !STREAM_USAGE_PATHS.has(upstreamPath)) return body;
+  if (body.stream_options?.include_usage === true) return body;
+  return { ...body, stream_options: { ...(body.stream_options ?? {}), include_usage: true } };
+}

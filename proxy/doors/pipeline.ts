@@ -6,7 +6,7 @@
  */
 import { CallStatus, type ModelCall } from "../../schemas/index.ts";
 import { sessionHeaders } from "../capture/session-headers.ts";
-import { captureAndStrip, newCapture, type HarnessWants } from "../capture/tokens.ts";
+import { captureAndStrip, evalRequest, newCapture, type HarnessWants } from "../capture/tokens.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
 import { restoreHidden } from "./hidden-strings.ts";
 import { engineError, openAiShape } from "../engines/errors.ts";
@@ -89,7 +89,7 @@ async function callUpstream(
   const train = ctx.mode === "train";
   const engine = ctx.engine;
   if (train) checkTrainable(ctx, prepared);
-  const upstreamBody = withSampling(train ? engine.adapter.trainRequest(prepared.capture, prepared.upstreamBody) : prepared.upstreamBody, rollout.serving?.sampling);
+  const upstreamBody = withSampling(train ? engine.adapter.trainRequest(prepared.capture, prepared.upstreamBody) : evalRequest(prepared.upstreamPath, prepared.upstreamBody), rollout.serving?.sampling);
   const unchanged = prepared.passthrough && upstreamBody === prepared.upstreamBody;
   // An untranslated train-mode call differs from what the harness sent only by the fields
   // the engine adapter set: record those, not the whole (possibly 200 KB) body a second time, and
