@@ -49,7 +49,8 @@ async function main(argv: string[]): Promise<number> {
     return await (await entry.load())(rest);
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(error.message);
+      // Every message says which command refused what (some are thrown deep, without the name).
+      console.error(error.message.startsWith("forge ") ? error.message : `forge ${name}: ${error.message}`);
       return 2;
     }
     console.error(`forge ${name}: ${(error as Error).message}`);

@@ -2,6 +2,7 @@
  * `forge policy-sim`: serves the policy simulator (a stand-in for the model) until Ctrl-C.
  */
 import { intFlag, parseCommand, untilSignal, UsageError } from "../lib/index.ts";
+import { parsePolicyScriptFile, PolicyScriptError } from "../schemas/index.ts";
 import { startPolicySimulator } from "./server.ts";
 import { DEFAULT_SIM_MODEL } from "./options.ts";
 
@@ -57,6 +58,15 @@ export async function policySimCommand(argv: string[]): Promise<number> {
   if (tokensPerChunk < 1) throw new UsageError("--tokens-per-chunk must be at least 1");
   const engine = args.values.engine ?? "vllm";
   if (engine !== "vllm" && engine !== "sglang") throw new UsageError(`--engine must be vllm or sglang, got "${engine}"`);
+  if (args.values.script !== undefined) {
+    // A missing or invalid script is the caller's mistake (exit 2), found before the tokenizer loads.
+    try {
+      parsePolicyScriptFile(args.values.script);
+    } catch (error) {
+      if (error instanceof PolicyScriptError) throw new UsageError(`forge policy-sim: --script ${error.message}`);
+      throw error;
+    }
+  }
   const started = performance.now();
   // Loading the tokenizer takes about a second: say what is happening.
   if (!args.values.json) console.error("policy simulator: loading the Qwen3 tokenizer...");

@@ -66,13 +66,13 @@ test("register → forge-react harness → verify through the real proxy records
 
   const response = await fetch(`${proxy.url}/control/rollouts/${result.rollout_id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
   expect(response.status).toBe(200);
-  const stored = (await response.json()) as { rollout: Record<string, unknown>; result?: { reward?: number; status: string; verifierOutput?: string }; calls: number };
-  expect(stored.rollout).toMatchObject({ experiment: "quickstart", taskId: "hello-file", group: "hello-file@i0", harness: "forge-react" });
+  const stored = (await response.json()) as { rollout: Record<string, unknown>; result?: { reward?: number; status: string; verifier_output?: string }; calls: number };
+  expect(stored.rollout).toMatchObject({ rollout_id: result.rollout_id, experiment: "quickstart", task_id: "hello-file", group: "hello-file@i0", harness: "forge-react" });
   expect(stored.calls).toBeGreaterThan(0);
   // Records as protobuf JSON: enum names, and a reward of 0 omitted as the default.
   expect(stored.result?.status).toBe(`ROLLOUT_STATUS_${result.status.toUpperCase()}`);
   expect(stored.result?.reward ?? 0).toBe(result.reward);
-  expect(stored.result?.verifierOutput).toContain(`[reward ${result.reward} from`);
+  expect(stored.result?.verifier_output).toContain(`[reward ${result.reward} from`);
 });
 
 test("the rendered export step, run on what the pods recorded: one GRPO row per group naming k samples, other iterations left out", async () => {

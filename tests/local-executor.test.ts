@@ -110,7 +110,7 @@ describe("local executor", () => {
       expect(existsSync(join(ws, "test.sh"))).toBe(false); // the tests are never in the workspace
       expect(readFileSync(join(o.dir, "logs", "harness.stderr"), "utf8")).toContain("forge-react: turn 1");
       const info = await rolloutInfo(o.rollout_id);
-      expect(info.rollout).toMatchObject({ experiment: "local-test", taskId: o.task_id, harness: "forge-react" });
+      expect(info.rollout).toMatchObject({ rollout_id: o.rollout_id, experiment: "local-test", task_id: o.task_id, harness: "forge-react" });
       expect(info.result?.reward ?? 0).toBe(o.reward);
       expect(info.result?.status).toBe("ROLLOUT_STATUS_OK");
       expect(info.calls).toBeGreaterThanOrEqual(2);

@@ -30,6 +30,13 @@ describe("rollouts", () => {
       expect(read.token_status_counts).toEqual({ COMPLETE: 1 });
       expect(read.result.reward).toBe(0.5);
       expect(read.rollout.labels).toEqual({ commit: "abc" });
+      // snake_case like every other control route (the record's proto field names).
+      expect(read.rollout).toMatchObject({ rollout_id: "ro-fixed", experiment: "test", task_id: "task-1", key_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(read.result).toMatchObject({ rollout_id: "ro-fixed", verifier_output: "1 of 2 checks", status: "ROLLOUT_STATUS_FAILED" });
+      const maps = new Set(["labels", "metrics", "token_status_counts"]); // keys are data, not fields
+      const keys = (value: unknown): string[] =>
+        value && typeof value === "object" ? Object.entries(value).flatMap(([k, v]) => (maps.has(k) ? [k] : [k, ...keys(v)])) : [];
+      expect(keys(read).filter((k) => /[A-Z]/.test(k))).toEqual([]);
       const records = await h.records();
       const result = records.find((x) => x.kind.case === "rolloutResult")!.kind.value as any;
       expect(result.status).toBe(RolloutStatus.FAILED);

@@ -163,9 +163,10 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     const id = c.req.param("id");
     const state = registry.get(id);
     if (!state) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+    // Proto field names (`rollout_id`, `task_id`), as every other control route answers.
     return c.json({
-      rollout: toJson(RolloutSchema, state.rollout),
-      result: state.result ? toJson(RolloutResultSchema, state.result) : undefined,
+      rollout: toJson(RolloutSchema, state.rollout, { useProtoFieldName: true }),
+      result: state.result ? toJson(RolloutResultSchema, state.result, { useProtoFieldName: true }) : undefined,
       calls: state.calls,
       token_status_counts: state.tokenStatusCounts,
     });

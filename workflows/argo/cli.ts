@@ -2,11 +2,12 @@
  * `forge render`, `forge submit`, `forge watch`: an experiment to Kubernetes manifests, onto a
  * cluster, and followed to the end (docs/argo.md).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseCommand, UsageError } from "../../lib/index.ts";
 import { ExperimentError, parseExperimentFile, type Experiment } from "../../schemas/index.ts";
 import { discoverApiServerCidrs, loadKubeConfig } from "./kube.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { listTaskIds, planRollouts } from "./plan.ts";
 import { manifestsToYaml, renderExperiment, type KubeObject } from "./render.ts";
 import { argoUiLink, submitExperiment } from "./submit.ts";
@@ -30,6 +31,21 @@ Argo WorkflowTemplate and Workflow. The admin-token Secret is not rendered (forg
   --json           print a JSON List instead of YAML
   --plan           print the rollout plan (JSON: tasks × k) instead, as the plan step does
 `;
+
+/**
+ * The cluster config from `--kubeconfig` / `--context` (else KUBECONFIG, ~/.kube/config, or
+ * in-cluster). A kubeconfig flag that names no readable config is a usage error naming it.
+ */
+function clusterConfig(command: string, values: { kubeconfig?: string; context?: string }): KubeConfig {
+  const file = values.kubeconfig;
+  if (file !== undefined && !existsSync(file)) throw new UsageError(`forge ${command}: --kubeconfig ${file}: no such file`);
+  try {
+    return loadKubeConfig({ kubeconfig: file, context: values.context });
+  } catch (error) {
+    if (file !== undefined) throw new UsageError(`forge ${command}: --kubeconfig ${file}: ${(error as Error).message}`);
+    throw error;
+  }
+}
 
 const CLUSTER_FLAGS = {
   namespace: { type: "string" },
@@ -130,7 +146,7 @@ export async function submitCommand(argv: string[]): Promise<number> {
   const args = parseCommand({ name: "submit", usage: SUBMIT_USAGE, allowPositionals: true, options: { ...CLUSTER_FLAGS, commit: { type: "string" } } }, argv);
   if (!args) return 0;
   const { experiment, path } = loadExperiment(args.positionals[0], SUBMIT_USAGE, "submit");
-  const kc = loadKubeConfig({ kubeconfig: args.values.kubeconfig, context: args.values.context });
+  const kc = clusterConfig("submit", args.values);
   const namespace = args.values.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? "default";
   const apiServerCidrs = await discoverApiServerCidrs(kc);
   if (apiServerCidrs.length === 0) console.error("forge submit: could not read the API server's endpoints (default/kubernetes): rollout pods' NetworkPolicy will not let Argo's executor report outputs");
@@ -161,7 +177,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   if (!args) return 0;
   const name = args.positionals[0];
   if (!name) throw new UsageError(`forge watch: WORKFLOW is required\n\n${WATCH_USAGE.trim()}`);
-  const kc = loadKubeConfig({ kubeconfig: args.values.kubeconfig, context: args.values.context });
+  const kc = clusterConfig("watch", args.values);
   const namespace = args.values.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? "default";
   const json = args.values.json ?? false;
   if (args.values["argo-ui"] && !json) console.error(argoUiLink(args.values["argo-ui"], namespace, name));

@@ -3,9 +3,9 @@
  * Ctrl-C once: running rollouts are killed (whole process groups) and finished as infra_error,
  * the log is closed; twice: exit at once.
  */
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { intFlag, parseCommand, UsageError } from "../../lib/index.ts";
-import { ExperimentError, parseExperimentFile } from "../../schemas/index.ts";
+import { ExperimentError, parseExperimentFile, parsePolicyScriptFile, PolicyScriptError, type Experiment } from "../../schemas/index.ts";
 import { TaskError } from "../tasks/index.ts";
 import { liveGroups } from "./process-group.ts";
 import { SandboxError } from "./sandbox.ts";
@@ -38,6 +38,21 @@ function parseLabels(flags: string[]): Record<string, string> {
     labels[flag.slice(0, at)] = flag.slice(at + 1);
   }
   return labels;
+}
+
+/**
+ * The simulator's policy script, read before anything starts: a missing or invalid script is a
+ * mistake in the experiment (exit 2 naming the file and field), not a failure of the run.
+ */
+function checkSimulatorScript(experiment: Experiment, experimentPath: string): void {
+  const { script } = experiment.spec.policy.simulator;
+  if (experiment.spec.policy.upstreams.length > 0 || script === undefined) return;
+  try {
+    parsePolicyScriptFile(resolve(dirname(experimentPath), script));
+  } catch (error) {
+    if (error instanceof PolicyScriptError) throw new UsageError(`forge run: ${experimentPath}: spec.policy.simulator.script: ${error.message}`);
+    throw error;
+  }
 }
 
 function timestamp(): string {
@@ -83,6 +98,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     if (error instanceof ExperimentError) throw new UsageError(error.message);
     throw error;
   }
+  checkSimulatorScript(experiment, experimentPath);
   const dataDir = resolve(values.data ?? join(".forge", "runs", `${experiment.metadata.name}-${timestamp()}`));
 
   const controller = new AbortController();

@@ -4,12 +4,13 @@
  * runs every task k times with the local executor, then exports the veRL batch and computes
  * pass@k / pass^k. The executor itself only talks HTTP to the proxy's control API.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Experiment } from "../../schemas/index.ts";
 import { loadExperimentTasks } from "../tasks/index.ts";
 import { runLocal, type LocalRunResult } from "./executor.ts";
 import { runLabelsOf, scoreRun, type RunScore } from "./passk.ts";
+import { unsandboxedWarning } from "./sandbox.ts";
 
 type Stoppable = { url: string; stop(): Promise<void> };
 
@@ -59,7 +60,9 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
   // A fresh admin token per run: only this process may register and finish rollouts.
   const adminToken = `forge-admin-${crypto.randomUUID()}`;
   const proxy = await startProxy({ listen: "127.0.0.1:0", upstreams, dataDir: options.dataDir, mode: experiment.spec.policy.mode, engine: experiment.spec.policy.engine, adminToken });
+  const proxyFile = writeProxyFile(options.dataDir, proxy.url, adminToken, experiment.spec.policy.mode);
   log(`proxy at ${proxy.url} (${experiment.spec.policy.mode} mode), recording to ${join(options.dataDir, "log")}`);
+  log(`control API while the run lasts: Authorization: Bearer <admin_token from ${proxyFile}>, e.g. GET ${proxy.url}/control/rollouts/<rollout id>/trajectory`);
   return {
     proxyUrl: proxy.url,
     adminToken,
@@ -68,6 +71,17 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
       await simulator?.stop();
     },
   };
+}
+
+/**
+ * `<dataDir>/proxy.json`: where this run's proxy listens and its admin token, readable by the
+ * owner only, so the control API (rollout state, trajectories) can be used during the run.
+ */
+function writeProxyFile(dataDir: string, url: string, adminToken: string, mode: string): string {
+  const path = join(dataDir, "proxy.json");
+  writeFileSync(path, `${JSON.stringify({ url, admin_token: adminToken, mode, pid: process.pid, started_unix_ms: Date.now() }, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(path, 0o600); // a file left by an earlier run keeps its mode otherwise
+  return path;
 }
 
 async function exportBatch(dataDir: string): Promise<RunExperimentResult["export"]> {
@@ -89,7 +103,10 @@ async function exportBatch(dataDir: string): Promise<RunExperimentResult["export
 export async function runExperiment(options: RunExperimentOptions): Promise<RunExperimentResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const { experiment } = options;
-  const tasks = loadExperimentTasks(experiment, dirname(resolve(options.experimentPath)));
+  const tasks = loadExperimentTasks(experiment, dirname(resolve(options.experimentPath)), options.experimentPath);
+  const sandboxMode = options.sandbox ?? experiment.spec.rollouts.sandbox;
+  const warning = unsandboxedWarning(sandboxMode);
+  if (warning) log(`forge run: ${warning}`);
   mkdirSync(options.dataDir, { recursive: true });
   const run = `${experiment.metadata.name}-${Date.now().toString(36)}`;
   const services = await startServices(options, log);
@@ -109,7 +126,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
       dataDir: options.dataDir,
       parallelism: options.parallelism ?? experiment.spec.rollouts.parallelism,
       timeoutSeconds: experiment.spec.rollouts.timeoutSeconds,
-      sandbox: options.sandbox ?? experiment.spec.rollouts.sandbox,
+      sandbox: sandboxMode,
       allowRootUnsandboxed: options.allowRootUnsandboxed,
       passThreshold: experiment.spec.metrics.passThreshold,
       quiet: options.quiet,

@@ -102,6 +102,24 @@ export function resolveSandbox(mode: SandboxMode, options: { allowRootUnsandboxe
   return "none";
 }
 
+/**
+ * The warning for a run whose rollouts will not be sandboxed although nobody chose that:
+ * `auto` where bubblewrap is missing or cannot create namespaces. An explicit `none` is the
+ * user's choice and gets no warning.
+ *
+ * @example
+ * unsandboxedWarning("auto", false); // "WARNING: bubblewrap ... UNSANDBOXED ..."
+ * unsandboxedWarning("none", false); // undefined
+ */
+export function unsandboxedWarning(mode: SandboxMode, bwrapWorks: boolean = findBwrap() !== null): string | undefined {
+  if (mode !== "auto" || bwrapWorks) return undefined;
+  return (
+    "WARNING: bubblewrap (bwrap) is not installed or cannot create namespaces here, so rollouts run UNSANDBOXED: " +
+    "the harness, the model's commands and the verifier run as you, with your files and network. " +
+    "Install it (apt-get install -y bubblewrap), or set spec.rollouts.sandbox: none (or --sandbox none) to run unsandboxed on purpose."
+  );
+}
+
 export type SandboxSpec = {
   /** Bound read-write at the same path. */
   writable: string[];

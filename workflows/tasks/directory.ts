@@ -3,7 +3,8 @@
  *
  *   TASK/instruction.md      the prompt given to the harness
  *   TASK/task.toml           [agent] timeout_sec, [verifier] timeout_sec / reward / reward_range,
- *                            [environment], [metadata]
+ *                            [environment], [metadata] (Harbor's keys and those two; any other
+ *                            key is an error naming it: task-toml.ts)
  *   TASK/environment/        files copied into the workspace (a Dockerfile there is recorded, not run)
  *   TASK/tests/test.sh       the verifier (required), run on a copy of the workspace after the harness
  *
@@ -13,19 +14,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { rewardRange, rewardSource } from "./reward-spec.ts";
+import { validateTaskToml } from "./task-toml.ts";
 import { TaskError, type Task } from "./types.ts";
-
-const seconds = (value: unknown, file: string, field: string): number | undefined => {
-  if (value === undefined) return undefined;
-  if (typeof value !== "number" || !(value > 0)) throw new TaskError(`${file}: ${field} must be a positive number of seconds, got ${JSON.stringify(value)}`);
-  return value;
-};
-
-const table = (value: unknown, file: string, field: string): Record<string, unknown> => {
-  if (value === undefined) return {};
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TaskError(`${file}: [${field}] must be a table`);
-  return value as Record<string, unknown>;
-};
 
 /** Parses task.toml with Bun's TOML parser; errors name the file. */
 function readTaskToml(file: string): Record<string, unknown> {
@@ -53,13 +43,9 @@ export function loadTaskDir(dir: string): Task {
   if (!instruction) throw new TaskError(`${instructionFile}: is empty`);
 
   const tomlFile = join(root, "task.toml");
-  const toml = readTaskToml(tomlFile);
-  const agent = table(toml.agent, tomlFile, "agent");
-  const verifier = table(toml.verifier, tomlFile, "verifier");
-  const agentTimeoutSeconds = seconds(agent.timeout_sec, tomlFile, "agent.timeout_sec");
-  const verifierTimeoutSeconds = seconds(verifier.timeout_sec, tomlFile, "verifier.timeout_sec");
-  const reward = rewardSource(verifier.reward, `${tomlFile}: verifier.reward`, "file");
-  const range = rewardRange(verifier.reward_range, `${tomlFile}: verifier.reward_range`, reward);
+  const toml = validateTaskToml(readTaskToml(tomlFile), tomlFile);
+  const reward = rewardSource(toml.verifier?.reward, `${tomlFile}: verifier.reward`, "file");
+  const range = rewardRange(toml.verifier?.reward_range, `${tomlFile}: verifier.reward_range`, reward);
 
   const environmentDir = join(root, "environment");
   const hasEnvironment = existsSync(environmentDir);
@@ -83,10 +69,10 @@ export function loadTaskDir(dir: string): Task {
     dockerfile,
     verifier: { kind: "script", testsDir, script, reward },
     rewardRange: range,
-    agentTimeoutSeconds,
-    verifierTimeoutSeconds,
-    resources: table(toml.environment, tomlFile, "environment"),
-    metadata: table(toml.metadata, tomlFile, "metadata"),
+    agentTimeoutSeconds: toml.agent?.timeout_sec,
+    verifierTimeoutSeconds: toml.verifier?.timeout_sec,
+    resources: toml.environment ?? {},
+    metadata: toml.metadata ?? {},
   };
 }
 

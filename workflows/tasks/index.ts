@@ -31,15 +31,24 @@ export function loadTasks(path: string): Task[] {
 
 /**
  * The tasks of an experiment: `spec.environment.tasks` is a path (resolved against the
- * experiment file's directory) or an inline list.
+ * experiment file's directory) or an inline list. `experimentFile` names the file in the
+ * error when the path does not exist.
  *
  * @example
- * loadExperimentTasks(experiment, "examples/quickstart");
+ * loadExperimentTasks(experiment, "examples/quickstart", "examples/quickstart/experiment.yaml");
  */
-export function loadExperimentTasks(experiment: Experiment, baseDir: string): Task[] {
+export function loadExperimentTasks(experiment: Experiment, baseDir: string, experimentFile?: string): Task[] {
   const tasks = experiment.spec.environment.tasks;
-  if (!Array.isArray(tasks)) return loadTasks(resolve(baseDir, tasks));
-  const inline = tasks.map((spec, index) => taskFromSpec(spec, `spec.environment.tasks[${index}]`));
-  checkTaskIds(inline);
-  return inline;
+  if (Array.isArray(tasks)) {
+    const inline = tasks.map((spec, index) => taskFromSpec(spec, `spec.environment.tasks[${index}]`));
+    checkTaskIds(inline);
+    return inline;
+  }
+  const full = resolve(baseDir, tasks);
+  if (!existsSync(full)) {
+    throw new TaskError(
+      `${experimentFile ?? "the experiment"}: spec.environment.tasks: "${tasks}" (${full}) does not exist; it is a task directory, a directory of task directories or a .jsonl file, relative to the experiment file`,
+    );
+  }
+  return loadTasks(full);
 }

@@ -1,0 +1,131 @@
+/**
+ * The CLI's usage errors as a new user meets them: a mistake in how a command was called (a
+ * flag, a file it names, a field of the experiment) exits 2 with one clean message naming the
+ * flag or the file and field; failures of the run itself exit 1.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..");
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "forge-usage-"));
+  made.push(dir);
+  return dir;
+}
+
+function forge(...argv: string[]) {
+  const run = Bun.spawnSync(["bun", "bin/forge.ts", ...argv], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  return { code: run.exitCode, stdout: run.stdout.toString(), stderr: run.stderr.toString() };
+}
+
+const experiment = (spec: { tasks?: string; script?: string } = {}) => `apiVersion: openforge.dev/v1
+kind: Experiment
+metadata:
+  name: usage
+spec:
+  policy:
+    model: forge-sim/qwen3-sim
+${spec.script ? `    simulator:\n      script: ${spec.script}\n` : ""}  harness:
+    name: forge-react
+  environment:
+    tasks: ${spec.tasks ?? "tasks"}
+  rollouts:
+    k: 1
+    sandbox: none
+`;
+
+/** A directory with experiment.yaml and one valid task under tasks/hello. */
+function project(spec: { tasks?: string; script?: string; taskToml?: string } = {}): string {
+  const dir = tempDir();
+  writeFileSync(join(dir, "experiment.yaml"), experiment(spec));
+  mkdirSync(join(dir, "tasks", "hello", "tests"), { recursive: true });
+  writeFileSync(join(dir, "tasks", "hello", "instruction.md"), "Create hello.txt.\n");
+  writeFileSync(join(dir, "tasks", "hello", "tests", "test.sh"), "test -f hello.txt\n");
+  if (spec.taskToml !== undefined) writeFileSync(join(dir, "tasks", "hello", "task.toml"), spec.taskToml);
+  return dir;
+}
+
+describe("usage errors exit 2 and name what to fix", () => {
+  test("an unknown option: one clean line and the usage, not parseArgs's text", () => {
+    const run = forge("run", "--frobnicate");
+    expect(run.code).toBe(2);
+    expect(run.stderr.split("\n")[0]).toBe("forge run: unknown option --frobnicate");
+    expect(run.stderr).toContain("usage: forge run EXPERIMENT");
+    expect(run.stderr).not.toContain("To specify a positional argument");
+    const value = forge("export", "--data");
+    expect(value.code).toBe(2);
+    expect(value.stderr.split("\n")[0]).toBe("forge export: option --data needs a value");
+  });
+
+  test("forge proxy --upstream that is not an http(s) URL", () => {
+    for (const bad of ["notaurl", "ftp://example.com/v1"]) {
+      const run = forge("proxy", "--upstream", bad, "--data", join(tmpdir(), "forge-usage-unused"));
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`forge proxy: --upstream: upstream "${bad}"`);
+    }
+  });
+
+  test("forge policy-sim --script with a missing or invalid file", () => {
+    const missing = forge("policy-sim", "--script", "/nonexistent/policy.yaml");
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("forge policy-sim: --script /nonexistent/policy.yaml: cannot read the policy script");
+    const dir = tempDir();
+    writeFileSync(join(dir, "bad.yaml"), "version: 2\n");
+    const invalid = forge("policy-sim", "--script", join(dir, "bad.yaml"));
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toContain(`${join(dir, "bad.yaml")}:1:10: version`);
+  });
+
+  test("forge run with a missing or invalid simulator script names the experiment field", () => {
+    const missing = project({ script: "nowhere.yaml" });
+    const run = forge("run", join(missing, "experiment.yaml"), "--quiet");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`forge run: ${join(missing, "experiment.yaml")}: spec.policy.simulator.script: ${join(missing, "nowhere.yaml")}: cannot read`);
+    const invalid = project({ script: "policy.yaml" });
+    writeFileSync(join(invalid, "policy.yaml"), "tasks: 3\n");
+    const bad = forge("run", join(invalid, "experiment.yaml"), "--quiet");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("spec.policy.simulator.script:");
+    expect(bad.stderr).toContain(`${join(invalid, "policy.yaml")}:1:8: tasks`);
+  });
+
+  test("forge run with a missing tasks folder names the experiment file and spec.environment.tasks", () => {
+    const dir = project({ tasks: "no-such-tasks" });
+    const run = forge("run", join(dir, "experiment.yaml"), "--quiet");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`forge run: ${join(dir, "experiment.yaml")}: spec.environment.tasks: "no-such-tasks" (${join(dir, "no-such-tasks")}) does not exist`);
+  });
+
+  test("forge run with an unknown key in a task.toml names the file and the key", () => {
+    const dir = project({ taskToml: "[agent]\ntimeout_secs = 60\n" });
+    const run = forge("run", join(dir, "experiment.yaml"), "--quiet");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`${join(dir, "tasks", "hello", "task.toml")}: [agent] unknown key "timeout_secs" (known: timeout_sec,`);
+  });
+
+  test("forge submit / watch --kubeconfig naming no file", () => {
+    const submit = forge("submit", "examples/quickstart/experiment.yaml", "--kubeconfig", "/nonexistent/kubeconfig");
+    expect(submit.code).toBe(2);
+    expect(submit.stderr.trim()).toBe("forge submit: --kubeconfig /nonexistent/kubeconfig: no such file");
+    const watch = forge("watch", "wf-1", "--kubeconfig", "/nonexistent/kubeconfig");
+    expect(watch.code).toBe(2);
+    expect(watch.stderr).toContain("forge watch: --kubeconfig /nonexistent/kubeconfig");
+  });
+});
+
+test("bun run forge prints no `$ …` script line (the HTTP request limit is set without the noise)", () => {
+  const run = Bun.spawnSync(["bun", "run", "forge", "--help"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  expect(run.exitCode).toBe(0);
+  expect(run.stderr.toString()).toBe("");
+  expect(run.stdout.toString()).toStartWith("usage: forge COMMAND");
+  // The script still sets the limit for the process it starts.
+  const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.forge!;
+  expect(script).toContain("BUN_CONFIG_MAX_HTTP_REQUESTS=");
+});
