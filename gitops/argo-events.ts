@@ -192,6 +192,8 @@ export type SensorSpec = {
   experimentName: string;
   /** Path of the experiment file in the repo, e.g. `experiments/quickstart.yaml`. */
   experimentPath: string;
+  /** Repo paths (files or folders) the experiment reads: its tasks, its policy script (inputs.ts). */
+  inputs?: string[];
   branch: string;
   /** The Workflow submitted on a matching push (it refers to the experiment's WorkflowTemplate). */
   workflow: Record<string, unknown>;
@@ -201,7 +203,7 @@ export type SensorSpec = {
 
 /**
  * The Sensor that submits an experiment's Workflow when a push to `branch` adds or
- * modifies its experiment file, with the pushed commit SHA (`body.after`, sent by
+ * modifies its experiment file, or adds, modifies or removes a file it reads (`inputs`), with the pushed commit SHA (`body.after`, sent by
  * GitHub, Gitea and GitLab alike) as the workflow's `commit` parameter and label.
  *
  * The file test matches a regex against the JSON of `body.commits.#.added` /
@@ -210,6 +212,8 @@ export type SensorSpec = {
 export function buildExperimentSensor(spec: SensorSpec): Sensor {
   const dependency = "push";
   const fileRegex = `"${regexLiteral(spec.experimentPath)}"`;
+  // An input is a file or a folder: the path itself, or anything under it.
+  const inputRegexes = (spec.inputs ?? []).map((input) => `"${regexLiteral(input)}(/[^"]*)?"`);
   const sensor: Sensor = {
     apiVersion: "argoproj.io/v1alpha1",
     kind: "Sensor",
@@ -231,8 +235,10 @@ export function buildExperimentSensor(spec: SensorSpec): Sensor {
             exprs: [{ expr: `ref == "refs/heads/${spec.branch}"`, fields: [{ name: "ref", path: "body.ref" }] }],
             dataLogicalOperator: "or",
             data: [
-              { path: "body.commits.#.added", type: "string", value: [fileRegex] },
-              { path: "body.commits.#.modified", type: "string", value: [fileRegex] },
+              { path: "body.commits.#.added", type: "string", value: [fileRegex, ...inputRegexes] },
+              { path: "body.commits.#.modified", type: "string", value: [fileRegex, ...inputRegexes] },
+              // A task file removed changes the experiment too (its own removal unschedules it).
+              ...(inputRegexes.length > 0 ? [{ path: "body.commits.#.removed", type: "string" as const, value: inputRegexes }] : []),
             ],
           },
         },

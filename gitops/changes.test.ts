@@ -46,7 +46,68 @@ describe("experimentChanges", () => {
   });
 });
 
+describe("experiments whose inputs a commit changed", () => {
+  const experiments = [
+    { path: "experiments/a.yaml", inputs: ["tasks", "policies/a.yaml"] },
+    { path: "experiments/b.yaml", inputs: ["tasks/b.jsonl"] },
+    { path: "experiments/inline.yaml", inputs: [] },
+  ];
+  test("a file under an experiment's tasks folder, or its policy script, runs it again, saying which file", () => {
+    expect(experimentChanges([{ status: "modified", path: "tasks/hello/tests/test.sh" }], experiments)).toEqual([
+      { kind: "run", path: "experiments/a.yaml", because: "tasks/hello/tests/test.sh" },
+    ]);
+    expect(experimentChanges([{ status: "modified", path: "policies/a.yaml" }], experiments)).toEqual([{ kind: "run", path: "experiments/a.yaml", because: "policies/a.yaml" }]);
+    expect(experimentChanges([{ status: "deleted", path: "tasks/b.jsonl" }], experiments).map((c) => c.path)).toEqual(["experiments/a.yaml", "experiments/b.yaml"]);
+    // A rename out of the folder changes it too.
+    expect(experimentChanges([{ status: "renamed", from: "tasks/x/instruction.md", path: "old/x.md" }], experiments).map((c) => c.path)).toEqual(["experiments/a.yaml"]);
+  });
+  test("a file that only shares a prefix, or a change to the experiment itself, is counted once and plainly", () => {
+    expect(experimentChanges([{ status: "modified", path: "tasks-old/x" }, { status: "modified", path: "policies/a.yaml.bak" }], experiments)).toEqual([]);
+    expect(experimentChanges([{ status: "modified", path: "experiments/a.yaml" }, { status: "modified", path: "tasks/t/x" }], experiments)).toEqual([
+      { kind: "run", path: "experiments/a.yaml" },
+    ]);
+  });
+});
+
+const experimentYaml = (tasks: string, script?: string) => `apiVersion: openforge.dev/v1
+kind: Experiment
+metadata:
+  name: e${Math.random().toString(36).slice(2, 8)}
+spec:
+  policy:
+    model: m
+${script ? `    simulator:\n      script: ${script}\n` : ""}  harness:
+    name: forge-react
+  environment:
+    tasks: ${tasks}
+`;
+
 describe("commitExperimentChanges on a real repo", () => {
+  test("a commit that edits a task's test re-runs the experiments that read that task, not the others", () => {
+    const repo = tempRepo();
+    commitFiles(
+      repo,
+      {
+        "experiments/folder.yaml": experimentYaml("../tasks", "../policies/p.yaml"),
+        "experiments/one.yaml": experimentYaml("../tasks/two"),
+        "experiments/inline.yaml": experimentYaml("[{id: a, instruction: hi}]"),
+        "experiments/broken.yaml": "spec: [\n",
+        "tasks/one/instruction.md": "x",
+        "tasks/one/tests/test.sh": "true",
+        "tasks/two/instruction.md": "y",
+        "policies/p.yaml": "version: 1\n",
+      },
+      "start",
+    );
+    const edit = commitFiles(repo, { "tasks/one/tests/test.sh": "false" }, "stricter test");
+    expect(commitExperimentChanges(repo, edit)).toEqual([{ kind: "run", path: "experiments/folder.yaml", because: "tasks/one/tests/test.sh" }]);
+    const two = commitFiles(repo, { "tasks/two/instruction.md": "z" }, "reword");
+    expect(commitExperimentChanges(repo, two).map((c) => c.path).sort()).toEqual(["experiments/folder.yaml", "experiments/one.yaml"]);
+    const policy = commitFiles(repo, { "policies/p.yaml": "version: 1\nfailure_rate: 0.5\n" }, "policy");
+    expect(commitExperimentChanges(repo, policy)).toEqual([{ kind: "run", path: "experiments/folder.yaml", because: "policies/p.yaml" }]);
+  });
+
+
   test("added, modified and deleted experiments; other files ignored", () => {
     const repo = tempRepo();
     const first = commitFiles(repo, { "experiments/a.yaml": "a: 1\n", "README.md": "x" }, "add a");

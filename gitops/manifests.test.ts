@@ -49,6 +49,28 @@ describe("Argo Events", () => {
     ]);
   });
 
+  test("the sensor also fires when a push adds, changes or removes a file the experiment reads", () => {
+    const sensor = buildExperimentSensor({
+      namespace: "argo-events",
+      experimentName: "quick",
+      experimentPath: "experiments/quick.yaml",
+      inputs: ["tasks/quick", "policies/quick.yaml"],
+      branch: "main",
+      workflow,
+      commitParameterIndex: 0,
+    });
+    const data = sensor.spec.dependencies[0]!.filters!.data!;
+    expect(data.map((d) => d.path)).toEqual(["body.commits.#.added", "body.commits.#.modified", "body.commits.#.removed"]);
+    const fires = (path: string, files: string[]) => data.filter((d) => d.path === path).some((d) => d.value.some((v) => new RegExp(v).test(JSON.stringify([files]))));
+    expect(fires("body.commits.#.modified", ["tasks/quick/tests/test.sh"])).toBe(true);
+    expect(fires("body.commits.#.added", ["tasks/quick"])).toBe(true);
+    expect(fires("body.commits.#.removed", ["policies/quick.yaml"])).toBe(true);
+    expect(fires("body.commits.#.modified", ["tasks/quick2/instruction.md", "tasks/quickstart"])).toBe(false);
+    // Removing the experiment itself unschedules it (render), it does not submit it.
+    expect(fires("body.commits.#.removed", ["experiments/quick.yaml"])).toBe(false);
+    expect(SensorSchema.safeParse(sensor).success).toBe(true);
+  });
+
   test("fields the CRD does not define are rejected", () => {
     const sensor = buildExperimentSensor({ namespace: "argo-events", experimentName: "q", experimentPath: "experiments/q.yaml", branch: "main", workflow, commitParameterIndex: 0 });
     expect(SensorSchema.safeParse({ ...sensor, spec: { ...sensor.spec, trigers: [] } }).success).toBe(false);

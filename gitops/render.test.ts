@@ -35,6 +35,8 @@ describe("forge gitops render", () => {
     const submitted = new Workflow(sensor.spec.triggers[0]!.template.argoWorkflow.source.resource as never);
     submitted.validate();
     expect(submitted.metadata.generateName).toBeDefined();
+    // The example reads tasks/ and its policy script: a push that changes them submits it too.
+    expect(sensor.spec.dependencies[0]!.filters!.data!.at(-1)).toEqual({ path: "body.commits.#.removed", type: "string", value: ['"tasks(/[^"]*)?"', '"policies/example\\.yaml(/[^"]*)?"'] });
     const kinds = parseAllDocuments(read(repo, "deploy/manifests/example.yaml")).map((d) => d.toJS());
     expect(kinds.map((o) => o.kind)).toContain("WorkflowTemplate");
     expect(kinds.map((o) => o.kind)).not.toContain("Workflow");
@@ -49,7 +51,7 @@ describe("forge gitops render", () => {
     renderGitopsRepo(repo, { check: false });
     expect(read(repo, "deploy/manifests/example.yaml") + read(repo, "deploy/manifests/example.sensor.yaml")).toBe(before);
     const experiment = join(repo, "experiments/example.yaml");
-    writeFileSync(experiment, read(repo, "experiments/example.yaml").replace("k: 2", "k: 3"));
+    writeFileSync(experiment, read(repo, "experiments/example.yaml").replace("k: 4", "k: 5"));
     expect(renderGitopsRepo(repo, { check: true }).stale).toContain("deploy/manifests/example.yaml");
   });
 
@@ -58,8 +60,8 @@ describe("forge gitops render", () => {
     writeFileSync(join(repo, "experiments/second.yaml"), read(repo, "experiments/example.yaml").replace("name: example", "name: second"));
     renderGitopsRepo(repo, { check: false });
     const good = read(repo, "deploy/manifests/example.yaml");
-    writeFileSync(join(repo, "experiments/example.yaml"), read(repo, "experiments/example.yaml").replace("k: 2", "k: three"));
-    writeFileSync(join(repo, "experiments/second.yaml"), read(repo, "experiments/second.yaml").replace("k: 2", "k: 5"));
+    writeFileSync(join(repo, "experiments/example.yaml"), read(repo, "experiments/example.yaml").replace("k: 4", "k: three"));
+    writeFileSync(join(repo, "experiments/second.yaml"), read(repo, "experiments/second.yaml").replace("k: 4", "k: 5"));
     const report = renderGitopsRepo(repo, { check: false });
     expect(report.invalid).toHaveLength(1);
     expect(report.invalid[0]).toMatch(/^experiments\/example\.yaml:\d+:\d+: spec\.rollouts\.k/);

@@ -5,7 +5,8 @@
  * - `deploy/manifests/<file>.yaml`: the experiment's WorkflowTemplate and what it needs
  *   (proxy, RBAC, config), kept in sync by Argo CD; the Workflow itself is not there:
  * - `deploy/manifests/<file>.sensor.yaml`: the Argo Events Sensor that submits it when
- *   a push changes the experiment file, with the commit SHA as parameter and label;
+ *   a push changes the experiment file or a file it reads (its tasks, its policy script), with
+ *   the commit SHA as parameter and label;
  * - `deploy/manifests/_eventsource.yaml`: the EventSource receiving the repo's push webhooks;
  * - `deploy/argocd/application.yaml`: the Argo CD Application over `deploy/manifests`.
  *
@@ -20,6 +21,7 @@ import { manifestsToYaml, renderExperiment, renderWorkflow, type KubeObject } fr
 import { buildApplication } from "./argocd.ts";
 import { buildEventSource, buildExperimentSensor } from "./argo-events.ts";
 import { isExperimentPath } from "./changes.ts";
+import { experimentInputs } from "./inputs.ts";
 import { ARGOCD_DIR, EXPERIMENTS_DIR, MANIFESTS_DIR } from "./layout.ts";
 import { readGitopsSettings } from "./settings.ts";
 
@@ -52,9 +54,11 @@ export function renderGitopsFiles(repo: string): { files: Map<string, string>; i
     let objects: KubeObject[];
     let workflow: Record<string, unknown>;
     let name: string;
+    let inputs: string[];
     try {
       const experiment = parseExperimentFile(join(repo, relPath));
       name = experiment.metadata.name;
+      inputs = experimentInputs(experiment, relPath);
       const clash = names.get(name);
       if (clash) throw new Error(`${relPath}: metadata.name: "${name}" is already used by ${clash}; experiment names must be unique`);
       names.set(name, relPath);
@@ -71,6 +75,7 @@ export function renderGitopsFiles(repo: string): { files: Map<string, string>; i
       namespace: settings.eventsNamespace,
       experimentName: name,
       experimentPath: relPath,
+      inputs,
       branch: settings.branch,
       workflow,
       commitParameterIndex: 0,

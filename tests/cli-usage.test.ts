@@ -120,6 +120,24 @@ describe("usage errors exit 2 and name what to fix", () => {
   });
 });
 
+test("forge gitops SUB --help prints that subcommand's usage, not the group's", () => {
+  for (const [sub, line, flag] of [
+    ["init", "usage: forge gitops init DIR", "git config openforge.cli"],
+    ["render", "usage: forge gitops render [--repo DIR] [--check]", "--check"],
+    ["hook", "usage: forge gitops hook", "--background"],
+    ["watch", "usage: forge gitops watch", "--interval-seconds N"],
+  ] as const) {
+    const run = forge("gitops", sub, "--help");
+    expect(run.code).toBe(0);
+    expect(run.stdout.split("\n")[0]).toStartWith(line);
+    expect(run.stdout).toContain(flag);
+    expect(run.stdout).not.toContain("usage: forge gitops SUBCOMMAND");
+  }
+  const unknown = forge("gitops", "hook", "--frobnicate");
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toStartWith("forge gitops hook: unknown option --frobnicate\n\nusage: forge gitops hook");
+});
+
 test("bun run forge prints no `$ …` script line (the HTTP request limit is set without the noise)", () => {
   const run = Bun.spawnSync(["bun", "run", "forge", "--help"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   expect(run.exitCode).toBe(0);
