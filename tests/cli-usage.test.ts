@@ -147,3 +147,16 @@ test("bun run forge prints no `$ …` script line (the HTTP request limit is set
   const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.forge!;
   expect(script).toContain("BUN_CONFIG_MAX_HTTP_REQUESTS=");
 });
+
+test("the README's test command is the one CI runs, and it gives bun test a --timeout (bunfig's is ignored)", () => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  expect(readme).toContain("\nbun install && bun run test\n");
+  const ci = readFileSync(join(ROOT, ".ci", "run"), "utf8").trim().split("\n");
+  expect(ci.at(-1)).toBe("bun run test");
+  expect(ci.filter((line) => /^\s*bun test\b/.test(line))).toEqual([]);
+  const scripts = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+  expect(scripts.test).toMatch(/^bun test --timeout \d{5,}$/);
+  // Bun 1.4.5 does not apply bunfig's [test] timeout; one left there would mislead.
+  const bunfig = Bun.TOML.parse(readFileSync(join(ROOT, "bunfig.toml"), "utf8")) as { test?: { timeout?: number } };
+  expect(bunfig.test?.timeout).toBeUndefined();
+});
