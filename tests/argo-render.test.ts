@@ -452,6 +452,6 @@ describe("forge render CLI", () => {
     const path = writeExperiment(`apiVersion: openforge.dev/v1\nkind: Experiment\nmetadata: {name: x}\nspec:\n  policy: {model: m}\n  harness: {name: codex}\n  environment: {tasks: t}\n  rollouts:\n    k: three\n`);
     const { stderr, code } = await forge(path);
     expect(code).toBe(2);
-    expect(stderr.trim()).toBe(`${path}:9:8: spec.rollouts.k: expected a positive integer, got "three"`);
+    expect(stderr.trim()).toBe(`forge render: ${path}:9:8: spec.rollouts.k: expected a positive integer, got "three"`);
   });
 });

@@ -40,8 +40,8 @@ describe("task.toml", () => {
   });
 
   test("a timeout that is no positive number, a section that is no table", () => {
-    expect(problem({ agent: { timeout_sec: -1 } })).toBe(`${FILE}: agent.timeout_sec: must be a positive number of seconds, got -1`);
-    expect(problem({ verifier: { timeout_sec: "30" } })).toStartWith(`${FILE}: verifier.timeout_sec: `);
+    expect(problem({ agent: { timeout_sec: -1 } })).toBe(`${FILE}: agent.timeout_sec must be a positive number of seconds, got -1`);
+    expect(problem({ verifier: { timeout_sec: "30" } })).toBe(`${FILE}: verifier.timeout_sec must be a positive number of seconds, got "30"`);
     expect(problem({ agent: 3 })).toBe(`${FILE}: [agent] must be a table`);
   });
 

@@ -10,7 +10,8 @@
 import { z } from "zod";
 import { TaskError } from "./types.ts";
 
-const seconds = z.number().positive("must be a positive number of seconds");
+const SECONDS = "must be a positive number of seconds";
+const seconds = z.number({ error: SECONDS }).positive({ error: SECONDS });
 const network = { network_mode: z.unknown(), allowed_hosts: z.unknown(), user: z.unknown() };
 
 const TaskTomlSchema = z.strictObject({
@@ -79,7 +80,7 @@ export function validateTaskToml(toml: Record<string, unknown>, file: string): T
     throw new TaskError(`${file}: ${table}unknown key${issue.keys.length > 1 ? "s" : ""} ${keys} (known: ${knownKeys(issue.path).join(", ")})`);
   }
   if (issue.code === "invalid_type" && issue.expected === "object") throw new TaskError(`${file}: ${table.trim()} must be a table`);
-  throw new TaskError(`${file}: ${issue.path.map(String).join(".")}: ${issue.message}, got ${JSON.stringify(valueAt(toml, issue.path))}`);
+  throw new TaskError(`${file}: ${issue.path.map(String).join(".")} ${issue.message}, got ${JSON.stringify(valueAt(toml, issue.path))}`);
 }
 
 function valueAt(value: unknown, path: PropertyKey[]): unknown {
