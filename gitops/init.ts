@@ -61,7 +61,14 @@ tasks:
 const EXAMPLE_TASK: Record<string, string> = {
   "instruction.md": 'Create a file hello.txt containing exactly the line "hello world".\n',
   "task.toml": 'version = "1.0"\n\n[agent]\ntimeout_sec = 60.0\n\n[verifier]\ntimeout_sec = 30.0\n',
-  "tests/test.sh": '#!/bin/bash\n# The verifier: exit 0 (reward 1) when hello.txt holds exactly "hello world".\ngrep -qx "hello world" hello.txt\n',
+  "tests/test.sh": [
+    "#!/bin/bash",
+    '# The verifier: reward 1 when hello.txt holds exactly the line "hello world", else 0, written',
+    "# where OpenForge (and Harbor) read it: $FORGE_LOGS/reward.txt (/logs/verifier in a sandbox).",
+    'logs="${FORGE_LOGS:-/logs/verifier}"',
+    'if grep -qx "hello world" hello.txt 2>/dev/null; then echo 1 > "$logs/reward.txt"; else echo 0 > "$logs/reward.txt"; fi',
+    "",
+  ].join("\n"),
 };
 
 const REPO_README = `# Experiments

@@ -147,7 +147,8 @@ describe("gitops: a commit triggers the experiments it changed", () => {
       expect(readFileSync(file, "utf8")).not.toContain(CHECKOUT);
     }
     // Accept either case: a test change alone must run the experiment again.
-    writeFileSync(join(clone, "tasks", "hello", "tests", "test.sh"), '#!/bin/bash\ngrep -qix "hello world" hello.txt\n');
+    const test = join(clone, "tasks", "hello", "tests", "test.sh");
+    writeFileSync(test, readFileSync(test, "utf8").replace('grep -qx "hello world"', 'grep -qix "hello world"'));
     const { sha, output } = commitWithHook(clone, "accept any case");
     expect(output).toContain("experiments/example.yaml @");
     expect(output).toContain("(tasks/hello/tests/test.sh changed)");

@@ -23,15 +23,16 @@ test("forge run prints the proxy URL and writes it with the admin token to <data
         "metadata: {name: proxyinfo}",
         "spec:",
         "  policy: {model: forge-sim/qwen3-sim, mode: train}",
-        // The harness waits for the test to have used the control API, then exits 0.
+        // The harness waits for the test to have used the control API, then exits 0. Unsandboxed
+        // (trusted test code; as root that needs the opt-in) so it sees the release file in /tmp.
         `  harness: {name: command, command: [bash, -c, "until [ -e ${release} ]; do sleep 0.1; done"]}`,
         "  environment:",
-        "    tasks: [{id: a, instruction: wait}]",
+        '    tasks: [{id: a, instruction: wait, test: "true"}]',
         "  rollouts: {k: 1, parallelism: 1, sandbox: none, timeoutSeconds: 300}",
       ].join("\n"),
     );
     const data = join(dir, "data");
-    const child = Bun.spawn([process.execPath, join(root, "bin", "forge.ts"), "run", experiment, "--data", data, "--quiet"], { cwd: root, stdout: "pipe", stderr: "pipe" });
+    const child = Bun.spawn([process.execPath, join(root, "bin", "forge.ts"), "run", experiment, "--data", data, "--quiet", "--allow-root-unsandboxed"], { cwd: root, stdout: "pipe", stderr: "pipe" });
     const stderr = new Response(child.stderr).text();
     const stdout = new Response(child.stdout).text();
     // Wait (without a deadline of our own: the test's timeout bounds it) for the rollout to run.

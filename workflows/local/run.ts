@@ -105,7 +105,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
   const { experiment } = options;
   const tasks = loadExperimentTasks(experiment, dirname(resolve(options.experimentPath)), options.experimentPath);
   const sandboxMode = options.sandbox ?? experiment.spec.rollouts.sandbox;
-  const warning = unsandboxedWarning(sandboxMode);
+  const warning = unsandboxedWarning(sandboxMode, { allowRootUnsandboxed: options.allowRootUnsandboxed });
   if (warning) log(`forge run: ${warning}`);
   mkdirSync(options.dataDir, { recursive: true });
   const run = `${experiment.metadata.name}-${Date.now().toString(36)}`;

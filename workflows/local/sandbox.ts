@@ -105,17 +105,23 @@ export function resolveSandbox(mode: SandboxMode, options: { allowRootUnsandboxe
 /**
  * The warning for a run whose rollouts will not be sandboxed although nobody chose that:
  * `auto` where bubblewrap is missing or cannot create namespaces. An explicit `none` is the
- * user's choice and gets no warning.
+ * user's choice and gets no warning; as root without the opt-in the run is refused instead
+ * (resolveSandbox says why), so there is nothing to warn about.
  *
  * @example
- * unsandboxedWarning("auto", false); // "WARNING: bubblewrap ... UNSANDBOXED ..."
- * unsandboxedWarning("none", false); // undefined
+ * unsandboxedWarning("auto", { bwrapWorks: false, root: false }); // "WARNING: bubblewrap ... UNSANDBOXED ..."
+ * unsandboxedWarning("none", { bwrapWorks: false }); // undefined
  */
-export function unsandboxedWarning(mode: SandboxMode, bwrapWorks: boolean = findBwrap() !== null): string | undefined {
-  if (mode !== "auto" || bwrapWorks) return undefined;
+export function unsandboxedWarning(
+  mode: SandboxMode,
+  options: { bwrapWorks?: boolean; root?: boolean; allowRootUnsandboxed?: boolean } = {},
+): string | undefined {
+  if (mode !== "auto" || (options.bwrapWorks ?? findBwrap() !== null)) return undefined;
+  const allowed = options.allowRootUnsandboxed ?? process.env[ALLOW_ROOT_UNSANDBOXED_ENV] === "1";
+  if ((options.root ?? isRoot()) && !allowed) return undefined;
   return (
     "WARNING: bubblewrap (bwrap) is not installed or cannot create namespaces here, so rollouts run UNSANDBOXED: " +
-    "the harness, the model's commands and the verifier run as you, with your files and network. " +
+    "the harness, the model's commands and the verifier run as this user, with its files and network. " +
     "Install it (apt-get install -y bubblewrap), or set spec.rollouts.sandbox: none (or --sandbox none) to run unsandboxed on purpose."
   );
 }

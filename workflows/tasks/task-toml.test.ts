@@ -24,7 +24,7 @@ describe("task.toml", () => {
       version: "1.0",
       metadata: { difficulty: "easy", anything: { nested: true } },
       agent: { timeout_sec: 60 },
-      verifier: { timeout_sec: 30.5, env: { A: "1" } },
+      verifier: { timeout_sec: 30.5, env: { A: "1" }, reward: "file", reward_range: [0, 1] },
       environment: { cpus: 1, memory_mb: 512, docker_image: "ubuntu:24.04", gpus: 0, allow_internet: false },
       solution: { env: {} },
       task: { name: "org/a", keywords: ["x"] },
@@ -48,8 +48,9 @@ describe("task.toml", () => {
   test("loadTaskDir refuses a task whose task.toml has a typo", () => {
     const dir = mkdtempSync(join(tmpdir(), "forge-task-toml-"));
     try {
-      mkdirSync(join(dir, "t"));
+      mkdirSync(join(dir, "t", "tests"), { recursive: true });
       writeFileSync(join(dir, "t", "instruction.md"), "do it\n");
+      writeFileSync(join(dir, "t", "tests", "test.sh"), 'echo 1 > "$FORGE_LOGS/reward.txt"\n');
       writeFileSync(join(dir, "t", "task.toml"), "[verifier]\ntimeout = 30\n");
       expect(() => loadTaskDir(join(dir, "t"))).toThrow(`${join(dir, "t", "task.toml")}: [verifier] unknown key "timeout"`);
       writeFileSync(join(dir, "t", "task.toml"), "[verifier]\ntimeout_sec = 30\n");
