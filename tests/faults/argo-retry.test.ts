@@ -93,7 +93,7 @@ describe("a retried rollout pod", () => {
     expect(superseded.body.result).toMatchObject({ status: "ROLLOUT_STATUS_INFRA_ERROR" });
     expect(superseded.body.result!.error).toContain('superseded by retry "wf-evict.i0.hello-file.0.r1"');
     const retried = await info("wf-evict.i0.hello-file.0.r1");
-    expect(retried.body.rollout).toMatchObject({ retryOf: "wf-evict.i0.hello-file.0", retry: 1, group: "hello-file@i0" }); // attempt 0: JSON omits the default
+    expect(retried.body.rollout).toMatchObject({ retry_of: "wf-evict.i0.hello-file.0", retry: 1, group: "hello-file@i0" }); // attempt 0: JSON omits the default
     expect(retried.body.result).toMatchObject({ status: "ROLLOUT_STATUS_OK" });
     expect(retried.body.calls).toBeGreaterThan(0);
 

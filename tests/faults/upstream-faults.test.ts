@@ -39,12 +39,15 @@ describe("mid-stream failures are not retried and are recorded", () => {
     expect(res.status).toBe(200);
     const { text } = await readAll(res);
     expect(text).toContain('"error"');
-    expect(text).toContain("w0 ");
     expect(text).not.toContain("[DONE]");
     const call = await recordOf(res.headers.get("x-forge-call-id"));
     expect(call.status).toBe(CallStatus.UPSTREAM_ERROR);
     expect(call.error).toMatch(/stream failed/);
-    expect(new TextDecoder().decode(call.responseBody)).toContain("w0 ");
+    // The record holds exactly what the harness got: the chunks before the failure, then the
+    // error event. (Which chunks got through is not fixed: chunks the runtime had queued but the
+    // proxy had not read yet when the connection died are dropped with it, per the streams spec,
+    // and on a loaded machine that can be all of them.)
+    expect(new TextDecoder().decode(call.responseBody)).toBe(text);
     expect(attemptsOf(marker)).toBe(1);
   });
 
