@@ -57,7 +57,9 @@ describe("mid-stream failures are not retried and are recorded", () => {
     const started = performance.now();
     const res = await t.chat(r, marker, { stream: true });
     const { text } = await readAll(res);
-    expect(performance.now() - started).toBeLessThan(3000);
+    // The stand-in never sends more: ending at all shows the idle timeout fired (the bound is
+    // far from the 300 ms timeout, so a loaded machine does not fail it).
+    expect(performance.now() - started).toBeLessThan(30_000);
     expect(text).toMatch(/sent nothing for 300 ms/);
     const call = await recordOf(res.headers.get("x-forge-call-id"));
     expect(call.status).toBe(CallStatus.TIMEOUT);
