@@ -22,6 +22,20 @@ const PATH_PARAMS = ["path", "file_path", "filePath", "absolute_path", "filename
 const CONTENT_PARAMS = ["content", "contents", "text", "file_text", "data", "body"];
 const ANSWER_PARAMS = ["answer", "result", "message", "summary", "text", "content", "output", "response", "final_answer"];
 
+/**
+ * Where harnesses write the workspace path in their prompts: Claude Code's `<cwd>`, forge-react's
+ * "Working directory:", Codex's / opencode's "current working directory", Qwen Code's "I'm
+ * currently working in the directory: …" (its `write_file` / `read_file` refuse relative paths,
+ * so without the cwd their calls fail), and a bare `cwd:`. The first capture group is the path.
+ */
+export const WORKING_DIRECTORY_PATTERNS: readonly RegExp[] = [
+  /<cwd>([^<\n]+)<\/cwd>/,
+  /Working directory:\s*(\/[^\s]+)/i,
+  /current working directory(?: is)?:?\s*`?(\/[^\s`]+)/i,
+  /currently working in the directory:?\s*`?(\/[^\s`]+)/i,
+  /\bcwd:\s*(\/[^\s]+)/,
+];
+
 /** A tool call the policy will make: name + arguments (already JSON text, Python-style). */
 export interface PlannedCall {
   name: string;

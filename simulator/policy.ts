@@ -14,7 +14,7 @@
 import type { PolicyScript, PolicyStep, TaskScript, PromptMatcher } from "../schemas/index.ts";
 import { contentText } from "./chatml.ts";
 import { hashString, mix, unit } from "./hash.ts";
-import { planToolCall, type Intent } from "./intents.ts";
+import { planToolCall, WORKING_DIRECTORY_PATTERNS, type Intent } from "./intents.ts";
 import type { PolicyTurn, SimMessage, SimTool } from "./types.ts";
 
 export interface TurnInput {
@@ -182,13 +182,12 @@ function lastUserIndex(messages: SimMessage[]): number {
   return -1;
 }
 
-/** The workspace path harnesses write into their prompts (Claude Code, Codex, opencode, forge-react). */
+/** The workspace path harnesses write into their prompts (WORKING_DIRECTORY_PATTERNS). */
 export function findWorkingDirectory(messages: SimMessage[]): string | undefined {
-  const patterns = [/<cwd>([^<\n]+)<\/cwd>/, /Working directory:\s*(\/[^\s]+)/i, /current working directory(?: is)?:?\s*`?(\/[^\s`]+)/i, /\bcwd:\s*(\/[^\s]+)/];
   for (const m of messages) {
     if (m.role !== "system" && m.role !== "developer" && m.role !== "user") continue;
     const text = contentText(m.content);
-    for (const pattern of patterns) {
+    for (const pattern of WORKING_DIRECTORY_PATTERNS) {
       const found = pattern.exec(text);
       if (found?.[1]) return found[1].trim();
     }
