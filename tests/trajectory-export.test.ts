@@ -36,6 +36,57 @@ async function query(sql: string): Promise<Record<string, unknown>[]> {
   }
 }
 
+/** Two opencode rollouts of one task: a title call (no tools), then two agent calls; rewards 1 and 0. */
+function opencodeRecords(): ForgeRecord[] {
+  const all: ForgeRecord[] = [];
+  const tools = [{ type: "function", function: { name: "bash", parameters: { type: "object" } } }];
+  for (const [id, reward] of [["oc-a", 1], ["oc-b", 0]] as const) {
+    const r = rolloutRecords(id, { task: "stock", group: "stock@v0", experiment: "aux", harness: "opencode" });
+    r.call({
+      prompt: [900, 901],
+      completion: [902],
+      requestBody: { model: "m", messages: [{ role: "system", content: "You are a title generator. You output ONLY a thread title. Nothing else." }, { role: "user", content: "sum stock.csv" }] },
+    });
+    r.call({ prompt: [1, 2, 3], completion: [10], requestBody: { model: "m", messages: [{ role: "system", content: "You are opencode." }, { role: "user", content: "sum stock.csv" }], tools } });
+    r.call({ prompt: [1, 2, 3, 10, 4], completion: [11], requestBody: { model: "m", messages: [{ role: "system", content: "You are opencode." }, { role: "user", content: "sum stock.csv" }], tools } });
+    r.finish(reward);
+    all.push(...r.records);
+  }
+  return all;
+}
+
+describe("forge export: auxiliary calls", () => {
+  const dir = join(scratch.dir, "aux");
+
+  test("drop (default): the title samples are left out and counted; each rollout's one row is its agent's final answer", async () => {
+    await writeLog(dir, opencodeRecords());
+    const out = join(dir, "exports", "batch.parquet");
+    expect(await exportCommand(["--data", dir, "--out", out])).toBe(0);
+    const manifest = JSON.parse(readFileSync(manifestPath(out), "utf8"));
+    expect(manifest.auxiliary).toEqual({ policy: "drop", samples: 2, dropped: 2, kinds: { title: 2 } });
+    expect(manifest.calls).toMatchObject({ total: 6, auxiliary: 2, fork: 0 });
+    const rows = await query(`SELECT sample_id, reward, extra_info FROM read_parquet('${out}') ORDER BY extra_info.index`);
+    expect(rows.map((r) => [r.sample_id, r.reward, (r.extra_info as { is_final: boolean }).is_final, (r.extra_info as { auxiliary: string | null }).auxiliary])).toEqual([
+      ["oc-a#1", 1, true, null],
+      ["oc-b#1", 0, true, null],
+    ]);
+  });
+
+  test("keep: the title samples are rows of their own, labelled, reward 0 even under --reward-policy same", async () => {
+    const out = join(dir, "exports", "keep.parquet");
+    expect(await exportCommand(["--data", dir, "--out", out, "--auxiliary", "keep", "--reward-policy", "same"])).toBe(0);
+    const manifest = JSON.parse(readFileSync(manifestPath(out), "utf8"));
+    expect(manifest.auxiliary).toEqual({ policy: "keep", samples: 2, dropped: 0, kinds: { title: 2 } });
+    const rows = await query(`SELECT sample_id, reward, extra_info.auxiliary AS auxiliary, extra_info.is_final AS final FROM read_parquet('${out}') ORDER BY extra_info.index`);
+    expect(rows).toEqual([
+      { sample_id: "oc-a#0", reward: 0, auxiliary: "title", final: false },
+      { sample_id: "oc-a#1", reward: 1, auxiliary: null, final: true },
+      { sample_id: "oc-b#0", reward: 0, auxiliary: "title", final: false },
+      { sample_id: "oc-b#1", reward: 0, auxiliary: null, final: true },
+    ]);
+  });
+});
+
 describe("forge export", () => {
   const dir = join(scratch.dir, "data");
   const out = join(dir, "exports", "batch.parquet");
@@ -49,7 +100,8 @@ describe("forge export", () => {
     expect(manifest.rollouts.valid).toBe(3);
     expect(manifest.rollouts.excluded).toEqual({ infra_error: 2 });
     expect(manifest.groups.dropped).toEqual([{ group: "g2", valid_rollouts: 1 }]);
-    expect(manifest.calls).toEqual({ total: 8, clean: 1, realign: 1, fork: 1, broken: 0 });
+    expect(manifest.calls).toEqual({ total: 8, clean: 1, realign: 1, fork: 1, broken: 0, auxiliary: 0 });
+    expect(manifest.auxiliary).toEqual({ policy: "drop", samples: 0, dropped: 0, kinds: {} });
     expect(manifest.drift_tokens).toBe(4);
 
     const rows = await query(`SELECT * FROM read_parquet('${out}') ORDER BY extra_info.index`);
@@ -157,6 +209,7 @@ describe("forge export", () => {
   test("usage errors exit through UsageError", async () => {
     await expect(exportCommand(["--format", "verl"])).rejects.toThrow("--data DIR is required");
     await expect(exportCommand(["--data", dir, "--format", "xml"])).rejects.toThrow("--format must be");
+    await expect(exportCommand(["--data", dir, "--auxiliary", "maybe"])).rejects.toThrow("--auxiliary must be drop or keep");
   });
 
   test("streams: 10,000 calls in 1,000 interleaved rollouts, bounded open state", async () => {

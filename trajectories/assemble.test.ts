@@ -15,7 +15,7 @@ async function assemble(r: ReturnType<typeof rolloutRecords>, options: AssembleO
   const out = [];
   // Through protobuf binary, as read from a log (logprobs become float32).
   const records = r.records.map((rec) => fromBinary(RecordSchema, toBinary(RecordSchema, rec)));
-  for await (const c of collectRollouts(records)) out.push(assembleTrajectory(c.calls, c.rollout, c.result, options));
+  for await (const c of collectRollouts(records)) out.push(assembleTrajectory(c.calls, c.rollout, c.result, options, c.content));
   expect(out).toHaveLength(1);
   return out[0]!;
 }
@@ -37,7 +37,7 @@ describe("assembleTrajectory", () => {
     expect(s.reward).toBe(0.75);
     expect(s.num_turns).toBe(6);
     expect(s.is_final).toBe(true);
-    expect(t.stats).toEqual({ calls: 3, clean: 2, realign: 0, fork: 0, broken: 0, drift_tokens: 0 });
+    expect(t.stats).toEqual({ calls: 3, clean: 2, realign: 0, fork: 0, broken: 0, auxiliary: 0, drift_tokens: 0 });
     expect(t.kinds.map((k) => k.kind)).toEqual(["start", "clean", "clean"]);
   });
 

@@ -2,8 +2,11 @@
  * Assembles one rollout's calls into training samples: clean extensions grow a sample, re-rendered
  * reasoning is realigned, rewritten history forks a new sample (docs/trajectories.md).
  */
+import { requestBodyOf, type ContentStore } from "../records/index.ts";
 import { RolloutStatus, TokenStatus, type Rollout, type RolloutResult } from "../schemas/index.ts";
 import { commonPrefix, matchWithStrippedThink } from "./align.ts";
+import { fingerprintsFor, matchFingerprint, type AuxiliaryFingerprint, type AuxiliaryKind } from "./auxiliary.ts";
+import { continuesConversation, requestView, type RequestView } from "./request-view.ts";
 import type {
   AssembleOptions,
   BrokenCall,
@@ -31,6 +34,8 @@ type Held = {
   blobRefs: Set<string>;
   realigns: number;
   drift: number;
+  /** Set for a sample of auxiliary calls (a fingerprint's kind, or `unchained` by the rule). */
+  auxiliary: AuxiliaryKind | null;
 };
 
 const statusName: Record<number, string> = {
@@ -75,7 +80,7 @@ const tokenStatusName = (s: TokenStatus): string => TokenStatus[s]?.toLowerCase(
  * longest common prefix (so parallel sub-agents separate by prefix, not arrival order).
  *
  * @example
- * const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, { rewardPolicy: "final" });
+ * const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, { rewardPolicy: "final" }, collected.content);
  * t.samples[0].response_mask; // 1 where the policy sampled
  */
 export function assembleTrajectory(
@@ -83,16 +88,56 @@ export function assembleTrajectory(
   rollout: Rollout | undefined,
   result: RolloutResult | undefined,
   options: AssembleOptions = {},
+  content?: ContentStore,
 ): RolloutTrajectory {
   const rolloutId = rollout?.rolloutId ?? result?.rolloutId ?? calls[0]?.call.rolloutId ?? "";
   const minRetained = options.minRetainedFraction ?? 0.5;
   const maxDrift = options.maxDriftTokens ?? Number.POSITIVE_INFINITY;
   const trailing = new Set(options.thinkTrailing ?? []);
   const held: Held[] = [];
-  const stats: RolloutStats = { calls: 0, clean: 0, realign: 0, fork: 0, broken: 0, drift_tokens: 0 };
+  const stats: RolloutStats = { calls: 0, clean: 0, realign: 0, fork: 0, broken: 0, auxiliary: 0, drift_tokens: 0 };
   const broken: BrokenCall[] = [];
   const kinds: RolloutTrajectory["kinds"] = [];
   const ordered = [...calls].sort((a, b) => a.call.seq - b.call.seq);
+  const fingerprints = options.fingerprints ?? fingerprintsFor(rollout?.harness ?? "");
+  // Request bodies are rebuilt (stored bodies: docs/record-format.md) when looked at, never kept.
+  const bodyOf = (resolved: ResolvedCall): Uint8Array => {
+    if (!content) return resolved.call.requestBody;
+    try {
+      return requestBodyOf(resolved.call, content);
+    } catch {
+      // A body that cannot be rebuilt tells nothing about the call; its tokens still count.
+      return new Uint8Array();
+    }
+  };
+  const views = new Map<ResolvedCall, RequestView | undefined>();
+  const viewOf = (resolved: ResolvedCall, body?: Uint8Array): RequestView | undefined => {
+    if (!views.has(resolved)) views.set(resolved, requestView(resolved.call, body ?? bodyOf(resolved)));
+    return views.get(resolved);
+  };
+  // The call that created each sample, labelled start / fork once auxiliary samples are known.
+  const created: { sample: Held; entry: RolloutTrajectory["kinds"][number] }[] = [];
+  const newSample = (prompt: readonly number[], call: ResolvedCall["call"], auxiliary: AuxiliaryKind | null): Held => {
+    const s: Held = {
+      index: held.length,
+      tokens: [...prompt],
+      promptLen: prompt.length,
+      mask: [],
+      logprobs: [],
+      open: true,
+      calls: [],
+      lastSeq: call.seq,
+      lastCall: call.callId,
+      exact: true,
+      policyVersions: [],
+      blobRefs: new Set(),
+      realigns: 0,
+      drift: 0,
+      auxiliary,
+    };
+    held.push(s);
+    return s;
+  };
 
   const grow = (s: Held, resolved: ResolvedCall, newTokens: readonly number[]): void => {
     const call = resolved.call;
@@ -112,10 +157,31 @@ export function assembleTrajectory(
   for (const resolved of ordered) {
     const call = resolved.call;
     stats.calls++;
+    const body = fingerprints.length > 0 ? bodyOf(resolved) : new Uint8Array();
+    const fingerprint = matchFingerprint(body, fingerprints, () => viewOf(resolved, body));
+    if (fingerprint) {
+      // Never part of an agent sample, even where its tokens extend one (a compaction request
+      // that appends "summarize" to the agent's history): the agent's sample goes on without it.
+      stats.auxiliary++;
+      const entry = { call_id: call.callId, seq: call.seq, kind: "auxiliary" as CallKind, sample: -1, auxiliary: fingerprint.kind, fingerprint: fingerprint.name };
+      kinds.push(entry);
+      const prompt = call.tokenStatus === TokenStatus.COMPLETE ? resolved.prompt : undefined;
+      if (!prompt) {
+        // Reported like any broken call, but it closes no agent sample: it continued none.
+        broken.push({ call_id: call.callId, seq: call.seq, token_status: tokenStatusName(call.tokenStatus), reason: resolved.problem ?? `token_status ${tokenStatusName(call.tokenStatus)}` });
+        stats.broken++;
+        continue;
+      }
+      const same = held.find((x) => x.open && x.auxiliary === fingerprint.kind && commonPrefix(x.tokens, prompt) === x.tokens.length);
+      const s = same ?? newSample(prompt, call, fingerprint.kind);
+      grow(s, resolved, same ? prompt.slice(same.tokens.length) : []);
+      entry.sample = s.index;
+      continue;
+    }
     if (call.tokenStatus === TokenStatus.COMPLETE && call.prefixOf && !resolved.problem) {
       // Fast path: the delta already says "all of the held tokens, then this suffix". The proxy
       // picks the call with the longest common prefix, so this is the longest clean extension.
-      const s = held.find((x) => x.open && x.exact && x.lastCall === call.prefixOf && x.tokens.length === call.prefixLen);
+      const s = held.find((x) => x.open && x.exact && !x.auxiliary && x.lastCall === call.prefixOf && x.tokens.length === call.prefixLen);
       if (s) {
         grow(s, resolved, call.promptTokenIds);
         stats.clean++;
@@ -129,7 +195,7 @@ export function assembleTrajectory(
       const reason = resolved.problem ?? `token_status ${tokenStatusName(call.tokenStatus)}`;
       broken.push({ call_id: call.callId, seq: call.seq, token_status: tokenStatusName(call.tokenStatus), reason });
       stats.broken++;
-      const candidates = held.filter((s) => s.open);
+      const candidates = held.filter((s) => s.open && !s.auxiliary);
       const known = call.tokenStatus !== TokenStatus.COMPLETE && resolved.prompt && resolved.prompt.length > 0 ? resolved.prompt : undefined;
       if (known && candidates.length > 0) {
         // The prompt ids are there (PARTIAL): close only the sample it continues.
@@ -141,7 +207,7 @@ export function assembleTrajectory(
       kinds.push({ call_id: call.callId, seq: call.seq, kind: "broken", sample: -1 });
       continue;
     }
-    const candidates = held.filter((s) => s.open);
+    const candidates = held.filter((s) => s.open && !s.auxiliary);
     const ranked = candidates
       .map((s) => ({ s, lcp: commonPrefix(s.tokens, prompt) }))
       .sort((a, b) => b.lcp - a.lcp || b.s.lastSeq - a.s.lastSeq);
@@ -176,38 +242,33 @@ export function assembleTrajectory(
       }
     }
     if (realigned) continue;
-    const s: Held = {
-      index: held.length,
-      tokens: [...prompt],
-      promptLen: prompt.length,
-      mask: [],
-      logprobs: [],
-      open: true,
-      calls: [],
-      lastSeq: call.seq,
-      lastCall: call.callId,
-      exact: true,
-      policyVersions: [],
-      blobRefs: new Set(),
-      realigns: 0,
-      drift: 0,
-    };
-    held.push(s);
+    const s = newSample(prompt, call, null);
     grow(s, resolved, []);
-    if (s.index > 0) stats.fork++;
-    kinds.push({ call_id: call.callId, seq: call.seq, kind: s.index === 0 ? "start" : "fork", sample: s.index });
+    const entry = { call_id: call.callId, seq: call.seq, kind: "fork" as CallKind, sample: s.index };
+    kinds.push(entry);
+    created.push({ sample: s, entry });
+  }
+
+  labelUnchained(held, ordered, (c) => viewOf(c), kinds, stats);
+  // The first agent sample starts the rollout; every later one is a fork.
+  let agentSamples = 0;
+  for (const { sample, entry } of created) {
+    if (sample.auxiliary) continue;
+    entry.kind = agentSamples++ === 0 ? "start" : "fork";
+    if (entry.kind === "fork") stats.fork++;
   }
 
   const group = groupOf(rollout, rolloutId);
   const excluded = exclusionOf(result, options.timeouts ?? "score");
   const reward = result?.reward ?? 0;
-  const byEnd = [...held].sort((a, b) => b.lastSeq - a.lastSeq);
+  // The reward goes to the agent's final answer: the agent sample holding the last agent call.
+  const byEnd = held.filter((s) => !s.auxiliary).sort((a, b) => b.lastSeq - a.lastSeq);
   const rank = new Map(byEnd.map((s, k) => [s, k]));
   const policy = options.rewardPolicy ?? "final";
   const gamma = options.gamma ?? 0.9;
   const samples: TrajectorySample[] = held.map((s) => {
-    const k = rank.get(s)!;
-    const sampleReward = k === 0 || policy === "same" ? reward : policy === "discounted" ? reward * gamma ** k : 0;
+    const k = rank.get(s) ?? -1;
+    const sampleReward = k < 0 ? 0 : k === 0 || policy === "same" ? reward : policy === "discounted" ? reward * gamma ** k : 0;
     return {
       sample_id: `${rolloutId}#${s.index}`,
       rollout_id: rolloutId,
@@ -225,13 +286,14 @@ export function assembleTrajectory(
       reward: sampleReward,
       num_turns: 2 * s.calls.length,
       is_final: k === 0,
+      auxiliary: s.auxiliary,
       call_ids: s.calls,
       blob_refs: [...s.blobRefs],
       realigns: s.realigns,
       drift_tokens: s.drift,
     };
   });
-  const noSamples = samples.length === 0 ? "no usable model call" : undefined;
+  const noSamples = samples.length === 0 ? "no usable model call" : byEnd.length === 0 ? "no agent call (auxiliary calls only)" : undefined;
   const trajectory: RolloutTrajectory = {
     rollout_id: rolloutId,
     task_id: rollout?.taskId ?? "",
@@ -247,6 +309,45 @@ export function assembleTrajectory(
   const why = excluded ?? noSamples;
   if (why) trajectory.excluded = why;
   return trajectory;
+}
+
+/**
+ * The general rule: a sample of one call that offers no tools while another call of the rollout
+ * does, whose conversation extends no earlier call's and is extended by no later call's, continues
+ * no agent chain — a side call (a title, a summary, a classifier) whatever the harness. Calls a
+ * fingerprint already named are left as they are. Requests are parsed only for such samples.
+ */
+function labelUnchained(
+  held: Held[],
+  ordered: readonly ResolvedCall[],
+  viewOf: (c: ResolvedCall) => RequestView | undefined,
+  kinds: RolloutTrajectory["kinds"],
+  stats: RolloutStats,
+): void {
+  const byId = new Map(ordered.map((c) => [c.call.callId, c]));
+  const agentCalls = (): ResolvedCall[] => ordered.filter((c) => !kinds.some((k) => k.call_id === c.call.callId && k.kind === "auxiliary"));
+  let others: ResolvedCall[] | undefined;
+  for (const s of held) {
+    if (s.auxiliary || s.calls.length !== 1) continue;
+    const self = byId.get(s.calls[0]!)!;
+    const view = viewOf(self);
+    if (!view || view.tools > 0) continue;
+    others ??= agentCalls();
+    const rest = others.filter((c) => c !== self);
+    if (!rest.some((c) => (viewOf(c)?.tools ?? 0) > 0)) continue;
+    const chained = rest.some((c) => {
+      const v = viewOf(c);
+      if (!v) return false;
+      return c.call.seq < self.call.seq ? continuesConversation(view, v) : continuesConversation(v, view);
+    });
+    if (chained) continue;
+    s.auxiliary = "unchained";
+    stats.auxiliary++;
+    const entry = kinds.find((k) => k.call_id === self.call.callId)!;
+    entry.kind = "auxiliary";
+    entry.auxiliary = "unchained";
+    entry.fingerprint = "rule";
+  }
 }
 
 function appendCompletion(s: Held, resolved: ResolvedCall): void {

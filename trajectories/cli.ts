@@ -19,6 +19,7 @@ usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
   --gamma G               discount for --reward-policy discounted (default 0.9)
   --timeouts T            score (a timeout is the policy's failure; default) | exclude
   --think-tokens A,B      reasoning open/close token ids the template strips (default 151667,151668: Qwen3); "none" disables realign
+  --auxiliary A           drop (auxiliary samples — titles, compaction summaries, classifiers — left out, counted; default) | keep (rows of their own, reward 0)
   --group-rows N          also write a GRPO dataset, one row per group naming N rollouts (veRL rollout.n=N)
   --max-group-rows B      at most B rows in that dataset (veRL data.train_batch_size); further groups are counted
   --max-prompt-length N   leave out samples whose prompt exceeds N tokens (veRL rollout.prompt_length)
@@ -66,6 +67,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
         "max-group-rows": { type: "string" },
         "max-prompt-length": { type: "string" },
         "max-response-length": { type: "string" },
+        auxiliary: { type: "string", default: "drop" },
         iteration: { type: "string" },
         "sft-min-reward": { type: "string" },
         "skip-corrupt": { type: "boolean", default: false },
@@ -84,6 +86,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
   if (!["verl", "sft", "jsonl"].includes(format)) throw new UsageError(`--format must be verl, sft or jsonl, got "${format}"`);
   const policy = v["reward-policy"] as RewardPolicy;
   if (!["final", "same", "discounted"].includes(policy)) throw new UsageError(`--reward-policy must be final, same or discounted, got "${policy}"`);
+  if (v.auxiliary !== "drop" && v.auxiliary !== "keep") throw new UsageError(`--auxiliary must be drop or keep, got "${v.auxiliary}"`);
   if (v.timeouts !== "score" && v.timeouts !== "exclude") throw new UsageError(`--timeouts must be score or exclude, got "${v.timeouts}"`);
   const gamma = v.gamma === undefined ? 0.9 : Number(v.gamma);
   if (!(gamma >= 0 && gamma <= 1)) throw new UsageError(`--gamma must be a number in [0, 1], got "${v.gamma}"`);
@@ -112,6 +115,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
     rewardPolicy: policy,
     gamma,
     timeouts: v.timeouts,
+    auxiliary: v.auxiliary,
     ...think,
     // Qwen3 renders "</think>\n\n": "\n\n" (271) and "\n" (198) go with a stripped block.
     thinkTrailing: [198, 271],
@@ -136,7 +140,8 @@ export async function exportCommand(argv: string[]): Promise<number> {
     console.error(
       `\rexport: ${manifest.rows} rows → ${out} (${manifest.rollouts.valid}/${manifest.rollouts.seen} rollouts valid; excluded: ${excluded}; ` +
         `${manifest.groups.dropped.length} groups dropped below ${manifest.options.min_group_size}; ` +
-        `${manifest.calls.realign} realigns, ${manifest.drift_tokens} drift tokens, ${manifest.calls.fork} forks, ${manifest.calls.broken} broken calls)\n` +
+        `${manifest.calls.realign} realigns, ${manifest.drift_tokens} drift tokens, ${manifest.calls.fork} forks, ${manifest.calls.broken} broken calls, ` +
+        `${manifest.auxiliary.samples} auxiliary samples${manifest.auxiliary.dropped ? " dropped" : ""})\n` +
         `manifest: ${manifestPath(out)}`,
     );
   }

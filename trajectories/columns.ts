@@ -10,7 +10,7 @@ const sftMessage = `STRUCT(role VARCHAR, content VARCHAR, tool_calls ${toolCall}
 const extraInfo = `STRUCT(
   "index" BIGINT, sample_id VARCHAR, rollout_id VARCHAR, task_id VARCHAR, "group" VARCHAR, experiment VARCHAR,
   iteration INTEGER, policy_version INTEGER, policy_versions INTEGER[], sample_index INTEGER, is_final BOOLEAN,
-  call_ids VARCHAR[], blob_refs VARCHAR[], realigns INTEGER, drift_tokens INTEGER, status VARCHAR, rollout_reward DOUBLE,
+  auxiliary VARCHAR, call_ids VARCHAR[], blob_refs VARCHAR[], realigns INTEGER, drift_tokens INTEGER, status VARCHAR, rollout_reward DOUBLE,
   sampling STRUCT(temperature DOUBLE, top_p DOUBLE, top_k INTEGER, min_p DOUBLE, max_tokens BIGINT, seed DOUBLE, presence_penalty DOUBLE,
     frequency_penalty DOUBLE, repetition_penalty DOUBLE, "constraints" VARCHAR, sources VARCHAR),
   sampling_varies BOOLEAN, engine VARCHAR, engine_version VARCHAR, logprobs_mode VARCHAR)`;

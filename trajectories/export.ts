@@ -52,6 +52,12 @@ export type ExportOptions = AssembleOptions & {
    */
   maxPromptLength?: number;
   maxResponseLength?: number;
+  /**
+   * Auxiliary samples (titles, compaction summaries, classifiers: docs/trajectories.md): `drop`
+   * (default) leaves them out of the rows and counts them in the manifest's `auxiliary`; `keep`
+   * writes them as rows of their own, labelled `extra_info.auxiliary`, with reward 0.
+   */
+  auxiliary?: "drop" | "keep";
   /** Only rollouts registered under this experiment (Rollout.experiment). */
   experiment?: string;
   /** Only rollouts of this iteration (Rollout.iteration). */
@@ -72,7 +78,9 @@ export type ExportManifest = {
   samples: number;
   rows: number;
   tokens: { prompt: number; response: number; sampled: number };
-  calls: { total: number; clean: number; realign: number; fork: number; broken: number };
+  calls: { total: number; clean: number; realign: number; fork: number; broken: number; auxiliary: number };
+  /** Auxiliary samples of the valid rollouts: by kind, and how many `drop` left out of the rows. */
+  auxiliary: { policy: "drop" | "keep"; samples: number; dropped: number; kinds: { [kind: string]: number } };
   drift_tokens: number;
   rollouts_with_drift: number;
   rollouts_with_forks: number;
@@ -132,6 +140,7 @@ function extraInfo(s: TrajectorySample, t: RolloutTrajectory, calls: Map<string,
     policy_versions: s.policy_versions,
     sample_index: s.sample_index,
     is_final: s.is_final,
+    auxiliary: s.auxiliary,
     call_ids: s.call_ids,
     blob_refs: s.blob_refs,
     realigns: s.realigns,
@@ -207,7 +216,8 @@ export async function exportTrajectories(
     samples: 0,
     rows: 0,
     tokens: { prompt: 0, response: 0, sampled: 0 },
-    calls: { total: 0, clean: 0, realign: 0, fork: 0, broken: 0 },
+    calls: { total: 0, clean: 0, realign: 0, fork: 0, broken: 0, auxiliary: 0 },
+    auxiliary: { policy: options.auxiliary ?? "drop", samples: 0, dropped: 0, kinds: {} },
     drift_tokens: 0,
     rollouts_with_drift: 0,
     rollouts_with_forks: 0,
@@ -252,13 +262,14 @@ export async function exportTrajectories(
         manifest.filter.skipped_rollouts++;
         continue;
       }
-      const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, options);
+      const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, options, collected.content);
       manifest.rollouts.seen++;
       manifest.calls.total += t.stats.calls;
       manifest.calls.clean += t.stats.clean;
       manifest.calls.realign += t.stats.realign;
       manifest.calls.fork += t.stats.fork;
       manifest.calls.broken += t.stats.broken;
+      manifest.calls.auxiliary += t.stats.auxiliary;
       manifest.drift_tokens += t.stats.drift_tokens;
       if (t.stats.drift_tokens > 0) manifest.rollouts_with_drift++;
       if (t.stats.fork > 0) manifest.rollouts_with_forks++;
@@ -273,6 +284,16 @@ export async function exportTrajectories(
       manifest.rollouts.valid++;
       validPerGroup.set(t.group, validPerGroup.get(t.group)! + 1);
       const dataSource = options.dataSource ?? (collected.rollout?.experiment || "forge");
+      for (const s of t.samples) {
+        if (!s.auxiliary) continue;
+        manifest.auxiliary.samples++;
+        manifest.auxiliary.kinds[s.auxiliary] = (manifest.auxiliary.kinds[s.auxiliary] ?? 0) + 1;
+      }
+      if (manifest.auxiliary.policy === "drop") {
+        const agent = t.samples.filter((s) => !s.auxiliary);
+        manifest.auxiliary.dropped += t.samples.length - agent.length;
+        t.samples = agent;
+      }
       for (const row of rowsOf(t, collected, format, dataSource, sftMinReward, messagesOr, manifest.images, writeImage)) {
         await writeLine(pass1, `${JSON.stringify(row)}\n`);
         manifest.samples++;

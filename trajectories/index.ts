@@ -18,4 +18,8 @@ export { blobDirPath } from "./export.ts";
 export { verlColumns } from "./columns.ts";
 export { exportCommand } from "./cli.ts";
 export { QWEN3_THINK, withThinkDefaults } from "./types.ts";
+export { AUXILIARY_FINGERPRINTS, fingerprintsFor, matchFingerprint } from "./auxiliary.ts";
+export type { AuxiliaryFingerprint, AuxiliaryKind } from "./auxiliary.ts";
+export { continuesConversation, requestView } from "./request-view.ts";
+export type { RequestView } from "./request-view.ts";
 export type * from "./types.ts";

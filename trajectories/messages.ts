@@ -101,8 +101,20 @@ function responsesRequest(body: Json): ChatMessage[] {
  * requestMessages(call, collected.content); // [{ role: "system", content: "..." }, { role: "user", content: "..." }]
  */
 export function requestMessages(call: ModelCall, content: ContentStore): ChatMessage[] {
-  const body = parseJson(requestBodyOf(call, content), "request_body", call);
-  switch (call.protocol) {
+  const messages = requestMessagesOfBody(call.protocol, parseJson(requestBodyOf(call, content), "request_body", call));
+  if (!messages) throw new Error(`call ${call.callId}: protocol ${call.protocol} has no message form`);
+  return messages;
+}
+
+/**
+ * The conversation of an already parsed request body of `protocol`, or undefined for a protocol
+ * without a message form.
+ *
+ * @example
+ * requestMessagesOfBody(Protocol.CHAT, { messages: [{ role: "user", content: "hi" }] }); // [{ role: "user", content: "hi" }]
+ */
+export function requestMessagesOfBody(protocol: Protocol, body: Json): ChatMessage[] | undefined {
+  switch (protocol) {
     case Protocol.CHAT:
       return chatRequest(body);
     case Protocol.ANTHROPIC_MESSAGES:
@@ -112,7 +124,7 @@ export function requestMessages(call: ModelCall, content: ContentStore): ChatMes
     case Protocol.COMPLETIONS:
       return [{ role: "user", content: Array.isArray(body.prompt) ? body.prompt.join("") : String(body.prompt ?? "") }];
     default:
-      throw new Error(`call ${call.callId}: protocol ${call.protocol} has no message form`);
+      return undefined;
   }
 }
 

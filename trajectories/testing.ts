@@ -37,7 +37,7 @@ export type CallSpec = {
  * r.finish(1, RolloutStatus.OK);
  * r.records; // Rollout, ModelCall, RolloutResult
  */
-export function rolloutRecords(rolloutId: string, meta: { task?: string; group?: string; experiment?: string; policyVersion?: number } = {}) {
+export function rolloutRecords(rolloutId: string, meta: { task?: string; group?: string; experiment?: string; policyVersion?: number; harness?: string } = {}) {
   const records: Record[] = [];
   const held: { callId: string; tokens: number[] }[] = [];
   let seq = 0;
@@ -51,7 +51,7 @@ export function rolloutRecords(rolloutId: string, meta: { task?: string; group?:
           taskId: meta.task ?? "task",
           group: meta.group ?? "",
           policyVersion: meta.policyVersion ?? 0,
-          harness: "test",
+          harness: meta.harness ?? "test",
         }),
       },
     }),

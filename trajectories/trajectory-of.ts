@@ -26,7 +26,7 @@ export async function trajectoryOf(
       if (v && "rolloutId" in v && v.rolloutId === rolloutId) yield record;
     }
   }
-  for await (const c of collectRollouts(only())) return assembleTrajectory(c.calls, c.rollout, c.result, withThinkDefaults(options));
+  for await (const c of collectRollouts(only())) return assembleTrajectory(c.calls, c.rollout, c.result, withThinkDefaults(options), c.content);
   return undefined;
 }
 

@@ -2,6 +2,7 @@
  * Shapes of assembled trajectories: what veRL trains on (docs/trajectories.md).
  */
 import type { ModelCall } from "../schemas/index.ts";
+import type { AuxiliaryFingerprint, AuxiliaryKind } from "./auxiliary.ts";
 
 /** A model call with its full prompt rebuilt from the delta chain (`resolvePrompts`). */
 export type ResolvedCall = {
@@ -34,6 +35,11 @@ export type AssembleOptions = {
   maxDriftTokens?: number;
   /** `score`: a timed-out rollout is the policy's failure (kept, default); `exclude`: treated like infra_error. */
   timeouts?: "score" | "exclude";
+  /**
+   * The auxiliary-call fingerprints to apply instead of those of the rollout's harness
+   * (`fingerprintsFor(rollout.harness)`); `[]` leaves only the general rule.
+   */
+  fingerprints?: readonly AuxiliaryFingerprint[];
 };
 
 /**
@@ -72,8 +78,14 @@ export type TrajectorySample = {
   reward: number;
   /** veRL's count: initial prompt + every assistant turn + every inserted span = 2 × calls. */
   num_turns: number;
-  /** True for the sample that holds the rollout's last call: it carries the rollout reward. */
+  /** True for the agent sample that holds the rollout's last agent call (its final answer): it carries the rollout reward. */
   is_final: boolean;
+  /**
+   * What an auxiliary sample is (title, compaction, summary, classifier, quota, memory, or
+   * `unchained` by the general rule); null for the agent's samples. Auxiliary samples never carry
+   * the rollout's reward (0 under every reward policy) and are never final.
+   */
+  auxiliary: AuxiliaryKind | null;
   call_ids: string[];
   /** sha256 of the Blob records (images) this sample's calls refer to. */
   blob_refs: string[];
@@ -81,7 +93,7 @@ export type TrajectorySample = {
   drift_tokens: number;
 };
 
-export type CallKind = "start" | "clean" | "realign" | "fork" | "broken";
+export type CallKind = "start" | "clean" | "realign" | "fork" | "broken" | "auxiliary";
 
 /** A call that ended the sample it belonged to instead of extending it. */
 export type BrokenCall = { call_id: string; seq: number; token_status: string; reason: string };
@@ -92,6 +104,8 @@ export type RolloutStats = {
   realign: number;
   fork: number;
   broken: number;
+  /** Auxiliary calls (also counted as broken when their tokens are incomplete). */
+  auxiliary: number;
   drift_tokens: number;
 };
 
@@ -109,6 +123,9 @@ export type RolloutTrajectory = {
   samples: TrajectorySample[];
   stats: RolloutStats;
   broken: BrokenCall[];
-  /** Per call, in seq order: how it was classified. */
-  kinds: { call_id: string; seq: number; kind: CallKind; sample: number }[];
+  /**
+   * Per call, in seq order: how it was classified. Auxiliary calls carry their kind and what
+   * recognised them (`<harness>.<what>` for a fingerprint, `rule` for the general rule).
+   */
+  kinds: { call_id: string; seq: number; kind: CallKind; sample: number; auxiliary?: AuxiliaryKind; fingerprint?: string }[];
 };
