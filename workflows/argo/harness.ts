@@ -8,7 +8,15 @@ import { launchHarness } from "../harnesses/index.ts";
 
 export type Registration = { rollout_id: string; api_key: string; openai_base_url: string; anthropic_base_url: string; policy_version?: number | string };
 export type HarnessInvocation = { command: string[]; env: Record<string, string>; files: Record<string, string> };
-export type HarnessContext = { experiment: Experiment; registration: Registration; instruction: string; workspace: string; home: string };
+export type HarnessContext = {
+  experiment: Experiment;
+  registration: Registration;
+  instruction: string;
+  workspace: string;
+  home: string;
+  /** The model's context window as served (`modelContextWindow`), when known. */
+  contextWindow?: number;
+};
 
 /**
  * Resolves the invocation for the experiment's harness.
@@ -28,6 +36,7 @@ export function harnessInvocation(context: HarnessContext): HarnessInvocation {
     prompt: context.instruction,
     options: experiment.spec.harness.options,
     command: experiment.spec.harness.command,
+    contextWindow: context.contextWindow,
   });
   return {
     command: launch.command,

@@ -20,6 +20,7 @@ import { cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync,
 import { dirname, join } from "node:path";
 import type { Experiment } from "../../schemas/index.ts";
 import { readReward } from "../local/reward.ts";
+import { modelContextWindow } from "../harnesses/index.ts";
 import { harnessInvocation, type HarnessInvocation, type Registration } from "./harness.ts";
 import { POD_PATHS } from "./names.ts";
 import { control, ControlRefusal, InfraError } from "./pod.ts";
@@ -119,7 +120,8 @@ export async function registerStep(options: { experiment: Experiment; experiment
     writeTree(options.workspace, files);
     const home = join(options.state, "home");
     mkdirSync(home, { recursive: true });
-    const invocation = harnessInvocation({ experiment, registration, instruction: task.instruction, workspace: options.workspace, home });
+    const contextWindow = await modelContextWindow(registration.openai_base_url, registration.api_key, experiment.spec.policy.model);
+    const invocation = harnessInvocation({ experiment, registration, instruction: task.instruction, workspace: options.workspace, home, contextWindow });
     writeFileSync(join(options.state, "harness.json"), JSON.stringify(invocation));
     writeFileSync(join(options.state, "rollout.json"), JSON.stringify({ rollout_id: registration.rollout_id, timeoutSeconds: task.agentTimeoutSeconds }));
     write({ registered: true, rollout_id: registration.rollout_id });

@@ -16,6 +16,7 @@ import type { HarnessAdapter, HarnessContext, HarnessLaunch } from "./types.ts";
 
 export { claudeCodeAdapter, codexAdapter, commandAdapter, commonEnv, forgeReactAdapter, openclawAdapter, opencodeAdapter, piAdapter, qwenCodeAdapter };
 export { FORGE_REACT_MAIN } from "./forge-react/index.ts";
+export { modelContextWindow } from "./context-window.ts";
 export type { HarnessAdapter, HarnessContext, HarnessFile, HarnessLaunch } from "./types.ts";
 
 export const HARNESS_ADAPTERS: Record<string, HarnessAdapter> = {

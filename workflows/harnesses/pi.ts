@@ -2,10 +2,18 @@
  * pi (`@mariozechner/pi-coding-agent`): a custom provider in `$PI_CODING_AGENT_DIR/models.json`
  * with the API it speaks (`openai-completions` by default; `openai-responses` or
  * `anthropic-messages` through `options.api`), run in print mode.
+ *
+ * The model's `contextWindow` matters: pi compacts (a summarizer call) once a call's context
+ * passes `contextWindow - 16384` (its default `compaction.reserveTokens`), and in print mode it
+ * checks after the agent's final answer too. It is the experiment's `options.contextWindow`, else
+ * the window the model's server reports (`ctx.contextWindow`), else 32768.
  */
 import { option, type HarnessAdapter } from "./types.ts";
 
 const APIS = ["openai-completions", "openai-responses", "anthropic-messages"] as const;
+
+/** When neither the experiment nor the server gives the window (Qwen3's native 32,768). */
+export const DEFAULT_CONTEXT_WINDOW = 32768;
 
 /**
  * @example
@@ -27,7 +35,7 @@ export const piAdapter: HarnessAdapter = (ctx) => {
             name: ctx.model,
             reasoning: option(ctx, "reasoning", false),
             input: ["text"],
-            contextWindow: option(ctx, "contextWindow", 32768),
+            contextWindow: option(ctx, "contextWindow", ctx.contextWindow ?? DEFAULT_CONTEXT_WINDOW),
             maxTokens: option(ctx, "maxTokens", 4096),
             cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
           },

@@ -18,6 +18,12 @@ export type HarnessContext = {
   options?: Record<string, unknown>;
   /** `spec.harness.command`, for the `command` harness. */
   command?: string[];
+  /**
+   * The model's context window as its server reports it (`modelContextWindow`: vLLM's / SGLang's
+   * `/v1/models` `max_model_len`), when known. Adapters of harnesses that must be told use it
+   * unless the experiment sets one (`spec.harness.options.contextWindow`).
+   */
+  contextWindow?: number;
 };
 
 export type HarnessFile = { path: string; content: string };

@@ -12,7 +12,7 @@
  */
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { FORGE_REACT_MAIN, launchHarness } from "../harnesses/index.ts";
+import { FORGE_REACT_MAIN, launchHarness, modelContextWindow } from "../harnesses/index.ts";
 import type { Task } from "../tasks/index.ts";
 import type { ControlClient, FinishBody, RolloutStatus } from "./control.ts";
 import { runProcessGroup, type GroupResult } from "./process-group.ts";
@@ -250,6 +250,8 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
     return result;
   };
 
+  // The model's window as served, for adapters that must be told (pi); undefined when not reported.
+  const contextWindow = await modelContextWindow(registration.openai_base_url, registration.api_key, ctx.model, ctx.signal);
   let dirs;
   let launch;
   try {
@@ -264,6 +266,7 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
       prompt: plan.task.instruction,
       options: ctx.harnessOptions,
       command: ctx.harnessCommand,
+      contextWindow,
     });
     for (const file of launch.files) {
       mkdirSync(dirname(file.path), { recursive: true });
