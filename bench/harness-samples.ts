@@ -1,0 +1,187 @@
+/**
+ * Calls and training samples per rollout for every installed harness, on the multi-step example
+ * (examples/multistep: read, bash, write, check, then the final answer; k = 2) run offline by
+ * `forge run`'s code path against the policy simulator. For each harness: the protocol it speaks,
+ * model calls per rollout, agent samples per rollout (what the export trains on), the auxiliary
+ * calls recognised (titles, compaction summaries, …), whether the reward sits on the agent's final
+ * answer, and, where a rollout forks, what the harness sent where the held tokens said otherwise
+ * (the first differing text, decoded by the simulator's tokenizer). docs/harnesses.md's table is
+ * this script's output.
+ *
+ *   bun bench/harness-samples.ts [--harness codex,pi:openai-responses,...] [--k 2] [--keep DIR] [--json]
+ *
+ * A harness whose CLI is not installed is listed as skipped.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { readRecords } from "../records/index.ts";
+import { parseExperimentFile, Protocol } from "../schemas/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { assembleTrajectory, collectRollouts, commonPrefix, exportTrajectories, withThinkDefaults, type ResolvedCall, type RolloutTrajectory } from "../trajectories/index.ts";
+import { harnessUnavailable, runExperiment } from "../workflows/index.ts";
+import { benchFlags } from "./lib/flags.ts";
+
+type Case = { label: string; harness: string; options: Record<string, unknown> };
+
+const CASES: Case[] = [
+  { label: "codex", harness: "codex", options: {} },
+  { label: "claude-code", harness: "claude-code", options: {} },
+  { label: "pi (openai-completions)", harness: "pi", options: { api: "openai-completions" } },
+  { label: "pi (openai-responses)", harness: "pi", options: { api: "openai-responses" } },
+  { label: "pi (anthropic-messages)", harness: "pi", options: { api: "anthropic-messages" } },
+  { label: "qwen-code", harness: "qwen-code", options: {} },
+  { label: "opencode", harness: "opencode", options: {} },
+  { label: "openclaw", harness: "openclaw", options: {} },
+  { label: "forge-react", harness: "forge-react", options: { maxTurns: 10 } },
+];
+
+const PROTOCOL_NAMES: Record<number, string> = {
+  [Protocol.CHAT]: "Chat",
+  [Protocol.COMPLETIONS]: "Completions",
+  [Protocol.RESPONSES]: "Responses",
+  [Protocol.ANTHROPIC_MESSAGES]: "Messages",
+};
+
+export type HarnessSamples = {
+  label: string;
+  skipped?: string;
+  protocol: string;
+  rollouts: number;
+  passed: number;
+  calls: number[];
+  agentSamples: number[];
+  exportedRows: number;
+  auxiliary: { [fingerprint: string]: number };
+  forks: number;
+  broken: number;
+  rewardOnFinalAnswer: boolean;
+  /** Where a rollout first forked: the text the held sample had and the text the harness sent. */
+  divergence?: { call: number; held: string; sent: string };
+};
+
+/** The first fork of a trajectory: held tokens vs the prompt sent, from where they part. */
+function firstFork(t: RolloutTrajectory, calls: readonly ResolvedCall[]): { call: number; held: number[]; sent: number[] } | undefined {
+  const fork = t.kinds.find((k) => k.kind === "fork");
+  if (!fork) return undefined;
+  const bySeq = new Map(calls.map((c) => [c.call.seq, c]));
+  const call = bySeq.get(fork.seq)!;
+  const prompt = call.prompt ?? [];
+  // The agent calls before it, each rebuilt as prompt + completion: the one sharing the longest prefix.
+  let best: number[] = [];
+  let lcp = -1;
+  for (const k of t.kinds) {
+    if (k.seq >= fork.seq || k.kind === "auxiliary" || k.kind === "broken") continue;
+    const c = bySeq.get(k.seq)!;
+    const tokens = [...(c.prompt ?? []), ...c.call.completionTokenIds];
+    const l = commonPrefix(tokens, prompt);
+    if (l > lcp) [lcp, best] = [l, tokens];
+  }
+  const from = Math.max(0, lcp - 4);
+  return { call: fork.seq, held: best.slice(from, lcp + 12), sent: prompt.slice(from, lcp + 12) };
+}
+
+async function measure(c: Case, k: number, dataDir: string, detokenize: (ids: number[]) => Promise<string>): Promise<HarnessSamples> {
+  const base: HarnessSamples = { label: c.label, protocol: "", rollouts: 0, passed: 0, calls: [], agentSamples: [], exportedRows: 0, auxiliary: {}, forks: 0, broken: 0, rewardOnFinalAnswer: true };
+  const why = harnessUnavailable(c.harness);
+  if (why) return { ...base, skipped: why };
+  const experimentPath = resolve(import.meta.dir, "../examples/multistep/experiment.yaml");
+  const experiment = parseExperimentFile(experimentPath);
+  experiment.spec.harness.name = c.harness as typeof experiment.spec.harness.name;
+  experiment.spec.harness.options = c.options;
+  experiment.spec.rollouts.k = k;
+  experiment.spec.rollouts.parallelism = k;
+  experiment.spec.metrics.k = [1];
+  const result = await runExperiment({ experiment, experimentPath, dataDir, quiet: true, log: () => {} });
+  const manifest = await exportTrajectories(readRecords(dataDir), { format: "jsonl", out: join(dataDir, "exports", "bench.jsonl"), minGroupSize: 1 });
+  base.exportedRows = manifest.rows;
+  const protocols = new Set<string>();
+  for await (const collected of collectRollouts(readRecords(dataDir))) {
+    const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, withThinkDefaults({}));
+    base.rollouts++;
+    if (t.status === "ok" && t.reward >= 1) base.passed++;
+    for (const c of collected.calls) protocols.add(PROTOCOL_NAMES[c.call.protocol] ?? String(c.call.protocol));
+    base.calls.push(t.stats.calls);
+    base.agentSamples.push(t.samples.filter((s) => !s.auxiliary).length);
+    base.forks += t.stats.fork;
+    base.broken += t.stats.broken;
+    for (const kind of t.kinds) if (kind.fingerprint) base.auxiliary[kind.fingerprint] = (base.auxiliary[kind.fingerprint] ?? 0) + 1;
+    // The reward sits on the sample holding the last agent call, and only there.
+    const lastAgent = [...t.kinds].reverse().find((x) => x.kind !== "auxiliary" && x.kind !== "broken");
+    const final = t.samples.filter((s) => s.is_final);
+    const ok = final.length === 1 && final[0]!.call_ids.includes(lastAgent?.call_id ?? "") && final[0]!.reward === t.reward && !final[0]!.auxiliary;
+    if (!ok || t.samples.some((s) => s.auxiliary && s.reward !== 0)) base.rewardOnFinalAnswer = false;
+    if (!base.divergence) {
+      const fork = firstFork(t, collected.calls);
+      if (fork) base.divergence = { call: fork.call, held: await detokenize(fork.held), sent: await detokenize(fork.sent) };
+    }
+  }
+  base.protocol = [...protocols].join(", ");
+  if (result.local.outcomes.length !== base.rollouts) base.skipped = `${result.local.outcomes.length} rollouts ran but ${base.rollouts} were recorded`;
+  return base;
+}
+
+const perRollout = (xs: number[]): string => (xs.length === 0 ? "-" : new Set(xs).size === 1 ? String(xs[0]) : xs.join(", "));
+
+/** The markdown table of docs/harnesses.md. */
+function table(rows: HarnessSamples[]): string {
+  const out = [
+    "| harness | protocol | calls/rollout | agent samples/rollout | exported rows | auxiliary calls | forks | reward on final answer | passed |",
+    "|---|---|---|---|---|---|---|---|---|",
+  ];
+  for (const r of rows) {
+    if (r.skipped && r.rollouts === 0) {
+      out.push(`| ${r.label} | skipped: ${r.skipped} | | | | | | | |`);
+      continue;
+    }
+    const aux = Object.entries(r.auxiliary).map(([name, n]) => `${name} ×${n}`).join(", ") || "none";
+    out.push(
+      `| ${r.label} | ${r.protocol} | ${perRollout(r.calls)} | ${perRollout(r.agentSamples)} | ${r.exportedRows} / ${r.rollouts} rollouts | ${aux} | ${r.forks} | ${r.rewardOnFinalAnswer ? "yes" : "NO"} | ${r.passed}/${r.rollouts} |`,
+    );
+  }
+  return out.join("\n");
+}
+
+if (import.meta.main) {
+  const { flag, has } = benchFlags();
+  const k = Number(flag("k", "2"));
+  const wanted = flag("harness", "");
+  const cases = wanted
+    ? wanted.split(",").map((w) => {
+        const [harness, api] = w.split(":");
+        const found = CASES.find((c) => c.harness === harness && (!api || c.options.api === api));
+        if (!found) throw new Error(`--harness ${w}: not one of ${CASES.map((c) => c.harness + (c.options.api ? `:${c.options.api}` : "")).join(", ")}`);
+        return found;
+      })
+    : CASES;
+  const keep = flag("keep", "");
+  const root = keep || mkdtempSync(join(tmpdir(), "forge-harness-samples-"));
+  const sim = await startPolicySimulator({ seed: 0 });
+  const detokenize = async (ids: number[]): Promise<string> => {
+    const response = await fetch(`${sim.url}/detokenize`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ tokens: ids }) });
+    return ((await response.json()) as { prompt: string }).prompt;
+  };
+  const rows: HarnessSamples[] = [];
+  try {
+    for (const c of cases) {
+      process.stderr.write(`${c.label}… `);
+      const started = performance.now();
+      const row = await measure(c, k, join(root, c.label.replace(/[^a-z0-9-]+/gi, "_")), detokenize);
+      rows.push(row);
+      process.stderr.write(`${row.skipped ?? `${row.rollouts} rollouts`} (${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
+    }
+  } finally {
+    await sim.stop();
+    if (!keep) rmSync(root, { recursive: true, force: true });
+  }
+  if (has("json")) console.log(JSON.stringify(rows, null, 2));
+  else {
+    console.log(`examples/multistep (read, bash, write, check, answer), k = ${k}, policy simulator:\n`);
+    console.log(table(rows));
+    const forks = rows.filter((r) => r.divergence);
+    if (forks.length > 0) {
+      console.log("\nwhere rollouts fork (call n's prompt against the tokens held from the calls before it):");
+      for (const r of forks) console.log(`- ${r.label}, call ${r.divergence!.call}: held ${JSON.stringify(r.divergence!.held)}, sent ${JSON.stringify(r.divergence!.sent)}`);
+    }
+  }
+}
