@@ -1,9 +1,12 @@
 /**
  * Each installed harness CLI, run by its adapter through the real proxy against the policy
- * simulator, offline, for a one-tool-call task (create a file with the shell). A harness whose
- * CLI is not installed is skipped with a message; codex (Responses API) and claude-code
- * (Anthropic Messages) are skipped while their front door does not answer a streaming request
- * with tools (404, or no answer in 10 s).
+ * simulator, offline, on the multi-step example (examples/multistep: read, bash, write, check,
+ * then the final answer). Checks the file, the reward, that every call is recorded COMPLETE, and
+ * the trajectory: agent samples per rollout, the auxiliary calls recognised, and the reward on
+ * the agent's final answer (docs/harnesses.md has the table, from bench/harness-samples.ts). A
+ * harness whose CLI is not installed is skipped with a message; codex (Responses API) and
+ * claude-code (Anthropic Messages) are skipped while their front door does not answer a
+ * streaming request with tools (404, or no answer in 10 s).
  *
  * Install the CLIs: npm install -g @openai/codex @anthropic-ai/claude-code @mariozechner/pi-coding-agent @qwen-code/qwen-code opencode-ai
  * OpenClaw needs Node ≥ 24 beside the system Node; see `.ci/run` (installs both under /opt).
@@ -14,22 +17,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startProxy } from "../proxy/index.ts";
 import { startPolicySimulator } from "../simulator/index.ts";
-import type { PolicyScriptInput } from "../schemas/index.ts";
+import { parsePolicyScriptFile } from "../schemas/index.ts";
+import type { RolloutTrajectory } from "../trajectories/index.ts";
 import { harnessUnavailable } from "../workflows/harnesses/index.ts";
 import { runLocal } from "../workflows/local/executor.ts";
-import { taskFromSpec } from "../workflows/tasks/index.ts";
+import { loadTaskDir } from "../workflows/tasks/index.ts";
 
 const ADMIN = "harness-cli-admin";
-const CONTENT = "Hello, OpenForge!";
-const script: PolicyScriptInput = {
-  version: 1,
-  failure_rate: 0,
-  tasks: [{ name: "hello", match: "hello.txt", steps: [{ bash: `printf '${CONTENT}\\n' > hello.txt` }, { finish: "Created hello.txt." }] }],
-};
-const task = taskFromSpec(
-  { id: "hello", instruction: `Create hello.txt containing exactly one line: ${CONTENT}`, files: {}, metadata: {}, test: `[ "$(cat hello.txt)" = "${CONTENT}" ]` },
-  "harness-cli",
-);
+const EXAMPLE = join(import.meta.dir, "..", "examples", "multistep");
+// The example's successful script every time: the reward must be 1.
+const script = { ...parsePolicyScriptFile(join(EXAMPLE, "policy.yaml")), failure_rate: 0 };
+const task = loadTaskDir(join(EXAMPLE, "tasks", "stock-total"));
 
 let root: string;
 let sim: Awaited<ReturnType<typeof startPolicySimulator>>;
@@ -88,31 +86,42 @@ async function frontDoorProblem(harness: string): Promise<string | undefined> {
   }
 }
 
-const cases: { harness: string; options?: Record<string, unknown> }[] = [
-  { harness: "forge-react" },
-  { harness: "pi", options: { api: "openai-completions" } },
-  { harness: "qwen-code" },
-  { harness: "opencode" },
-  { harness: "codex" },
-  { harness: "claude-code" },
-  { harness: "openclaw" },
+/**
+ * Per harness: model calls, agent samples (what the export trains on) and auxiliary calls per
+ * rollout on the multi-step task. Where a harness re-serializes the sampled tool-call arguments
+ * compactly (`{"path":"…"}` for the `{"path": "…"}` the policy sampled) every later prompt leaves
+ * the held tokens and starts a new sample: 5 samples for 5 calls, until the simulator renders
+ * prompts as vLLM does (arguments parsed, re-serialized by the chat template). OpenClaw also
+ * re-appends its context message and renames tool-call ids: it forks at every call in any case.
+ */
+type Expected = { calls: number; agentSamples: number; auxiliary: string[] };
+const cases: { harness: string; options?: Record<string, unknown>; expected: Expected }[] = [
+  { harness: "forge-react", expected: { calls: 5, agentSamples: 1, auxiliary: [] } },
+  { harness: "pi", options: { api: "openai-completions" }, expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
+  { harness: "pi", options: { api: "openai-responses" }, expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
+  { harness: "pi", options: { api: "anthropic-messages" }, expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
+  { harness: "qwen-code", expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
+  { harness: "opencode", expected: { calls: 6, agentSamples: 5, auxiliary: ["opencode.title"] } },
+  { harness: "codex", expected: { calls: 5, agentSamples: 1, auxiliary: [] } },
+  { harness: "claude-code", expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
+  { harness: "openclaw", expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
 ];
 
-
-describe("harness CLIs through the proxy", () => {
-  for (const { harness, options } of cases) {
+describe("harness CLIs through the proxy: the multi-step task", () => {
+  for (const { harness, options, expected } of cases) {
+    const name = options?.api ? `${harness} (${options.api})` : harness;
     const why = harnessUnavailable(harness);
-    if (why) console.warn(`harness-cli: skipping ${harness}: ${why}`);
+    if (why) console.warn(`harness-cli: skipping ${name}: ${why}`);
     test.skipIf(Boolean(why))(
-      `${harness}: creates the file; the rollout's records are complete`,
+      `${name}: solves it; ${expected.agentSamples} agent sample(s) per rollout, the reward on the final answer`,
       async () => {
         const problem = await frontDoorProblem(harness);
         if (problem) {
-          console.warn(`harness-cli: skipping ${harness}: ${problem}`);
+          console.warn(`harness-cli: skipping ${name}: ${problem}`);
           return;
         }
         const { outcomes } = await runLocal({
-          run: `cli-${harness}`,
+          run: `cli-${harness}-${String(options?.api ?? "")}`,
           experiment: "harness-cli",
           tasks: [task],
           k: 1,
@@ -123,40 +132,34 @@ describe("harness CLIs through the proxy", () => {
           adminToken: ADMIN,
           dataDir: join(root, "data"),
           parallelism: 1,
-          timeoutSeconds: 120,
+          timeoutSeconds: 240,
           quiet: true,
         });
         const outcome = outcomes[0]!;
         const stderr = readFileSync(join(outcome.dir, "logs", "harness.stderr"), "utf8").slice(-2000);
         expect({ status: outcome.status, reward: outcome.reward, stderr: outcome.status === "ok" ? "" : stderr }).toEqual({ status: "ok", reward: 1, stderr: "" });
-        expect(readFileSync(join(outcome.dir, "workspace", "hello.txt"), "utf8")).toBe(`${CONTENT}\n`);
-        const info = (await (await fetch(`${proxy.url}/control/rollouts/${outcome.rollout_id}`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
-          rollout: { harness: string };
-          result?: { reward?: number; status: string };
-          calls: number;
-          token_status_counts: Record<string, number>;
-        };
+        expect(readFileSync(join(outcome.dir, "workspace", "total.txt"), "utf8").trim()).toBe("42");
+        const get = async (path: string) => (await fetch(`${proxy.url}/control/rollouts/${outcome.rollout_id}${path}`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+        const info = (await get("")) as { rollout: { harness: string }; result?: { reward?: number; status: string }; calls: number; token_status_counts: Record<string, number> };
         expect(info.rollout.harness).toBe(harness);
         expect(info.result).toMatchObject({ reward: 1, status: "ROLLOUT_STATUS_OK" });
-        // At least the tool call and the answer after it (opencode adds a title call).
-        expect(info.calls).toBeGreaterThanOrEqual(2);
         expect(info.token_status_counts.COMPLETE).toBe(info.calls);
-        if (harness === "openclaw") {
-          // OpenClaw re-appends its internal-context message at the end of every request, so a
-          // later prompt is not a prefix extension of the earlier one: assembly forks a new sample
-          // there instead of failing.
-          const trajectory = (await (await fetch(`${proxy.url}/control/rollouts/${outcome.rollout_id}/trajectory`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
-            valid: boolean;
-            broken: unknown[];
-            samples: unknown[];
-            stats: { fork: number; broken: number };
-          };
-          expect({ valid: trajectory.valid, broken: trajectory.broken }).toEqual({ valid: true, broken: [] });
-          expect(trajectory.stats.fork).toBeGreaterThanOrEqual(1);
-          expect(trajectory.samples.length).toBe(trajectory.stats.fork + 1);
-        }
+        const t = (await get("/trajectory")) as RolloutTrajectory;
+        const agent = t.samples.filter((s) => !s.auxiliary);
+        expect({
+          calls: t.stats.calls,
+          agentSamples: agent.length,
+          auxiliary: t.kinds.filter((k) => k.kind === "auxiliary").map((k) => k.fingerprint),
+        }).toEqual(expected);
+        expect({ valid: t.valid, broken: t.broken }).toEqual({ valid: true, broken: [] });
+        // The reward sits on the sample holding the agent's last call, and nowhere else.
+        const lastAgentCall = t.kinds.filter((k) => k.kind !== "auxiliary").at(-1)!.call_id;
+        const final = t.samples.filter((s) => s.is_final);
+        expect(final.map((s) => ({ reward: s.reward, auxiliary: s.auxiliary, holdsLastCall: s.call_ids.includes(lastAgentCall) }))).toEqual([{ reward: 1, auxiliary: null, holdsLastCall: true }]);
+        for (const s of t.samples) if (!s.is_final) expect(s.reward).toBe(0);
       },
-      150_000,
+      // A loaded 2-core CI machine: OpenClaw alone spends ≈ 11 s starting, then five calls.
+      300_000,
     );
   }
 });
