@@ -97,7 +97,7 @@ async function measure(c: Case, k: number, dataDir: string, detokenize: (ids: nu
   base.exportedRows = manifest.rows;
   const protocols = new Set<string>();
   for await (const collected of collectRollouts(readRecords(dataDir))) {
-    const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, withThinkDefaults({}));
+    const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, withThinkDefaults({}), collected.content);
     base.rollouts++;
     if (t.status === "ok" && t.reward >= 1) base.passed++;
     for (const c of collected.calls) protocols.add(PROTOCOL_NAMES[c.call.protocol] ?? String(c.call.protocol));

@@ -180,8 +180,8 @@ describe("auxiliary calls: fingerprints", () => {
     const notProbe = r.call({ prompt: [1], completion: [2], requestBody: { model: "m", messages: [{ role: "user", content: "quota exceeded?" }] } });
     probe.protocol = notProbe.protocol = Protocol.ANTHROPIC_MESSAGES;
     const fps = fingerprintsFor("claude-code");
-    expect(matchFingerprint(probe, fps, () => requestView(probe))?.name).toBe("claude-code.quota");
-    expect(matchFingerprint(notProbe, fps, () => requestView(notProbe))).toBeUndefined();
+    expect(matchFingerprint(probe.requestBody, fps, () => requestView(probe, probe.requestBody))?.name).toBe("claude-code.quota");
+    expect(matchFingerprint(notProbe.requestBody, fps, () => requestView(notProbe, notProbe.requestBody))).toBeUndefined();
   });
 });
 
