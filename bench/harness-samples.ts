@@ -8,7 +8,7 @@
  * (the first differing text, decoded by the simulator's tokenizer). docs/harnesses.md's table is
  * this script's output.
  *
- *   bun bench/harness-samples.ts [--harness codex,pi:openai-responses,...] [--k 2] [--keep DIR] [--json]
+ *   bun bench/harness-samples.ts [--harness codex,pi,pi:compaction,...] [--k 2] [--keep DIR] [--json]
  *
  * A harness whose CLI is not installed is listed as skipped.
  */
@@ -22,18 +22,21 @@ import { assembleTrajectory, collectRollouts, commonPrefix, exportTrajectories, 
 import { harnessUnavailable, runExperiment } from "../workflows/index.ts";
 import { benchFlags } from "./lib/flags.ts";
 
-type Case = { label: string; harness: string; options: Record<string, unknown> };
+type Case = { key: string; label: string; harness: string; options: Record<string, unknown> };
 
 const CASES: Case[] = [
-  { label: "codex", harness: "codex", options: {} },
-  { label: "claude-code", harness: "claude-code", options: {} },
-  { label: "pi (openai-completions)", harness: "pi", options: { api: "openai-completions" } },
-  { label: "pi (openai-responses)", harness: "pi", options: { api: "openai-responses" } },
-  { label: "pi (anthropic-messages)", harness: "pi", options: { api: "anthropic-messages" } },
-  { label: "qwen-code", harness: "qwen-code", options: {} },
-  { label: "opencode", harness: "opencode", options: {} },
-  { label: "openclaw", harness: "openclaw", options: {} },
-  { label: "forge-react", harness: "forge-react", options: { maxTurns: 10 } },
+  { key: "codex", label: "codex", harness: "codex", options: {} },
+  { key: "claude-code", label: "claude-code", harness: "claude-code", options: {} },
+  { key: "pi:openai-completions", label: "pi (openai-completions)", harness: "pi", options: { api: "openai-completions" } },
+  { key: "pi:openai-responses", label: "pi (openai-responses)", harness: "pi", options: { api: "openai-responses" } },
+  { key: "pi:anthropic-messages", label: "pi (anthropic-messages)", harness: "pi", options: { api: "anthropic-messages" } },
+  // The window pi was given before it came from the server, shrunk so this short task crosses
+  // contextWindow - 16384: pi summarises the conversation after the final answer.
+  { key: "pi:compaction", label: "pi (openai-completions, contextWindow 17000)", harness: "pi", options: { api: "openai-completions", contextWindow: 17000 } },
+  { key: "qwen-code", label: "qwen-code", harness: "qwen-code", options: {} },
+  { key: "opencode", label: "opencode", harness: "opencode", options: {} },
+  { key: "openclaw", label: "openclaw", harness: "openclaw", options: {} },
+  { key: "forge-react", label: "forge-react", harness: "forge-react", options: { maxTurns: 10 } },
 ];
 
 const PROTOCOL_NAMES: Record<number, string> = {
@@ -147,10 +150,9 @@ if (import.meta.main) {
   const k = Number(flag("k", "2"));
   const wanted = flag("harness", "");
   const cases = wanted
-    ? wanted.split(",").map((w) => {
-        const [harness, api] = w.split(":");
-        const found = CASES.find((c) => c.harness === harness && (!api || c.options.api === api));
-        if (!found) throw new Error(`--harness ${w}: not one of ${CASES.map((c) => c.harness + (c.options.api ? `:${c.options.api}` : "")).join(", ")}`);
+    ? wanted.split(",").flatMap((w) => {
+        const found = CASES.filter((c) => c.key === w || c.harness === w);
+        if (found.length === 0) throw new Error(`--harness ${w}: not one of ${CASES.map((c) => c.key).join(", ")}`);
         return found;
       })
     : CASES;

@@ -100,6 +100,8 @@ const cases: { harness: string; options?: Record<string, unknown>; expected: Exp
   { harness: "pi", options: { api: "openai-completions" }, expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
   { harness: "pi", options: { api: "openai-responses" }, expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
   { harness: "pi", options: { api: "anthropic-messages" }, expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
+  // A window small enough that pi compacts after its final answer: the summary is auxiliary.
+  { harness: "pi", options: { api: "openai-completions", contextWindow: 17000 }, expected: { calls: 6, agentSamples: 5, auxiliary: ["pi.compaction"] } },
   { harness: "qwen-code", expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
   { harness: "opencode", expected: { calls: 6, agentSamples: 5, auxiliary: ["opencode.title"] } },
   { harness: "codex", expected: { calls: 5, agentSamples: 1, auxiliary: [] } },
@@ -109,7 +111,7 @@ const cases: { harness: string; options?: Record<string, unknown>; expected: Exp
 
 describe("harness CLIs through the proxy: the multi-step task", () => {
   for (const { harness, options, expected } of cases) {
-    const name = options?.api ? `${harness} (${options.api})` : harness;
+    const name = options ? `${harness} ${JSON.stringify(options)}` : harness;
     const why = harnessUnavailable(harness);
     if (why) console.warn(`harness-cli: skipping ${name}: ${why}`);
     test.skipIf(Boolean(why))(
@@ -121,7 +123,7 @@ describe("harness CLIs through the proxy: the multi-step task", () => {
           return;
         }
         const { outcomes } = await runLocal({
-          run: `cli-${harness}-${String(options?.api ?? "")}`,
+          run: `cli-${harness}-${cases.findIndex((c) => c.options === options)}`,
           experiment: "harness-cli",
           tasks: [task],
           k: 1,
