@@ -16,7 +16,7 @@ function call(seq: number, text: string, history = 0): ModelCall {
 
 const trajectory = (kinds: RolloutTrajectory["kinds"]): RolloutTrajectory => ({
   rollout_id: "r", task_id: "t", group: "g", status: "ok", reward: 1, valid: true, samples: [], broken: [],
-  stats: { calls: kinds.length, clean: 0, realign: 1, fork: 0, broken: 0, drift_tokens: 7 }, kinds,
+  stats: { calls: kinds.length, clean: 0, realign: 1, fork: 0, broken: 0, auxiliary: 0, drift_tokens: 7 }, kinds,
 });
 
 describe("renderRolloutPage", () => {
