@@ -87,6 +87,45 @@ describe("forge export: auxiliary calls", () => {
   });
 });
 
+describe("forge export: GRPO groups with auxiliary calls and forks", () => {
+  const dir = join(scratch.dir, "aux-groups");
+
+  test("the group row names each rollout once with its agent's final answer; the per-sample batch holds its agent samples only", async () => {
+    // pi-like rollouts: two agent calls that fork (history rewritten), then a compaction summary
+    // after the final answer. The first rows of the group would be a's two agent samples.
+    const records: ForgeRecord[] = [];
+    const tools = [{ type: "function", function: { name: "bash", parameters: { type: "object" } } }];
+    const agent = (turns: number) => ({ model: "m", messages: [{ role: "system", content: "You are pi." }, { role: "user", content: "sum" }, ...Array.from({ length: turns }, () => ({ role: "user", content: "more" }))], tools });
+    for (const [id, reward] of [["pa", 1], ["pb", 0]] as const) {
+      const r = rolloutRecords(id, { task: "stock", group: "stock@v0", experiment: "aux", harness: "pi" });
+      r.call({ prompt: [1, 2, 3], completion: [10], requestBody: agent(0) });
+      r.call({ prompt: [1, 9, 9], completion: [11], requestBody: agent(1) });
+      r.call({
+        prompt: [700],
+        completion: [701],
+        requestBody: { model: "m", messages: [{ role: "system", content: "You are a context summarization assistant. Your task is to read a conversation between a user and an AI coding assistant, then produce a summary." }, { role: "user", content: "<conversation>" }] },
+      });
+      r.finish(reward);
+      records.push(...r.records);
+    }
+    await writeLog(dir, records);
+    const out = join(dir, "exports", "batch.parquet");
+    expect(await exportCommand(["--data", dir, "--out", out, "--group-rows", "2"])).toBe(0);
+    const m = JSON.parse(readFileSync(manifestPath(out), "utf8"));
+    expect(m.auxiliary).toEqual({ policy: "drop", samples: 2, dropped: 2, kinds: { compaction: 2 } });
+    const groups = await query(`SELECT extra_info FROM read_parquet('${m.group_dataset.path}')`);
+    expect(groups.map((g) => g.extra_info)).toEqual([{ index: "0", group: "stock@v0", task_id: "stock", sample_ids: ["pa#1", "pb#1"], rollout_ids: ["pa", "pb"] }]);
+    // What session i replays: rollout i's rows, the final (reward-carrying) one last; no summary among them.
+    const rows = await query(`SELECT sample_id, reward, extra_info.is_final AS final FROM read_parquet('${out}') ORDER BY extra_info.index`);
+    expect(rows).toEqual([
+      { sample_id: "pa#0", reward: 0, final: false },
+      { sample_id: "pa#1", reward: 1, final: true },
+      { sample_id: "pb#0", reward: 0, final: false },
+      { sample_id: "pb#1", reward: 0, final: true },
+    ]);
+  });
+});
+
 describe("forge export", () => {
   const dir = join(scratch.dir, "data");
   const out = join(dir, "exports", "batch.parquet");
