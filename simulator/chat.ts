@@ -1,10 +1,11 @@
 /**
  * `POST /v1/chat/completions`, as the engine of the simulator's flavour (vLLM 0.33.0 or SGLang
- * 0.5.23, qwen3 reasoning parser, hermes tool parser) answers it: prompt rendered with Qwen3's
- * template and tokenized, the policy's turn sampled as real Qwen3 token ids, the answer written
- * by the flavour (flavours/: its id fields, logprobs, usage, errors).
+ * 0.5.23, qwen3 reasoning parser, hermes tool parser) answers it: the prompt rendered by model/
+ * (vLLM's preprocessing, Qwen3's own chat template, the whole text tokenized), the policy's turn
+ * sampled as Qwen3 writes it and parsed back by model/'s parsers, the answer written by the
+ * flavour (flavours/: its id fields, logprobs, usage, errors).
  */
-import { renderChatSegments } from "./chatml.ts";
+import { ChatRequestError, ChatTemplateError } from "../model/index.ts";
 import { describeIssues } from "./errors.ts";
 import { generate } from "./generate.ts";
 import { hashId, hashIds, hashString, mix } from "./hash.ts";
@@ -13,8 +14,7 @@ import type { SimContext } from "./options.ts";
 import { decideTurn, type TurnDecision } from "./policy.ts";
 import { ChatRequestSchema, readBody, stopList } from "./request.ts";
 import { sleep, sseResponse } from "./sse.ts";
-import { loadTokenizer } from "./tokenizer.ts";
-import { encodeSegments } from "./prompt-tokens.ts";
+import { loadSimModel } from "./model.ts";
 import type { SimMessage, SimTool } from "./types.ts";
 import { whileGenerating } from "./flavours/pause.ts";
 import type { ChatAnswer, SampledChoice } from "./flavours/types.ts";
@@ -36,11 +36,19 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
   const body = result.data;
   const refused = ctx.flavour.checkChat(body, request) ?? (await whileGenerating(ctx, request.signal));
   if (refused) return refused;
-  const tokenizer = await loadTokenizer();
+  const model = await loadSimModel();
+  const tokenizer = model.tokenizer;
   const messages = body.messages as SimMessage[];
   const tools = (body.tools ?? []) as SimTool[];
-  const enableThinking = body.chat_template_kwargs?.enable_thinking ?? undefined;
-  const promptIds = encodeSegments(tokenizer, renderChatSegments(messages, tools, { enableThinking }));
+  const enableThinking = body.chat_template_kwargs?.enable_thinking ?? (body.reasoning_effort != null && body.reasoning_effort !== "auto" ? body.reasoning_effort !== "none" : undefined);
+  let promptIds: number[];
+  try {
+    promptIds = model.renderChatIds(body);
+  } catch (error) {
+    if (error instanceof ChatRequestError) return ctx.flavour.error(400, error.message, error.param);
+    if (error instanceof ChatTemplateError) return ctx.flavour.error(400, error.message);
+    throw error;
+  }
   const rollout = request.headers.get("x-forge-rollout") ?? undefined;
   const context = mix(ctx.seed, body.seed ?? 0, hashIds(promptIds), rollout ? hashString(rollout) : 0);
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
@@ -62,14 +70,18 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
       enableThinking,
     });
     decisions.push(describeDecision(decision));
-    const g = generate(tokenizer, decision.turn, maxTokens, stopList(body.stop));
+    // Qwen3's template leaves thinking on unless enable_thinking is false.
+    const g = generate(tokenizer, decision.turn, { thinking: enableThinking !== false, maxTokens, stop: stopList(body.stop) });
     const choiceContext = mix(context, index);
     const logprobs = sampledLogprobs(g.ids, choiceContext, topCount);
-    choices.push({ index, g, logprobs, callId: (i) => hashId("call_", choiceContext, i) });
+    const callId = (i: number) => hashId("call_", choiceContext, i);
+    let calls = 0;
+    const parser = model.outputParser({ ...body, tools: body.tools, promptTokenIds: promptIds, newToolCallId: () => callId(calls++) });
+    choices.push({ index, g, logprobs, callId, parser });
     // The proxy's start-up probe (x-forge-probe) is not a rollout's call: tests compare samples with records.
     if (request.headers.get("x-forge-probe") !== "1") ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids) });
     ctx.log(
-      `policy simulator: chat ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task} step ${decision.step}${decision.failing ? " (failing variant)" : ""}` : "default policy"}, finish ${g.finishReason}`,
+      `policy simulator: chat ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task} step ${decision.step}${decision.failing ? " (failing variant)" : ""}` : "default policy"}, finish ${g.stopReason !== null ? "stop string" : g.finishReason}`,
     );
   }
   const created = Math.floor(Date.now() / 1000);

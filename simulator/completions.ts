@@ -1,18 +1,20 @@
 /**
- * `POST /v1/completions`: a raw prompt (text or token ids) continued by the policy. A prompt in
- * ChatML (what a proxy renders itself) is read back into turns so scripts match it too; there
- * is no tool parsing on this endpoint, so the policy answers in text.
+ * `POST /v1/completions`: a raw prompt (text or token ids) continued by the policy. A prompt
+ * that is a rendered Qwen3 chat (what a proxy renders itself) is read back into turns and
+ * tools, and continued exactly as the chat endpoint samples that turn (think block, content,
+ * `<tool_call>` blocks); the text comes back raw, as vLLM's completions endpoint parses nothing.
+ * Any other prompt gets a text answer.
  */
 import { describeIssues } from "./errors.ts";
-import { generate, spanText } from "./generate.ts";
+import { coveredBytes, generate, visibleText } from "./generate.ts";
 import { hashIds, mix } from "./hash.ts";
 import { sampledLogprobs } from "./logprobs.ts";
 import type { SimContext } from "./options.ts";
 import { decideTurn } from "./policy.ts";
 import { CompletionRequestSchema, readBody, stopList, type CompletionRequestBody } from "./request.ts";
 import { sleep, sseResponse } from "./sse.ts";
-import { loadTokenizer, type SimTokenizer } from "./tokenizer.ts";
-import type { SimMessage } from "./types.ts";
+import { loadTokenizer, type SimTokenizer } from "./model.ts";
+import type { SimMessage, SimTool } from "./types.ts";
 import { whileGenerating } from "./flavours/pause.ts";
 import type { CompletionAnswer } from "./flavours/types.ts";
 
@@ -39,13 +41,15 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
   const topCount = body.logprobs ?? undefined;
 
   const choices = Array.from({ length: body.n ?? 1 }, (_, index) => {
-    const decision = decideTurn({ messages: chatmlTurns(promptText), tools: [], script: ctx.script, seed: ctx.seed, choiceIndex: index });
-    const g = generate(tokenizer, { content: decision.turn.content, toolCalls: [] }, maxTokens, stopList(body.stop));
+    const chat = chatPrompt(promptText);
+    const decision = decideTurn({ messages: chat?.turns ?? chatmlTurns(promptText), tools: chat?.tools ?? [], script: ctx.script, seed: ctx.seed, choiceIndex: index, enableThinking: chat?.thinking });
+    const turn = chat ? decision.turn : { content: decision.turn.content, toolCalls: [] };
+    const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, maxTokens, stop: stopList(body.stop) });
     const logprobs = sampledLogprobs(g.ids, mix(context, index), topCount ?? 0);
-    const text = spanText(g, 0, g.byteEnds.at(-1) ?? 0, "content");
+    const text = visibleText(g, 0, coveredBytes(g));
     ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids) });
     ctx.log(`policy simulator: completion ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task}` : "default policy"}, finish ${g.finishReason}`);
-    return { index, g, logprobs, text, callId: () => "" };
+    return { index, g, logprobs, text, callId: () => "", parser: null };
   });
   const completionTokens = choices.reduce((sum, c) => sum + c.g.ids.length, 0);
   const usage = { prompt_tokens: promptIds.length, total_tokens: promptIds.length + completionTokens, completion_tokens: completionTokens };
@@ -57,6 +61,29 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
     await sleep(ctx.ttftMs, request.signal);
     yield* ctx.flavour.completionStream(answer, ctx);
   }, request.signal);
+}
+
+const GENERATION_PROMPT = "<|im_start|>assistant\n";
+const EMPTY_THINK = "<think>\n\n</think>\n\n";
+
+/**
+ * A prompt that is a rendered Qwen3 chat waiting for the assistant: its turns, the tools of its
+ * system block, and whether it leaves thinking on (no empty think block after the header).
+ */
+export function chatPrompt(prompt: string): { turns: SimMessage[]; tools: SimTool[]; thinking: boolean } | undefined {
+  const thinking = prompt.endsWith(GENERATION_PROMPT);
+  if (!thinking && !prompt.endsWith(GENERATION_PROMPT + EMPTY_THINK)) return undefined;
+  const tools: SimTool[] = [];
+  const block = /<tools>\n([\s\S]*?)\n<\/tools>/.exec(prompt.split("<|im_end|>")[0] ?? "");
+  for (const line of block?.[1]?.split("\n") ?? []) {
+    try {
+      const tool = JSON.parse(line) as SimTool;
+      if (tool?.function?.name) tools.push(tool);
+    } catch {
+      // Not a tool line.
+    }
+  }
+  return { turns: chatmlTurns(prompt), tools, thinking };
 }
 
 /** Reads a ChatML prompt back into turns (the whole prompt is one user turn otherwise). */

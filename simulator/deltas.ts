@@ -1,10 +1,12 @@
 /**
- * Splits a generation into stream deltas the way vLLM's streaming parsers do: reasoning and
- * content text as it comes, a tool call first as {id, type, name} once its name is complete,
- * then its argument fragments; markup tokens (`<tool_call>`, `{"name": "`) show nothing and are
+ * Splits a generation into stream deltas the way vLLM's streaming parsers see it: chunks of
+ * `tokensPerChunk` tokens (widened to whole UTF-8 characters, as vLLM's detokenizer holds a
+ * partial character back) fed to the model's streaming output parser (none for
+ * /v1/completions: raw text). Tokens that show nothing yet (`<tool_call>`, `{"name": "`) are
  * carried into the next delta, so every sampled token lands in exactly one chunk.
  */
-import { atCharBoundary, spanText, type Generation } from "./generate.ts";
+import type { ChatOutputParser } from "../model/index.ts";
+import { atCharBoundary, visibleText, type Generation } from "./generate.ts";
 
 export interface StreamDelta {
   /** Token range [start, end) of the generation this delta carries. */
@@ -13,63 +15,39 @@ export interface StreamDelta {
   reasoning?: string;
   content?: string;
   toolCalls?: { index: number; id?: string; type?: "function"; function: { name?: string; arguments?: string } }[];
+  /** On the last delta: vLLM's chat finish_reason. */
+  finishReason?: string;
 }
 
 /**
  * @example
- * planDeltas(generation, 1, (i) => `call_${i}`).map((d) => d.content ?? "");
+ * planDeltas(generation, model.outputParser({ tools }), 1).map((d) => d.content ?? "");
  */
-export function planDeltas(g: Generation, tokensPerChunk: number, callId: (index: number) => string): StreamDelta[] {
+export function planDeltas(g: Generation, parser: ChatOutputParser | null, tokensPerChunk: number): StreamDelta[] {
   const per = Math.max(1, Math.floor(tokensPerChunk));
-  const nameSpans = g.spans.filter((s) => s.kind === "toolName");
-  const named = new Set<number>();
   const deltas: StreamDelta[] = [];
+  let toolCallsMade = false;
   let start = 0;
-  while (start < g.ids.length) {
-    let end = Math.min(start + per, g.ids.length);
-    for (;;) {
-      while (end < g.ids.length && !atCharBoundary(g, g.byteEnds[end - 1]!)) end++;
-      const delta = deltaFor(g, start, end, nameSpans, named, callId);
-      if (delta || end === g.ids.length) {
-        const d = delta ?? { start, end };
-        for (const call of d.toolCalls ?? []) if (call.function.name !== undefined) named.add(call.index);
-        deltas.push(d);
-        break;
-      }
-      end = Math.min(end + per, g.ids.length);
+  let pending = 0;
+  while (pending < g.ids.length) {
+    let end = Math.min(pending + per, g.ids.length);
+    while (end < g.ids.length && !atCharBoundary(g, g.byteEnds[end - 1]!)) end++;
+    const from = pending === 0 ? 0 : g.byteEnds[pending - 1]!;
+    const last = end === g.ids.length;
+    const text = visibleText(g, from, g.byteEnds[end - 1]!);
+    const parsed = parser ? parser.parseDelta(text, g.ids.slice(pending, end), last) : { content: text };
+    pending = end;
+    if (!parsed && !last) continue;
+    const delta: StreamDelta = { start, end };
+    if (parsed?.reasoning != null) delta.reasoning = parsed.reasoning;
+    if (parsed?.content != null) delta.content = parsed.content;
+    if (parsed?.toolCalls?.length) {
+      toolCallsMade = true;
+      delta.toolCalls = parsed.toolCalls.map((c) => ({ index: c.index, ...(c.id !== undefined ? { id: c.id, type: "function" as const } : {}), function: { ...c.function } }));
     }
+    if (last) delta.finishReason = parser ? parser.finishReason(g.finishReason, toolCallsMade) : g.finishReason;
+    deltas.push(delta);
     start = end;
   }
   return deltas;
-}
-
-function deltaFor(
-  g: Generation,
-  start: number,
-  end: number,
-  nameSpans: Generation["spans"],
-  named: Set<number>,
-  callId: (index: number) => string,
-): StreamDelta | undefined {
-  const from = start === 0 ? 0 : g.byteEnds[start - 1]!;
-  const to = g.byteEnds[end - 1]!;
-  const delta: StreamDelta = { start, end };
-  const reasoning = spanText(g, from, to, "reasoning");
-  if (reasoning) delta.reasoning = reasoning;
-  const content = spanText(g, from, to, "content");
-  if (content) delta.content = content;
-  const calls: NonNullable<StreamDelta["toolCalls"]> = [];
-  g.turn.toolCalls.forEach((call, index) => {
-    const nameSpan = nameSpans.find((s) => s.call === index);
-    const nameDone = nameSpan !== undefined && nameSpan.end <= to;
-    if (!nameDone) return;
-    const args = spanText(g, Math.max(from, nameSpan.end), to, "toolArgs", index);
-    if (!named.has(index)) {
-      calls.push({ index, id: callId(index), type: "function", function: args ? { name: call.name, arguments: args } : { name: call.name } });
-    } else if (args) {
-      calls.push({ index, function: { arguments: args } });
-    }
-  });
-  if (calls.length > 0) delta.toolCalls = calls;
-  return delta.reasoning !== undefined || delta.content !== undefined || delta.toolCalls ? delta : undefined;
 }

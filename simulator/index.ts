@@ -6,9 +6,9 @@
 export { createPolicySimulator, type PolicySimulator } from "./app.ts";
 export { startPolicySimulator, type StartedPolicySimulator } from "./server.ts";
 export { DEFAULT_SIM_MODEL, type PolicySimulatorOptions } from "./options.ts";
-export { loadTokenizer, IM_START, IM_END, type SimTokenizer } from "./tokenizer.ts";
-export { renderChatSegments, assistantBody } from "./chatml.ts";
-export { encodeSegments } from "./prompt-tokens.ts";
+export { loadTokenizer, IM_START, IM_END, type SimTokenizer } from "./model.ts";
+export { loadSimModel, SIM_MODEL } from "./model.ts";
+export { modelText } from "./generate.ts";
 export { decideTurn, type TurnDecision } from "./policy.ts";
 export type { SimSample, SimMessage, SimTool, PolicyTurn } from "./types.ts";
 export { ENGINE_FLAVOURS, FLAVOUR_VERSIONS, type EngineFlavourName, type EngineSimState, type SimFaults } from "./flavours/state.ts";

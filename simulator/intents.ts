@@ -5,7 +5,7 @@
  * `bash`/`write`/`read`/`finish`… found by name first and by parameter schema second. Without a
  * dedicated write/read tool the shell does the job; without any tool the caller answers in text.
  */
-import { pyJson } from "./py-json.ts";
+import { fromJs, pyDumps } from "../model/index.ts";
 import type { JsonSchema, SimTool } from "./types.ts";
 
 export type Intent =
@@ -178,7 +178,7 @@ function call(tool: SimTool, given: Record<string, unknown>, description: string
     if (name in args) continue;
     args[name] = fillValue(name, p[name], description, context.cwd);
   }
-  return { name: tool.function.name, arguments: pyJson(args) };
+  return { name: tool.function.name, arguments: pyDumps(fromJs(args)) };
 }
 
 function fillValue(name: string, schema: JsonSchema | undefined, description: string, cwd: string | undefined): unknown {

@@ -4,7 +4,7 @@
  * mass the sampled token leaves, so they form a valid (sub-)distribution.
  */
 import { mix, unit } from "./hash.ts";
-import type { SimTokenizer } from "./tokenizer.ts";
+import type { SimTokenizer } from "./model.ts";
 
 export interface TokenLogprob {
   id: number;

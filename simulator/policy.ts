@@ -12,7 +12,7 @@
  * conversation (later messages, and system prompts that list files, do not change it).
  */
 import type { PolicyScript, PolicyStep, TaskScript, PromptMatcher } from "../schemas/index.ts";
-import { contentText } from "./chatml.ts";
+import { contentText } from "./messages.ts";
 import { hashString, mix, unit } from "./hash.ts";
 import { planToolCall, WORKING_DIRECTORY_PATTERNS, type Intent } from "./intents.ts";
 import type { PolicyTurn, SimMessage, SimTool } from "./types.ts";

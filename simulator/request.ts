@@ -21,21 +21,30 @@ const ContentSchema = z.union([z.string(), z.array(z.looseObject({ type: z.strin
   error: "expected a string, a list of content parts, or null",
 });
 
+// vLLM's request model (OpenAI's message types): content may be null only for the assistant;
+// a tool call's arguments are a JSON string.
 const MessageSchema = z.looseObject({
-  role: z.enum(["system", "developer", "user", "assistant", "tool"], { error: "expected one of system, developer, user, assistant, tool" }),
+  // vLLM accepts any role (its custom message type); Qwen3's template renders only the known ones.
+  role: z.string({ error: "expected a role (system, developer, user, assistant, tool)" }),
   content: ContentSchema.optional(),
   tool_calls: z
     .array(
       z.looseObject({
         id: z.string().optional(),
         type: z.string().optional(),
-        function: z.looseObject({ name: z.string({ error: "expected the function name" }), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).default("{}") }),
+        function: z.looseObject({
+          name: z.string({ error: "expected the function name" }),
+          arguments: z.string({ error: "expected the arguments as a JSON string (vLLM's request model rejects other types)" }),
+        }),
       }),
     )
     .nullish(),
   tool_call_id: z.string().nullish(),
   reasoning_content: z.string().nullish(),
   reasoning: z.string().nullish(),
+}).refine((m) => m.content !== null || m.role === "assistant", {
+  error: "expected a string or a list of content parts (only an assistant message may have null content)",
+  path: ["content"],
 });
 
 const common = {
@@ -58,6 +67,11 @@ export const ChatRequestSchema = z.looseObject({
   logprobs: z.boolean({ error: "expected true or false" }).nullish(),
   top_logprobs: count("an integer from 0 to 20", 0, 20).nullish(),
   chat_template_kwargs: z.looseObject({ enable_thinking: z.boolean().nullish() }).nullish(),
+  add_generation_prompt: z.boolean({ error: "expected true or false" }).nullish(),
+  continue_final_message: z.boolean({ error: "expected true or false" }).nullish(),
+  reasoning_effort: z.string({ error: "expected a string" }).nullish(),
+  include_reasoning: z.boolean({ error: "expected true or false" }).nullish(),
+  parallel_tool_calls: z.boolean({ error: "expected true or false" }).nullish(),
 });
 export type ChatRequestBody = z.infer<typeof ChatRequestSchema>;
 

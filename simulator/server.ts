@@ -1,7 +1,7 @@
 /** Serves the policy simulator with Bun.serve (loopback by default). */
 import { createPolicySimulator } from "./app.ts";
 import type { PolicySimulatorOptions } from "./options.ts";
-import { loadTokenizer } from "./tokenizer.ts";
+import { loadTokenizer } from "./model.ts";
 import type { SimSample } from "./types.ts";
 import type { EngineSimState } from "./flavours/state.ts";
 

@@ -3,11 +3,9 @@
  * `POST /detokenize`, at the server root. The proxy answers Anthropic `count_tokens` with it.
  */
 import { z } from "zod";
-import { renderChatSegments } from "./chatml.ts";
+import { ChatRequestError, ChatTemplateError } from "../model/index.ts";
 import { describeIssues, errorResponse } from "./errors.ts";
-import { encodeSegments } from "./prompt-tokens.ts";
-import { loadTokenizer, type SimTokenizer } from "./tokenizer.ts";
-import type { SimMessage, SimTool } from "./types.ts";
+import { loadSimModel, type SimTokenizer } from "./model.ts";
 import { ChatRequestSchema, readBody } from "./request.ts";
 
 const MAX_MODEL_LEN = 131072;
@@ -17,6 +15,7 @@ const ChatTokenizeSchema = z.looseObject({
   messages: ChatRequestSchema.shape.messages,
   tools: ChatRequestSchema.shape.tools,
   add_generation_prompt: z.boolean().nullish(),
+  continue_final_message: z.boolean().nullish(),
   chat_template_kwargs: ChatRequestSchema.shape.chat_template_kwargs,
   return_token_strs: z.boolean().nullish(),
 });
@@ -29,18 +28,20 @@ const DetokenizeSchema = z.looseObject({ tokens: z.array(z.number().int().min(0)
 export async function handleTokenize(request: Request): Promise<Response> {
   const body = await readBody(request);
   if (body instanceof Response) return body;
-  const tokenizer = await loadTokenizer();
+  const model = await loadSimModel();
+  const tokenizer = model.tokenizer;
   const isChat = "messages" in (body as object);
   const parsed = isChat ? ChatTokenizeSchema.safeParse(body) : PromptTokenizeSchema.safeParse(body);
   if (!parsed.success) return errorResponse(400, describeIssues(parsed.error).message, describeIssues(parsed.error).param);
   let tokens: number[];
   if (isChat) {
-    const chat = parsed.data as z.infer<typeof ChatTokenizeSchema>;
-    const segments = renderChatSegments(chat.messages as SimMessage[], (chat.tools ?? []) as SimTool[], {
-      addGenerationPrompt: chat.add_generation_prompt ?? true,
-      enableThinking: chat.chat_template_kwargs?.enable_thinking ?? undefined,
-    });
-    tokens = encodeSegments(tokenizer, segments);
+    try {
+      tokens = model.renderChatIds(parsed.data as z.infer<typeof ChatTokenizeSchema>);
+    } catch (error) {
+      if (error instanceof ChatRequestError) return errorResponse(400, error.message, error.param);
+      if (error instanceof ChatTemplateError) return errorResponse(400, error.message);
+      throw error;
+    }
   } else {
     tokens = tokenizer.encode((parsed.data as z.infer<typeof PromptTokenizeSchema>).prompt);
   }
@@ -53,7 +54,7 @@ export async function handleDetokenize(request: Request): Promise<Response> {
   if (body instanceof Response) return body;
   const parsed = DetokenizeSchema.safeParse(body);
   if (!parsed.success) return errorResponse(400, describeIssues(parsed.error).message, describeIssues(parsed.error).param);
-  const tokenizer = await loadTokenizer();
+  const tokenizer = (await loadSimModel()).tokenizer;
   return Response.json({ prompt: tokenizer.decode(parsed.data.tokens) }, { headers: { "x-forge-simulator": "1" } });
 }
 

@@ -5,16 +5,17 @@
 import { readFileSync } from "node:fs";
 
 /** A top-level folder of the source with one public face (`index.ts`). */
-export type Area = "lib" | "schemas" | "records" | "trajectories" | "simulator" | "proxy" | "analytics" | "workflows" | "gitops" | "bin" | "tests" | "bench";
+export type Area = "lib" | "schemas" | "model" | "records" | "trajectories" | "simulator" | "proxy" | "analytics" | "workflows" | "gitops" | "bin" | "tests" | "bench";
 
 /** Which areas each area may import. `*`: any, through their faces. */
 export const AREAS: Record<Area, { dependsOn: Area[] | "*"; what: string }> = {
   lib: { dependsOn: [], what: "CLI argument parsing, SSE, byte joins: building blocks that own nothing" },
   schemas: { dependsOn: [], what: "the record format (protobuf) and the zod schemas of every file and body a user writes" },
+  model: { dependsOn: ["schemas", "lib"], what: "the model's side of the wire: its tokenizer, its chat template run by a real Jinja engine, the parsers of its output" },
   records: { dependsOn: ["schemas", "lib"], what: "the segment log: record encoding, append, read, recovery" },
   trajectories: { dependsOn: ["records", "schemas", "lib"], what: "records → samples, rewards, groups, export" },
-  simulator: { dependsOn: ["schemas", "lib"], what: "the policy simulator: a stand-in for vLLM / SGLang" },
-  proxy: { dependsOn: ["records", "trajectories", "schemas", "lib"], what: "the recording proxy: front doors, capture, upstream, control API" },
+  simulator: { dependsOn: ["model", "schemas", "lib"], what: "the policy simulator: a stand-in for vLLM / SGLang" },
+  proxy: { dependsOn: ["model", "records", "trajectories", "schemas", "lib"], what: "the recording proxy: front doors, capture, upstream, control API" },
   analytics: { dependsOn: ["records", "trajectories", "schemas", "lib"], what: "DuckDB metrics and reports over the log" },
   workflows: { dependsOn: ["proxy", "simulator", "records", "trajectories", "analytics", "schemas", "lib"], what: "tasks, harnesses, the local executor, Argo" },
   gitops: { dependsOn: ["workflows", "schemas", "lib"], what: "experiments in a git repo, commit-triggered runs" },

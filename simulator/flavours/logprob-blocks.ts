@@ -1,6 +1,6 @@
 /** Logprob blocks both engines write alike: chat's `{content: [...]}` and completions' parallel lists. */
 import { logprobEntry, tokenText, type TokenLogprob } from "../logprobs.ts";
-import { IM_END, type SimTokenizer } from "../tokenizer.ts";
+import { IM_END, type SimTokenizer } from "../model.ts";
 
 /**
  * Chat's `logprobs` of a token range.

@@ -14,11 +14,10 @@
  *   (first chunk) with `return_token_ids`; `echo` prepends the prompt text.
  * - Errors (`serving_base.py:119-142`): flat `{"object": "error", "message", "type", "param", "code"}`.
  */
-import { finalMessage } from "../generate.ts";
 import type { SimContext } from "../options.ts";
-import { IM_END } from "../tokenizer.ts";
+import { IM_END } from "../model.ts";
 import { chatLogprobs, completionLogprobs } from "./logprob-blocks.ts";
-import { chunkIds, decodeSteps, finishReasonOf } from "./steps.ts";
+import { chunkIds, decodeSteps, finalMessage, finishReasonOf } from "./steps.ts";
 import { NamedEvent, type ChatAnswer, type CompletionAnswer, type EngineFlavour, type SampledChoice } from "./types.ts";
 
 /**
@@ -87,7 +86,7 @@ export const sglangFlavour: EngineFlavour = {
       created: a.created,
       model: a.model,
       choices: a.choices.map((c) => {
-        const message = finalMessage(c.g);
+        const message = finalMessage(c);
         const calls = message.toolCalls.map((call, i) => ({ id: c.callId(i), index: i, type: "function", function: { name: call.name, arguments: call.arguments } }));
         return {
           index: c.index,
@@ -174,7 +173,7 @@ export const sglangFlavour: EngineFlavour = {
           : body.echo && body.logprobs! > 0
             ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, [...a.promptIds, ...c.g.ids])
             : completionLogprobs(a.tokenizer, c.logprobs, 0),
-        finish_reason: c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason,
+        finish_reason: c.g.finishReason,
         matched_stop: matchedStop(c),
         ...(returnIds ? { token_ids: ids(c, ctx.engine.faults.holeyIds), prompt_token_ids: a.promptIds } : {}),
       })),
@@ -201,7 +200,7 @@ export const sglangFlavour: EngineFlavour = {
               : echo && body.logprobs! > 0
                 ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], 0, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)])
                 : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), 0),
-            finish_reason: last ? (c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason) : null,
+            finish_reason: last ? c.g.finishReason : null,
             matched_stop: last ? matchedStop(c) : null,
             ...(returnIds ? { token_ids: chunkIds(c, d.start, d.end, k, ctx.engine.faults.holeyIds), ...(k === 0 ? { prompt_token_ids: a.promptIds } : {}) } : {}),
           },

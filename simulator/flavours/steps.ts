@@ -1,10 +1,11 @@
 /**
- * The decode steps of a streamed answer, shared by the flavours: each choice's deltas (as
- * vLLM's and SGLang's parsers split them, `deltas.ts`), interleaved across choices, with the
- * simulated decode delay between steps.
+ * The decode steps of a streamed answer, shared by the flavours: each choice's deltas (as the
+ * model's parsers split them, `deltas.ts`), interleaved across choices, with the simulated
+ * decode delay between steps; and a choice's whole answer as the parsers read it.
  */
+import type { ParsedMessage } from "../../model/index.ts";
 import { planDeltas, type StreamDelta } from "../deltas.ts";
-import { finalMessage } from "../generate.ts";
+import { coveredBytes, visibleText } from "../generate.ts";
 import type { SimContext } from "../options.ts";
 import { sleep } from "../sse.ts";
 import type { SampledChoice } from "./types.ts";
@@ -25,7 +26,7 @@ export interface Step<C extends SampledChoice> {
  * for await (const step of decodeSteps(ctx, choices, signal)) yield chunkOf(step);
  */
 export async function* decodeSteps<C extends SampledChoice>(ctx: SimContext, choices: C[], signal: AbortSignal): AsyncGenerator<Step<C>> {
-  const plans = choices.map((c) => planDeltas(c.g, ctx.tokensPerChunk, c.callId));
+  const plans = choices.map((c) => planDeltas(c.g, c.parser, ctx.tokensPerChunk));
   const longest = Math.max(0, ...plans.map((p) => p.length));
   for (let k = 0; k < longest; k++) {
     if (k > 0) await sleep(ctx.chunkDelayMs, signal);
@@ -38,10 +39,22 @@ export async function* decodeSteps<C extends SampledChoice>(ctx: SimContext, cho
   }
 }
 
-/** vLLM's and SGLang's finish reason: "tool_calls" whenever the tool parser found calls. */
-export function finishReasonOf(c: SampledChoice): "stop" | "length" | "tool_calls" {
-  if (finalMessage(c.g).toolCalls.length > 0) return "tool_calls";
-  return c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason;
+const parsed = new WeakMap<SampledChoice, ParsedMessage>();
+
+/** The non-streamed answer of a chat choice: its visible text read by the model's parsers (once). */
+export function finalMessage(c: SampledChoice): ParsedMessage {
+  let message = parsed.get(c);
+  if (!message) {
+    const text = visibleText(c.g, 0, coveredBytes(c.g));
+    message = c.parser ? c.parser.parse(text) : { reasoning: null, content: text, toolCalls: [] };
+    parsed.set(c, message);
+  }
+  return message;
+}
+
+/** vLLM's finish reason: "tool_calls" when the tool parser found calls and the model stopped by itself. */
+export function finishReasonOf(c: SampledChoice): string {
+  return c.parser ? c.parser.finishReason(c.g.finishReason, finalMessage(c).toolCalls.length > 0) : c.g.finishReason;
 }
 
 /**

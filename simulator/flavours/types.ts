@@ -6,7 +6,8 @@ import type { Generation } from "../generate.ts";
 import type { TokenLogprob } from "../logprobs.ts";
 import type { SimContext } from "../options.ts";
 import type { ChatRequestBody, CompletionRequestBody } from "../request.ts";
-import type { SimTokenizer } from "../tokenizer.ts";
+import type { ChatOutputParser } from "../../model/index.ts";
+import type { SimTokenizer } from "../model.ts";
 import type { EngineFlavourName } from "./state.ts";
 
 /** One sampled choice. */
@@ -16,6 +17,8 @@ export interface SampledChoice {
   logprobs: TokenLogprob[];
   /** The id of the choice's i-th tool call. */
   callId(i: number): string;
+  /** The model's output parser for this choice (null on /v1/completions, which parses nothing). */
+  parser: ChatOutputParser | null;
 }
 
 export interface Usage {

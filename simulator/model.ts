@@ -1,0 +1,34 @@
+/**
+ * The model the simulator plays: Qwen3 as `model/` describes it (its tokenizer, chat template
+ * and vLLM's `qwen3` reasoning and `hermes` tool parsers), accepting images as Qwen-VL does
+ * (one placeholder per image, which the simulator does not look at) so that tests can send
+ * screenshots through it. Loaded once per process, on first use (about a second).
+ */
+import { loadModel, QWEN3, QWEN_VL_IMAGES, type Model, type ModelSpec, type Tokenizer } from "../model/index.ts";
+
+export const SIM_MODEL: ModelSpec = { ...QWEN3, images: QWEN_VL_IMAGES };
+
+/** Token ids of the ChatML markers (Qwen3's vocabulary). */
+export const IM_START = 151644;
+export const IM_END = 151645;
+
+export type SimTokenizer = Tokenizer;
+
+/**
+ * @example
+ * const model = await loadSimModel();
+ * model.renderChatIds({ messages: [{ role: "user", content: "Hello" }] });
+ */
+export function loadSimModel(): Promise<Model> {
+  return loadModel(SIM_MODEL);
+}
+
+/**
+ * The shared tokenizer; the first call loads it, later calls resolve at once.
+ *
+ * @example
+ * (await loadTokenizer()).encode("Hello"); // [9707]
+ */
+export async function loadTokenizer(): Promise<SimTokenizer> {
+  return (await loadSimModel()).tokenizer;
+}
