@@ -62,6 +62,12 @@ describe("rendering as vLLM 0.33.0 renders Qwen3", () => {
     );
   });
 
+  test("NaN and Infinity in arguments come back as Python's json.dumps writes them", () => {
+    // Not in the reference corpus: the oracle answers in JSON, which has no NaN.
+    const text = model.renderChat({ messages: [{ role: "assistant", content: null, tool_calls: [{ id: "a", type: "function", function: { name: "f", arguments: '{"y":NaN,"z":[Infinity,-Infinity,1E400]}' } }] }], add_generation_prompt: false });
+    expect(text).toContain('{"name": "f", "arguments": {"y": NaN, "z": [Infinity, -Infinity, Infinity]}}');
+  });
+
   test("text parts are joined with newlines; tool results too; unknown roles render nothing; Claude Code's billing line is dropped", () => {
     expect(
       model.renderChat({
@@ -104,7 +110,7 @@ describe("rendering as vLLM 0.33.0 renders Qwen3", () => {
     bad({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:," } }] }] }, /qwen3 is not a multimodal model/);
     bad({ messages: [{ role: "user", content: [{ type: "file", file: {} }] }] }, /Unsupported chat content part type/);
     bad({ messages: [{ role: "user", content: [{ text: "no type" }] }] }, /Missing 'type'/);
-    bad({ messages: [{ role: "user", content: "q" }], chat_template_kwargs: { tokenize: true } }, /unexpected chat template kwargs/);
+    bad({ messages: [{ role: "user", content: "q" }], chat_template_kwargs: { chat_template: "{{ 1 }}" } }, /untrusted chat template/);
     expect(() => model.renderChat({ messages: [{ role: "user", content: 5 }] })).toThrow(ChatRequestError);
   });
 

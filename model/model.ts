@@ -138,7 +138,7 @@ async function build(spec: ModelSpec): Promise<Model> {
     renderChat,
     renderChatIds: (request) => tokenizer.encode(renderChat(request)),
     outputParser(options) {
-      const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, newToolCallId: options.newToolCallId ?? randomCallId };
+      const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, decodeToken: (id) => tokenizer.decode([id]), newToolCallId: options.newToolCallId ?? randomCallId };
       // The kwargs vLLM builds the parser with: the request's, and enable_thinking from reasoning_effort.
       const chatTemplateKwargs: Record<string, unknown> = { ...(options.chat_template_kwargs ?? {}) };
       if (options.reasoning_effort != null && options.reasoning_effort !== "auto" && !("enable_thinking" in chatTemplateKwargs)) {

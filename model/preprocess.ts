@@ -22,7 +22,12 @@ export interface ChatRenderRequest {
   chat_template_kwargs?: Record<string, unknown> | null;
   reasoning_effort?: string | null;
   documents?: readonly unknown[] | null;
+  /** A template sent with the request: vLLM refuses it unless started with --trust-request-chat-template. */
+  chat_template?: string | null;
 }
+
+/** apply_chat_template's own parameters: passed in chat_template_kwargs they steer it, they are no template variables. */
+const APPLY_CHAT_TEMPLATE_PARAMS = new Set(["conversation", "chat_template", "tokenize", "padding", "truncation", "max_length", "return_tensors", "return_dict", "return_assistant_tokens_mask", "tokenizer_kwargs"]);
 
 /** A request vLLM would answer with 400; `param` names the field. */
 export class ChatRequestError extends Error {
@@ -89,10 +94,10 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
   // build_chat_params: the request's kwargs, then its own fields over them (unset ones skipped).
   const kwargs = new Map<string, PyValue>();
   const userKwargs = request.chat_template_kwargs ?? {};
-  for (const [k, v] of Object.entries(userKwargs)) {
-    if (k === "chat_template" || k === "tokenize") throw new ChatRequestError(`Found unexpected chat template kwargs from request: {'${k}'}`, "chat_template_kwargs");
-    kwargs.set(k, fromJs(v));
+  if (request.chat_template != null || userKwargs.chat_template != null) {
+    throw new ChatRequestError("Chat template is passed with request, but --trust-request-chat-template is not set. Refused request with untrusted chat template.");
   }
+  for (const [k, v] of Object.entries(userKwargs)) if (!APPLY_CHAT_TEMPLATE_PARAMS.has(k)) kwargs.set(k, fromJs(v));
   const extra: [string, unknown][] = [
     ["add_generation_prompt", addGenerationPrompt],
     ["continue_final_message", continueFinalMessage],

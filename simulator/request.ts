@@ -60,7 +60,7 @@ const common = {
 export const ChatRequestSchema = z.looseObject({
   ...common,
   messages: z.array(MessageSchema, { error: "expected a list of messages" }).min(1, { error: "expected at least one message" }),
-  tools: z.array(ToolSchema, { error: "expected a list of tools" }).nullish(),
+  tools: z.array(ToolSchema, { error: "expected a list of tools" }).min(1, { error: "`tools` must not be an empty array. Either provide at least one tool or omit the field entirely." }).nullish(),
   tool_choice: z.unknown().optional(),
   max_tokens: count("a positive integer", 1, 1 << 30).nullish(),
   max_completion_tokens: count("a positive integer", 1, 1 << 30).nullish(),

@@ -50,6 +50,8 @@ export interface ParserContext {
   tokenId(token: string): number | undefined;
   /** The model's special tokens (vLLM's parser engine drops those it does not use). */
   specialTokens: ReadonlyMap<string, number>;
+  /** The text of one token, special tokens kept. */
+  decodeToken(id: number): string;
   /** A fresh tool-call id (vLLM: `chatcmpl-tool-<random>`). */
   newToolCallId(): string;
 }

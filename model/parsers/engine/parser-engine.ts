@@ -27,9 +27,9 @@ export interface ParserEngine {
   skipToolParsing: boolean;
   readonly reasoningEnded: boolean;
   extractReasoning(text: string): [string | null, string | null];
-  extractReasoningStreaming(delta: string): DeltaMessage | null;
+  extractReasoningStreaming(delta: string, ids: readonly number[]): DeltaMessage | null;
   extractToolCallsFromContent(content: string, request: ParseRequest): ExtractedToolCalls;
-  extractToolCallsStreaming(delta: string, request: ParseRequest, initialState?: ParserState): DeltaMessage | null;
+  extractToolCallsStreaming(delta: string, ids: readonly number[], request: ParseRequest, initialState?: ParserState): DeltaMessage | null;
   finishStreaming(): DeltaMessage | null;
   setPromptTokenIds(ids: readonly number[]): void;
   isReasoningEnd(ids: readonly number[]): boolean;
@@ -43,7 +43,7 @@ export interface ParserEngine {
  */
 export function parserEngine(config: EngineConfig, ctx: ParserContext, initialTools: readonly unknown[] | null | undefined): ParserEngine {
   let tools = initialTools ?? null;
-  const engine = streamingEngine(config, ctx.specialTokens.keys());
+  const engine = streamingEngine(config, ctx);
   const hasReasoning = "THINK_END" in config.tokenIdTerminals || "THINK_START" in config.terminals || "THINK_END" in config.terminals || config.initialState === "REASONING";
   let reasoningEnded = !hasReasoning;
   let promptClosesReasoning = false;
@@ -357,9 +357,9 @@ export function parserEngine(config: EngineConfig, ctx: ParserContext, initialTo
       if (config.stripTrailingReasoningWhitespace) reasoning = pyRstrip(reasoning);
       return [reasoning || null, content || null];
     },
-    extractReasoningStreaming(delta) {
+    extractReasoningStreaming(delta, ids) {
       initializeStreaming();
-      return stripTrailingReasoning(eventsToDelta(engine.feed(delta)));
+      return stripTrailingReasoning(eventsToDelta(engine.feed(delta, ids)));
     },
     extractToolCallsFromContent(content, request) {
       checkSkipToolParsing(request);
@@ -367,10 +367,10 @@ export function parserEngine(config: EngineConfig, ctx: ParserContext, initialTo
       if (parsed !== null && info.content === null) return { ...info, content: parsed };
       return info;
     },
-    extractToolCallsStreaming(delta, request, initialState) {
+    extractToolCallsStreaming(delta, ids, request, initialState) {
       initializeStreaming(initialState);
       checkSkipToolParsing(request);
-      return stripTrailingReasoning(eventsToDelta(engine.feed(delta)));
+      return stripTrailingReasoning(eventsToDelta(engine.feed(delta, ids)));
     },
     finishStreaming() {
       const events = engine.finish();
@@ -571,7 +571,7 @@ export function engineReasoningParser(engine: ParserEngine, options: { thinkingD
   return {
     engineBased: true,
     extractReasoning: (text) => (options.thinkingDisabled ? [null, text] : skipTools(() => engine.extractReasoning(text))),
-    extractReasoningStreaming: (args: StreamArgs) => skipTools(() => engine.extractReasoningStreaming(args.deltaText)),
+    extractReasoningStreaming: (args: StreamArgs) => skipTools(() => engine.extractReasoningStreaming(args.deltaText, args.deltaTokenIds)),
     isReasoningEnd: (ids) => engine.isReasoningEnd(ids),
     extractContentIds: (ids) => engine.extractContentIds(ids),
     setPromptTokenIds: (ids) => engine.setPromptTokenIds(ids),
@@ -585,7 +585,7 @@ export function engineToolCallParser(engine: ParserEngine): ToolCallParser {
   return {
     engineBased: true,
     extractToolCalls: (content, request) => engine.extractToolCallsFromContent(content, request),
-    extractToolCallsStreaming: (args, request) => engine.extractToolCallsStreaming(args.deltaText, request, "CONTENT"),
+    extractToolCallsStreaming: (args, request) => engine.extractToolCallsStreaming(args.deltaText, args.deltaTokenIds, request, "CONTENT"),
     remainingUnstreamedArgs: () => "",
     finishStreaming: () => engine.finishStreaming(),
   };

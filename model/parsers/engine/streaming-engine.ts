@@ -3,13 +3,14 @@
  * (`vllm/parser/engine/streaming_parser_engine.py`, `StreamingParserEngine`): text deltas in,
  * semantic events out (reasoning and text chunks, tool-call start/name/argument/end).
  *
- * It reads text only. vLLM's engine also matches the grammar's marker tokens by token id
- * while streaming; for output its tokenizer produced (where the text `<think>` is exactly the
- * token `<think>`) both readings agree, so ids are not needed here. Grammar features no model
- * here uses (message headers, JSON-array tool bodies, JSON argument buffering) are refused at
- * construction.
+ * Fed with token ids (streaming), the grammar's marker tokens and the special tokens it drops
+ * are recognised by id (token-scanner.ts), and once ids were seen their text spellings are
+ * plain content; fed text alone (the non-streamed answer), everything is matched as text.
+ * Grammar features no model here uses (message headers, JSON-array tool bodies, JSON argument
+ * buffering) are left out.
  */
 import { CONTENT, incrementalLexer, lexerShape, type LexToken } from "./lexer.ts";
+import { DROP, tokenScanner, type ScanItem } from "./token-scanner.ts";
 
 export type ParserState = "CONTENT" | "REASONING" | "TOOL_PREAMBLE" | "TOOL_NAME" | "TOOL_ARGS" | "TOOL_BETWEEN";
 export type EventType = "TEXT_CHUNK" | "REASONING_START" | "REASONING_CHUNK" | "REASONING_END" | "TOOL_CALL_START" | "TOOL_NAME" | "ARG_VALUE_CHUNK" | "TOOL_CALL_END";
@@ -57,7 +58,6 @@ const CONTENT_EVENTS: Partial<Record<ParserState, EventType>> = {
 };
 const TOOL_STATES = new Set<ParserState>(["TOOL_PREAMBLE", "TOOL_NAME", "TOOL_ARGS", "TOOL_BETWEEN"]);
 const PLAIN_STATES = new Set<ParserState>(["CONTENT", "REASONING"]);
-const DROP = "__DROP__";
 
 export const transitionKey = (state: ParserState, terminal: string) => `${state} ${terminal}`;
 
@@ -65,18 +65,31 @@ export interface StreamingEngine {
   state: ParserState;
   skipToolParsing: boolean;
   skipReasoningParsing: boolean;
-  feed(text: string): SemanticEvent[];
+  /** A delta's text and, when streaming, its token ids. */
+  feed(text: string, ids?: readonly number[]): SemanticEvent[];
   finish(): SemanticEvent[];
   reset(initialState?: ParserState): void;
 }
 
-/**
- * @param specialTokens the tokenizer's special tokens: those the grammar does not use are
- *   dropped from the output (vLLM's DROP terminal).
- */
-export function streamingEngine(config: EngineConfig, specialTokens: Iterable<string>): StreamingEngine {
+export interface EngineTokenizer {
+  /** The tokenizer's special tokens: those the grammar does not use are dropped (vLLM's DROP terminal). */
+  specialTokens: ReadonlyMap<string, number>;
+  tokenId(token: string): number | undefined;
+  /** The text of one token, special tokens kept. */
+  decodeToken(id: number): string;
+}
+
+export function streamingEngine(config: EngineConfig, tokenizer: EngineTokenizer): StreamingEngine {
   const configured = new Set([...Object.values(config.tokenIdTerminals), ...Object.values(config.terminals), ...config.preserveTokens]);
-  const drops = [...specialTokens].filter((t) => !configured.has(t));
+  const drops = [...tokenizer.specialTokens.keys()].filter((t) => !configured.has(t));
+  const idTerminals = new Map<number, string>();
+  for (const [name, token] of Object.entries(config.tokenIdTerminals)) {
+    const id = tokenizer.tokenId(token);
+    if (id !== undefined) idTerminals.set(id, name);
+  }
+  for (const token of drops) idTerminals.set(tokenizer.specialTokens.get(token)!, DROP);
+  const idTerminalNames = new Set(idTerminals.values());
+  const scanner = tokenScanner(idTerminals, tokenizer.decodeToken);
   const shape = lexerShape([...Object.entries(config.terminals).map(([name, lit]) => [lit, name] as [string, string]), ...drops.map((t) => [t, DROP] as [string, string])]);
   const lexer = incrementalLexer(shape);
   const transitions = new Map(Object.entries(config.transitions));
@@ -100,12 +113,20 @@ export function streamingEngine(config: EngineConfig, specialTokens: Iterable<st
     state: config.initialState,
     skipToolParsing: false,
     skipReasoningParsing: false,
-    feed(text) {
-      if (text && !lexer.buffer && !lexer.mayStartTerminal(text)) return emitForState(text);
-      return processLexTokens(lexer.feed(text));
+    feed(text, ids = []) {
+      if (ids.length > 0) everHadIds = true;
+      if (text && !lexer.buffer && !scanner.hasDeferred && !lexer.mayStartTerminal(text) && !ids.some((id) => idTerminals.has(id))) return emitForState(text);
+      const items = scanner.scan(text, ids);
+      if (items.length === 1 && items[0]!.kind === "text") {
+        const tokens = lexer.feed(items[0]!.text);
+        if (tokens.length === 1 && tokens[0]!.terminal === CONTENT) return emitForState(tokens[0]!.value);
+        return processLexTokens(tokens);
+      }
+      return processScanItems(items);
     },
     finish() {
-      const events = processLexTokens(lexer.flush());
+      const events = processScanItems(scanner.flushPending());
+      events.push(...processLexTokens(lexer.flush()));
       if (TOOL_STATES.has(engine.state)) {
         if (toolIndex >= 0) events.push({ type: "TOOL_CALL_END", value: "", toolIndex });
         engine.state = "CONTENT";
@@ -119,16 +140,33 @@ export function streamingEngine(config: EngineConfig, specialTokens: Iterable<st
       engine.state = initialState ?? config.initialState;
       toolIndex = -1;
       inSkippedToolSpan = false;
+      everHadIds = false;
+      scanner.reset();
       lexer.reset();
     },
   };
   let toolIndex = -1;
   let inSkippedToolSpan = false;
+  let everHadIds = false;
+
+  const processScanItems = (items: ScanItem[]): SemanticEvent[] => {
+    const events: SemanticEvent[] = [];
+    for (const item of items) {
+      if (item.kind === "terminal") {
+        events.push(...processLexTokens(lexer.flush()));
+        events.push(...onTerminal(item.terminal, item.text));
+      } else if (!item.text && item.tokenCount) events.push(...emitForState(""));
+      else events.push(...processLexTokens(lexer.feed(item.text)));
+    }
+    return events;
+  };
 
   const processLexTokens = (tokens: LexToken[]): SemanticEvent[] => {
     const events: SemanticEvent[] = [];
+    // Once ids were seen, the id-matched terminals count only by id: their text is content.
+    const strict = everHadIds ? idTerminalNames : undefined;
     for (const tok of tokens) {
-      if (tok.terminal === CONTENT) {
+      if (tok.terminal === CONTENT || strict?.has(tok.terminal)) {
         if (tok.value) events.push(...emitForState(tok.value));
       } else events.push(...onTerminal(tok.terminal, tok.value));
     }

@@ -1,0 +1,201 @@
+/**
+ * vLLM 0.33.0's token-id scanner (`vllm/parser/engine/token_id_scanner.py`): while streaming,
+ * the grammar's marker tokens (`<think>`, `</think>`, `<tool_call>`, `</tool_call>`) and the
+ * special tokens it drops are recognised by token id, not by text; the delta text is split
+ * around them, and a marker whose text the detokenizer has not released yet waits for it.
+ * Written from that source (token counting, which only feeds usage statistics, left out).
+ */
+export const DROP = "__DROP__";
+
+export type ScanItem = { kind: "text"; text: string; tokenCount: number } | { kind: "terminal"; terminal: string; id: number; text: string };
+
+export interface TokenScanner {
+  readonly hasDeferred: boolean;
+  scan(deltaText: string, deltaIds: readonly number[]): ScanItem[];
+  flushPending(): ScanItem[];
+  reset(): void;
+}
+
+/**
+ * @param terminals token id → terminal name (the grammar's markers, DROP for other special tokens)
+ * @param decodeToken the text of one token, special tokens kept
+ */
+export function tokenScanner(terminals: ReadonlyMap<number, string>, decodeToken: (id: number) => string): TokenScanner {
+  const cache = new Map<number, string>();
+  const decode = (id: number) => {
+    let text = cache.get(id);
+    if (text === undefined) {
+      text = decodeToken(id);
+      cache.set(id, text);
+    }
+    return text;
+  };
+  type Terminal = Extract<ScanItem, { kind: "terminal" }>;
+  let deferred: Terminal[] = [];
+  let deferredPrefixCounts: number[] = [];
+  let deferredTrailingCount = 0;
+  let deferredPostText = "";
+  const text = (t: string, tokenCount = 0): ScanItem => ({ kind: "text", text: t, tokenCount });
+
+  const resolveDeferred = (deltaText: string, currentCount: number): [ScanItem[], string, number] => {
+    const pending = deferred;
+    const prefixCounts = deferredPrefixCounts;
+    let trailing = deferredTrailingCount;
+    deferred = [];
+    deferredPrefixCounts = [];
+    deferredTrailingCount = 0;
+    const results: ScanItem[] = [];
+    let remaining = deltaText;
+    if (deferredPostText) {
+      remaining = deferredPostText + remaining;
+      deferredPostText = "";
+    }
+    pending.forEach((terminal, i) => {
+      let prefixCount = prefixCounts[i]!;
+      const pos = remaining.indexOf(terminal.text);
+      if (pos > 0) {
+        results.push(text(remaining.slice(0, pos), prefixCount), terminal);
+        remaining = remaining.slice(pos + terminal.text.length);
+      } else if (pos === 0) {
+        results.push(terminal);
+        remaining = remaining.slice(terminal.text.length);
+      } else {
+        // Only the terminal's text gives a reliable split point: keep the text until it comes.
+        if (remaining) {
+          deferredPostText += remaining;
+          prefixCount += currentCount;
+          remaining = "";
+        }
+        deferred.push(terminal);
+        deferredPrefixCounts.push(prefixCount);
+      }
+    });
+    if (deferred.length > 0) {
+      deferredTrailingCount = trailing;
+      trailing = 0;
+    }
+    return [results, remaining, trailing];
+  };
+
+  const joined = (items: ScanItem[]) => items.map((i) => i.text).join("");
+
+  const rebuildFromAnchors = (deltaText: string, results: ScanItem[]): ScanItem[] => {
+    const anchors = results.filter((i): i is Terminal => i.kind === "terminal");
+    if (anchors.length === 0) return [text(deltaText)];
+    const counts = new Array<number>(anchors.length + 1).fill(0);
+    let group = 0;
+    for (const item of results) {
+      if (item.kind === "terminal") group++;
+      else counts[group]! += item.tokenCount;
+    }
+    // Right to left: each anchor takes the rightmost occurrence before the next one.
+    const positions = new Array<number>(anchors.length).fill(-1);
+    let searchEnd = deltaText.length;
+    for (let i = anchors.length - 1; i >= 0; i--) {
+      const pos = searchEnd - anchors[i]!.text.length < 0 ? -1 : deltaText.lastIndexOf(anchors[i]!.text, searchEnd - anchors[i]!.text.length);
+      if (pos >= 0) {
+        positions[i] = pos;
+        searchEnd = pos;
+      }
+    }
+    const out: ScanItem[] = [];
+    let consumed = 0;
+    anchors.forEach((anchor, i) => {
+      const pos = positions[i]!;
+      if (pos >= consumed) {
+        if (pos > consumed) out.push(text(deltaText.slice(consumed, pos), counts[i]!));
+        out.push(anchor);
+        consumed = pos + anchor.text.length;
+      } else {
+        const laterValid = positions.slice(i + 1).some((p) => p >= 0);
+        // A dropped token's text may never come (the detokenizer stripped it): do not wait for it.
+        if (!laterValid && consumed < deltaText.length && anchor.terminal !== DROP) {
+          deferredPostText += deltaText.slice(consumed);
+          consumed = deltaText.length;
+        }
+        deferred.push(anchor);
+        deferredPrefixCounts.push(counts[i]!);
+      }
+    });
+    if (consumed < deltaText.length) out.push(text(deltaText.slice(consumed), counts.at(-1)!));
+    return out;
+  };
+
+  const recoverHoldback = (deltaText: string, results: ScanItem[]): ScanItem[] => {
+    if (results.length === 0) return [text(deltaText)];
+    const reconstructed = joined(results);
+    if (!reconstructed) return [text(deltaText), ...results];
+    const pos = deltaText.indexOf(reconstructed);
+    if (pos > 0) return [text(deltaText.slice(0, pos)), ...results];
+    if (pos === 0) return results;
+    return rebuildFromAnchors(deltaText, results);
+  };
+
+  return {
+    get hasDeferred() {
+      return deferred.length > 0;
+    },
+    scan(deltaText, deltaIds) {
+      let prefix: ScanItem[] = [];
+      let effective = deltaText;
+      let trailing = 0;
+      if (deferred.length > 0) [prefix, effective, trailing] = resolveDeferred(deltaText, deltaIds.length);
+      if (terminals.size === 0 || !deltaIds.some((id) => terminals.has(id))) {
+        if (effective) prefix.push(text(effective, trailing + deltaIds.length));
+        return prefix;
+      }
+      let results: ScanItem[] = [];
+      let accum: string[] = [];
+      const flushText = () => {
+        const joinedText = accum.join("");
+        if (joinedText) results.push(text(joinedText, accum.length));
+        accum = [];
+      };
+      for (const id of deltaIds) {
+        const terminal = terminals.get(id);
+        if (terminal !== undefined) {
+          flushText();
+          results.push({ kind: "terminal", terminal, id, text: decode(id) });
+        } else accum.push(decode(id));
+      }
+      flushText();
+      if (trailing) results.unshift(text("", trailing));
+      if (effective) results = recoverHoldback(effective, results);
+      else {
+        // No text to check against yet: the terminals wait for the text before them.
+        let prefixCount = 0;
+        for (const r of results) {
+          if (r.kind === "text") prefixCount += r.tokenCount;
+          else {
+            deferred.push(r);
+            deferredPrefixCounts.push(prefixCount);
+            prefixCount = 0;
+          }
+        }
+        deferredTrailingCount += prefixCount;
+        results = [];
+      }
+      return [...prefix, ...results];
+    },
+    flushPending() {
+      if (deferred.length === 0 && !deferredPostText) return [];
+      const results: ScanItem[] = [];
+      if (deferredPostText) {
+        results.push(text(deferredPostText, deferredPrefixCounts[0] ?? 0));
+        deferredPostText = "";
+      }
+      results.push(...deferred);
+      if (deferredTrailingCount) results.push(text("", deferredTrailingCount));
+      deferred = [];
+      deferredPrefixCounts = [];
+      deferredTrailingCount = 0;
+      return results;
+    },
+    reset() {
+      deferred = [];
+      deferredPrefixCounts = [];
+      deferredTrailingCount = 0;
+      deferredPostText = "";
+    },
+  };
+}
