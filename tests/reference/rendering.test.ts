@@ -73,7 +73,7 @@ describe("prompts: model/ and the simulator render as vLLM 0.33.0", () => {
         expect(vllm.error).toBeUndefined();
         const ours: Answer = {
           content: choice.message.content ?? null,
-          reasoning: choice.message.reasoning_content ?? null,
+          reasoning: choice.message.reasoning ?? choice.message.reasoning_content ?? null,
           tool_calls: (choice.message.tool_calls ?? []).map((t: any) => ({ name: t.function.name, arguments: t.function.arguments })),
           finish_reason: choice.finish_reason,
         };
@@ -94,7 +94,8 @@ describe("prompts: model/ and the simulator render as vLLM 0.33.0", () => {
           for (const ch of chunk.choices ?? []) {
             const d = ch.delta ?? {};
             if (d.content) merged.content = (merged.content ?? "") + d.content;
-            if (d.reasoning_content) merged.reasoning = (merged.reasoning ?? "") + d.reasoning_content;
+            const r = d.reasoning ?? d.reasoning_content;
+            if (r) merged.reasoning = (merged.reasoning ?? "") + r;
             for (const t of d.tool_calls ?? []) {
               merged.tool_calls[t.index] ??= { name: "", arguments: "" };
               merged.tool_calls[t.index]!.name += t.function?.name ?? "";
