@@ -14,14 +14,28 @@
  *   text as it grows (the closing `}` of the call held back until the call is complete).
  */
 import { pyDumps, tryPyLoads } from "../pyjson.ts";
-import { pyRstrip, pyStrip } from "../pystr.ts";
+import { isPySpace } from "../pystr.ts";
 import type { DeltaMessage, DeltaToolCall, ExtractedToolCalls, ParserContext, StreamArgs, ToolCallParser } from "./types.ts";
 
 const START = "<tool_call>";
 const END = "</tool_call>";
 const CALL = /<tool_call>([\s\S]*?)<\/tool_call>|<tool_call>([\s\S]*)/g;
-const NAME = /"name"\s*:\s*"([^"]+)"/;
-const ARGUMENTS = /"arguments"\s*:\s*/;
+const NAME_G = /"name"\s*:\s*"([^"]+)"/g;
+const ARGUMENTS_G = /"arguments"\s*:\s*/g;
+
+/** The first match of a global regex within text[start, end) (Python's search on that slice). */
+function searchIn(re: RegExp, text: string, start: number, end: number): RegExpExecArray | undefined {
+  re.lastIndex = start;
+  const m = re.exec(text);
+  return m && m.index + m[0].length <= end ? m : undefined;
+}
+
+/** The bounds of text[start, end) without Python whitespace at its ends. */
+function stripBounds(text: string, start: number, end: number, side: "both" | "end" = "both"): [number, number] {
+  if (side === "both") while (start < end && isPySpace(text[start]!)) start++;
+  while (end > start && isPySpace(text[end - 1]!)) end--;
+  return [start, end];
+}
 
 /** Length of the longest prefix of `tag` that ends `text` (a tag that may still be arriving). */
 export function partialTagOverlap(text: string, tag: string): number {
@@ -37,11 +51,13 @@ export function partialTagOverlap(text: string, tag: string): number {
  */
 export function hermesToolParser(ctx: ParserContext): ToolCallParser {
   let sentContent = 0;
-  const calls: { name?: string; arguments?: string }[] = [];
-  const streamedArgs: string[] = [];
+  // Per call: its name once streamed, and the length of the arguments text streamed so far
+  // (vLLM keeps the text itself; only its length and whether any was streamed matter).
+  const calls: { name?: string; streamed: number; argsSet: boolean }[] = [];
 
   const extractContent = (text: string): string | null => {
-    const sendable = text.includes(START) ? text.indexOf(START) : text.length - partialTagOverlap(text, START);
+    const at = text.indexOf(START);
+    const sendable = at >= 0 ? at : text.length - partialTagOverlap(text, START);
     if (sendable > sentContent) {
       const content = text.slice(sentContent, sendable);
       sentContent = sendable;
@@ -50,8 +66,12 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
     return null;
   };
 
-  const callJsons = (text: string): [string, boolean][] => {
-    const out: [string, boolean][] = [];
+  /**
+   * Each `<tool_call>` region of the text as bounds [start, end) of its stripped JSON, and
+   * whether it is complete. Bounds rather than copies: a long call is re-read on every delta.
+   */
+  const callJsons = (text: string): { start: number; end: number; complete: boolean }[] => {
+    const out: { start: number; end: number; complete: boolean }[] = [];
     let pos = 0;
     for (;;) {
       const start = text.indexOf(START, pos);
@@ -59,29 +79,30 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
       const jsonStart = start + START.length;
       const end = text.indexOf(END, jsonStart);
       if (end >= 0) {
-        out.push([pyStrip(text.slice(jsonStart, end)), true]);
+        const [a, b] = stripBounds(text, jsonStart, end);
+        out.push({ start: a, end: b, complete: true });
         pos = end + END.length;
       } else {
-        let raw = text.slice(jsonStart);
-        const overlap = partialTagOverlap(raw, END);
-        if (overlap) raw = raw.slice(0, -overlap);
-        const json = pyStrip(raw);
-        out.push([json, json ? tryPyLoads(json) !== undefined : false]);
+        const overlap = partialTagOverlap(text.slice(Math.max(jsonStart, text.length - END.length)), END);
+        const [a, b] = stripBounds(text, jsonStart, text.length - overlap);
+        out.push({ start: a, end: b, complete: isCompleteJson(text, a, b) });
         break;
       }
     }
     return out;
   };
 
-  const argsOf = (json: string, complete: boolean): string | null => {
-    const m = ARGUMENTS.exec(json);
-    if (!m) return null;
-    let raw = json.slice(m.index + m[0].length);
+  /** The bounds of the arguments text of a call's JSON (after `"arguments":`), or undefined. */
+  const argsBounds = (text: string, start: number, end: number, complete: boolean): [number, number] | undefined => {
+    const m = searchIn(ARGUMENTS_G, text, start, end);
+    if (!m) return undefined;
+    let a = m.index + m[0].length;
+    let b = end;
     if (complete) {
-      raw = pyRstrip(raw);
-      if (raw.endsWith("}")) raw = pyRstrip(raw.slice(0, -1));
+      b = stripBounds(text, a, b, "end")[1];
+      if (b > a && text[b - 1] === "}") b = stripBounds(text, a, b - 1, "end")[1];
     }
-    return raw;
+    return [a, b];
   };
 
   return {
@@ -107,23 +128,21 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
       const text = args.currentText;
       const content = extractContent(text);
       const deltas: DeltaToolCall[] = [];
-      callJsons(text).some(([json, complete], i) => {
-        if (i >= calls.length) {
-          calls.push({});
-          streamedArgs.push("");
-        }
-        if (calls[i]!.name === undefined) {
-          const name = NAME.exec(json)?.[1];
+      callJsons(text).some(({ start, end, complete }, i) => {
+        if (i >= calls.length) calls.push({ streamed: 0, argsSet: false });
+        const call = calls[i]!;
+        if (call.name === undefined) {
+          const name = searchIn(NAME_G, text, start, end)?.[1];
           // Tool i+1 waits until tool i has its name.
           if (!name) return true;
-          calls[i]!.name = name;
+          call.name = name;
           deltas.push({ index: i, type: "function", id: ctx.newToolCallId(), function: { name } });
         }
-        const argsText = argsOf(json, complete);
-        if (argsText !== null && argsText.length > streamedArgs[i]!.length) {
-          const diff = argsText.slice(streamedArgs[i]!.length);
-          streamedArgs[i] = argsText;
-          calls[i]!.arguments = argsText;
+        const bounds = argsBounds(text, start, end, complete);
+        if (bounds && bounds[1] - bounds[0] > call.streamed) {
+          const diff = text.slice(bounds[0] + call.streamed, bounds[1]);
+          call.streamed = bounds[1] - bounds[0];
+          call.argsSet = true;
           if (diff) deltas.push({ index: i, function: { arguments: diff } });
         }
         return false;
@@ -133,11 +152,21 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
     },
 
     remainingUnstreamedArgs() {
+      // vLLM compares the last call's arguments with what it streamed of them: the same text
+      // once any was streamed, else json.dumps({}) against "".
       if (calls.length === 0) return "";
-      const i = calls.length - 1;
-      const expected = calls[i]!.arguments ?? "{}";
-      const actual = streamedArgs[i] ?? "";
-      return expected.startsWith(actual) ? expected.slice(actual.length) : "";
+      return calls.at(-1)!.argsSet ? "" : "{}";
     },
   };
+}
+
+/**
+ * `is_complete_json` of text[start, end): whether json.loads reads it. Streaming asks it on
+ * every delta of an unterminated call; a text that opens an object can only be complete when it
+ * ends with "}", so most deltas are answered without parsing the whole call again.
+ */
+function isCompleteJson(text: string, start: number, end: number): boolean {
+  if (end <= start) return false;
+  if (text[start] === "{" && text[end - 1] !== "}") return false;
+  return tryPyLoads(text.slice(start, end)) !== undefined;
 }
