@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startProxy } from "../../proxy/index.ts";
-import { readRecords, upstreamRequestOf } from "../../records/index.ts";
+import { createContentStore, readRecords, upstreamRequestOf } from "../../records/index.ts";
 import type { PolicyScriptInput } from "../../schemas/index.ts";
 import { startPolicySimulator } from "../../simulator/index.ts";
 import { harnessUnavailable } from "../../workflows/harnesses/index.ts";
@@ -80,9 +80,11 @@ try {
     });
     const outcome = outcomes[0]!;
     const requests: unknown[] = [];
+    // Stored bodies refer to earlier calls of their rollout: read them in log order through one store.
+    const store = createContentStore();
     for await (const { record } of readRecords(dataDir)) {
       if (record.kind.case !== "modelCall" || record.kind.value.rolloutId !== outcome.rollout_id) continue;
-      const body = upstreamRequestOf(record.kind.value);
+      const body = upstreamRequestOf(record.kind.value, store);
       if (Array.isArray(body.messages)) requests.push(body);
     }
     const file = join(out, `harness-${harness}.json`);
