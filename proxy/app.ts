@@ -5,7 +5,7 @@
  */
 import { Hono } from "hono";
 import type { Server } from "bun";
-import { openSegmentLog, readRecords, type SegmentLog } from "../records/index.ts";
+import { openSegmentLog, type Recovered, type SegmentLog } from "../records/index.ts";
 import { createCallRecorder, type CallRecorder } from "./capture/call-recorder.ts";
 import { errorResponse, ProxyHttpError } from "./errors.ts";
 import { frontDoorsFor } from "./doors/index.ts";
@@ -20,6 +20,7 @@ import { mountOpsRoutes } from "./routes/ops.ts";
 import { createPauseGate, type PauseGate } from "./state/pause.ts";
 import { newApiKey } from "./state/keys.ts";
 import { createRolloutRegistry, type RolloutRegistry } from "./state/rollouts.ts";
+import { indexedLog, restoreFromLog, type LogIndex, type RestoredLog } from "./state/log-index.ts";
 import { createUpstreamClient } from "./upstream/client.ts";
 import { createUpstreamRouter, type UpstreamRouter } from "./upstream/router.ts";
 import { checkUpstreams, createEngineState, recheckPending, type EngineState } from "./engines/check.ts";
@@ -39,10 +40,18 @@ export interface ProxyState {
   /** Idle timeouts and the descriptor cap of harness connections. */
   connections: ConnectionGuard;
   /**
-   * What the start found in the log: rollouts and calls replayed, and damaged byte ranges
-   * skipped (each is listed in `log.recovered`, with its quarantined copy).
+   * What the start found in the log: rollouts and calls restored, damaged byte ranges skipped
+   * (each is listed in `log.recovered`, with its quarantined copy), segments taken from their
+   * index or scanned, open rollouts whose calls were read again.
    */
-  restored: { rollouts: number; calls: number; damaged: number };
+  restored: RestoredLog["restored"];
+  /** Where each rollout's records are in the log (the trajectory route reads by it). */
+  index: LogIndex;
+  /**
+   * Damage found after the start in the segments the open did not scan (their index vouched
+   * for them): quarantined and reported as the open does for the others (state/log-index.ts).
+   */
+  integrity: Promise<Recovered[]>;
   /** The engine behind the upstreams (docs/engines.md). */
   engine: EngineState;
 }
@@ -97,34 +106,23 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   }
   const healthInterval = options.healthIntervalMs ?? DEFAULTS.healthIntervalMs;
   const stopRecheck = healthInterval > 0 && !skipCheck ? recheckPending(engine, engineCheck, healthInterval) : () => {};
-  const log = await openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs, io: options.recorderIo });
   const registry = createRolloutRegistry();
-  const restored = { rollouts: 0, calls: 0, damaged: 0 };
+  let restoredLog: RestoredLog;
   try {
-    // Damage was quarantined and reported by the open (log.recovered): the records around it
-    // are replayed, so the proxy serves on; only the damaged frames' rollouts miss something.
-    for await (const { record } of readRecords(log.dir, { onCorruption: () => restored.damaged++ })) {
-      const kind = record.kind;
-      if (kind.case === "rollout") {
-        registry.add(kind.value);
-        restored.rollouts++;
-      } else if (kind.case === "modelCall") {
-        registry.replayCall(kind.value);
-        restored.calls++;
-      } else if (kind.case === "rolloutResult") {
-        const state = registry.get(kind.value.rolloutId);
-        if (state) {
-          state.result = kind.value;
-          registry.forgetHistory(state);
-        }
-      }
-    }
+    // The rollouts come back from the segment indexes beside the log; only segments without a
+    // valid index are read, and only rollouts still open have their calls read again
+    // (state/log-index.ts). Damage was quarantined and reported by the open (log.recovered).
+    restoredLog = await restoreFromLog(options.dataDir, (verified) => openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs, io: options.recorderIo, verified }), registry, {
+      integrityCheckDelayMs: options.integrityCheckDelayMs ?? DEFAULTS.integrityCheckDelayMs,
+    });
   } catch (error) {
     router.stop();
     stopRecheck();
-    await log.close();
     throw error;
   }
+  const { index, restored } = restoredLog;
+  // Every record is noted in the index as it is appended (what the trajectory route reads by).
+  const log = indexedLog(restoredLog.log, index);
   const connections = createConnectionGuard({
     idleTimeoutS: options.connectionIdleTimeoutS ?? DEFAULTS.connectionIdleTimeoutS,
     maxConnections: options.maxConnections ?? DEFAULTS.maxConnections,
@@ -158,7 +156,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   });
   app.notFound((c) => errorResponse(new ProxyHttpError(404, `no route ${c.req.method} ${c.req.path} on the forge proxy`, "not_found_error", "unknown_route")));
   mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir, engine, mode });
-  mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics, publicUrl, throttle: createAdminThrottle(options.adminThrottle), connections });
+  mountControlRoutes(app, { adminToken, registry, recorder, log, index, gate, metrics, publicUrl, throttle: createAdminThrottle(options.adminThrottle), connections });
   mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? frontDoorsFor(upstreamProtocol, { apiKey: upstreamApiKey }), maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
 
   return {
@@ -168,7 +166,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
       // Past the descriptor cap every request is refused at once, before any work.
       return connections.refusal() ?? app.fetch(request);
     },
-    state: { mode, adminToken, adminTokenGenerated: !givenToken, registry, gate, router, recorder, metrics, log, connections, restored, engine },
+    state: { mode, adminToken, adminTokenGenerated: !givenToken, registry, gate, router, recorder, metrics, log, connections, restored, engine, index, integrity: restoredLog.integrity },
     setListenUrl(url) {
       listenUrl = url;
     },
@@ -176,7 +174,11 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
       router.stop();
       stopRecheck();
       connections.stop();
+      restoredLog.stopIntegrityCheck();
+      await restoredLog.integrity.catch(() => []);
       await log.close();
+      // The segment written since the start is complete now: its index saves the next start a scan.
+      index.seal();
     },
   };
 }

@@ -7,6 +7,7 @@ import { evalInstructions, registerEvalRollout, type EvalRollout } from "./eval-
 import { DEFAULTS } from "./options.ts";
 import { parseListen, startProxy } from "./server.ts";
 import { normalizeUpstream } from "./upstream/router.ts";
+import type { Recovered } from "../records/index.ts";
 
 const proxyUsage = `
 usage: forge proxy --upstream URL [--upstream URL ...] --data DIR [--listen HOST:PORT]
@@ -165,10 +166,13 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     engine,
   });
   const { state } = started.proxy;
-  for (const r of state.log.recovered) {
+  const warn = (r: Recovered) => {
     const what = r.truncated ? `cut ${r.cutBytes} bytes of a torn final frame` : `skipped ${r.bytes} damaged bytes (the records around them are read)`;
     console.error(`forge proxy: WARNING: ${state.log.dir}/${r.segment}: ${r.reason}: ${what}; copy in ${r.quarantine}`);
-  }
+  };
+  for (const r of state.log.recovered) warn(r);
+  // Segments vouched for by their index are checked after the start; damage is reported as found.
+  state.integrity.then((found) => found.forEach(warn)).catch((error: unknown) => console.error(`forge proxy: WARNING: checking the log after the start failed: ${(error as Error).message}`));
   let evalRollout: EvalRollout | undefined;
   if (evalMode) {
     try {

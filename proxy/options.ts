@@ -34,6 +34,11 @@ export interface ProxyOptions {
   idleTimeoutMs?: number;
   /** The recorder's group-commit fsync interval. Default 50. */
   groupCommitMs?: number;
+  /**
+   * Delay after the start before the segments a segment index vouched for get their recovery
+   * check (a read of each; docs/proxy.md, "Restart"). Default 1000.
+   */
+  integrityCheckDelayMs?: number;
   /** Model calls in flight (held by a pause included) past which new ones get 429. Default 4096. */
   maxConcurrentCalls?: number;
   /** How long a call may wait while paused before 429. Default 300000. */
@@ -74,6 +79,7 @@ export const DEFAULTS = {
   firstByteTimeoutMs: 600_000,
   idleTimeoutMs: 120_000,
   groupCommitMs: 50,
+  integrityCheckDelayMs: 1000,
   pauseBoundMs: 300_000,
   maxConcurrentCalls: 4096,
   healthIntervalMs: 5000,

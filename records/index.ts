@@ -10,8 +10,23 @@ export type { AppendOptions, AppendResult, SegmentLog, SegmentLogOptions, Segmen
 export { describeCorruption, readRecords, readSegment } from "./reader.ts";
 export type { Corruption, LoggedRecord, ReadOptions } from "./reader.ts";
 export { listSegments, resolveLogDir, segmentFileName } from "./segments.ts";
+export { readCallTokensAt, readRecordsAt } from "./frames-at.ts";
+export { callTokensOf } from "./call-tokens.ts";
+export {
+  createSegmentIndexer,
+  decodeResult,
+  decodeRollout,
+  indexSegmentFile,
+  loadSegmentIndex,
+  recordRolloutId,
+  segmentIndexDir,
+  writeSegmentIndex,
+  type RolloutEntry,
+  type SegmentIndex,
+  type SegmentIndexer,
+} from "./segment-index.ts";
 export type { SegmentInfo } from "./segments.ts";
-export { quarantineDir, type Recovered } from "./recover.ts";
+export { quarantineDir, verifySegments, type Recovered } from "./recover.ts";
 export { RecorderError } from "./errors.ts";
 export type { RecorderErrorCode } from "./errors.ts";
 export { fullPrompt, joinIds, promptDelta, type PastCall, type PromptDelta, type TokenIds } from "./prompt-delta.ts";

@@ -11,10 +11,12 @@
 import { basename } from "node:path";
 import { fromBinary, RecordSchema, type Record } from "../schemas/index.ts";
 import { RecorderError } from "./errors.ts";
+import { FRAME_HEADER_BYTES, FRAME_HEADER_BYTES_V1 } from "./frame.ts";
 import { newOutcome, scanFrames, type Damage } from "./scan.ts";
 import { listSegments } from "./segments.ts";
 
-export type LoggedRecord = { record: Record; segment: string; offset: number };
+/** A record as read: where its frame starts and how many bytes the frame takes (header included). */
+export type LoggedRecord = { record: Record; segment: string; offset: number; bytes?: number };
 
 /** A damaged byte range a reader skipped: `length` bytes from `offset` of `segment`. */
 export type Corruption = Damage & { segment: string; path: string };
@@ -81,7 +83,7 @@ export async function* readSegment(path: string, options: ReadOptions & { newest
       // The CRC matched, so these are the bytes that were written: a schema mismatch, not damage.
       throw new RecorderError("BAD_PAYLOAD", path, `recorder: ${path} at offset ${offset}: frame is intact but does not decode as forge.v1.Record (${(error as Error).message}); was it written by an incompatible version?`, { cause: error });
     }
-    yield { record, segment, offset };
+    yield { record, segment, offset, bytes: (outcome.version === 1 ? FRAME_HEADER_BYTES_V1 : FRAME_HEADER_BYTES) + payload.length };
   }
 }
 

@@ -145,14 +145,14 @@ describe("openSegmentLog", () => {
     const log = await openSegmentLog(scratch.dir, { groupCommitMs: 60_000, segmentMaxBytes: 400 });
     const first = log.stats().segment;
     expect(log.append(modelCallRecord("r", 1, "a", 100), { segment: first }).offset).toBeGreaterThan(0);
-    expect(log.append(modelCallRecord("r", 2, "b", 10), { segment: "seg-00000099.forge" })).toEqual({ segment: first, offset: -1 });
+    expect(log.append(modelCallRecord("r", 2, "b", 10), { segment: "seg-00000099.forge" })).toEqual({ segment: first, offset: -1, bytes: 0 });
     // Would roll: the log starts the next segment, writes nothing, and says so.
     const rolled = log.append(modelCallRecord("r", 3, "c", 300), { segment: first });
     expect(rolled.offset).toBe(-1);
     expect(rolled.segment).not.toBe(first);
     expect(log.stats().segment).toBe(rolled.segment);
     // Built again for the new, empty segment: it always lands there, whatever its size.
-    expect(log.append(modelCallRecord("r", 3, "c", 2000), { segment: rolled.segment })).toEqual({ segment: rolled.segment, offset: 8 });
+    expect(log.append(modelCallRecord("r", 3, "c", 2000), { segment: rolled.segment })).toMatchObject({ segment: rolled.segment, offset: 8 });
     await log.close();
     expect((await readAll(scratch.dir)).map((r) => [r.segment, (r.record.kind.value as { callId: string }).callId])).toEqual([
       [first, "a"],

@@ -37,10 +37,19 @@ export type SegmentLogOptions = {
   segmentMaxBytes?: number;
   /** For tests: the writer's system calls. */
   io?: WriterIo;
+  /**
+   * Segments whose recovery scan is skipped: closed segments a segment index vouches for
+   * (records/segment-index.ts checked their size and last frame), so a restart does not read
+   * the whole log.
+   */
+  verified?: ReadonlySet<string>;
 };
 
-/** Where the record went; `offset` is -1 when it was not written (see `AppendOptions.segment`). */
-export type AppendResult = { segment: string; offset: number };
+/**
+ * Where the record went; `offset` is -1 when it was not written (see `AppendOptions.segment`).
+ * `bytes`: the frame's size, header included (0 when not written).
+ */
+export type AppendResult = { segment: string; offset: number; bytes: number };
 
 export type AppendOptions = {
   /**
@@ -110,7 +119,7 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
   let recovered: Recovered[];
   try {
     const names = segmentNamesSync(logDir);
-    recovered = await recoverSegments(logDir, names);
+    recovered = await recoverSegments(logDir, options.verified ? names.filter((name) => !options.verified!.has(name)) : names, names.at(-1));
     const last = names.length > 0 ? segmentNumber(names[names.length - 1]!)! : 0;
     current = createSegment(logDir, last + 1);
     syncDir(logDir);
@@ -241,7 +250,7 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
       if (record.kind.case === undefined) {
         throw new RecorderError("BAD_RECORD", logDir, "recorder: append of an empty Record (kind not set): set one of model_call, blob, rollout, rollout_result");
       }
-      if (options?.segment !== undefined && options.segment !== current.name) return { segment: current.name, offset: -1 };
+      if (options?.segment !== undefined && options.segment !== current.name) return { segment: current.name, offset: -1, bytes: 0 };
       let payload: EncodedRecord;
       try {
         payload = encodeRecord(record);
@@ -259,7 +268,7 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
         } catch (error) {
           throw error instanceof RecorderError ? error : ioError("start a new segment in", logDir, error);
         }
-        if (wanted !== undefined) return { segment: current.name, offset: -1 };
+        if (wanted !== undefined) return { segment: current.name, offset: -1, bytes: 0 };
       }
       let crc = 0;
       for (const part of payload.parts) crc = crc32c(part, crc);
@@ -282,7 +291,7 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
           throw failure;
         }
       }
-      return { segment: segment.name, offset };
+      return { segment: segment.name, offset, bytes: frameBytes };
     },
     sync,
     close() {

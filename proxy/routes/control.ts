@@ -20,6 +20,7 @@ import { keySha256, newApiKey } from "../state/keys.ts";
 import { servingLabels } from "../state/serving.ts";
 import type { PauseGate } from "../state/pause.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
+import type { LogIndex } from "../state/log-index.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import { requireAdmin, type AdminThrottle } from "./auth.ts";
 import type { ConnectionGuard } from "../connections.ts";
@@ -29,6 +30,8 @@ export interface ControlRoutesOptions {
   registry: RolloutRegistry;
   recorder: CallRecorder;
   log: SegmentLog;
+  /** Where each rollout's records are (state/log-index.ts): the trajectory route reads only its own. */
+  index: LogIndex;
   gate: PauseGate;
   metrics: ProxyMetrics;
   /**
@@ -177,12 +180,11 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     if (!registry.get(id)) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
     // Loaded on first use: trajectory assembly pulls in the export code, not needed to serve calls.
     const { trajectoryOf, trajectoryWithImages } = await import("../../trajectories/index.ts");
-    const { readRecords } = await import("../../records/index.ts");
-    // Damage elsewhere in the log must not stop the online loop: it is skipped with a warning
-    // on stderr (the proxy quarantined and reported it when it opened the log).
-    // ?images=1: each sample's image refs and the Blobs' bytes (the veRL loop's multi_modal_data).
-    const records = () => readRecords(log.dir, { skipCorrupt: true });
-    const trajectory = c.req.query("images") === "1" ? await trajectoryWithImages(records(), id) : await trajectoryOf(records(), id);
+    // Only this rollout's frames, by the log's index. Damage must not stop the online loop: it
+    // is skipped with a warning on stderr (the proxy quarantined and reported it at start).
+    // ?images=1: each sample's image refs and the images' bytes (the veRL loop's multi_modal_data).
+    const records = options.index.recordsOf(id, { skipCorrupt: true });
+    const trajectory = c.req.query("images") === "1" ? await trajectoryWithImages(records, id) : await trajectoryOf(records, id);
     return c.json(trajectory ?? { rollout_id: id, samples: [] });
   });
 

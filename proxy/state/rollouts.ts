@@ -30,6 +30,12 @@ export interface RolloutRegistry {
   /** The rollout whose key this is (constant-time digest compare). */
   byKey(key: string): RolloutState | undefined;
   add(rollout: Rollout): RolloutState;
+  /**
+   * Adds a rollout known from a segment index: what lookups need now (id, key digest, the try
+   * it retries), the Rollout record decoded on first use (`load`), so a restart does not decode
+   * thousands of records it may never be asked about.
+   */
+  addRestored(known: { rolloutId: string; keySha256: string; retryOf: string; policyVersion: number }, load: () => Rollout): RolloutState;
   /** Every registered try of a rollout (its first try and the retries naming it), in registration order. */
   tries(firstId: string): RolloutState[];
   /** Next seq of the rollout. */
@@ -38,11 +44,22 @@ export interface RolloutRegistry {
   noteCall(state: RolloutState, call: ModelCall, fullPromptIds: TokenIds | undefined): void;
   /** Replays a logged ModelCall (on start): rebuilds the full prompt from its delta. */
   replayCall(call: ModelCall): void;
+  /**
+   * Gives a restored open rollout its token history on first use (its next call), from `load`
+   * (state/history.ts reading its calls' token fields back), so a restart does not rebuild the
+   * history of every open rollout before it serves. A failing `load` leaves the history empty:
+   * the next call then stores its whole prompt instead of a delta.
+   */
+  deferHistory(state: RolloutState, load: () => PastCall[]): void;
+  /** Calls kept per rollout in its history. */
+  readonly recentCalls: number;
   /** Drops a finished rollout's token history (its calls are done; memory goes to live ones). */
   forgetHistory(state: RolloutState): void;
   size(): number;
   /** The highest policy_version seen in the log. */
   maxPolicyVersion(): number;
+  /** Takes a policy version seen in the log without its records (a segment index's summary). */
+  notePolicyVersion(version: number): void;
 }
 
 export interface RegistryOptions {
@@ -91,6 +108,17 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
     }
   };
 
+  const register = (state: RolloutState, known: { rolloutId: string; keySha256: string; retryOf: string; policyVersion: number }): RolloutState => {
+    rollouts.set(known.rolloutId, state);
+    if (known.keySha256 !== "") byDigest.set(known.keySha256, state);
+    policyVersion = Math.max(policyVersion, known.policyVersion);
+    const first = known.retryOf || known.rolloutId;
+    const tries = triesOf.get(first) ?? [];
+    tries.push(state);
+    triesOf.set(first, tries);
+    return state;
+  };
+
   const registry: RolloutRegistry = {
     get: (id) => rollouts.get(id),
     byKey(key) {
@@ -101,14 +129,33 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       const state: RolloutState = { rollout, result: undefined, seq: 0, calls: 0, tokenStatusCounts: {}, recent: [], idsMemo: {} };
       const serving = servingOf(rollout);
       if (serving) state.serving = serving;
-      rollouts.set(rollout.rolloutId, state);
-      if (rollout.keySha256 !== "") byDigest.set(rollout.keySha256, state);
-      policyVersion = Math.max(policyVersion, rollout.policyVersion);
-      const first = rollout.retryOf || rollout.rolloutId;
-      const tries = triesOf.get(first) ?? [];
-      tries.push(state);
-      triesOf.set(first, tries);
-      return state;
+      return register(state, rollout);
+    },
+    addRestored(known, load) {
+      let rollout: Rollout | undefined;
+      let serving: { value: RolloutServing | undefined } | undefined;
+      const state = {
+        get rollout() {
+          return (rollout ??= load());
+        },
+        set rollout(value: Rollout) {
+          rollout = value;
+        },
+        // Read from the Rollout's labels when first asked for (the pipeline asks at a call).
+        get serving() {
+          return (serving ??= { value: servingOf(state.rollout) }).value;
+        },
+        set serving(value: RolloutServing | undefined) {
+          serving = { value };
+        },
+        result: undefined,
+        seq: 0,
+        calls: 0,
+        tokenStatusCounts: {},
+        recent: [],
+        idsMemo: {},
+      } as RolloutState;
+      return register(state, known);
     },
     tries: (firstId) => triesOf.get(firstId) ?? [],
     nextSeq: (state) => ++state.seq,
@@ -130,6 +177,28 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       const prompt = call.promptLen > 0 || call.promptTokenIds.length > 0 ? fullPrompt(call.prefixOf, call.prefixLen, call.promptTokenIds, state.recent) : undefined;
       registry.noteCall(state, call, prompt);
     },
+    deferHistory(state, load) {
+      const settle = (recent: PastCall[]) => Object.defineProperty(state, "recent", { value: recent, writable: true, enumerable: true, configurable: true });
+      Object.defineProperty(state, "recent", {
+        configurable: true,
+        enumerable: true,
+        get() {
+          let recent: PastCall[] = [];
+          try {
+            recent = load().slice(-recentCalls);
+          } catch (error) {
+            console.warn(`forge proxy: WARNING: the token history of rollout ${state.rollout.rolloutId} could not be read back (${(error as Error).message}); its next prompt is stored whole`);
+          }
+          settle(recent);
+          touchHistory(state);
+          return recent;
+        },
+        set(recent: PastCall[]) {
+          settle(recent);
+        },
+      });
+    },
+    recentCalls,
     forgetHistory(state) {
       const id = state.rollout.rolloutId;
       historyTokens -= history.get(id) ?? 0;
@@ -139,6 +208,9 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
     },
     size: () => rollouts.size,
     maxPolicyVersion: () => policyVersion,
+    notePolicyVersion(version) {
+      policyVersion = Math.max(policyVersion, version);
+    },
   };
   return registry;
 }

@@ -99,7 +99,7 @@ describe("one flipped byte loses only the frame it lands in", () => {
     expect(manifest.calls.total).toBe(ROLLOUTS * CALLS_PER_ROLLOUT - 1);
   }, 60_000);
 
-  test("in a registration record: 199 of 200 rollouts remain, for readers and for a restarted proxy", async () => {
+  test("in a registration record: readers lose that rollout; a restarted proxy keeps it from the segment index and quarantines the damage after the start, and without indexes 199 of 200 remain", async () => {
     const { records } = await all(pristine);
     const registrations = records.filter((r) => r.record.kind.case === "rollout");
     const target = registrations[37]!;
@@ -109,9 +109,25 @@ describe("one flipped byte loses only the frame it lands in", () => {
     expect({ damaged: after.damaged, rollouts: count(after.records, "rollout"), calls: count(after.records, "modelCall") }).toEqual({ damaged: 1, rollouts: ROLLOUTS - 1, calls: ROLLOUTS * CALLS_PER_ROLLOUT });
     expect(after.records.some((r) => r.record.kind.case === "rollout" && r.record.kind.value.rolloutId === lost)).toBe(false);
 
+    // The segment's index was written while the record was intact: the restarted proxy keeps
+    // the rollout (its state comes from the index), and the check after the start finds and
+    // quarantines the damage as an open would.
+    const indexed = await startProxyUnderTest({ dataDir: dir });
+    try {
+      expect(indexed.proxy.proxy.state.restored).toMatchObject({ rollouts: ROLLOUTS, calls: ROLLOUTS * CALLS_PER_ROLLOUT, indexed: 2, scanned: 0 });
+      expect(indexed.proxy.proxy.state.registry.get(lost)?.result).toBeDefined();
+      const found = await indexed.proxy.proxy.state.integrity;
+      expect(found).toEqual([expect.objectContaining({ segment: target.segment, offset: target.offset, truncated: false })]);
+      expect(indexed.proxy.proxy.state.restored.damaged).toBe(1);
+    } finally {
+      await indexed.proxy.stop();
+      await indexed.upstream.stop();
+    }
+    // Without the indexes the log is read as before: the rollout whose registration was lost is not restored.
+    rmSync(join(dir, "log", "index"), { recursive: true });
     const t = await startProxyUnderTest({ dataDir: dir });
     try {
-      expect(t.proxy.proxy.state.restored).toEqual({ rollouts: ROLLOUTS - 1, calls: ROLLOUTS * CALLS_PER_ROLLOUT, damaged: 1 });
+      expect(t.proxy.proxy.state.restored).toMatchObject({ rollouts: ROLLOUTS - 1, calls: ROLLOUTS * CALLS_PER_ROLLOUT, damaged: 1, indexed: 0 });
       expect(t.proxy.proxy.state.registry.get(lost)).toBeUndefined();
     } finally {
       await t.proxy.stop();
@@ -130,7 +146,9 @@ describe("one flipped byte loses only the frame it lands in", () => {
     const t = await startProxyUnderTest({ dataDir: dir });
     let quarantined: string;
     try {
-      const recovered = t.proxy.proxy.state.log.recovered;
+      // The segment's index vouched for it at the open; the check after the start finds the damage.
+      expect(t.proxy.proxy.state.log.recovered).toEqual([]);
+      const recovered = await t.proxy.proxy.state.integrity;
       expect(recovered).toEqual([expect.objectContaining({ segment: "seg-00000002.forge", offset: target.offset, truncated: false, cutBytes: 0 })]);
       quarantined = recovered[0]!.quarantine;
       // The restarted proxy records on, into a new segment.
