@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { promptDelta } from "../../records/index.ts";
-import { create, ModelCallSchema, TokenStatus, type ModelCall } from "../../schemas/index.ts";
+import { create, ModelCallSchema, RolloutSchema, TokenStatus, type ModelCall } from "../../schemas/index.ts";
 import { historyOf } from "./history.ts";
 import { createRolloutRegistry } from "./rollouts.ts";
 
@@ -10,7 +10,7 @@ function recordRollout(turns: number, seed: number): ModelCall[] & { live: Retur
   const random = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
   const ids = (n: number) => Array.from({ length: n }, () => Math.floor(random() * 150_000));
   const live = createRolloutRegistry({ recentCalls: 4 });
-  const state = live.add({ rolloutId: "r" } as never);
+  const state = live.add(create(RolloutSchema, { rolloutId: "r" }));
   const calls: ModelCall[] = [];
   let conversation = ids(50);
   for (let seq = 1; seq <= turns; seq++) {
@@ -33,7 +33,7 @@ test("the history rebuilt from the delta chain is what the live proxy held, and 
     const calls = recordRollout(turns, seed);
     // Replaying every call in turn (what a restart did before).
     const replay = createRolloutRegistry({ recentCalls: 4 });
-    const state = replay.add({ rolloutId: "r" } as never);
+    const state = replay.add(create(RolloutSchema, { rolloutId: "r" }));
     for (const call of calls) replay.replayCall(call);
     expect(state.recent.length).toBe(Math.min(4, calls.filter((c) => c.tokenStatus !== TokenStatus.MISSING).length));
     expect(historyOf(calls, 4)).toEqual(state.recent);
