@@ -9,9 +9,9 @@
  * everything recorded so far without ever freezing a half-written segment.
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
-import { createContentStore, listSegments as listLogSegments, readSegment } from "../records/index.ts";
+import { createContentStore, dataDirsOf, listSegments as listLogSegments, readSegment } from "../records/index.ts";
 import type { Record } from "../schemas/index.ts";
 import { rowsOf } from "./rows.ts";
 import { appendRow, createTableSql, tableNames, tables, type TableName } from "./tables.ts";
@@ -190,23 +190,30 @@ export async function compactLog(connection: DuckDBConnection, dataDir: string, 
     await writeManifest(parquetDir, manifest);
   }
   await removeOpenFiles(parquetDir);
-  const segments = await listSegments(logDir);
-  const todo = segments.filter((s) => s.open || manifest.segments[s.name]?.size !== s.size);
-  const summary: CompactSummary = { compacted: [], reread: [], skipped: segments.length - todo.length, records: 0 };
-  for (const [index, segment] of todo.entries()) {
-    const stem = segment.name.replace(/\.forge$/, "") + (segment.open ? ".open" : "");
-    const progress = (records: number) => options.onProgress?.({ segment: segment.name, index, total: todo.length, records });
+  // A sharded proxy's data root holds one log per shard (records' dataDirsOf): their segments
+  // are named alike, so each shard's are keyed `shard-N/seg-…` (files `shard-N.seg-…`).
+  const shardDirs = dataDirsOf(dataDir);
+  const logs = shardDirs.length === 1 && shardDirs[0] === dataDir ? [{ key: "", logDir }] : shardDirs.map((dir) => ({ key: `${basename(dir)}/`, logDir: join(dir, "log") }));
+  const all = [];
+  for (const log of logs) {
+    const segments = await listSegments(log.logDir);
+    for (const segment of segments) all.push({ ...log, segment, key: `${log.key}${segment.name}`, newest: segment.name === segments.at(-1)?.name });
+  }
+  const todo = all.filter((s) => s.segment.open || manifest.segments[s.key]?.size !== s.segment.size);
+  const summary: CompactSummary = { compacted: [], reread: [], skipped: all.length - todo.length, records: 0 };
+  for (const [index, { segment, key, logDir: segmentLogDir, newest }] of todo.entries()) {
+    const stem = key.replace("/", ".").replace(/\.forge$/, "") + (segment.open ? ".open" : "");
+    const progress = (records: number) => options.onProgress?.({ segment: key, index, total: todo.length, records });
     progress(0);
-    const newest = segment.name === segments.at(-1)?.name;
-    const count = await compactRecords(connection, readSegment(logDir, segment.name, newest), parquetDir, stem, segment.name, progress);
+    const count = await compactRecords(connection, readSegment(segmentLogDir, segment.name, newest), parquetDir, stem, key, progress);
     progress(count);
     summary.records += count;
     if (segment.open) {
-      summary.reread.push(segment.name);
+      summary.reread.push(key);
     } else {
-      manifest.segments[segment.name] = { size: segment.size, records: count, compactedAt: new Date().toISOString() };
+      manifest.segments[key] = { size: segment.size, records: count, compactedAt: new Date().toISOString() };
       await writeManifest(parquetDir, manifest);
-      summary.compacted.push(segment.name);
+      summary.compacted.push(key);
     }
   }
   return summary;

@@ -21,6 +21,8 @@ import { createPauseGate, type PauseGate } from "./state/pause.ts";
 import { newApiKey } from "./state/keys.ts";
 import { createRolloutRegistry, type RolloutRegistry } from "./state/rollouts.ts";
 import { indexedLog, restoreFromLog, type LogIndex, type RestoredLog } from "./state/log-index.ts";
+import { ownedRolloutId, type ShardOptions } from "./shards.ts";
+import { shardRouting } from "./routes/shards.ts";
 import { createUpstreamClient } from "./upstream/client.ts";
 import { createUpstreamRouter, type UpstreamRouter } from "./upstream/router.ts";
 import { checkUpstreams, createEngineState, recheckPending, type EngineState } from "./engines/check.ts";
@@ -128,7 +130,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     maxConnections: options.maxConnections ?? DEFAULTS.maxConnections,
   });
   let listenUrl = `http://${options.listen ?? DEFAULTS.listen}`;
-  const publicUrl = () => options.publicUrl ?? listenUrl;
+  const publicUrl = () => options.publicUrl ?? options.shards?.urls[options.shards.index] ?? listenUrl;
   const metrics = createProxyMetrics();
   const gate = createPauseGate({ boundMs: options.pauseBoundMs ?? DEFAULTS.pauseBoundMs, policyVersion: registry.maxPolicyVersion() });
   const recorder = createCallRecorder(log, registry, metrics);
@@ -156,7 +158,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   });
   app.notFound((c) => errorResponse(new ProxyHttpError(404, `no route ${c.req.method} ${c.req.path} on the forge proxy`, "not_found_error", "unknown_route")));
   mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir, engine, mode });
-  mountControlRoutes(app, { adminToken, registry, recorder, log, index, gate, metrics, publicUrl, throttle: createAdminThrottle(options.adminThrottle), connections });
+  mountControlRoutes(app, { adminToken, registry, recorder, log, index, gate, metrics, publicUrl, throttle: createAdminThrottle(options.adminThrottle), connections, ...shardControl(options.shards, registry, gate) });
   mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? frontDoorsFor(upstreamProtocol, { apiKey: upstreamApiKey }), maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
 
   return {
@@ -181,4 +183,11 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
       index.seal();
     },
   };
+}
+
+/** The control routes' part in a sharded proxy (routes/shards.ts), when this proxy is one of several shards. */
+function shardControl(shards: ShardOptions | undefined, registry: RolloutRegistry, gate: PauseGate) {
+  if (!shards || shards.count === 1) return {};
+  if (shards.index < 0 || shards.index >= shards.count || shards.urls.length !== shards.count) throw new Error(`shards: shard ${shards.index} of ${shards.count} needs ${shards.count} URLs, got ${shards.urls.length}`);
+  return { shards: { route: shardRouting(shards, registry, gate), newRolloutId: () => ownedRolloutId(shards) } };
 }

@@ -6,6 +6,8 @@ import { intFlag, parseCommand, untilSignal, UsageError } from "../lib/index.ts"
 import { evalInstructions, registerEvalRollout, type EvalRollout } from "./eval-rollout.ts";
 import { DEFAULTS } from "./options.ts";
 import { parseListen, startProxy } from "./server.ts";
+import { parseShards, type ShardOptions } from "./shards.ts";
+import { hostname } from "node:os";
 import { normalizeUpstream } from "./upstream/router.ts";
 import type { Recovered } from "../records/index.ts";
 
@@ -45,6 +47,12 @@ call is recorded token for token to DIR/log (docs/proxy.md).
                             generated and printed once)
   --public-url URL          base URL handed to harnesses in registration answers (default: the listen
                             address; set it when harnesses reach the proxy under another name)
+  --shard I/N               this proxy is shard I of N (auto/N: I from the host name's trailing
+                            -<ordinal>, as a StatefulSet names its pods), each with its own --data;
+                            it owns the rollouts hashed to it and passes other shards' control
+                            requests on (docs/scale.md)
+  --shard-url URL           each shard's base URL, in order, once per shard (or one template with
+                            {i}); its own is its --public-url unless one is given
   --json                    print one JSON line with the URL (and the eval rollout) once listening
 
 limits:
@@ -92,6 +100,8 @@ export async function proxyCommand(argv: string[]): Promise<number> {
         "pause-bound-ms": { type: "string" },
         "max-concurrent-calls": { type: "string" },
         "public-url": { type: "string" },
+        shard: { type: "string" },
+        "shard-url": { type: "string", multiple: true },
         "connection-idle-timeout-s": { type: "string" },
         "max-connections": { type: "string" },
         "max-stream-bytes": { type: "string" },
@@ -159,6 +169,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     pauseBoundMs: intFlag("pause-bound-ms", v["pause-bound-ms"], DEFAULTS.pauseBoundMs),
     maxConcurrentCalls: intFlag("max-concurrent-calls", v["max-concurrent-calls"], DEFAULTS.maxConcurrentCalls),
     publicUrl: v["public-url"],
+    ...(v.shard !== undefined ? { shards: shardsFlag(v.shard, v["shard-url"] ?? []) } : {}),
     upstreamProtocol,
     connectionIdleTimeoutS: idleS,
     maxConnections: intFlag("max-connections", v["max-connections"], DEFAULTS.maxConnections),
@@ -215,4 +226,13 @@ function timestamp(): string {
 
 function isLoopback(hostname: string): boolean {
   return hostname === "localhost" || hostname.startsWith("127.") || hostname === "::1";
+}
+
+/** `--shard` and `--shard-url` → the proxy's shard options (a usage error names what is wrong). */
+function shardsFlag(shard: string, urls: string[]): ShardOptions {
+  try {
+    return parseShards(shard, urls, hostname());
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }

@@ -1,4 +1,5 @@
 /** Options of the proxy and their defaults. */
+import type { ShardOptions } from "./shards.ts";
 import type { FrontDoor } from "./doors/types.ts";
 import type { WriterIo } from "../records/index.ts";
 import type { AdminThrottleOptions } from "./routes/auth.ts";
@@ -39,6 +40,11 @@ export interface ProxyOptions {
    * check (a read of each; docs/proxy.md, "Restart"). Default 1000.
    */
   integrityCheckDelayMs?: number;
+  /**
+   * This proxy is shard `index` of `count`, each with its own data directory; `urls[i]` reaches
+   * shard i (docs/scale.md, "A sharded proxy"). Its own URL is its public URL unless one is given.
+   */
+  shards?: ShardOptions;
   /** Model calls in flight (held by a pause included) past which new ones get 429. Default 4096. */
   maxConcurrentCalls?: number;
   /** How long a call may wait while paused before 429. Default 300000. */

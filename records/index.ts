@@ -11,6 +11,7 @@ export { describeCorruption, readRecords, readSegment } from "./reader.ts";
 export type { Corruption, LoggedRecord, ReadOptions } from "./reader.ts";
 export { listSegments, resolveLogDir, segmentFileName } from "./segments.ts";
 export { readCallTokensAt, readRecordsAt } from "./frames-at.ts";
+export { dataDirsOf, shardDataDir } from "./shards.ts";
 export { callTokensOf } from "./call-tokens.ts";
 export {
   createSegmentIndexer,

@@ -14,6 +14,7 @@ import { RecorderError } from "./errors.ts";
 import { FRAME_HEADER_BYTES, FRAME_HEADER_BYTES_V1 } from "./frame.ts";
 import { newOutcome, scanFrames, type Damage } from "./scan.ts";
 import { listSegments } from "./segments.ts";
+import { dataDirsOf } from "./shards.ts";
 
 /** A record as read: where its frame starts and how many bytes the frame takes (header included). */
 export type LoggedRecord = { record: Record; segment: string; offset: number; bytes?: number };
@@ -89,7 +90,7 @@ export async function* readSegment(path: string, options: ReadOptions & { newest
 
 /**
  * Every record of the log in `dir` (a data directory, or its `log` directory), oldest segment
- * first. The segment list is taken when iteration starts; each segment is read up to its size
+ * first; of each log in turn for several directories or a sharded data root (`shard-N/` dirs). The segment list is taken when iteration starts; each segment is read up to its size
  * at the time it is opened.
  *
  * @example
@@ -97,7 +98,13 @@ export async function* readSegment(path: string, options: ReadOptions & { newest
  *   if (record.kind.case === "modelCall") console.log(segment, offset, record.kind.value.callId);
  * }
  */
-export async function* readRecords(dir: string, options: ReadOptions = {}): AsyncGenerator<LoggedRecord> {
+export async function* readRecords(dir: string | readonly string[], options: ReadOptions = {}): AsyncGenerator<LoggedRecord> {
+  // Several data directories, or a sharded data root (records/shards.ts): each read in turn.
+  const dirs = (typeof dir === "string" ? [dir] : dir).flatMap(dataDirsOf);
+  for (const one of dirs) yield* readOneLog(one, options);
+}
+
+async function* readOneLog(dir: string, options: ReadOptions): AsyncGenerator<LoggedRecord> {
   const segments = await listSegments(dir);
   for (const [index, info] of segments.entries()) {
     try {

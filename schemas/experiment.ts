@@ -207,6 +207,11 @@ const ProxySchema = z.strictObject({
   /** Image with this project (`bun bin/forge.ts …`); also runs the plan, verify and export steps. */
   image: z.string().min(1).default("ghcr.io/openforge/forge:0.1.0"),
   port: z.number({ error: "expected a port number" }).int().min(1).max(65535, { error: "expected a port 1–65535" }).default(8080),
+  /**
+   * Proxy shards, each its own process (on Kubernetes a StatefulSet replica) with its own log
+   * and volume, owning the rollouts hashed to it (docs/scale.md, "A sharded proxy").
+   */
+  shards: positiveInt().default(1),
   /** The volume the proxy records to and training reads from (ReadWriteMany on a cluster). */
   storage: z
     .strictObject({ size: quantity("storage").default("50Gi"), storageClassName: z.string().optional() })

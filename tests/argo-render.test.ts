@@ -455,3 +455,35 @@ describe("forge render CLI", () => {
     expect(stderr.trim()).toBe(`forge render: ${path}:9:8: spec.rollouts.k: expected a positive integer, got "three"`);
   });
 });
+
+describe("a sharded proxy (spec.proxy.shards)", () => {
+  test("a StatefulSet of N replicas, each its own volume and base URL; a headless Service; the export reads every shard's claim", async () => {
+    const { StatefulSet } = await import("kubernetes-models/apps/v1/StatefulSet");
+    const path = writeExperiment(readFileSync(FIXTURE, "utf8").replace("  rollouts:", "  proxy: {shards: 3, storage: {size: 20Gi, storageClassName: nfs}}\n  rollouts:").replace("./tasks", join(import.meta.dir, "..", "workflows", "argo", "fixtures", "tasks")));
+    const objects = render(path);
+    expect(objects.map((o) => o.kind)).toEqual([...KINDS.slice(0, 6), "Service", "StatefulSet", ...KINDS.slice(7)]);
+    expect(objects.some((o) => o.kind === "Deployment")).toBe(false);
+    const set = byKind(objects, "StatefulSet");
+    expect(() => new StatefulSet(set).validate()).not.toThrow();
+    expect(set.spec).toMatchObject({ replicas: 3, serviceName: "argo-fixture-proxy-shards", podManagementPolicy: "Parallel" });
+    expect(set.spec.volumeClaimTemplates[0].spec).toEqual({ accessModes: ["ReadWriteMany"], resources: { requests: { storage: "20Gi" } }, storageClassName: "nfs" });
+    const proxy = set.spec.template.spec.containers[0];
+    expect(proxy.args).toContain("--shard");
+    expect(proxy.args.slice(proxy.args.indexOf("--shard"), proxy.args.indexOf("--shard") + 4)).toEqual(["--shard", "auto/3", "--shard-url", "http://argo-fixture-proxy-{i}.argo-fixture-proxy-shards.forge.svc:8080"]);
+    expect(proxy.args).not.toContain("--public-url");
+    expect(proxy.args[proxy.args.indexOf("--data") + 1]).toBe("/shard");
+    expect(proxy.volumeMounts).toContainEqual({ name: "log", mountPath: "/shard" });
+    const headless = objects.find((o) => o.kind === "Service" && o.metadata.name === "argo-fixture-proxy-shards") as any;
+    expect(headless.spec).toMatchObject({ clusterIP: "None", publishNotReadyAddresses: true, selector: set.spec.selector.matchLabels });
+    // The Service the pods register through still selects every replica.
+    expect(objects.find((o) => o.kind === "Service" && o.metadata.name === "argo-fixture-proxy")).toBeDefined();
+    const exported = template(objects, "export");
+    expect(exported.container.args[exported.container.args.indexOf("--data") + 1]).toBe("/logs");
+    expect(exported.volumes.filter((v: AnyTemplate) => v.persistentVolumeClaim).map((v: AnyTemplate) => v.persistentVolumeClaim.claimName)).toEqual(["log-argo-fixture-proxy-0", "log-argo-fixture-proxy-1", "log-argo-fixture-proxy-2"]);
+    expect(exported.container.volumeMounts.filter((m: AnyTemplate) => m.mountPath.startsWith("/logs/")).map((m: AnyTemplate) => [m.mountPath, m.readOnly])).toEqual([
+      ["/logs/shard-0", true],
+      ["/logs/shard-1", true],
+      ["/logs/shard-2", true],
+    ]);
+  });
+});

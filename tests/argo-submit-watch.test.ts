@@ -4,7 +4,7 @@
  * from its resourceVersion, and a 410 Gone that makes it list again.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -124,6 +124,24 @@ describe("forge submit", () => {
     // The executor's route to the API server, discovered from default/kubernetes.
     const policy = k8s.get(`/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies/argo-fixture-rollouts`)!.spec as { egress: { to: unknown[] }[] };
     expect(policy.egress.at(-1)!.to).toEqual([{ ipBlock: { cidr: "172.18.0.2/32" } }]);
+  });
+
+  test("a sharded proxy: the StatefulSet and its headless Service are created, and replaced on a second submit", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "forge-shards-submit-"));
+    const path = join(dir, "experiment.yaml");
+    writeFileSync(path, readFileSync(FIXTURE, "utf8").replace("name: argo-fixture", "name: argo-sharded").replace("  rollouts:", "  proxy: {shards: 2}\n  rollouts:").replace("./tasks", join(ROOT, "workflows", "argo", "fixtures", "tasks")));
+    const experiment = parseExperimentFile(path);
+    const objects = renderExperiment(experiment, { namespace: NS, experimentPath: path });
+    const first = await submitExperiment(kc, experiment, objects, { namespace: NS });
+    expect(first.applied.filter((a) => a.kind === "StatefulSet" || a.kind === "Service").map((a) => `${a.kind} ${a.name} ${a.action}`)).toEqual([
+      "Service argo-sharded-proxy-shards created",
+      "StatefulSet argo-sharded-proxy created",
+      "Service argo-sharded-proxy created",
+    ]);
+    expect((k8s.get(`/api/v1/namespaces/${NS}/services/argo-sharded-proxy-shards`)!.spec as { clusterIP: string }).clusterIP).toBe("None");
+    expect((k8s.get(`/apis/apps/v1/namespaces/${NS}/statefulsets/argo-sharded-proxy`)!.spec as { replicas: number }).replicas).toBe(2);
+    const second = await submitExperiment(kc, experiment, objects, { namespace: NS });
+    expect(second.applied.find((a) => a.kind === "StatefulSet")!.action).toBe("replaced");
   });
 
   test("an unreachable cluster is a clear error", async () => {

@@ -4,14 +4,15 @@
 import { join } from "node:path";
 import { parseCommand, intFlag, UsageError } from "../lib/index.ts";
 import { existsSync } from "node:fs";
-import { describeCorruption, listSegments, readRecords, resolveLogDir, type Corruption } from "../records/index.ts";
+import { dataDirsOf, describeCorruption, listSegments, readRecords, resolveLogDir, type Corruption } from "../records/index.ts";
 import { exportTrajectories, manifestPath, type ExportFormat } from "./export.ts";
 import type { RewardPolicy } from "./types.ts";
 
 const usage = `
 usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
 
-  --data DIR              data directory (segments in DIR/log)
+  --data DIR              data directory (segments in DIR/log), or a sharded proxy's root (its
+                          shard-N/ data directories); repeat it to read several
   --out FILE              output (default DIR/exports/batch-verl.parquet, DIR/exports/batch-jsonl.jsonl, DIR/exports/sft/batch-sft.parquet)
   --format F              verl (parquet, one row per sample; default) | sft (chat parquet) | jsonl
   --min-group-size N      drop groups with fewer valid rollouts (default 2)
@@ -53,7 +54,6 @@ export async function exportCommand(argv: string[]): Promise<number> {
       name: "export",
       usage,
       options: {
-        data: { type: "string" },
         out: { type: "string" },
         format: { type: "string", default: "verl" },
         "min-group-size": { type: "string" },
@@ -71,6 +71,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
         iteration: { type: "string" },
         "sft-min-reward": { type: "string" },
         "skip-corrupt": { type: "boolean", default: false },
+        data: { type: "string", multiple: true },
         json: { type: "boolean", default: false },
       },
     },
@@ -78,10 +79,15 @@ export async function exportCommand(argv: string[]): Promise<number> {
   );
   if (!args) return 0;
   const v = args.values;
-  if (!v.data) throw new UsageError(`forge export: --data DIR is required\n${usage.trim()}`);
-  if (!existsSync(v.data)) throw new UsageError(`--data ${v.data}: no such directory`);
-  if ((await listSegments(v.data)).length === 0)
-    throw new UsageError(`--data ${v.data}: no segment log in ${resolveLogDir(v.data)} (pass the data directory the proxy wrote to)`);
+  if (!v.data?.length) throw new UsageError(`forge export: --data DIR is required\n${usage.trim()}`);
+  const dataDirs = v.data;
+  const data = dataDirs[0]!;
+  for (const dir of dataDirs) {
+    if (!existsSync(dir)) throw new UsageError(`--data ${dir}: no such directory`);
+    const logs = dataDirsOf(dir);
+    const segments = (await Promise.all(logs.map((d) => listSegments(d)))).flat();
+    if (segments.length === 0) throw new UsageError(`--data ${dir}: no segment log in ${resolveLogDir(dir)} nor in shard-N/ data directories (pass the data directory the proxy wrote to)`);
+  }
   const format = v.format as ExportFormat;
   if (!["verl", "sft", "jsonl"].includes(format)) throw new UsageError(`--format must be verl, sft or jsonl, got "${format}"`);
   const policy = v["reward-policy"] as RewardPolicy;
@@ -101,14 +107,14 @@ export async function exportCommand(argv: string[]): Promise<number> {
   // SFT goes to a subfolder: analytics' `samples` view reads DIR/exports/*.parquet as veRL batches.
   if (v["group-rows"] !== undefined && (format !== "verl" || intFlag("group-rows", v["group-rows"], 0) < 1))
     throw new UsageError(`--group-rows needs --format verl and a count of at least 1, got "${v["group-rows"]}"`);
-  const out = v.out ?? (format === "sft" ? join(v.data, "exports", "sft", "batch-sft.parquet") : join(v.data, "exports", `batch-${format}.${format === "jsonl" ? "jsonl" : "parquet"}`));
+  const out = v.out ?? (format === "sft" ? join(data, "exports", "sft", "batch-sft.parquet") : join(data, "exports", `batch-${format}.${format === "jsonl" ? "jsonl" : "parquet"}`));
   // Damage fails the export unless --skip-corrupt: a batch missing calls must not pass unnoticed.
   const skipped: Corruption[] = [];
   const onCorruption = (c: Corruption): void => {
     skipped.push(c);
     process.stderr.write(`\n${describeCorruption(c)}; skipped (--skip-corrupt)\n`);
   };
-  const manifest = await exportTrajectories(readRecords(v.data, v["skip-corrupt"] ? { onCorruption } : {}), {
+  const manifest = await exportTrajectories(readRecords(dataDirs, v["skip-corrupt"] ? { onCorruption } : {}), {
     format,
     out,
     minGroupSize: intFlag("min-group-size", v["min-group-size"], 2),

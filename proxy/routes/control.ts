@@ -8,7 +8,7 @@
  * same verdict (same status and reward: an executor that did not hear the first answer may ask
  * again), and 409 for a different one.
  */
-import type { Context, Hono } from "hono";
+import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { create, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus, toJson } from "../../schemas/index.ts";
 import { FinishRolloutSchema, PauseSchema, RegisterRolloutSchema, ResumeSchema, zodProblems } from "../../schemas/index.ts";
@@ -42,6 +42,11 @@ export interface ControlRoutesOptions {
   /** Failed admin attempts, per client address. */
   throttle: AdminThrottle;
   connections: ConnectionGuard;
+  /**
+   * On a sharded proxy (routes/shards.ts): passes control requests for other shards' rollouts
+   * on, after the admin check; and a new rollout id this shard owns.
+   */
+  shards?: { route: MiddlewareHandler; newRolloutId: () => string };
 }
 
 const STATUS = { ok: RolloutStatus.OK, failed: RolloutStatus.FAILED, infra_error: RolloutStatus.INFRA_ERROR, timeout: RolloutStatus.TIMEOUT } as const;
@@ -65,10 +70,11 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
       connections.release(c.req.raw);
     }
   });
+  if (options.shards) app.use("/control/*", options.shards.route);
 
   app.post("/control/rollouts", async (c) => {
     const body = await parsed(c, RegisterRolloutSchema);
-    const id = body.rollout_id ?? `ro-${crypto.randomUUID()}`;
+    const id = body.rollout_id ?? options.shards?.newRolloutId() ?? `ro-${crypto.randomUUID()}`;
     if (registry.get(id)) throw new ProxyHttpError(409, `rollout "${id}" is already registered (a retry registers a new id with retry_of)`, "invalid_request_error", "rollout_exists", "rollout_id");
     if ((body.retry === undefined) !== (body.retry_of === undefined)) throw new ProxyHttpError(400, "retry and retry_of go together", "invalid_request_error", "invalid_body", "retry_of");
     if (body.retry_of !== undefined) supersedeEarlierTries(id, body.retry_of);

@@ -67,7 +67,10 @@ const DISCOVERY: Record<string, [kind: string, plural: string][]> = {
     ["Endpoints", "endpoints"],
     ["Pod", "pods"],
   ],
-  "apps/v1": [["Deployment", "deployments"]],
+  "apps/v1": [
+    ["Deployment", "deployments"],
+    ["StatefulSet", "statefulsets"],
+  ],
   "networking.k8s.io/v1": [["NetworkPolicy", "networkpolicies"]],
   "rbac.authorization.k8s.io/v1": [
     ["Role", "roles"],
@@ -226,7 +229,8 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
       const objectName = body.metadata.name ?? `${body.metadata.generateName ?? "obj-"}${Math.random().toString(36).slice(2, 7)}`;
       if (store.has(itemPath(objectName))) return status(409, "AlreadyExists", `${body.kind} "${objectName}" already exists`);
       const object: Obj = { ...body, metadata: { ...body.metadata, name: objectName, namespace, uid: `uid-${++uid}`, creationTimestamp: new Date().toISOString() } };
-      if (object.kind === "Service") (object.spec as Record<string, unknown>).clusterIP = `10.96.0.${uid}`;
+      // A headless Service keeps clusterIP "None"; any other gets an address.
+      if (object.kind === "Service" && (object.spec as Record<string, unknown>).clusterIP !== "None") (object.spec as Record<string, unknown>).clusterIP = `10.96.0.${uid}`;
       if (object.kind === "Secret" && object.stringData) {
         object.data = Object.fromEntries(Object.entries(object.stringData as Record<string, string>).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
         delete object.stringData;

@@ -60,6 +60,8 @@ const SUBMITTED_KINDS = new Set([
   "PersistentVolume",
   "Service",
   "Deployment",
+  // The proxy's shards (proxy-shards.ts), with a volume each.
+  "StatefulSet",
   "NetworkPolicy",
   "Role",
   "RoleBinding",

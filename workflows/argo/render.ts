@@ -18,6 +18,7 @@ import {
   renderWorkflowRbac,
 } from "./cluster.ts";
 import { listTaskIds } from "./plan.ts";
+import { renderProxyStatefulSet } from "./proxy-shards.ts";
 import { renderWorkflow, renderWorkflowTemplate } from "./workflow.ts";
 
 /** Any rendered object: what the Kubernetes API accepts (apiVersion, kind, metadata, …). */
@@ -98,7 +99,8 @@ export function renderExperiment(experiment: Experiment, options: RenderOptions)
     renderDataVolume(experiment, namespace),
     ...renderCheckpointVolumes(experiment, namespace),
     config,
-    renderProxyDeployment(experiment, namespace, items),
+    // One proxy (a Deployment), or N shards with a volume each (a StatefulSet): proxy-shards.ts.
+    ...(experiment.spec.proxy.shards > 1 ? renderProxyStatefulSet(experiment, namespace, items) : [renderProxyDeployment(experiment, namespace, items)]),
     renderProxyService(experiment, namespace),
     renderRolloutNetworkPolicy(experiment, namespace, options.apiServerCidrs),
     renderWorkflowTemplate(experiment, { namespace, commit: options.commit, configItems: items, taskCount: listTaskIds(experiment, dirname(options.experimentPath)).length }),

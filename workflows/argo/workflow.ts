@@ -15,6 +15,7 @@ import type { Experiment } from "../../schemas/index.ts";
 import { adminTokenEnv, experimentVolume, inferenceNamespace, type ConfigItem } from "./cluster.ts";
 import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplate } from "./security.ts";
 import { fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates } from "./fanout.ts";
+import { withShardLogs } from "./proxy-shards.ts";
 import {
   ANNOTATION_DESCRIPTION,
   baseLabels,
@@ -689,7 +690,7 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
     exitTemplate(experiment),
   ];
   const verl = options.taskCount === undefined ? {} : { taskCount: options.taskCount };
-  if (experiment.spec.policy.mode === "train") templates.push(exportTemplate(experiment, verl));
+  if (experiment.spec.policy.mode === "train") templates.push(withShardLogs(exportTemplate(experiment, verl), experiment));
   if (trains(experiment)) {
     templates.push(admitTemplate(experiment), ...Array.from({ length: iterations }, (_, i) => trainTemplate(experiment, i, verl)));
     templates.push(pruneTemplate(experiment));

@@ -24,6 +24,7 @@ pass@k / pass^k table.
   --allow-root-unsandboxed
                        run rollouts without a holding sandbox even as root (refused otherwise;
                        also FORGE_ALLOW_ROOT_UNSANDBOXED=1)
+  --proxy-shards N     proxy shards, each its own process and log (default spec.proxy.shards)
   --json               print the result as JSON on stdout
   --quiet              no progress line
   --label KEY=VALUE    record a label on every rollout (repeatable; gitops sets openforge.dev/commit)
@@ -72,6 +73,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       options: {
         data: { type: "string" },
         parallelism: { type: "string" },
+        "proxy-shards": { type: "string" },
         sandbox: { type: "string" },
         "allow-root-unsandboxed": { type: "boolean", default: false },
         json: { type: "boolean", default: false },
@@ -86,6 +88,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError(`forge run: expected one EXPERIMENT file, got ${positionals.length}\n\n${usage.trim()}`);
   const parallelism = values.parallelism === undefined ? undefined : intFlag("parallelism", values.parallelism, 1);
   if (parallelism !== undefined && parallelism < 1) throw new UsageError("--parallelism must be ≥ 1");
+  const proxyShards = values["proxy-shards"] === undefined ? undefined : intFlag("proxy-shards", values["proxy-shards"], 1);
+  if (proxyShards !== undefined && proxyShards < 1) throw new UsageError("--proxy-shards must be ≥ 1");
   const sandbox = values.sandbox as "auto" | "bwrap" | "none" | undefined;
   if (sandbox !== undefined && !["auto", "bwrap", "none"].includes(sandbox)) throw new UsageError(`--sandbox must be auto, bwrap or none, got "${sandbox}"`);
 
@@ -122,7 +126,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   let result;
   try {
     const allowRootUnsandboxed = values["allow-root-unsandboxed"] || undefined;
-    result = await runExperiment({ experiment, experimentPath, dataDir, parallelism, sandbox, allowRootUnsandboxed, quiet: values.quiet, signal: controller.signal, labels });
+    result = await runExperiment({ experiment, experimentPath, dataDir, parallelism, sandbox, allowRootUnsandboxed, quiet: values.quiet, signal: controller.signal, labels, proxyShards });
   } catch (error) {
     if (error instanceof TaskError || error instanceof SandboxError) throw new UsageError(`forge run: ${error.message}`);
     throw error;

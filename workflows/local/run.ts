@@ -29,6 +29,8 @@ export type RunExperimentOptions = {
   signal?: AbortSignal;
   /** Where progress and notes go (stderr by default). */
   log?: (line: string) => void;
+  /** Proxy shards (processes), over spec.proxy.shards (`--proxy-shards N`). */
+  proxyShards?: number;
   /** Labels recorded on every rollout (`--label key=value`). */
   labels?: Record<string, string>;
 };
@@ -59,6 +61,21 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
   }
   // A fresh admin token per run: only this process may register and finish rollouts.
   const adminToken = `forge-admin-${crypto.randomUUID()}`;
+  const shards = options.proxyShards ?? experiment.spec.proxy.shards;
+  if (shards > 1) {
+    const { startProxyShards } = await import("./proxy-shards.ts");
+    const started = await startProxyShards({ shards, dataDir: options.dataDir, upstreams, mode: experiment.spec.policy.mode, engine: experiment.spec.policy.engine, adminToken, log });
+    const proxyFile = writeProxyFile(options.dataDir, started.urls[0]!, adminToken, experiment.spec.policy.mode);
+    log(`control API while the run lasts (any shard): Authorization: Bearer <admin_token from ${proxyFile}>`);
+    return {
+      proxyUrl: started.urls[0]!,
+      adminToken,
+      async stop() {
+        await started.stop();
+        await simulator?.stop();
+      },
+    };
+  }
   const proxy = await startProxy({ listen: "127.0.0.1:0", upstreams, dataDir: options.dataDir, mode: experiment.spec.policy.mode, engine: experiment.spec.policy.engine, adminToken });
   const proxyFile = writeProxyFile(options.dataDir, proxy.url, adminToken, experiment.spec.policy.mode);
   log(`proxy at ${proxy.url} (${experiment.spec.policy.mode} mode), recording to ${join(options.dataDir, "log")}`);
