@@ -187,6 +187,20 @@ const TrainingSchema = z.strictObject({
    * first; older ones are deleted. At least 1: the next iteration resumes from the newest.
    */
   keepCheckpoints: positiveInt().default(3),
+  /**
+   * Asynchronous iterations (docs/scale.md, "Async iterations"): the rollouts of iteration i+1
+   * run while iteration i trains, each call recording the policy version that served it; a
+   * step trains only on rollouts served at most `maxStaleness` versions behind it.
+   */
+  async: z.boolean({ error: "expected true or false" }).default(false),
+  /** Versions a rollout may lag the step that trains on it (with `async`; 0 is synchronous). */
+  maxStaleness: nonNegativeInt().default(1),
+  /**
+   * `forge run`: the command that trains one iteration on this machine (its exported batch in
+   * $FORGE_BATCH, its GRPO group dataset in $FORGE_GROUPS, the checkpoint to write in
+   * $FORGE_CHECKPOINT); iterations after the first run only with it (docs/local-executor.md).
+   */
+  localCommand: z.array(z.string().min(1), { error: "expected a command as a list of strings" }).min(1).optional(),
   weightSync: WeightSyncSchema.default({ strategy: "update-from-disk", timeoutSeconds: 600 }),
   checkpoints: CheckpointsSchema.default({ mountPath: "/checkpoints", size: "200Gi" }),
 });

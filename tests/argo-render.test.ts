@@ -487,3 +487,43 @@ describe("a sharded proxy (spec.proxy.shards)", () => {
     ]);
   });
 });
+
+describe("async iterations (training.async)", () => {
+  const asyncFixture = (staleness: number) =>
+    writeExperiment(
+      readFileSync(FIXTURE, "utf8")
+        .replace("iterations: 2", `iterations: 4\n    async: true\n    maxStaleness: ${staleness}`)
+        .replace("./tasks", join(import.meta.dir, "..", "workflows", "argo", "fixtures", "tasks")),
+    );
+
+  test("each iteration split into its rollouts and its step; iteration i+1's rollouts after step i-S only, steps in order", () => {
+    const objects = render(asyncFixture(1));
+    const entry = template(objects, "experiment");
+    const order = Object.fromEntries(entry.dag.tasks.map((t: AnyTemplate) => [t.name, t.dependencies ?? []]));
+    expect(order).toEqual({
+      "iteration-0-rollouts": [],
+      "iteration-0-train": ["iteration-0-rollouts"],
+      "iteration-1-rollouts": ["iteration-0-rollouts"],
+      "iteration-1-train": ["iteration-1-rollouts", "iteration-0-train"],
+      "iteration-2-rollouts": ["iteration-1-rollouts", "iteration-0-train"],
+      "iteration-2-train": ["iteration-2-rollouts", "iteration-1-train"],
+      "iteration-3-rollouts": ["iteration-2-rollouts", "iteration-1-train"],
+      "iteration-3-train": ["iteration-3-rollouts", "iteration-2-train"],
+    });
+    expect(template(objects, "iteration-2-rollouts").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report"]);
+    expect(template(objects, "iteration-2-rollouts").parallelism).toBe(16);
+    const step = template(objects, "iteration-2-train").dag.tasks;
+    expect(step[0]).toMatchObject({ name: "export" });
+    expect(step[0].dependencies).toBeUndefined();
+    expect(step.map((t: AnyTemplate) => t.name)).toContain("sync");
+    const exported = template(objects, "export").container.args;
+    expect(exported.slice(-4)).toEqual(["--train-version", "{{inputs.parameters.iteration}}", "--max-staleness", "1"]);
+    for (const document of parseAllDocuments(manifestsToYaml(objects)).map((d) => d.toJS())) expect(() => new MODELS[document.kind]!(document as never).validate()).not.toThrow();
+  });
+
+  test("staleness 0 is the synchronous order; without async nothing changes", () => {
+    const order = (path: string) => template(render(path), "experiment").dag.tasks.map((t: AnyTemplate) => `${t.name}<${(t.dependencies ?? []).join(",")}`);
+    expect(order(asyncFixture(0))).toContain("iteration-1-rollouts<iteration-0-rollouts,iteration-0-train");
+    expect(order(FIXTURE)).toEqual(["iteration-0<", "iteration-1<iteration-0"]);
+  });
+});

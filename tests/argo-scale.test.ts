@@ -18,10 +18,10 @@ import { runStep } from "../workflows/argo/step.ts";
 // Each check builds tens of thousands of node statuses; on a loaded 2-core box that takes a while.
 setDefaultTimeout(300_000);
 
-type Scale = { rollouts: number; k: number; maxPerWorkflow?: number };
+type Scale = { rollouts: number; k: number; maxPerWorkflow?: number; async?: boolean };
 
 /** An experiment of `rollouts / k` JSONL tasks × k, rendered, with the plan step run for iteration 0. */
-async function renderAtScale({ rollouts, k, maxPerWorkflow }: Scale) {
+async function renderAtScale({ rollouts, k, maxPerWorkflow, async }: Scale) {
   const dir = mkdtempSync(join(tmpdir(), "forge-scale-"));
   const tasks = rollouts / k;
   writeFileSync(join(dir, "tasks.jsonl"), Array.from({ length: tasks }, (_, i) => JSON.stringify({ id: `t${i}`, instruction: `Write ${i}`, expected: String(i) })).join("\n"));
@@ -36,7 +36,7 @@ spec:
   harness: {name: codex}
   environment: {tasks: tasks.jsonl}
   rollouts: {k: ${k}, parallelism: 512, infraRetries: 2${maxPerWorkflow ? `, maxPerWorkflow: ${maxPerWorkflow}` : ""}}
-  training: {iterations: 2}
+  training: {iterations: 2${async ? ", async: true" : ""}}
 `,
   );
   const objects = renderExperiment(parseExperimentFile(path), { namespace: "forge", experimentPath: path });
@@ -94,6 +94,14 @@ describe.each([
         `plan outputs ${Object.values(plan).reduce((n, v) => n + v.length, 0)} B`,
     );
   });
+});
+
+test("async iterations (rollouts overlapping the previous step) at 10,000 rollouts: within the limits too", async () => {
+  const { runtime, objects } = await renderAtScale({ rollouts: 10_000, k: 4, async: true });
+  expect((objects.find((o) => o.kind === "WorkflowTemplate") as unknown as { spec: { templates: { name: string }[] } }).spec.templates.map((t) => t.name)).toContain("iteration-1-rollouts");
+  const report = checkArgoLimits(objects, runtime);
+  expectWithinLimits(report);
+  expect(report.workflows.filter((w) => /-i\d-s\d+$/.test(w.workflow))).toHaveLength(20);
 });
 
 test("the check can fail: one Workflow of 10,000 rollouts has a node status over 1 MiB even compressed (why iterations are split)", async () => {

@@ -11,6 +11,10 @@ import type { RewardPolicy } from "./types.ts";
 const usage = `
 usage: forge export --data DIR [--out FILE] [--format verl|sft|jsonl] [options]
 
+  --train-version V       the policy version the training step starts from: each rollout's
+                          staleness (versions behind V) is counted in the manifest
+  --max-staleness S       with --train-version: leave out rollouts with a call served more than
+                          S versions before V (asynchronous iterations; docs/scale.md)
   --data DIR              data directory (segments in DIR/log), or a sharded proxy's root (its
                           shard-N/ data directories); repeat it to read several
   --out FILE              output (default DIR/exports/batch-verl.parquet, DIR/exports/batch-jsonl.jsonl, DIR/exports/sft/batch-sft.parquet)
@@ -72,6 +76,8 @@ export async function exportCommand(argv: string[]): Promise<number> {
         "sft-min-reward": { type: "string" },
         "skip-corrupt": { type: "boolean", default: false },
         data: { type: "string", multiple: true },
+        "train-version": { type: "string" },
+        "max-staleness": { type: "string" },
         json: { type: "boolean", default: false },
       },
     },
@@ -88,6 +94,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
     const segments = (await Promise.all(logs.map((d) => listSegments(d)))).flat();
     if (segments.length === 0) throw new UsageError(`--data ${dir}: no segment log in ${resolveLogDir(dir)} nor in shard-N/ data directories (pass the data directory the proxy wrote to)`);
   }
+  if (v["max-staleness"] !== undefined && v["train-version"] === undefined) throw new UsageError("--max-staleness needs --train-version (the policy version the step trains from)");
   const format = v.format as ExportFormat;
   if (!["verl", "sft", "jsonl"].includes(format)) throw new UsageError(`--format must be verl, sft or jsonl, got "${format}"`);
   const policy = v["reward-policy"] as RewardPolicy;
@@ -122,6 +129,8 @@ export async function exportCommand(argv: string[]): Promise<number> {
     gamma,
     timeouts: v.timeouts,
     auxiliary: v.auxiliary,
+    ...(v["train-version"] !== undefined ? { trainVersion: intFlag("train-version", v["train-version"], 0) } : {}),
+    ...(v["max-staleness"] !== undefined ? { maxStaleness: intFlag("max-staleness", v["max-staleness"], 0) } : {}),
     ...think,
     // Qwen3 renders "</think>\n\n": "\n\n" (271) and "\n" (198) go with a stripped block.
     thinkTrailing: [198, 271],

@@ -58,6 +58,15 @@ export type ExportOptions = AssembleOptions & {
    * writes them as rows of their own, labelled `extra_info.auxiliary`, with reward 0.
    */
   auxiliary?: "drop" | "keep";
+  /**
+   * Asynchronous training (docs/scale.md, "Async iterations"): the policy version the step
+   * trains from, and how many versions behind it a sample may have been served. A rollout with
+   * a call older than `trainVersion - maxStaleness` is left out whole (excluded `stale`) and
+   * counted in the manifest's `staleness`; every row carries its calls' versions
+   * (`extra_info.policy_versions`) and `response_logprobs`, what veRL's rollout correction reads.
+   */
+  trainVersion?: number;
+  maxStaleness?: number;
   /** Only rollouts registered under this experiment (Rollout.experiment). */
   experiment?: string;
   /** Only rollouts of this iteration (Rollout.iteration). */
@@ -96,6 +105,8 @@ export type ExportManifest = {
   } | null;
   /** Samples / rollouts left out for their length (`maxPromptLength`, `maxResponseLength`). */
   length_filter: { max_prompt_length: number | null; max_response_length: number | null; samples_dropped: number; rollouts_dropped: number };
+  /** Versions behind `train_version` of the rollouts read (`histogram[d]`: rollouts whose oldest call is d behind), and those left out past the bound. */
+  staleness: { train_version: number | null; max_staleness: number | null; histogram: { [versionsBehind: string]: number }; rollouts_dropped: number };
   /** Image occurrences the rows refer to, Blob files written beside the batch (`<batch>.blobs/`), and remote images (not stored, not replayable). */
   images: { refs: number; blobs_written: number; blobs_missing: number; remote_urls: number; dir: string | null };
   message_errors: number;
@@ -224,6 +235,7 @@ export async function exportTrajectories(
     broken_calls: [],
     group_dataset: null,
     length_filter: { max_prompt_length: options.maxPromptLength ?? null, max_response_length: options.maxResponseLength ?? null, samples_dropped: 0, rollouts_dropped: 0 },
+    staleness: { train_version: options.trainVersion ?? null, max_staleness: options.maxStaleness ?? null, histogram: {}, rollouts_dropped: 0 },
     images: { refs: 0, blobs_written: 0, blobs_missing: 0, remote_urls: 0, dir: null },
     message_errors: 0,
     seconds: 0,
@@ -276,6 +288,7 @@ export async function exportTrajectories(
       for (const b of t.broken) if (manifest.broken_calls.length < 100) manifest.broken_calls.push({ ...b, rollout_id: t.rollout_id });
       if (!validPerGroup.has(t.group)) validPerGroup.set(t.group, 0);
       if (t.valid && format !== "sft") fitLengths(t, options, manifest.length_filter);
+      if (t.valid && options.trainVersion !== undefined) checkStaleness(t, options.trainVersion, options.maxStaleness, manifest.staleness);
       if (!t.valid) {
         const reason = t.excluded ?? "invalid";
         manifest.rollouts.excluded[reason] = (manifest.rollouts.excluded[reason] ?? 0) + 1;
@@ -457,6 +470,23 @@ async function writeGroupDataset(out: string, groups: Map<string, GroupRollouts>
   }
   await jsonlToParquet(jsonl, path, groupColumns);
   return summary;
+}
+
+/**
+ * How many versions behind `trainVersion` the oldest call of a valid trajectory was served;
+ * past `maxStaleness` the rollout is left out whole (its reward is on its final sample, and a
+ * rollout half trained on is a different one).
+ */
+function checkStaleness(t: RolloutTrajectory, trainVersion: number, maxStaleness: number | undefined, counts: ExportManifest["staleness"]): void {
+  const versions = t.samples.flatMap((s) => (s.policy_versions.length > 0 ? s.policy_versions : [s.policy_version]));
+  if (versions.length === 0) return;
+  const behind = trainVersion - Math.min(...versions);
+  counts.histogram[String(behind)] = (counts.histogram[String(behind)] ?? 0) + 1;
+  if (maxStaleness !== undefined && behind > maxStaleness) {
+    counts.rollouts_dropped++;
+    t.valid = false;
+    t.excluded = "stale";
+  }
 }
 
 /**

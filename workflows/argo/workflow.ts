@@ -16,6 +16,7 @@ import { adminTokenEnv, experimentVolume, inferenceNamespace, type ConfigItem } 
 import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplate } from "./security.ts";
 import { fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates } from "./fanout.ts";
 import { withShardLogs } from "./proxy-shards.ts";
+import { splitForAsync } from "./async.ts";
 import {
   ANNOTATION_DESCRIPTION,
   baseLabels,
@@ -717,8 +718,9 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
         experimentVolume(experiment, options.configItems ?? []),
         ...(trains(experiment) ? [{ name: "checkpoints", persistentVolumeClaim: { claimName: names.checkpoints } }] : []),
       ],
-      // Every pod restricted; only this project's own containers get a read-only root.
-      templates: templates.map((t) => restrictTemplate(t, new Set([experiment.spec.proxy.image]))),
+      // Every pod restricted; only this project's own containers get a read-only root. With
+      // training.async each iteration's rollouts overlap the previous step (async.ts).
+      templates: (experiment.spec.training.async && trains(experiment) ? splitForAsync(templates, experiment) : templates).map((t) => restrictTemplate(t, new Set([experiment.spec.proxy.image]))),
     },
   });
   template.validate();

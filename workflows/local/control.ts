@@ -12,6 +12,8 @@ export class ControlError extends Error {
 export type ControlClient = {
   register(body: { rollout_id: string; experiment: string; iteration: number; task_id: string; group: string; attempt: number; harness: string; labels?: Record<string, string> }): Promise<Registration>;
   finish(rolloutId: string, body: FinishBody): Promise<void>;
+  /** POST to any control route (pause, resume: the local training step's weight sync). */
+  post(path: string, body: unknown): Promise<unknown>;
 };
 
 /**
@@ -45,5 +47,6 @@ export function controlClient(proxyUrl: string, adminToken?: string): ControlCli
     async finish(rolloutId, body) {
       await post(`/control/rollouts/${encodeURIComponent(rolloutId)}/finish`, body);
     },
+    post,
   };
 }

@@ -10,6 +10,9 @@ import type { Experiment } from "../../schemas/index.ts";
 import { loadExperimentTasks } from "../tasks/index.ts";
 import { runLocal, type LocalRunResult } from "./executor.ts";
 import { runLabelsOf, scoreRun, type RunScore } from "./passk.ts";
+import { controlClient } from "./control.ts";
+import { runIterations, type IterationTiming } from "./iterations.ts";
+import { trainLocally } from "./train-local.ts";
 import { unsandboxedWarning } from "./sandbox.ts";
 
 type Stoppable = { url: string; stop(): Promise<void> };
@@ -44,6 +47,8 @@ export type RunExperimentResult = {
   pass?: RunScore;
   pass_error?: string;
   export?: { out: string; samples: number; rows: number } | { error: string };
+  /** With several iterations: when each one's rollouts and training step ran (iterations.ts). */
+  iterations?: IterationTiming[];
 };
 
 /** Starts the simulator and proxy per the experiment; returns the proxy URL and a stop for both. */
@@ -128,8 +133,14 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
   const run = `${experiment.metadata.name}-${Date.now().toString(36)}`;
   const services = await startServices(options, log);
   let local: LocalRunResult;
-  try {
-    local = await runLocal({
+  let iterations: IterationTiming[] | undefined;
+  const { training, policy } = experiment.spec;
+  // Iterations train here only with a local trainer; without one, as before, one iteration is run.
+  const iterationCount = policy.mode === "train" && training.localCommand ? training.iterations : 1;
+  if (policy.mode === "train" && training.iterations > 1 && !training.localCommand) log(`forge run: spec.training.iterations is ${training.iterations}, but no spec.training.localCommand trains here: one iteration is run (the others run on Argo: forge submit)`);
+  // One iteration's rollouts (the whole run when it has one iteration).
+  const rolloutsOf = async (iteration: number): Promise<LocalRunResult> => runLocal({
+      iteration,
       run,
       experiment: experiment.metadata.name,
       tasks,
@@ -151,6 +162,24 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
       // The run id and the experiment's metric settings, so analytics scores the run as its experiment says.
       labels: { ...options.labels, ...(await runLabelsOf(experiment, run)) },
     });
+  try {
+    if (iterationCount === 1) local = await rolloutsOf(0);
+    else {
+      // Several iterations, each trained here (iterations.ts): in order, or overlapping (async).
+      const started = performance.now();
+      const parts: LocalRunResult[] = [];
+      const control = controlClient(services.proxyUrl, services.adminToken);
+      iterations = await runIterations({
+        iterations: iterationCount,
+        async: training.async,
+        maxStaleness: training.maxStaleness,
+        runRollouts: async (i) => void parts.push(await rolloutsOf(i)),
+        train: (i) => trainLocally({ experiment, experimentPath: options.experimentPath, dataDir: options.dataDir, proxyUrl: services.proxyUrl, adminToken: services.adminToken!, control, iteration: i, log }),
+        log,
+        signal: options.signal,
+      });
+      local = { outcomes: parts.flatMap((p) => p.outcomes), durationMs: performance.now() - started, sandbox: parts[0]?.sandbox ?? "none", aborted: parts.some((p) => p.aborted) || Boolean(options.signal?.aborted) };
+    }
   } finally {
     // Closes the segment log, so what was recorded is readable even after Ctrl-C.
     await services.stop();
@@ -159,6 +188,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
     run,
     data_dir: options.dataDir,
     local,
+    ...(iterations ? { iterations } : {}),
     rollouts_per_minute: local.outcomes.length / (local.durationMs / 60_000),
   };
   writeFileSync(join(options.dataDir, "rollouts", "outcomes.json"), `${JSON.stringify(local.outcomes, null, 2)}\n`);
