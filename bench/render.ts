@@ -1,8 +1,9 @@
 /**
  * Time to render an experiment of 10,000 rollouts (1,000 JSONL tasks × k=10) to manifests.
- * With withParam the rollouts are runtime data, so render cost does not grow with them; the
- * per-iteration cost that does is the plan step's JSON. For comparison, the same iteration
- * unrolled into 10,000 explicit DAG tasks (what a static render without withParam would emit).
+ * The rollouts are runtime data (fanned out by index from the plan the plan step writes to the
+ * data volume), so render cost does not grow with them; the per-iteration cost that does is the
+ * plan's JSON. For comparison, the same iteration unrolled into 10,000 explicit DAG tasks (what
+ * a static render without a run-time fan-out would emit).
  *
  *   bun bench/render.ts [--rollouts 10000] [--runs 5]
  */

@@ -29,7 +29,7 @@ Argo WorkflowTemplate and Workflow. The admin-token Secret is not rendered (forg
                    kubernetes -n default): the NetworkPolicy lets Argo's executor in the rollout
                    pods reach it. forge submit finds it by itself.
   --json           print a JSON List instead of YAML
-  --plan           print the rollout plan (JSON: tasks × k) instead, as the plan step does
+  --plan           print the rollout plan (JSON: tasks × k) instead, the list the plan step writes to the data volume
 `;
 
 /**
