@@ -6,6 +6,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseCommand, UsageError } from "../lib/index.ts";
+import { describeCorruption, type Corruption } from "../records/index.ts";
 import { analyze, latestRun, type Analysis } from "./analysis.ts";
 import type { CompactProgress } from "./compact.ts";
 import { parseGroupKeys, type Convention, type GroupKey, type MissingTrials, type Scope } from "./metrics.ts";
@@ -41,6 +42,8 @@ success threshold and missing-trial convention its experiment recorded.
   --json                     print the analysis as JSON instead of tables
   --report report.html       write the HTML report (and a page per rollout beside it)
   --db forge.duckdb          write a DuckDB database with the tables, views and macros
+  --skip-corrupt             read past damaged bytes in the log (each printed, with counts);
+                             without it a damaged log fails with the segment and offset
   --quiet                    no progress line
 `;
 
@@ -109,6 +112,7 @@ export async function analyzeCommand(argv: string[]): Promise<number> {
         report: { type: "string" },
         db: { type: "string" },
         quiet: { type: "boolean", default: false },
+        "skip-corrupt": { type: "boolean", default: false },
       },
     },
     argv,
@@ -136,7 +140,13 @@ export async function analyzeCommand(argv: string[]): Promise<number> {
   const ks = values.k === undefined ? undefined : parseKs(values.k);
   const scope = parseScope(values);
 
-  const session = await openAnalytics(dataDir, { onProgress: progressPrinter(values.quiet! || values.json!) });
+  const skipped: Corruption[] = [];
+  const onCorruption = (c: Corruption): void => {
+    skipped.push(c);
+    process.stderr.write(`\n${describeCorruption(c)}; skipped (--skip-corrupt)\n`);
+  };
+  const session = await openAnalytics(dataDir, { onProgress: progressPrinter(values.quiet! || values.json!), ...(values["skip-corrupt"] ? { onCorruption } : {}) });
+  if (skipped.length > 0) process.stderr.write(`forge analyze: read past ${skipped.length} damaged range(s), ${skipped.reduce((n, c) => n + c.length, 0)} bytes: the metrics leave out the records in them\n`);
   if (process.stderr.isTTY && !values.quiet && session.compaction.compacted.length + session.compaction.reread.length > 0) process.stderr.write("\n");
   let analysis: Analysis;
   try {

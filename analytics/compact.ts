@@ -11,7 +11,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
-import { createContentStore, dataDirsOf, listSegments as listLogSegments, readSegment } from "../records/index.ts";
+import { createContentStore, dataDirsOf, listSegments as listLogSegments, readSegment, type Corruption } from "../records/index.ts";
 import type { Record } from "../schemas/index.ts";
 import { rowsOf } from "./rows.ts";
 import { appendRow, createTableSql, tableNames, tables, type TableName } from "./tables.ts";
@@ -73,10 +73,22 @@ export async function listSegments(logDir: string): Promise<SegmentInfo[]> {
   return segments.map(({ name, size }, index) => ({ name, size, open: writerAlive && index === segments.length - 1 }));
 }
 
-/** Reads one segment with the recorder's `readSegment`, up to its last complete frame. */
-export const recorderSegmentReader: SegmentReader = async function* (logDir, segment, newest) {
-  for await (const { record } of readSegment(join(logDir, segment), { newest })) yield record;
-};
+/**
+ * Reads segments with the recorder's `readSegment`, up to their last complete frame. Damage fails
+ * the read (RecorderError CORRUPT) unless `onCorruption` is given: then each damaged range is
+ * reported to it and the records around it are read.
+ *
+ * @example
+ * const read = segmentReader({ onCorruption: (c) => console.warn(describeCorruption(c)) });
+ */
+export function segmentReader(options: { onCorruption?: (c: Corruption) => void } = {}): SegmentReader {
+  return async function* (logDir, segment, newest) {
+    for await (const { record } of readSegment(join(logDir, segment), { newest, onCorruption: options.onCorruption })) yield record;
+  };
+}
+
+/** Reads one segment with the recorder's `readSegment`, failing on damage. */
+export const recorderSegmentReader: SegmentReader = segmentReader();
 
 /**
  * The compacted segments (`DIR/parquet/manifest.json`); empty when nothing was compacted yet.
@@ -166,6 +178,11 @@ async function removeOpenFiles(parquetDir: string): Promise<void> {
 
 export type CompactOptions = {
   readSegment?: SegmentReader;
+  /**
+   * Each damaged range of the log, read past instead of failing (`forge analyze --skip-corrupt`).
+   * Without it a damaged log fails compaction: metrics over a log with holes must not pass unnoticed.
+   */
+  onCorruption?: (corruption: Corruption) => void;
   onProgress?: (progress: CompactProgress) => void;
 };
 
@@ -177,7 +194,7 @@ export type CompactOptions = {
  * // { compacted: ["seg-00000002.forge"], reread: [], skipped: 1, records: 5120 }
  */
 export async function compactLog(connection: DuckDBConnection, dataDir: string, options: CompactOptions = {}): Promise<CompactSummary> {
-  const readSegment = options.readSegment ?? recorderSegmentReader;
+  const readSegment = options.readSegment ?? (options.onCorruption ? segmentReader({ onCorruption: options.onCorruption }) : recorderSegmentReader);
   const logDir = join(dataDir, "log");
   const parquetDir = join(dataDir, "parquet");
   await mkdir(parquetDir, { recursive: true });

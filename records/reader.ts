@@ -54,7 +54,7 @@ function refuse(c: Corruption): never {
   throw new RecorderError(
     "CORRUPT",
     c.path,
-    `${describeCorruption(c)}. The records in those bytes are lost (a copy is kept in log/quarantine/ once the proxy has opened the log); the records around them are intact. To read past the damage, pass --skip-corrupt (forge export) or { skipCorrupt: true } (readRecords).`,
+    `${describeCorruption(c)}. The records in those bytes are lost (a copy is kept in log/quarantine/ once the proxy has opened the log); the records around them are intact. To read past the damage, pass --skip-corrupt (forge export, forge analyze) or { skipCorrupt: true } (readRecords).`,
   );
 }
 

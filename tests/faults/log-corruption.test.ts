@@ -68,6 +68,11 @@ function exportCli(dataDir: string, extra: string[] = []) {
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
+function analyzeCli(dataDir: string, extra: string[] = []) {
+  const r = Bun.spawnSync(["bun", join(ROOT, "bin", "forge.ts"), "analyze", "--data", dataDir, "--json", "--quiet", ...extra], { cwd: ROOT });
+  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), "forge-corruption-"));
   pristine = join(scratch, "pristine");
@@ -97,7 +102,17 @@ describe("one flipped byte loses only the frame it lands in", () => {
     const manifest = JSON.parse(skipping.stdout);
     expect(manifest.rollouts.seen).toBe(ROLLOUTS);
     expect(manifest.calls.total).toBe(ROLLOUTS * CALLS_PER_ROLLOUT - 1);
-  }, 60_000);
+
+    // forge analyze holds to the same rule: no metrics over a log with holes unless asked.
+    const strictAnalyze = analyzeCli(dir);
+    expect(strictAnalyze.code).toBe(1);
+    expect(strictAnalyze.stderr).toMatch(new RegExp(`seg-00000001\\.forge: CRC mismatch at offset ${target.offset}.*--skip-corrupt`));
+    const skippingAnalyze = analyzeCli(dir, ["--skip-corrupt"]);
+    expect(skippingAnalyze.stderr).toMatch(/read past 1 damaged range\(s\), \d+ bytes/);
+    expect(skippingAnalyze.code).toBe(0);
+    const analysis = JSON.parse(skippingAnalyze.stdout);
+    expect(analysis.compaction.records).toBe(count(after.records, "modelCall") + count(after.records, "rollout") + count(after.records, "rolloutResult") + count(after.records, "blob"));
+  }, 120_000);
 
   test("in a registration record: readers lose that rollout; a restarted proxy keeps it from the segment index and quarantines the damage after the start, and without indexes 199 of 200 remain", async () => {
     const { records } = await all(pristine);

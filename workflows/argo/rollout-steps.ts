@@ -20,6 +20,7 @@ import { cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync,
 import { dirname, join } from "node:path";
 import type { Experiment } from "../../schemas/index.ts";
 import { readReward } from "../local/reward.ts";
+import { passed } from "../local/passk.ts";
 import { modelContextWindow } from "../harnesses/index.ts";
 import { harnessInvocation, type HarnessInvocation, type Registration } from "./harness.ts";
 import { POD_PATHS } from "./names.ts";
@@ -294,7 +295,7 @@ export async function finishStep(
     if (registered.infra) throw new InfraError(`registration failed: ${registered.error}`);
     throw new Error(`registration failed: ${registered.error}`);
   }
-  const passedOf = (status: string, reward: number) => status !== "infra_error" && reward >= experiment.spec.metrics.passThreshold;
+  const passedOf = (status: string, reward: number) => passed(status, reward, experiment.spec.metrics.passThreshold);
   if ("done" in registered) {
     const status = (registered.result.status ?? "ROLLOUT_STATUS_INFRA_ERROR").replace(/^ROLLOUT_STATUS_/, "").toLowerCase() as FinishOutcome["status"];
     const reward = registered.result.reward ?? 0;

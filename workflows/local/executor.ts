@@ -12,6 +12,7 @@ import { startProxyBridge } from "./bridge.ts";
 import { progressReporter, type ProgressState } from "./progress.ts";
 import { runRollout, type RolloutContext, type RolloutOutcome, type RolloutPlan } from "./rollout.ts";
 import { resolveSandbox, type SandboxMode } from "./sandbox.ts";
+import { passed } from "./passk.ts";
 
 export type LocalRunOptions = {
   /** The run's name; rollout ids are `<run>.i<iteration>.<task>.<attempt>`. */
@@ -124,7 +125,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       if (outcome.status === "infra_error") state.infra++;
       else if (outcome.status === "timeout") state.timedOut++;
       if (outcome.status === "failed") state.failed++;
-      if (outcome.status !== "infra_error" && outcome.reward >= threshold) state.passed++;
+      if (passed(outcome.status, outcome.reward, threshold)) state.passed++;
       options.onOutcome?.(outcome);
       bar.update(state);
     }

@@ -45,3 +45,16 @@ export async function scoreRun(dataDir: string, run: string): Promise<RunScore> 
     session.close();
   }
 }
+
+/**
+ * Whether one rollout passed: status ok and reward at or above the threshold — the rule
+ * analytics scores pass@k with (analytics' `is_success` macro), so a progress line never counts
+ * a failed or timed-out rollout that happened to carry a high reward.
+ *
+ * @example
+ * passed("ok", 1, 1) // true
+ * passed("timeout", 1, 1) // false
+ */
+export function passed(status: string, reward: number, threshold: number): boolean {
+  return status === "ok" && reward >= threshold;
+}

@@ -53,6 +53,7 @@ class Selection:
     samples: list[dict] = field(default_factory=list)
     overlong: int = 0
     left_out: int = 0
+    auxiliary: int = 0
     dropped: Optional[str] = None
 
 
@@ -62,12 +63,29 @@ def select_samples(samples: list[dict], limits: Limits, several: bool) -> Select
     ``several``: the trainer takes several outputs per loop (V1); otherwise only the final
     sample (the main chain, which holds the reward) and the others are counted as left out.
 
+    Auxiliary samples (a harness's title, compaction or summary calls, labelled by the
+    trajectory assembly: docs/trajectories.md) are never trained on: they are left out and
+    counted, so the online mode trains what the export's default (``--auxiliary drop``) trains.
+
     Example::
 
         select_samples(rollout_samples, Limits(8192, 16384), several=True).samples
     """
+    agent = [s for s in samples if not _auxiliary(s)]
+    auxiliary = len(samples) - len(agent)
+    selection = _select_agent(agent, limits, several)
+    selection.auxiliary = auxiliary
+    return selection
+
+
+def _auxiliary(sample: dict) -> bool:
+    """The trajectory route says ``auxiliary``; an exported row keeps it in ``extra_info``."""
+    return bool(sample.get("auxiliary") or (sample.get("extra_info") or {}).get("auxiliary"))
+
+
+def _select_agent(samples: list[dict], limits: Limits, several: bool) -> Selection:
     if not samples:
-        return Selection(dropped="the trajectory has no sample")
+        return Selection(dropped="the trajectory has no agent sample")
     final = samples[-1]
     problem = limits.problem(final)
     if problem is not None:
@@ -151,18 +169,19 @@ def trajectory_outputs(
 ) -> list[AgentLoopOutput]:
     """The outputs of one trajectory (``[]`` when it is left out), counting what was left out
     in ``counters`` (process-wide: ``overlong_samples``, ``overlong_trajectories``,
-    ``samples_left_out``) and on each output's ``extra_fields`` (``forge_overlong``,
-    ``forge_left_out``)."""
+    ``samples_left_out``, ``auxiliary_samples``) and on each output's ``extra_fields``
+    (``forge_overlong``, ``forge_left_out``, ``forge_auxiliary``)."""
     selection = select_samples(samples, limits, several)
     if counters is not None:
         counters["overlong_samples"] = counters.get("overlong_samples", 0) + selection.overlong
         counters["samples_left_out"] = counters.get("samples_left_out", 0) + selection.left_out
-        if selection.dropped is not None:
+        counters["auxiliary_samples"] = counters.get("auxiliary_samples", 0) + selection.auxiliary
+        if selection.dropped is not None and selection.overlong:
             counters["overlong_trajectories"] = counters.get("overlong_trajectories", 0) + 1
     if selection.dropped is not None:
         logger.warning("forge_agent: trajectory left out of the loss: %s", selection.dropped)
         return []
-    counts = {"overlong": selection.overlong, "left_out": selection.left_out}
+    counts = {"overlong": selection.overlong, "left_out": selection.left_out, "auxiliary": selection.auxiliary}
     last = len(selection.samples) - 1
     return [
         sample_output(s, final=i == last, reward=reward, images=images_of(s), counts=counts)

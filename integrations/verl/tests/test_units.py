@@ -42,6 +42,20 @@ class Rules(unittest.TestCase):
         self.assertEqual(([s["sample_id"] for s in sel.samples], sel.left_out), (["r#1"], 1))
         vh.checked("loop rules")
 
+    def test_auxiliary_samples_are_never_trained(self):
+        title = {**sample("r#2", 3, 2), "auxiliary": "title"}
+        exported_summary = sample("r#3", 3, 2)
+        exported_summary["extra_info"]["auxiliary"] = "compaction"
+        counters: dict = {}
+        outs = trajectory_outputs([sample("r#0", 3, 2), title, exported_summary, sample("r#1", 3, 4, True)], reward=1.0, limits=Limits(), several=True, images_of=lambda s: None, counters=counters)
+        self.assertEqual([o.extra_fields["forge_sample_id"] for o in outs], ["r#0", "r#1"])
+        self.assertEqual(counters["auxiliary_samples"], 2)
+        self.assertEqual(counters.get("overlong_trajectories", 0), 0)
+        sel = select_samples([title], Limits(), several=True)
+        self.assertEqual((sel.samples, sel.auxiliary), ([], 1))
+        self.assertIn("no agent sample", sel.dropped)
+        vh.checked("loop rules", 4)
+
     def test_overlong(self):
         limits = Limits(prompt_length=4, response_length=3)
         sel = select_samples([sample("r#0", 3, 9), sample("r#1", 3, 3, True)], limits, several=True)
