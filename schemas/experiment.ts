@@ -62,6 +62,8 @@ export const TaskSpecSchema = z.strictObject({
   /** The rewards `test` may give, [min, max] (default [0, 1]); one outside it is a verifier error. */
   rewardRange: z.tuple([z.number(), z.number()], { error: "expected [min, max]" }).optional(),
   timeoutSeconds: positiveInt().optional(),
+  /** The harness gets a headless browser to drive (docs/gui.md); a site needs a task directory. */
+  browser: z.boolean({ error: "expected true or false" }).optional(),
   metadata: z.record(z.string(), z.unknown()).default({}),
 });
 export type TaskSpec = z.infer<typeof TaskSpecSchema>;
@@ -107,6 +109,15 @@ const EnvironmentSchema = z.strictObject({
   }),
   /** Image the task runs in (Kubernetes only); the harness binary is copied in from harness.image. */
   image: z.string().min(1).default("ghcr.io/openforge/task-base:0.1.0"),
+  /** The headless browser of browser tasks (`task.toml [environment] browser = true`, docs/gui.md). */
+  browser: z
+    .strictObject({
+      /** Chromium's binary; default the first of chromium, chromium-browser, google-chrome on PATH. */
+      executablePath: text("a path to Chromium").optional(),
+      /** The viewport in CSS pixels, which is the screenshots' size. */
+      viewport: z.string().regex(/^[1-9]\d{1,4}x[1-9]\d{1,4}$/, { error: 'expected WIDTHxHEIGHT, e.g. "1280x720"' }).default("1280x720"),
+    })
+    .default({ viewport: "1280x720" }),
 });
 
 const RolloutsSchema = z.strictObject({

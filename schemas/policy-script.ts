@@ -44,13 +44,27 @@ const MatcherSchema = z.union([text("a substring of the task prompt"), z.strictO
 });
 export type PromptMatcher = z.infer<typeof MatcherSchema>;
 
-const INTENT_KEYS = ["bash", "write", "read", "finish"] as const;
+const INTENT_KEYS = ["bash", "write", "read", "finish", "tool"] as const;
+
+/**
+ * A call of a named tool with given arguments, whatever the harness calls it: the offered tool
+ * whose name is `name`, or ends with it after a separator (`mcp__browser__browser_click`,
+ * `browser_browser_click`). String values may hold `{{url}}` (the first http(s) URL of the task
+ * prompt) and `{{cwd}}` (the working directory the harness names).
+ */
+const ToolCallSchema = z.strictObject({
+  name: text("a tool name (e.g. browser_click)"),
+  arguments: z.record(z.string(), z.unknown(), { error: "expected the arguments as a mapping" }).default({}),
+});
 
 /**
  * One assistant turn. Exactly one action: `bash` (run a command), `write` (create/overwrite
- * a file), `read` (show a file), `finish` (final answer; ends the rollout) — or `say` alone
- * (a text-only reply). `say` beside an action is the text the model writes before its tool
- * call; `think` is its reasoning when thinking is on.
+ * a file), `read` (show a file), `finish` (final answer; ends the rollout), `tool` (call a
+ * named tool, e.g. a browser's) — or `say` alone (a text-only reply). `say` beside an action is
+ * the text the model writes before its tool call; `think` is its reasoning when thinking is on.
+ * `expect: image` plays the step only when an image came back since the policy's previous turn
+ * (a screenshot in a tool result or a user turn); otherwise the policy gives up, saying it saw
+ * no image (its final answer), so a harness that drops screenshots fails the task.
  */
 export const PolicyStepSchema = z
   .strictObject({
@@ -63,6 +77,8 @@ export const PolicyStepSchema = z
       .optional(),
     read: text("a file path").optional(),
     finish: z.string({ error: "expected the final answer (a string)" }).optional(),
+    tool: ToolCallSchema.optional(),
+    expect: z.literal("image", { error: 'expected "image"' }).optional(),
     say: z.string({ error: "expected text" }).optional(),
     think: z.string({ error: "expected reasoning text" }).optional(),
   })
@@ -72,7 +88,7 @@ export const PolicyStepSchema = z
       ctx.addIssue({ code: "custom", path: [actions[1]!], message: `a step has one action; this one has ${actions.join(" and ")} (split it into two steps)` });
     }
     if (actions.length === 0 && step.say === undefined) {
-      ctx.addIssue({ code: "custom", path: [], message: "a step needs one of bash, write, read, finish or say" });
+      ctx.addIssue({ code: "custom", path: [], message: "a step needs one of bash, write, read, finish, tool or say" });
     }
   });
 export type PolicyStep = z.infer<typeof PolicyStepSchema>;

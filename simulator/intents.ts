@@ -12,7 +12,8 @@ export type Intent =
   | { kind: "bash"; command: string }
   | { kind: "write"; path: string; content: string }
   | { kind: "read"; path: string }
-  | { kind: "finish"; text: string };
+  | { kind: "finish"; text: string }
+  | { kind: "tool"; name: string; arguments: Record<string, unknown> };
 
 const SHELL_NAMES = ["bash", "shell", "run_shell_command", "exec_command", "exec", "terminal", "run_terminal_cmd", "execute_command", "run_command", "sh", "local_shell", "execute_bash", "run"];
 const WRITE_NAMES = ["write", "write_file", "create_file", "writefile", "file_write", "save_file", "write_to_file"];
@@ -100,7 +101,7 @@ export function findShellTool(tools: SimTool[]): { tool: SimTool; param: string;
  * planToolCall({ kind: "bash", command: "ls" }, [{ type: "function", function: { name: "Bash", parameters: { type: "object", properties: { command: { type: "string" } } } } }]);
  * // { name: "Bash", arguments: '{"command": "ls"}' }
  */
-export function planToolCall(intent: Intent, tools: SimTool[], context: { cwd?: string } = {}): PlannedCall | undefined {
+export function planToolCall(intent: Intent, tools: SimTool[], context: { cwd?: string; url?: string } = {}): PlannedCall | undefined {
   if (tools.length === 0) return undefined;
   const shell = findShellTool(tools);
   const runShell = (command: string, description: string): PlannedCall | undefined => {
@@ -130,6 +131,12 @@ export function planToolCall(intent: Intent, tools: SimTool[], context: { cwd?: 
       }
       return runShell(`cat ${shellQuote(intent.path)}`, `Read ${intent.path}`);
     }
+    case "tool": {
+      const tool = findNamedTool(tools, intent.name);
+      if (!tool) return undefined;
+      const args = fillPlaceholders(intent.arguments, { cwd: context.cwd, url: context.url }) as Record<string, unknown>;
+      return call(tool, args, `${intent.name} call`, context);
+    }
     case "finish": {
       const found = byName(tools, FINISH_NAMES);
       if (!found) return undefined;
@@ -137,6 +144,40 @@ export function planToolCall(intent: Intent, tools: SimTool[], context: { cwd?: 
       return call(found.tool, answer ? { [answer]: intent.text } : {}, intent.text, context);
     }
   }
+}
+
+/**
+ * The offered tool a script names: the tool of that exact name, else one whose name ends with it
+ * after a separator, as harnesses prefix the tools of an MCP server (Claude Code and Codex
+ * `mcp__browser__browser_click`, opencode `browser_browser_click`).
+ *
+ * @example
+ * findNamedTool(tools, "browser_click")?.function.name; // "mcp__browser__browser_click"
+ */
+export function findNamedTool(tools: SimTool[], name: string): SimTool | undefined {
+  const exact = tools.find((tool) => tool.function.name === name);
+  if (exact) return exact;
+  return tools.find((tool) => ["__", "_", ".", "-", "/", ":"].some((separator) => tool.function.name.endsWith(`${separator}${name}`)));
+}
+
+/**
+ * A script's arguments with `{{url}}` (the task prompt's first http(s) URL) and `{{cwd}}` (the
+ * working directory) filled in, in every string value; a placeholder with nothing to fill it is
+ * left as written.
+ *
+ * @example
+ * fillPlaceholders({ url: "{{url}}/cart" }, { url: "http://127.0.0.1:8000" }); // { url: "http://127.0.0.1:8000/cart" }
+ */
+export function fillPlaceholders(value: unknown, values: { url?: string; cwd?: string }): unknown {
+  if (typeof value === "string") {
+    return value.replace(/\{\{\s*(url|cwd)\s*\}\}/g, (whole, key: "url" | "cwd") => {
+      const filled = values[key];
+      return filled === undefined ? whole : key === "url" ? filled.replace(/\/$/, "") : filled;
+    });
+  }
+  if (Array.isArray(value)) return value.map((item) => fillPlaceholders(item, values));
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, fillPlaceholders(item, values)]));
+  return value;
 }
 
 /** `cat > path <<'EOF'` that reproduces `content` byte for byte (printf when it has no final newline). */
@@ -171,7 +212,7 @@ function absoluteIfAsked(tool: SimTool, name: string, path: string, cwd: string 
 }
 
 /** Builds the call, filling the other required parameters with plausible values. */
-function call(tool: SimTool, given: Record<string, unknown>, description: string, context: { cwd?: string }): PlannedCall {
+function call(tool: SimTool, given: Record<string, unknown>, description: string, context: { cwd?: string; url?: string }): PlannedCall {
   const args: Record<string, unknown> = { ...given };
   const p = props(tool);
   for (const name of tool.function.parameters?.required ?? []) {

@@ -67,7 +67,9 @@ export function decideTurn(input: TurnInput): TurnDecision {
   const failing = rate > 0 && unit(variantHash) < rate;
   const steps = failing ? (task.failing ?? deriveFailingSteps(task.steps, variantHash)) : task.steps;
   const step = steps[done];
-  const turn = step ? stepTurn(step, tools, cwd) : { content: "Done.", toolCalls: [] };
+  const url = firstUrl(contentText(messages[matched.anchor]!.content));
+  const blind = step?.expect === "image" && !imageSinceLastTurn(messages);
+  const turn = !step ? { content: "Done.", toolCalls: [] } : blind ? blindTurn(tools, cwd) : stepTurn(step, tools, cwd, url);
   const thinking = input.enableThinking ?? task.thinking ?? script.thinking;
   return { turn: withThinking(turn, thinking, variantHash, step?.think), task: task.name, failing, step: done };
 }
@@ -93,8 +95,40 @@ function withThinking(turn: PolicyTurn, thinking: boolean, hash: number, think?:
   return { ...turn, reasoning };
 }
 
+/** The final answer of a policy that expected a screenshot and got none: the rollout ends unsolved. */
+export const NO_IMAGE_ANSWER = "I expected a screenshot of the page, but no image came back, so I cannot go on.";
+
+function blindTurn(tools: SimTool[], cwd?: string): PolicyTurn {
+  return stepTurn({ finish: NO_IMAGE_ANSWER }, tools, cwd);
+}
+
+/** Image parts as the front doors and harnesses send them (Chat, Responses, Anthropic). */
+const IMAGE_PART_TYPES = new Set(["image_url", "input_image", "image"]);
+
+/**
+ * Whether an image arrived after the latest assistant turn: in a tool message's content parts or
+ * a user turn's (the proxy's translators move tool-result images into a user turn after the tool
+ * messages, as Chat tool messages carry text only).
+ *
+ * @example
+ * imageSinceLastTurn([{ role: "assistant", content: "" }, { role: "user", content: [{ type: "image_url", image_url: { url: "data:…" } }] }]); // true
+ */
+export function imageSinceLastTurn(messages: SimMessage[]): boolean {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    if (message.role === "assistant") return false;
+    if (Array.isArray(message.content) && message.content.some((part) => IMAGE_PART_TYPES.has(part.type))) return true;
+  }
+  return false;
+}
+
+/** The first http(s) URL of a text, without trailing punctuation. */
+export function firstUrl(text: string): string | undefined {
+  return /https?:\/\/[^\s<>"'`)\]]+/.exec(text)?.[0]?.replace(/[.,;:!?]+$/, "");
+}
+
 /** Turns one script step into what the model says, using the offered tools. */
-export function stepTurn(step: PolicyStep, tools: SimTool[], cwd?: string): PolicyTurn {
+export function stepTurn(step: PolicyStep, tools: SimTool[], cwd?: string, url?: string): PolicyTurn {
   const say = step.say ?? "";
   const intent: Intent | undefined =
     step.bash !== undefined
@@ -105,9 +139,11 @@ export function stepTurn(step: PolicyStep, tools: SimTool[], cwd?: string): Poli
           ? { kind: "read", path: step.read }
           : step.finish !== undefined
             ? { kind: "finish", text: step.finish }
-            : undefined;
+            : step.tool
+              ? { kind: "tool", name: step.tool.name, arguments: step.tool.arguments }
+              : undefined;
   if (!intent) return { content: say, toolCalls: [] };
-  const planned = planToolCall(intent, tools, { cwd });
+  const planned = planToolCall(intent, tools, { cwd, url });
   if (planned) return { content: say, toolCalls: [planned] };
   // No fitting tool: say in text what would be done, so chat-only callers still get an answer.
   const text = intent.kind === "finish" ? intent.text : describeIntent(intent);
@@ -124,6 +160,8 @@ function describeIntent(intent: Intent): string {
       return `Read ${intent.path}.`;
     case "finish":
       return intent.text;
+    case "tool":
+      return `Call ${intent.name} with ${JSON.stringify(intent.arguments)} (no such tool is offered).`;
   }
 }
 
@@ -132,7 +170,7 @@ function describeIntent(intent: Intent): string {
  * wrong — a written file gets wrong content, a command or read is skipped.
  */
 export function deriveFailingSteps(steps: PolicyStep[], hash: number): PolicyStep[] {
-  const actions = steps.map((s, i) => ({ s, i })).filter(({ s }) => s.bash !== undefined || s.write !== undefined || s.read !== undefined);
+  const actions = steps.map((s, i) => ({ s, i })).filter(({ s }) => s.bash !== undefined || s.write !== undefined || s.read !== undefined || s.tool !== undefined);
   if (actions.length === 0) return steps.map((s) => (s.finish !== undefined ? { ...s, finish: "I could not complete the task." } : s));
   const { s: victim, i } = actions[mix(hash, 0x5eed) % actions.length]!;
   if (victim.write) {

@@ -32,6 +32,15 @@ export const codexAdapter: HarnessAdapter = (ctx) => {
     `[features]`,
     `plugins = false`,
     ``,
+    // MCP servers (a browser task's): codex names their tools mcp__<server>__<tool>.
+    ...(ctx.mcpServers ?? []).flatMap((server) => [
+      `[mcp_servers.${server.name}]`,
+      `command = ${toml(server.command)}`,
+      `args = [${server.args.map(toml).join(", ")}]`,
+      `startup_timeout_sec = 120`,
+      `tool_timeout_sec = 120`,
+      ``,
+    ]),
   ].join("\n");
   return {
     command: [option(ctx, "bin", "codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--cd", ctx.workspace, ctx.prompt],

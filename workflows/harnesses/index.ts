@@ -17,7 +17,7 @@ import type { HarnessAdapter, HarnessContext, HarnessLaunch } from "./types.ts";
 export { claudeCodeAdapter, codexAdapter, commandAdapter, commonEnv, forgeReactAdapter, openclawAdapter, opencodeAdapter, piAdapter, qwenCodeAdapter };
 export { FORGE_REACT_MAIN } from "./forge-react/index.ts";
 export { modelContextWindow } from "./context-window.ts";
-export type { HarnessAdapter, HarnessContext, HarnessFile, HarnessLaunch } from "./types.ts";
+export type { HarnessAdapter, HarnessContext, HarnessFile, HarnessLaunch, McpServer } from "./types.ts";
 
 export const HARNESS_ADAPTERS: Record<string, HarnessAdapter> = {
   codex: codexAdapter,
@@ -61,6 +61,9 @@ export function harnessUnavailable(harness: string): string | undefined {
   return !binary || Bun.which(binary) !== null ? undefined : `\`${binary}\` is not on PATH`;
 }
 
+/** Harnesses whose adapters give them `ctx.mcpServers` (a browser task's tools, docs/gui.md). */
+export const MCP_HARNESSES = ["claude-code", "codex", "opencode"];
+
 /**
  * The launch for a harness by name, with the common proxy variables merged under the
  * adapter's own.
@@ -72,6 +75,9 @@ export function harnessUnavailable(harness: string): string | undefined {
 export function launchHarness(name: string, ctx: HarnessContext): HarnessLaunch {
   const adapter = HARNESS_ADAPTERS[name];
   if (!adapter) throw new Error(`harness "${name}" has no adapter (known: ${Object.keys(HARNESS_ADAPTERS).join(", ")})`);
+  if ((ctx.mcpServers ?? []).length > 0 && !MCP_HARNESSES.includes(name)) {
+    throw new Error(`harness "${name}" is not given MCP servers (${ctx.mcpServers!.map((server) => server.name).join(", ")}), which a browser task needs: use one of ${MCP_HARNESSES.join(", ")} (docs/gui.md)`);
+  }
   const launch = adapter(ctx);
   return { ...launch, env: { ...commonEnv(ctx), ...launch.env } };
 }

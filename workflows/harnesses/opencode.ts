@@ -27,6 +27,10 @@ export const opencodeAdapter: HarnessAdapter = (ctx) => {
         models: { [ctx.model]: { name: ctx.model } },
       },
     },
+    // MCP servers (a browser task's): opencode names their tools <server>_<tool>.
+    ...((ctx.mcpServers ?? []).length > 0
+      ? { mcp: Object.fromEntries((ctx.mcpServers ?? []).map((server) => [server.name, { type: "local", command: [server.command, ...server.args], enabled: true, timeout: 120000 }])) }
+      : {}),
   };
   return {
     command: [option(ctx, "bin", "opencode"), "run", "--model", `forge/${ctx.model}`, ctx.prompt],

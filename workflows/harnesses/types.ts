@@ -24,7 +24,16 @@ export type HarnessContext = {
    * unless the experiment sets one (`spec.harness.options.contextWindow`).
    */
   contextWindow?: number;
+  /**
+   * MCP servers the harness must be given (a browser task's Playwright server, docs/gui.md):
+   * adapters of harnesses that speak MCP write them into the harness's own configuration;
+   * `launchHarness` refuses them for a harness that cannot take them.
+   */
+  mcpServers?: McpServer[];
 };
+
+/** A stdio MCP server: the harness starts `command args…` and speaks MCP over its stdin/stdout. */
+export type McpServer = { name: string; command: string; args: string[] };
 
 export type HarnessFile = { path: string; content: string };
 

@@ -13,6 +13,7 @@ import { progressReporter, type ProgressState } from "./progress.ts";
 import { runRollout, type RolloutContext, type RolloutOutcome, type RolloutPlan } from "./rollout.ts";
 import { resolveSandbox, type SandboxMode } from "./sandbox.ts";
 import { passed } from "./passk.ts";
+import type { BrowserSettings } from "../gui/browser.ts";
 
 export type LocalRunOptions = {
   /** The run's name; rollout ids are `<run>.i<iteration>.<task>.<attempt>`. */
@@ -44,6 +45,8 @@ export type LocalRunOptions = {
   onOutcome?: (outcome: RolloutOutcome) => void;
   /** Labels recorded on every rollout (e.g. `openforge.dev/commit` from gitops). */
   labels?: Record<string, string>;
+  /** `spec.environment.browser`: the browser of browser tasks (docs/gui.md). */
+  browser?: BrowserSettings;
 };
 
 export type LocalRunResult = { outcomes: RolloutOutcome[]; durationMs: number; sandbox: "bwrap" | "none"; aborted: boolean };
@@ -107,6 +110,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     graceMs: options.graceMs ?? 2000,
     signal: options.signal,
     labels: options.labels ?? {},
+    ...(options.browser ? { browser: options.browser } : {}),
   };
   const state: ProgressState = { total: plans.length, done: 0, running: 0, passed: 0, failed: 0, timedOut: 0, infra: 0 };
   const bar = progressReporter(options.progress ?? process.stderr, { quiet: options.quiet });

@@ -12,7 +12,9 @@
  */
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { FORGE_REACT_MAIN, launchHarness, modelContextWindow } from "../harnesses/index.ts";
+import { FORGE_REACT_MAIN, launchHarness, modelContextWindow, type McpServer } from "../harnesses/index.ts";
+import { browserMcpServer, DEFAULT_BROWSER_SETTINGS, type BrowserSettings } from "../gui/browser.ts";
+import { startRolloutSite, SITE_LOG_DIR, type RolloutSite } from "../gui/rollout-site.ts";
 import type { Task } from "../tasks/index.ts";
 import type { ControlClient, FinishBody, RolloutStatus } from "./control.ts";
 import { runProcessGroup, type GroupResult } from "./process-group.ts";
@@ -42,6 +44,8 @@ export type RolloutContext = {
   signal?: AbortSignal;
   /** Recorded on the rollout's registration. */
   labels: Record<string, string>;
+  /** `spec.environment.browser`: the browser of tasks with `[environment] browser = true`. */
+  browser?: BrowserSettings;
 };
 
 export type RolloutOutcome = {
@@ -125,7 +129,7 @@ function copyForVerifier(workspace: string, copy: string): string | undefined {
  * directories are given by path. Its reward comes only from that output directory (or its exit
  * code, when the task declares it).
  */
-async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<typeof prepareWorkspace> & { dir: string }, harnessStdout: string): Promise<Verdict> {
+async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<typeof prepareWorkspace> & { dir: string }, harnessStdout: string, siteState?: string): Promise<Verdict> {
   const { task } = plan;
   if (task.verifier.kind === "expected") {
     const found = harnessStdout.includes(task.verifier.text);
@@ -160,11 +164,21 @@ async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<t
   const logsPath = sandboxed ? VERIFIER_LOGS : outputDir;
   const workspacePath = sandboxed ? dirs.workspace : workspaceCopy;
   const argv = ["bash", join(testsPath, script)];
-  const env = { ...ctx.baseEnv, HOME: home, FORGE_LOGS: logsPath, FORGE_TESTS: testsPath, FORGE_WORKSPACE: workspacePath, FORGE_HARNESS_STDOUT: join(dirs.logs, "harness.stdout") };
+  // A browser task's site log: what the agent did on the site, recorded where it could not write.
+  const sitePath = siteState ? (sandboxed ? SITE_LOG_DIR : siteState) : undefined;
+  const env = {
+    ...ctx.baseEnv,
+    HOME: home,
+    FORGE_LOGS: logsPath,
+    FORGE_TESTS: testsPath,
+    FORGE_WORKSPACE: workspacePath,
+    FORGE_HARNESS_STDOUT: join(dirs.logs, "harness.stdout"),
+    ...(sitePath ? { FORGE_SITE_LOG: join(sitePath, "requests.jsonl") } : {}),
+  };
   const spec: SandboxSpec = {
     writable: [],
     readOnly: [dirs.logs],
-    readOnlyAt: [[testsDir, VERIFIER_TESTS]],
+    readOnlyAt: [[testsDir, VERIFIER_TESTS], ...(siteState ? ([[siteState, SITE_LOG_DIR]] as [string, string][]) : [])],
     // The copy appears where the workspace was, so paths the harness wrote stay valid.
     writableAt: [
       [workspaceCopy, dirs.workspace],
@@ -252,10 +266,19 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
 
   // The model's window as served, for adapters that must be told (pi); undefined when not reported.
   const contextWindow = await modelContextWindow(registration.openai_base_url, registration.api_key, ctx.model, ctx.signal);
+  const sandboxed = ctx.sandbox === "bwrap";
   let dirs;
   let launch;
+  let site: RolloutSite | undefined;
+  let browser: (McpServer & { readOnlyPaths: string[] }) | undefined;
   try {
     dirs = { ...prepareWorkspace(dir, plan.task), dir };
+    if (plan.task.siteDir) site = await startRolloutSite({ siteDir: plan.task.siteDir, stateDir: join(dir, "site"), sandboxed, proxyPort: ctx.network?.port });
+    if (plan.task.browser) {
+      // Chromium's own sandbox needs user namespaces, which bwrap leaves none of (the rollout's
+      // sandbox takes its place), and refuses to start as root.
+      browser = browserMcpServer({ settings: ctx.browser ?? DEFAULT_BROWSER_SETTINGS, outputDir: join(dirs.home, ".playwright-mcp"), chromiumSandbox: !sandboxed && process.getuid?.() !== 0 });
+    }
     launch = launchHarness(ctx.harness, {
       baseUrlOpenAI: registration.openai_base_url,
       baseUrlAnthropic: registration.anthropic_base_url,
@@ -263,35 +286,39 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
       model: ctx.model,
       workspace: dirs.workspace,
       homeDir: dirs.home,
-      prompt: plan.task.instruction,
+      prompt: site ? plan.task.instruction.replaceAll("{site_url}", site.url) : plan.task.instruction,
       options: ctx.harnessOptions,
       command: ctx.harnessCommand,
       contextWindow,
+      ...(browser ? { mcpServers: [{ name: browser.name, command: browser.command, args: browser.args }] } : {}),
     });
     for (const file of launch.files) {
       mkdirSync(dirname(file.path), { recursive: true });
       writeFileSync(file.path, file.content);
     }
   } catch (error) {
+    await site?.close();
     mkdirSync(dir, { recursive: true });
     return finish(outcome("infra_error", 0, "", null, `workspace: ${(error as Error).message}`));
   }
 
   const timeoutSeconds = plan.task.agentTimeoutSeconds ?? ctx.timeoutSeconds;
-  const sandboxed = ctx.sandbox === "bwrap";
+  const network = ctx.network && site?.bridge ? { ...ctx.network, also: [site.bridge] } : ctx.network;
   const argv = sandboxed
-    ? sandboxArgv({ writable: [dirs.workspace, dirs.home], readOnly: [dirname(FORGE_REACT_MAIN)], cwd: dirs.workspace, network: ctx.network }, launch.command)
+    ? sandboxArgv({ writable: [dirs.workspace, dirs.home], readOnly: [dirname(FORGE_REACT_MAIN), ...(browser?.readOnlyPaths ?? [])], cwd: dirs.workspace, network }, launch.command)
     : launch.command;
   const harness = await runProcessGroup({
     argv,
     cwd: dirs.workspace,
-    env: { ...ctx.baseEnv, ...launch.env, FORGE_ROLLOUT_ID: plan.rolloutId },
+    env: { ...ctx.baseEnv, ...launch.env, FORGE_ROLLOUT_ID: plan.rolloutId, ...(site ? { FORGE_SITE_URL: site.url } : {}) },
     stdoutPath: join(dirs.logs, "harness.stdout"),
     stderrPath: join(dirs.logs, "harness.stderr"),
     timeoutMs: timeoutSeconds * 1000,
     graceMs: ctx.graceMs,
     signal: ctx.signal,
   });
+  // The site stops with the harness: nothing reaches it once the verifier reads its log.
+  await site?.close();
   const status = statusOf(harness);
   if (harness.spawnError) return finish(outcome("infra_error", 0, "", null, `harness: cannot start ${launch.command[0]}: ${harness.spawnError}`));
   if (harness.aborted) return finish(outcome("infra_error", 0, "", harness.exitCode, "interrupted (Ctrl-C) while the harness ran"));
@@ -309,7 +336,7 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
 
   // The verifier runs even after a timeout or crash: the work may be partly done, and its output
   // is worth recording; the status still says what went wrong.
-  const verdict = await verify(plan, ctx, dirs, readFileSync(join(dirs.logs, "harness.stdout"), "utf8"));
+  const verdict = await verify(plan, ctx, dirs, readFileSync(join(dirs.logs, "harness.stdout"), "utf8"), site?.stateDir);
   if (verdict.infraError) return finish(outcome("infra_error", 0, verdict.output, harness.exitCode, [harnessNote, verdict.infraError].filter(Boolean).join("; ")));
   const finalStatus: RolloutStatus = status !== "ok" ? status : verdict.timedOut ? "timeout" : "ok";
   const error = [harnessNote, verdict.timedOut ? "verifier timed out" : undefined].filter(Boolean).join("; ") || undefined;

@@ -147,6 +147,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
       k: experiment.spec.rollouts.k,
       harness: experiment.spec.harness.name,
       harnessOptions: experiment.spec.harness.options,
+      browser: experiment.spec.environment.browser,
       harnessCommand: experiment.spec.harness.command,
       model: experiment.spec.policy.model,
       proxyUrl: services.proxyUrl,

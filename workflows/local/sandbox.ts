@@ -136,8 +136,11 @@ export type SandboxSpec = {
   /** source → path inside, read-write (the verifier's /logs/verifier). */
   writableAt?: [string, string][];
   cwd: string;
-  /** With a unix socket path: no network but the proxy, bridged to 127.0.0.1:port inside. */
-  network?: { socket: string; port: number };
+  /**
+   * With a unix socket path: no network but the proxy, bridged to 127.0.0.1:port inside; `also`:
+   * more sockets bridged the same way (a browser task's site server).
+   */
+  network?: { socket: string; port: number; also?: { socket: string; port: number }[] };
   /** No network at all (the verifier). */
   offline?: boolean;
   /** Fresh empty directories (the verifier's HOME). */
@@ -175,8 +178,9 @@ export function sandboxArgv(spec: SandboxSpec, argv: string[]): string[] {
   for (const path of spec.tmpfs ?? []) args.push("--tmpfs", path);
   for (const [source, target] of spec.readOnlyAt ?? []) args.push("--ro-bind", source, target);
   for (const [source, target] of spec.writableAt ?? []) args.push("--bind", source, target);
-  if (spec.network) args.push("--ro-bind", spec.network.socket, spec.network.socket);
+  const forwards = spec.network ? [{ socket: spec.network.socket, port: spec.network.port }, ...(spec.network.also ?? [])] : [];
+  for (const forward of forwards) args.push("--ro-bind", forward.socket, forward.socket);
   args.push("--chdir", spec.cwd, "--");
-  if (spec.network) args.push(process.execPath, INNER_BRIDGE, String(spec.network.port), spec.network.socket, "--");
+  if (spec.network) args.push(process.execPath, INNER_BRIDGE, ...forwards.flatMap((forward) => [String(forward.port), forward.socket]), "--");
   return [...args, ...argv];
 }

@@ -6,6 +6,8 @@
  *                            [environment], [metadata] (Harbor's keys and those two; any other
  *                            key is an error naming it: task-toml.ts)
  *   TASK/environment/        files copied into the workspace (a Dockerfile there is recorded, not run)
+ *   TASK/site/               a website served to the rollout at {site_url} (docs/gui.md), never
+ *                            copied into the workspace; its requests are recorded for the verifier
  *   TASK/tests/test.sh       the verifier (required), run on a copy of the workspace after the harness
  *
  * The verifier writes its reward to $FORGE_LOGS/reward.txt or reward.json; its exit code
@@ -52,6 +54,12 @@ export function loadTaskDir(dir: string): Task {
   if (hasEnvironment && !statSync(environmentDir).isDirectory()) throw new TaskError(`task ${root}: environment must be a directory`);
   const dockerfile = hasEnvironment && existsSync(join(environmentDir, "Dockerfile")) ? join(environmentDir, "Dockerfile") : undefined;
 
+  const siteDir = join(root, "site");
+  const hasSite = existsSync(siteDir);
+  if (hasSite && !statSync(siteDir).isDirectory()) throw new TaskError(`task ${root}: site must be a directory (the website served at {site_url})`);
+  if (hasSite && !existsSync(join(siteDir, "index.html"))) throw new TaskError(`task ${root}: site/index.html is missing (the page {site_url} opens)`);
+  if (!hasSite && instruction.includes("{site_url}")) throw new TaskError(`${instructionFile}: uses {site_url} but the task has no site/ directory to serve`);
+
   const testsDir = join(root, "tests");
   const script = join(testsDir, "test.sh");
   if (existsSync(testsDir) && !existsSync(script)) throw new TaskError(`task ${root}: tests/ exists but tests/test.sh is missing (the verifier script)`);
@@ -71,6 +79,8 @@ export function loadTaskDir(dir: string): Task {
     rewardRange: range,
     agentTimeoutSeconds: toml.agent?.timeout_sec,
     verifierTimeoutSeconds: toml.verifier?.timeout_sec,
+    browser: toml.environment?.browser ?? false,
+    ...(hasSite ? { siteDir } : {}),
     resources: toml.environment ?? {},
     metadata: toml.metadata ?? {},
   };

@@ -35,6 +35,7 @@ export function taskFromSpec(spec: TaskSpec, source: string): Task {
     verifier,
     rewardRange: spec.rewardRange ? rewardRange(spec.rewardRange, `${source}: rewardRange`, verifier.kind === "inline" ? verifier.reward : undefined) : DEFAULT_REWARD_RANGE,
     agentTimeoutSeconds: spec.timeoutSeconds,
+    browser: spec.browser ?? false,
     resources: {},
     metadata: spec.metadata,
   };

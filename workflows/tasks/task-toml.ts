@@ -2,7 +2,7 @@
  * `task.toml` of a Harbor / Terminal-Bench task: the keys Harbor's TaskConfig knows
  * (harbor `src/harbor/models/task/config.py`: version, [task], [metadata], [agent], [verifier],
  * [environment], [solution], source), and OpenForge's `[verifier] reward` / `reward_range`
- * (reward-spec.ts). A key outside them is refused with the file and the key,
+ * (reward-spec.ts) and `[environment] browser` (the harness gets a headless browser, docs/gui.md). A key outside them is refused with the file and the key,
  * so a typo (`timeout_secs`) is not silently ignored. Keys Harbor knows but the local executor
  * does not use (`docker_image`, `gpus`, ...) are accepted and kept as written; `[metadata]` is
  * free-form.
@@ -42,6 +42,8 @@ const TaskTomlSchema = z.strictObject({
       // Harbor's deprecated spellings of memory_mb / storage_mb, still read by Harbor.
       memory: z.unknown(),
       storage: z.unknown(),
+      // OpenForge's: the harness drives a headless browser (docs/gui.md).
+      browser: z.boolean({ error: "must be true or false" }),
     })
     .partial()
     .optional(),

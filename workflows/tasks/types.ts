@@ -39,6 +39,16 @@ export type Task = {
   /** task.toml `[agent] timeout_sec`, `[verifier] timeout_sec`. */
   agentTimeoutSeconds?: number;
   verifierTimeoutSeconds?: number;
+  /**
+   * task.toml `[environment] browser = true`: the harness gets a headless browser to drive
+   * (Playwright's MCP server, docs/gui.md).
+   */
+  browser: boolean;
+  /**
+   * The task's `site/` directory: a website served to the rollout at `{site_url}` by forge's site
+   * server, which records every request where only the verifier reads it (docs/gui.md).
+   */
+  siteDir?: string;
   /** task.toml `[environment]` (cpus, memory_mb, …), kept as written. */
   resources: Record<string, unknown>;
   /** task.toml `[metadata]` or the JSONL line's `metadata`. */
