@@ -4,7 +4,7 @@
  * (docs/model.md). The policy simulator renders and parses through it; so can a proxy that
  * renders prompts itself.
  */
-export { loadModel, QWEN3, QWEN_VL_IMAGES, ChatRequestError, ChatTemplateError, type Model, type ModelSpec, type OutputParserOptions } from "./model.ts";
+export { loadModel, QWEN3, QWEN_VL_IMAGES, QWEN2_5_VL_IMAGES, ChatRequestError, ChatTemplateError, type Model, type ModelSpec, type OutputParserOptions } from "./model.ts";
 export { preprocessChat, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
 export { compileChatTemplate, type ChatTemplate } from "./chat-template.ts";
 export { loadTokenizerFrom, type Tokenizer } from "./tokenizer.ts";
@@ -14,3 +14,4 @@ export { registerToolCallParser, registerReasoningParser, toolCallParserFactory,
 export { hermesToolParser } from "./parsers/hermes.ts";
 export { qwen3ReasoningParser, qwen3CoderToolParser, qwen3ArgConverter } from "./parsers/qwen3.ts";
 export type { DeltaMessage, DeltaToolCall, ToolCall, ExtractedToolCalls, ParseRequest, ParserContext, ParserOptions, ReasoningParser, ToolCallParser, StreamArgs } from "./parsers/types.ts";
+export { imageDimensions, imageTokenCount, pyRound, smartResize, ImageSizeError, QWEN2_VL_PROCESSOR, QWEN2_5_VL_PROCESSOR, type VisionProcessor } from "./vision.ts";

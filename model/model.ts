@@ -13,6 +13,7 @@ import { chatOutputParser, type ChatOutputParser } from "./parsers/chat-output.t
 import { reasoningParserFactory, toolCallParserFactory } from "./parsers/registry.ts";
 import type { ParseRequest, ParserContext } from "./parsers/types.ts";
 import { loadTokenizerFrom, type Tokenizer } from "./tokenizer.ts";
+import { imageDimensions, imageTokenCount, ImageSizeError, QWEN2_5_VL_PROCESSOR } from "./vision.ts";
 
 export interface ModelSpec {
   /** The model's name in messages (vLLM's served name). */
@@ -37,6 +38,12 @@ export const QWEN3: ModelSpec = {
 
 /** Qwen-VL's placeholder for one image (vLLM writes it before the text of a message). */
 export const QWEN_VL_IMAGES: ImageHandling = { placeholder: "<|vision_start|><|image_pad|><|vision_end|>" };
+
+/**
+ * Qwen2.5-VL's images: the placeholder in the text, and in the prompt ids `<|image_pad|>` repeated
+ * as its processor sizes each image (model/vision.ts), as vLLM's prompt_token_ids hold them.
+ */
+export const QWEN2_5_VL_IMAGES: ImageHandling = { ...QWEN_VL_IMAGES, expand: { token: "<|image_pad|>", processor: QWEN2_5_VL_PROCESSOR } };
 
 export interface OutputParserOptions extends ParseRequest {
   /** The rendered prompt ids (vLLM gives them to the parser). */
@@ -73,7 +80,7 @@ const models = new Map<string, Promise<Model>>();
  * model.renderChatIds({ messages: [{ role: "user", content: "Hello" }] }); // [151644, 872, 198, 9707, 151645, 198, 151644, 77091, 198]
  */
 export function loadModel(spec: ModelSpec = QWEN3): Promise<Model> {
-  const key = `${spec.dir}\0${spec.toolParser}\0${spec.reasoningParser}\0${spec.images?.placeholder ?? ""}`;
+  const key = `${spec.dir}\0${spec.toolParser}\0${spec.reasoningParser}\0${JSON.stringify(spec.images ?? null)}`;
   let model = models.get(key);
   if (!model) {
     model = build(spec);
@@ -99,9 +106,9 @@ async function build(spec: ModelSpec): Promise<Model> {
 
   const templateFor = (tools: unknown) => (tools != null && templates.tool_use ? templates.tool_use : templates.default!);
 
-  const renderChat = (request: ChatRenderRequest): string => {
+  const renderPrompt = (request: ChatRenderRequest): { text: string; images: string[] } => {
     const template = templateFor(request.tools);
-    const { conversation, variables, continueFinalMessage } = preprocessChat(request, {
+    const { conversation, variables, continueFinalMessage, images } = preprocessChat(request, {
       modelName: spec.name,
       images: spec.images,
       templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
@@ -110,7 +117,7 @@ async function build(spec: ModelSpec): Promise<Model> {
     for (const [k, v] of specials) vars[k] = v;
     for (const [k, v] of variables) vars[k] = v;
     vars.messages = conversation;
-    if (!continueFinalMessage) return template.render(vars);
+    if (!continueFinalMessage) return { text: template.render(vars), images };
     // transformers' continue_final_message: render with a tag after the last message, cut there.
     const TAG = "CONTINUE_FINAL_MESSAGE_TAG ";
     const last = conversation.at(-1);
@@ -125,7 +132,40 @@ async function build(spec: ModelSpec): Promise<Model> {
       throw new ChatRequestError("continue_final_message is set but the final message does not appear in the chat after applying the chat template!");
     }
     const at = rendered.lastIndexOf(TAG.trim());
-    return rendered.slice(at, at + TAG.length) === TAG ? rendered.slice(0, at) : pyRstrip(rendered.slice(0, at));
+    return { text: rendered.slice(at, at + TAG.length) === TAG ? rendered.slice(0, at) : pyRstrip(rendered.slice(0, at)), images };
+  };
+  const renderChat = (request: ChatRenderRequest): string => renderPrompt(request).text;
+
+  // vLLM's processor finds each image's placeholder token in the rendered prompt and repeats it
+  // as many times as the image has merged patches.
+  const expand = spec.images?.expand;
+  const padId = expand ? tokenizer.encode(expand.token) : undefined;
+  if (expand && padId?.length !== 1) throw new Error(`${spec.name}: the image token ${JSON.stringify(expand.token)} is not one token of the tokenizer`);
+  const renderChatIds = (request: ChatRenderRequest): number[] => {
+    const { text, images } = renderPrompt(request);
+    const ids = tokenizer.encode(text);
+    if (!expand || images.length === 0) return ids;
+    const pad = padId![0]!;
+    const found = ids.reduce((count, id) => count + (id === pad ? 1 : 0), 0);
+    if (found !== images.length) {
+      throw new ChatRequestError(`the prompt holds ${found} ${expand.token} tokens for ${images.length} images (text that spells the image token is not allowed)`, "messages");
+    }
+    const counts = images.map((source, i) => {
+      try {
+        const { width, height } = imageDimensions(source);
+        return imageTokenCount(height, width, expand.processor);
+      } catch (error) {
+        if (error instanceof ImageSizeError) throw new ChatRequestError(`image ${i + 1} of the prompt: ${error.message}`, "messages");
+        throw error;
+      }
+    });
+    const out: number[] = [];
+    let image = 0;
+    for (const id of ids) {
+      if (id !== pad) out.push(id);
+      else for (let n = counts[image++]!; n > 0; n--) out.push(pad);
+    }
+    return out;
   };
 
   let callIds = 0;
@@ -136,7 +176,7 @@ async function build(spec: ModelSpec): Promise<Model> {
     tokenizer,
     template: templates.default!,
     renderChat,
-    renderChatIds: (request) => tokenizer.encode(renderChat(request)),
+    renderChatIds,
     outputParser(options) {
       const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, decodeToken: (id) => tokenizer.decode([id]), newToolCallId: options.newToolCallId ?? randomCallId };
       // The kwargs vLLM builds the parser with: the request's, and enable_thinking from reasoning_effort.

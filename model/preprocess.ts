@@ -10,6 +10,7 @@
  * The messages come as a harness sent them (OpenAI chat JSON parsed by JavaScript); the
  * result is the "conversation" vLLM gives the template, as Python values.
  */
+import type { VisionProcessor } from "./vision.ts";
 import { PyFloat, fromJs, tryPyLoads, type PyDict, type PyValue } from "./pyjson.ts";
 
 /** The fields of a chat request that decide the rendered prompt. */
@@ -44,6 +45,12 @@ export class ChatRequestError extends Error {
 export interface ImageHandling {
   /** The placeholder vLLM's multimodal processor writes for one image (Qwen-VL: `<|vision_start|><|image_pad|><|vision_end|>`). */
   placeholder: string;
+  /**
+   * The token the processor repeats once per merged patch (`<|image_pad|>`) and the processor's
+   * sizes (model/vision.ts): the prompt ids then hold as many of it per image as the model sees.
+   * Without it, one per image (the text as rendered).
+   */
+  expand?: { token: string; processor: VisionProcessor };
 }
 
 export interface PreprocessOptions {
@@ -62,6 +69,8 @@ export interface Preprocessed {
   variables: Map<string, PyValue>;
   /** transformers' continue_final_message (the prompt ends inside the last message). */
   continueFinalMessage: boolean;
+  /** Each image part's source (its URL, a `data:` URL for inline images), in prompt order. */
+  images: string[];
 }
 
 const TEXT_PARTS = new Set(["text", "input_text", "output_text", "refusal", "thinking"]);
@@ -85,7 +94,8 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
   if (continueFinalMessage && addGenerationPrompt) {
     throw new ChatRequestError("Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
   }
-  let conversation = request.messages.map((message, i) => parseMessage(message, i, options));
+  const images: string[] = [];
+  let conversation = request.messages.map((message, i) => parseMessage(message, i, options, images));
   postprocessToolCalls(conversation);
   if (!options.templateKnowsDeveloper && conversation.some((m) => m.get("role") === "developer")) {
     conversation = consolidateSystemMessages(conversation.map(developerToSystem));
@@ -115,7 +125,7 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
   // is its own argument, not a template variable.
   if (!variables.has("documents")) variables.set("documents", null);
   variables.delete("continue_final_message");
-  return { conversation, variables, continueFinalMessage };
+  return { conversation, variables, continueFinalMessage, images };
 }
 
 /** `tool.model_dump()` of vLLM's ChatCompletionToolsParam: only its fields, null for unset ones. */
@@ -142,7 +152,7 @@ function toolDict(tool: unknown, index: number): PyDict {
 }
 
 /** parse_chat_message_content with the "string" content format (Qwen3's template reads content as text). */
-function parseMessage(message: unknown, index: number, options: PreprocessOptions): PyDict {
+function parseMessage(message: unknown, index: number, options: PreprocessOptions, images: string[]): PyDict {
   if (!isObject(message) || typeof message.role !== "string") throw new ChatRequestError(`messages[${index}].role: expected a string`, "messages");
   const role = message.role;
   // ChatCompletionRequest renames reasoning_content to reasoning (reasoning wins when both are set).
@@ -154,14 +164,16 @@ function parseMessage(message: unknown, index: number, options: PreprocessOption
   else throw new ChatRequestError(`messages[${index}].content: expected a string or a list of content parts`, "messages");
   if (role === "system") parts = stripBillingHeader(parts);
   const texts: string[] = [];
-  let images = 0;
+  let imageCount = 0;
   for (const part of parts) {
     const text = partText(part, index, options);
-    if (text === IMAGE) images++;
-    else if (text) texts.push(text);
+    if (text === IMAGE) {
+      imageCount++;
+      images.push(imageSource(part));
+    } else if (text) texts.push(text);
   }
   let content = texts.join("\n");
-  if (images > 0) content = [...Array<string>(images).fill(options.images!.placeholder), ...(content ? [content] : [])].join("\n");
+  if (imageCount > 0) content = [...Array<string>(imageCount).fill(options.images!.placeholder), ...(content ? [content] : [])].join("\n");
   const out: PyDict = new Map<string, PyValue>([
     ["role", role],
     ["content", content],
@@ -186,6 +198,15 @@ function parseMessage(message: unknown, index: number, options: PreprocessOption
 }
 
 const IMAGE = Symbol("image");
+
+/** An image part's URL (`image_url: {url}` or a string, Responses' `input_image`); "" when it has none (embeddings). */
+function imageSource(part: unknown): string {
+  if (!isObject(part)) return "";
+  const value = part.image_url;
+  if (typeof value === "string") return value;
+  if (isObject(value) && typeof value.url === "string") return value.url;
+  return "";
+}
 
 /** One content part as text (vLLM's parse_chat_message_content_part, string format). */
 function partText(part: unknown, index: number, options: PreprocessOptions): string | typeof IMAGE | undefined {

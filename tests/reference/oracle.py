@@ -661,6 +661,31 @@ def op_verl_dataset(req: dict) -> dict:
     return {"len": len(ds), "rows": rows, "class": f"{type(ds).__module__}.{type(ds).__name__}"}
 
 
+def op_qwen_vl_image_tokens(req: dict) -> dict:
+    """Image tokens per image as transformers' Qwen2VLImageProcessor computes them: the real
+    processor run on each image (decoded from base64 bytes, or a blank RGB image of `sizes[i]` =
+    [width, height]), image_grid_thw's product // merge_size**2, as processing_qwen2_vl.py
+    counts the <|image_pad|> tokens it writes."""
+    import base64
+    import io
+
+    from PIL import Image
+    # The PIL backend: the venv has no torchvision; both backends call the same smart_resize.
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil as Qwen2VLImageProcessor
+
+    p = req.get("processor") or {}
+    proc = Qwen2VLImageProcessor(min_pixels=int(p["minPixels"]), max_pixels=int(p["maxPixels"]),
+                                 patch_size=int(p["patchSize"]), merge_size=int(p["mergeSize"]))
+    images = [Image.open(io.BytesIO(base64.b64decode(b))) for b in req.get("images") or []]
+    images += [Image.new("RGB", (int(w), int(h))) for w, h in req.get("sizes") or []]
+    out = []
+    for image in images:
+        grid = proc(images=[image.convert("RGB")], return_tensors="np")["image_grid_thw"][0]
+        out.append({"size": list(image.size), "grid": grid.tolist(),
+                    "tokens": int(grid.prod().item()) // (int(p["mergeSize"]) ** 2)})
+    return {"images": out}
+
+
 # --------------------------------------------------------------------------- main loop
 
 OPS = {
@@ -677,6 +702,7 @@ OPS = {
     "validate": op_validate,
     "grpo": op_grpo,
     "verl_dataset": op_verl_dataset,
+    "qwen_vl_image_tokens": op_qwen_vl_image_tokens,
 }
 
 

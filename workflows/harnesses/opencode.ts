@@ -24,7 +24,9 @@ export const opencodeAdapter: HarnessAdapter = (ctx) => {
         npm: "@ai-sdk/openai-compatible",
         name: "OpenForge proxy",
         options: { baseURL: ctx.baseUrlOpenAI, apiKey: ctx.apiKey },
-        models: { [ctx.model]: { name: ctx.model } },
+        // With a browser, screenshots must reach the model: opencode otherwise replaces every
+        // image of a tool result with "this model does not support image input".
+        models: { [ctx.model]: (ctx.mcpServers ?? []).length > 0 ? { name: ctx.model, attachment: true, modalities: { input: ["text", "image"], output: ["text"] } } : { name: ctx.model } },
       },
     },
     // MCP servers (a browser task's): opencode names their tools <server>_<tool>.
