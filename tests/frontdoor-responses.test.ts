@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { createHash } from "node:crypto";
 import { Protocol, TokenStatus, type ModelCall } from "../schemas/index.ts";
+import { solidPng } from "../model/testing.ts";
 import { expectTokenExact, requestBodiesOf, startProxyHarness, upstreamRequestsOf, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;
@@ -121,7 +122,8 @@ describe("responses front door", () => {
 
   test("a repeated screenshot is stored once per rollout, decoded", async () => {
     const { r, openai } = await client();
-    const png = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 13) % 256)).toString("base64");
+    // A real PNG: the simulator sizes images as Qwen2.5-VL's processor does (undecodable bytes are a 400, as from vLLM).
+    const png = solidPng(400, 300).toString("base64");
     const sha = createHash("sha256").update(Buffer.from(png, "base64")).digest("hex");
     const shot = { type: "input_image" as const, image_url: `data:image/png;base64,${png}`, detail: "auto" as const };
     const input: any[] = [{ role: "user", content: [shot, { type: "input_text", text: "Describe the screen." }] }];

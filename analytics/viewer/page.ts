@@ -9,7 +9,7 @@
  */
 import type { ContentStore } from "../../records/index.ts";
 import { CallStatus, Protocol, RolloutStatus, TokenStatus, type ModelCall, type Rollout, type RolloutResult } from "../../schemas/index.ts";
-import { requestMessages, responseMessage, type ChatMessage, type RolloutTrajectory } from "../../trajectories/index.ts";
+import { callImageRefs, requestMessages, responseMessage, type ChatMessage, type RolloutTrajectory } from "../../trajectories/index.ts";
 import { escapeXml } from "../svg.ts";
 import type { TokenTexter } from "./token-text.ts";
 
@@ -42,12 +42,46 @@ function clipped(text: string): string {
   return `${escapeXml(text.slice(0, textLimit))}<span class="cut">… ${text.length - textLimit} more characters</span>`;
 }
 
-function messageHtml(message: ChatMessage): string {
+/** The marker trajectories/ writes for an image part in a message's text (veRL's `<image>`). */
+const IMAGE_MARKER = "<image>";
+
+/** Image formats a browser shows from bytes; anything else (SVG, which can run script) is not embedded. */
+function imageMime(bytes: Uint8Array): string | undefined {
+  const starts = (...magic: number[]) => magic.every((byte, i) => bytes[i] === byte);
+  if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return "image/png";
+  if (starts(0xff, 0xd8, 0xff)) return "image/jpeg";
+  if (starts(0x47, 0x49, 0x46, 0x38)) return "image/gif";
+  if (starts(0x52, 0x49, 0x46, 0x46) && bytes[8] === 0x57 && bytes[9] === 0x45 && bytes[10] === 0x42 && bytes[11] === 0x50) return "image/webp";
+  return undefined;
+}
+
+/** An image of a request, embedded as a data: URL when its bytes are a raster image; named by its sha256. */
+export type ShownImage = { sha256: string; bytes?: Uint8Array };
+
+function imageHtml(image: ShownImage | undefined): string {
+  if (!image) return `<span class="image-missing">[image]</span>`;
+  const mime = image.bytes && imageMime(image.bytes);
+  const name = `sha256 ${image.sha256.slice(0, 12)}…`;
+  if (!mime) return `<span class="image-missing" data-sha256="${escapeXml(image.sha256)}">[image ${escapeXml(name)}: ${image.bytes ? "not a PNG, JPEG, GIF or WebP, not shown" : "bytes not recorded"}]</span>`;
+  const data = Buffer.from(image.bytes!).toString("base64");
+  return `<figure class="image" data-sha256="${escapeXml(image.sha256)}"><img alt="image ${escapeXml(name)}" src="data:${mime};base64,${data}"><figcaption>${escapeXml(name)} · ${image.bytes!.length} bytes</figcaption></figure>`;
+}
+
+/** A message's text with each image marker replaced by the next image of `images` (in request order). */
+function contentHtml(text: string, images: () => ShownImage | undefined): string {
+  if (!text.includes(IMAGE_MARKER)) return `<pre>${clipped(text)}</pre>`;
+  return text
+    .split(IMAGE_MARKER)
+    .map((piece, i) => `${i > 0 ? imageHtml(images()) : ""}${piece ? `<pre>${clipped(piece)}</pre>` : ""}`)
+    .join("");
+}
+
+function messageHtml(message: ChatMessage, images: () => ShownImage | undefined = () => undefined): string {
   const tools = (message.tool_calls ?? [])
     .map((call) => `<div class="tool-call" data-tool="${escapeXml(call.function.name)}"><span class="label">tool call</span> <b>${escapeXml(call.function.name)}</b> <code>${escapeXml(call.id)}</code><pre>${clipped(call.function.arguments)}</pre></div>`)
     .join("");
   const isResult = message.role === "tool";
-  const body = message.content ? `<pre>${clipped(message.content)}</pre>` : "";
+  const body = message.content ? contentHtml(message.content, images) : "";
   const head = isResult ? `<span class="label">tool result</span> <code>${escapeXml(message.tool_call_id ?? "")}</code>` : `<span class="label">${escapeXml(message.role)}</span>`;
   return `<div class="message${isResult ? " tool-result" : ""}" data-role="${escapeXml(message.role)}">${head}${body}${tools}</div>`;
 }
@@ -124,6 +158,22 @@ export function renderRolloutPage(input: ViewerInput): string {
     const continues = hadPrevious && previous.length <= request.messages.length && previous.every((m, i) => JSON.stringify(m) === JSON.stringify(request.messages[i]));
     const fresh = continues ? request.messages.slice(previous.length) : request.messages;
     previous = [...request.messages, ...response.messages];
+    // The request's images in order, one per marker of its messages; the fresh messages show theirs.
+    const markers = (messages: ChatMessage[]) => messages.reduce((n, m) => n + (m.content.split(IMAGE_MARKER).length - 1), 0);
+    let refs: ReturnType<typeof callImageRefs> = { refs: [], urls: 0, bytes: new Map() };
+    try {
+      refs = callImageRefs(call, content);
+    } catch {
+      // An unreadable body is reported by requestMessages' error already.
+    }
+    const aligned = markers(request.messages) === refs.refs.length;
+    let nextImage = aligned ? markers(request.messages.slice(0, request.messages.length - fresh.length)) : refs.refs.length;
+    const takeImage = (): ShownImage | undefined => {
+      const sha256 = refs.refs[nextImage++];
+      return sha256 ? { sha256, bytes: refs.bytes.get(sha256) } : undefined;
+    };
+    // Markers that cannot be matched to the request's images (text that spells "<image>"): its images listed after it.
+    const unmatched = aligned ? "" : refs.refs.length > 0 ? `<div class="images-unmatched"><span class="label">images of this request</span>${[...new Set(refs.refs)].map((sha256) => imageHtml({ sha256, bytes: refs.bytes.get(sha256) })).join("")}</div>` : "";
     const kind = kinds.get(call.callId);
     const labels = extraLabels(kind);
     const aux = labels.some(([key, value]) => /aux|role/i.test(key) && !/^(agent|main|false)$/i.test(value));
@@ -152,8 +202,8 @@ export function renderRolloutPage(input: ViewerInput): string {
 <p class="facts">${facts.join(" · ")}</p>
 ${errors.map((e) => `<p class="error">${escapeXml(e ?? "")}</p>`).join("")}
 ${continues || !hadPrevious ? "" : `<p class="note">history rewritten (not the previous request and answer followed by new messages): the whole request is shown</p>`}
-<div class="request">${fresh.map(messageHtml).join("")}</div>
-<div class="response">${response.messages.map(messageHtml).join("")}</div>
+<div class="request">${fresh.map((message) => messageHtml(message, takeImage)).join("")}${unmatched}</div>
+<div class="response">${response.messages.map((message) => messageHtml(message)).join("")}</div>
 ${completion}
 </section>`;
   });
@@ -214,6 +264,9 @@ pre { white-space: pre-wrap; word-break: break-word; background: #f7f7f7; paddin
 .timeline { position: relative; height: 18px; background: #f2f2f2; margin: 8px 0 16px; border-radius: 3px; }
 .timeline .bar { position: absolute; top: 2px; height: 14px; background: #4e79a7; border-radius: 2px; }
 .legend span { display: inline-block; padding: 0 6px; margin-right: 6px; font-size: 12px; }
+figure.image { margin: 6px 0; }
+figure.image img { max-width: 640px; border: 1px solid #ccc; display: block; }
+figure.image figcaption, .image-missing { font-size: 11px; color: #666; }
 </style></head>
 <body>
 <p>${input.reportHref ? `<a href="${escapeXml(input.reportHref)}">← report</a>` : ""}</p>
