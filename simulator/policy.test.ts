@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { parsePolicyScriptFile, PolicyScriptSchema } from "../schemas/index.ts";
-import { planToolCall, shellWrite } from "./intents.ts";
-import { corrupt, decideTurn, deriveFailingSteps } from "./policy.ts";
+import { fillPlaceholders, findNamedTool, planToolCall, shellWrite } from "./intents.ts";
+import { corrupt, decideTurn, deriveFailingSteps, firstUrl, imageSinceLastTurn, NO_IMAGE_ANSWER } from "./policy.ts";
 import type { JsonSchema, SimMessage, SimTool } from "./types.ts";
 
 const tool = (name: string, properties: Record<string, JsonSchema>, required: string[] = Object.keys(properties)): SimTool => ({
@@ -174,5 +174,62 @@ describe("scripted policy", () => {
     const d = decideTurn({ messages: conversation("Fix greet.sh so that `bash greet.sh World` prints: Hello, World!"), tools: forgeReact, script: quickstart, seed: 3 });
     expect(d.turn.reasoning).toBeString();
     expect(decideTurn({ messages: conversation("Fix greet.sh"), tools: forgeReact, script: quickstart, seed: 3, enableThinking: false }).turn.reasoning).toBeUndefined();
+  });
+});
+
+describe("browser scripts: named tools, {{url}}, expect: image", () => {
+  const gui = parsePolicyScriptFile(`${import.meta.dir}/../examples/policies/gui-quickstart.yaml`);
+  const mcp = (prefix: string) => [
+    tool(`${prefix}browser_navigate`, { url: str() }),
+    tool(`${prefix}browser_take_screenshot`, { type: { type: "string", enum: ["png", "jpeg"] }, scale: { type: "string", default: "css" } }, ["scale"]),
+    tool(`${prefix}browser_click`, { element: str(), target: str() }, ["target"]),
+    tool(`${prefix}browser_mouse_click_xy`, { x: { type: "number" }, y: { type: "number" } }),
+    tool(`${prefix}browser_type`, { element: str(), target: str(), text: str(), submit: { type: "boolean" } }, ["target", "text"]),
+  ];
+  const prompt = "Open the website at http://127.0.0.1:8000 in the browser and subscribe to its newsletter with the name Ada Lovelace and the email address ada@example.com.";
+  const screenshot = { role: "user" as const, content: [{ type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }] };
+  const answered = (name: string, withImage: boolean): SimMessage[] => [
+    { role: "assistant", content: "", tool_calls: [{ id: "c1", type: "function", function: { name, arguments: "{}" } }] },
+    { role: "tool", tool_call_id: "c1", content: "### Result" },
+    ...(withImage ? [screenshot] : []),
+  ];
+  const rollout = (messages: SimMessage[], tools: SimTool[]) => decideTurn({ messages, tools, script: { ...gui, failure_rate: 0, tasks: gui.tasks.map((t) => ({ ...t, failure_rate: 0 })) }, seed: 1, conversationKey: "r1" });
+
+  test("a step's tool is found by its own name under each harness's prefix, with the prompt's URL filled in", () => {
+    for (const prefix of ["", "mcp__browser__", "browser_"]) {
+      const { turn, task } = rollout(conversation(prompt), mcp(prefix));
+      expect(task).toBe("newsletter-signup");
+      expect(turn.toolCalls).toEqual([{ name: `${prefix}browser_navigate`, arguments: '{"url": "http://127.0.0.1:8000"}' }]);
+    }
+  });
+
+  test("expect: image plays the step when the screenshot came back (a user turn after the tool result), and gives up when it did not", () => {
+    const tools = mcp("mcp__browser__");
+    const navigated = [...conversation(prompt), ...answered("mcp__browser__browser_navigate", false)];
+    const seen = rollout([...navigated, ...answered("mcp__browser__browser_take_screenshot", true)], tools);
+    expect(seen.turn.toolCalls[0]).toEqual({ name: "mcp__browser__browser_type", arguments: '{"element": "Name field", "target": "#name", "text": "Ada Lovelace"}' });
+    const blind = rollout([...navigated, ...answered("mcp__browser__browser_take_screenshot", false)], tools);
+    expect(blind.turn.toolCalls).toEqual([]);
+    expect(blind.turn.content).toBe(NO_IMAGE_ANSWER);
+  });
+
+  test("an image inside the tool message's own parts counts too; one before the last assistant turn does not", () => {
+    expect(imageSinceLastTurn([{ role: "tool", content: [{ type: "text", text: "shot" }, { type: "image", source: {} }] }])).toBe(true);
+    expect(imageSinceLastTurn([screenshot, { role: "assistant", content: "ok" }, { role: "tool", content: "done" }])).toBe(false);
+  });
+
+  test("placeholders: {{url}} without its trailing slash, {{cwd}}, nested values; unknown ones stay", () => {
+    expect(fillPlaceholders({ a: "{{url}}/cart", b: ["{{ cwd }}/x", 3], c: "{{other}}" }, { url: "http://h:1/", cwd: "/ws" })).toEqual({ a: "http://h:1/cart", b: ["/ws/x", 3], c: "{{other}}" });
+    expect(firstUrl("see http://127.0.0.1:8000/a?b=1. Then")).toBe("http://127.0.0.1:8000/a?b=1");
+    expect(findNamedTool(mcp("mcp__browser__"), "browser_click")?.function.name).toBe("mcp__browser__browser_click");
+    expect(findNamedTool(mcp(""), "browser_hover")).toBeUndefined();
+  });
+
+  test("a tool the harness does not offer becomes text saying so; a script step with two actions is refused", () => {
+    const { turn } = rollout(conversation(prompt), [tool("Bash", { command: str() })]);
+    expect(turn.toolCalls).toEqual([]);
+    expect(turn.content).toContain("Call browser_navigate");
+    expect(PolicyScriptSchema.safeParse({ tasks: [{ name: "x", match: "y", steps: [{ tool: { name: "a" }, bash: "ls" }] }] }).success).toBe(false);
+    expect(PolicyScriptSchema.safeParse({ tasks: [{ name: "x", match: "y", steps: [{ tool: { name: "a" }, expect: "sound" }] }] }).success).toBe(false);
   });
 });

@@ -158,3 +158,42 @@ describe("harness adapters", () => {
     expect(Object.keys(prepared.files)).toEqual(["/h/.pi/agent/models.json"]);
   });
 });
+
+describe("MCP servers (a browser task's Playwright server)", () => {
+  const server = { name: "browser", command: "/usr/bin/node", args: ["/x/cli.js", "--headless", "--caps", "vision", "--viewport-size", "1280x720"] };
+  const gui: HarnessContext = { ...ctx, mcpServers: [server] };
+
+  test("claude-code: --mcp-config with the server, --strict-mcp-config, its tools allowed as mcp__browser", () => {
+    const launch = launchHarness("claude-code", gui);
+    const config = JSON.parse(file(launch, `${ctx.homeDir}/.claude-mcp.json`));
+    expect(config).toEqual({ mcpServers: { browser: { type: "stdio", command: server.command, args: server.args } } });
+    const at = launch.command.indexOf("--mcp-config");
+    expect(launch.command.slice(at, at + 3)).toEqual(["--mcp-config", `${ctx.homeDir}/.claude-mcp.json`, "--strict-mcp-config"]);
+    expect(launch.command[launch.command.indexOf("--allowedTools") + 1]!.split(",")).toContain("mcp__browser");
+    expect(launch.env.MCP_TIMEOUT).toBe("120000");
+    // Without servers: no MCP flags at all.
+    expect(launchHarness("claude-code", ctx).command).not.toContain("--mcp-config");
+  });
+
+  test("codex: [mcp_servers.browser] in config.toml, parsed back as TOML", () => {
+    const launch = launchHarness("codex", gui);
+    const config = Bun.TOML.parse(file(launch, `${ctx.homeDir}/.codex/config.toml`)) as any;
+    expect(config.mcp_servers.browser).toEqual({ command: server.command, args: server.args, startup_timeout_sec: 120, tool_timeout_sec: 120 });
+    expect((Bun.TOML.parse(file(launchHarness("codex", ctx), `${ctx.homeDir}/.codex/config.toml`)) as any).mcp_servers).toBeUndefined();
+  });
+
+  test("opencode: mcp.browser as a local command, and the model marked as taking images (else opencode drops screenshots)", () => {
+    const config = JSON.parse(file(launchHarness("opencode", gui), `${ctx.homeDir}/opencode.json`));
+    expect(config.mcp.browser).toEqual({ type: "local", command: [server.command, ...server.args], enabled: true, timeout: 120000 });
+    expect(config.provider.forge.models[ctx.model]).toMatchObject({ attachment: true, modalities: { input: ["text", "image"], output: ["text"] } });
+    const plain = JSON.parse(file(launchHarness("opencode", ctx), `${ctx.homeDir}/opencode.json`));
+    expect(plain.mcp).toBeUndefined();
+    expect(plain.provider.forge.models[ctx.model]).toEqual({ name: ctx.model });
+  });
+
+  test("a harness that is not given MCP servers refuses a browser task, naming the ones that are", () => {
+    for (const name of ["forge-react", "pi", "qwen-code", "command"]) {
+      expect(() => launchHarness(name, { ...gui, command: ["x"] })).toThrow(/not given MCP servers \(browser\).*claude-code, codex, opencode/);
+    }
+  });
+});

@@ -74,7 +74,7 @@ export function playwrightMcpPackages(): { cli: string; dirs: string[] } {
 export function findChromium(settings: BrowserSettings): string {
   if (settings.executablePath) return settings.executablePath;
   for (const name of CHROMIUM_NAMES) {
-    const found = Bun.which(name);
+    const found = Bun.which(name, { PATH: process.env.PATH ?? "" });
     if (found) return found;
   }
   throw new BrowserSetupError(`no Chromium found on PATH (looked for ${CHROMIUM_NAMES.join(", ")}): apt-get install -y chromium, or set spec.environment.browser.executablePath`);
@@ -92,7 +92,7 @@ export function findChromium(settings: BrowserSettings): string {
  */
 export function browserMcpServer(options: { settings: BrowserSettings; outputDir: string; chromiumSandbox: boolean; node?: string }): BrowserMcpServer {
   const { cli, dirs } = playwrightMcpPackages();
-  const node = options.node ?? Bun.which("node");
+  const node = options.node ?? Bun.which("node", { PATH: process.env.PATH ?? "" });
   if (!node) throw new BrowserSetupError("node is not on PATH: @playwright/mcp runs on Node ≥ 18 (apt-get install -y nodejs)");
   if (!/^\d+x\d+$/.test(options.settings.viewport)) throw new BrowserSetupError(`spec.environment.browser.viewport: expected WIDTHxHEIGHT (e.g. 1280x720), got ${JSON.stringify(options.settings.viewport)}`);
   const args = [

@@ -112,7 +112,8 @@ export async function startSiteServer(options: { root: string; stateDir: string;
   appendFileSync(log, "");
   let seq = 0;
   const fetch = async (request: Request): Promise<Response> => {
-    const url = new URL(request.url);
+    // A request without a Host header (HTTP/1.0, over the unix socket) has a relative URL.
+    const url = new URL(request.url, "http://site.invalid");
     let path: string;
     try {
       path = decodeURIComponent(url.pathname);
@@ -142,7 +143,9 @@ export async function startSiteServer(options: { root: string; stateDir: string;
     response.headers.set("cache-control", "no-store");
     return response;
   };
-  const server = options.socket ? Bun.serve({ unix: options.socket, fetch }) : Bun.serve({ hostname: "127.0.0.1", port: options.port ?? 0, fetch });
+  // Whatever an agent sends must never take forge down: a request that breaks the handler is a 400.
+  const error = (cause: Error) => new Response(`bad request: ${cause.message}\n`, { status: 400 });
+  const server = options.socket ? Bun.serve({ unix: options.socket, fetch, error }) : Bun.serve({ hostname: "127.0.0.1", port: options.port ?? 0, fetch, error });
   const port = options.socket ? undefined : server.port;
   return {
     ...(port !== undefined ? { url: `http://127.0.0.1:${port}`, port } : {}),
