@@ -29,7 +29,7 @@ describe("policy script schema", () => {
     );
     expect(problems("tasks:\n  - name: t\n    match: { regex: '(' }\n    steps: [{ say: hi }]\n")[0]).toMatch(/tasks\[0\]\.match\.regex: invalid regular expression/);
     expect(problems("tasks: [\n")[0]).toMatch(/^p\.yaml:\d+:\d+: YAML syntax error/);
-    expect(problems("tasks:\n  - name: t\n    match: x\n    steps: [{}]\n")[0]).toMatch(/steps\[0\]: a step needs one of bash, write, read, finish or say/);
+    expect(problems("tasks:\n  - name: t\n    match: x\n    steps: [{}]\n")[0]).toMatch(/steps\[0\]: a step needs one of bash, write, read, finish, tool or say/);
   });
 
   test("a missing file names the path", () => {
