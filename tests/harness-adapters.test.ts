@@ -171,6 +171,7 @@ describe("MCP servers (a browser task's Playwright server)", () => {
     expect(launch.command.slice(at, at + 3)).toEqual(["--mcp-config", `${ctx.homeDir}/.claude-mcp.json`, "--strict-mcp-config"]);
     expect(launch.command[launch.command.indexOf("--allowedTools") + 1]!.split(",")).toContain("mcp__browser");
     expect(launch.env.MCP_TIMEOUT).toBe("120000");
+    expect(launch.env).toMatchObject({ MCP_CONNECTION_NONBLOCKING: "false", MCP_CONNECT_TIMEOUT_MS: "120000" });
     // Without servers: no MCP flags at all.
     expect(launchHarness("claude-code", ctx).command).not.toContain("--mcp-config");
   });
@@ -178,7 +179,7 @@ describe("MCP servers (a browser task's Playwright server)", () => {
   test("codex: [mcp_servers.browser] in config.toml, parsed back as TOML", () => {
     const launch = launchHarness("codex", gui);
     const config = Bun.TOML.parse(file(launch, `${ctx.homeDir}/.codex/config.toml`)) as any;
-    expect(config.mcp_servers.browser).toEqual({ command: server.command, args: server.args, startup_timeout_sec: 120, tool_timeout_sec: 120 });
+    expect(config.mcp_servers.browser).toEqual({ command: server.command, args: server.args, required: true, startup_timeout_sec: 120, tool_timeout_sec: 120 });
     expect((Bun.TOML.parse(file(launchHarness("codex", ctx), `${ctx.homeDir}/.codex/config.toml`)) as any).mcp_servers).toBeUndefined();
   });
 

@@ -44,8 +44,13 @@ export const claudeCodeAdapter: HarnessAdapter = (ctx) => {
       DISABLE_AUTOUPDATER: "1",
       DISABLE_TELEMETRY: "1",
       DISABLE_ERROR_REPORTING: "1",
-      // Chromium's start in a loaded sandbox can pass the default 30 s MCP start-up wait.
-      ...(servers.length > 0 ? { MCP_TIMEOUT: "120000", MCP_TOOL_TIMEOUT: "120000" } : {}),
+      // Chromium's start in a loaded sandbox can pass the default 30 s MCP start-up wait. And
+      // since 2.1.119 (fixed in 2.1.221), print mode connects --mcp-config servers in the
+      // background, waiting 5 s at most: a server slower than that (Node's start on a loaded
+      // machine) leaves the first turn without the browser's tools, and the model writes its
+      // tool calls as text. These two make 2.1.197 wait for the server as long as MCP_TIMEOUT
+      // (tests/gui-mcp-start.test.ts starts the server 7 s late).
+      ...(servers.length > 0 ? { MCP_TIMEOUT: "120000", MCP_TOOL_TIMEOUT: "120000", MCP_CONNECTION_NONBLOCKING: "false", MCP_CONNECT_TIMEOUT_MS: "120000" } : {}),
     },
     files,
   };

@@ -32,11 +32,16 @@ export const codexAdapter: HarnessAdapter = (ctx) => {
     `[features]`,
     `plugins = false`,
     ``,
-    // MCP servers (a browser task's): codex names their tools mcp__<server>__<tool>.
+    // MCP servers (a browser task's): codex names their tools mcp__<server>__<tool>. Required:
+    // since 0.147 codex gives an optional server 1 s (mcp_optional_startup_grace_ms) before it
+    // builds the first turn's tools without it, and Node + Playwright take longer on a loaded
+    // machine (tests/gui-mcp-start.test.ts); a required one is waited for up to
+    // startup_timeout_sec, and one that cannot start fails the run instead of playing it blind.
     ...(ctx.mcpServers ?? []).flatMap((server) => [
       `[mcp_servers.${server.name}]`,
       `command = ${toml(server.command)}`,
       `args = [${server.args.map(toml).join(", ")}]`,
+      `required = true`,
       `startup_timeout_sec = 120`,
       `tool_timeout_sec = 120`,
       ``,
