@@ -6,7 +6,8 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { compileChatTemplate, ChatTemplateError, type ChatTemplate } from "./chat-template.ts";
-import { preprocessChat, ChatRequestError, type ChatRenderRequest, type ImageHandling } from "./preprocess.ts";
+import { preprocessChat, ChatRequestError, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
+import { appendedAfter, type Appended } from "./append.ts";
 import { fromJs, type PyValue } from "./pyjson.ts";
 import { pyStrip, pyRstrip } from "./pystr.ts";
 import { chatOutputParser, type ChatOutputParser } from "./parsers/chat-output.ts";
@@ -66,6 +67,22 @@ export interface Model {
   renderChatIds(request: ChatRenderRequest): number[];
   /** A parser for one choice of one request (it keeps streaming state). */
   outputParser(options: OutputParserOptions): ChatOutputParser;
+  /** vLLM's preprocessing of a request (the conversation and variables the template gets), with its template. */
+  prepare(request: ChatRenderRequest): PreparedChat;
+  /** The prompt text of a prepared request (`renderChat` is `renderPrepared(prepare(request))`). */
+  renderPrepared(prepared: PreparedChat): string;
+  /**
+   * What the template writes after the assistant message `conversation[answerIndex]`, in the
+   * context of the whole conversation: its end-of-turn token and the text of the messages
+   * after it and the generation prompt (token-in mode appends these to the sampled tokens;
+   * model/append.ts). Throws AppendError when the template does not allow it.
+   */
+  appendedAfter(prepared: PreparedChat, answerIndex: number): Appended;
+}
+
+/** A request after vLLM's preprocessing, with the template (default or tool_use) it renders with. */
+export interface PreparedChat extends Preprocessed {
+  template: ChatTemplate;
 }
 
 export { ChatRequestError, ChatTemplateError };
@@ -106,18 +123,24 @@ async function build(spec: ModelSpec): Promise<Model> {
 
   const templateFor = (tools: unknown) => (tools != null && templates.tool_use ? templates.tool_use : templates.default!);
 
-  const renderPrompt = (request: ChatRenderRequest): { text: string; images: string[] } => {
+  /** vLLM's preprocessing of a request, with the template it renders with. */
+  const prepare = (request: ChatRenderRequest): PreparedChat => {
     const template = templateFor(request.tools);
-    const { conversation, variables, continueFinalMessage, images } = preprocessChat(request, {
+    const pre = preprocessChat(request, {
       modelName: spec.name,
       images: spec.images,
       templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
     });
+    return { ...pre, template };
+  };
+
+  const renderPrepared = (prepared: PreparedChat): string => {
+    const { conversation, variables, continueFinalMessage, template } = prepared;
     const vars: Record<string, PyValue> = {};
     for (const [k, v] of specials) vars[k] = v;
     for (const [k, v] of variables) vars[k] = v;
     vars.messages = conversation;
-    if (!continueFinalMessage) return { text: template.render(vars), images };
+    if (!continueFinalMessage) return template.render(vars);
     // transformers' continue_final_message: render with a tag after the last message, cut there.
     const TAG = "CONTINUE_FINAL_MESSAGE_TAG ";
     const last = conversation.at(-1);
@@ -132,7 +155,11 @@ async function build(spec: ModelSpec): Promise<Model> {
       throw new ChatRequestError("continue_final_message is set but the final message does not appear in the chat after applying the chat template!");
     }
     const at = rendered.lastIndexOf(TAG.trim());
-    return { text: rendered.slice(at, at + TAG.length) === TAG ? rendered.slice(0, at) : pyRstrip(rendered.slice(0, at)), images };
+    return rendered.slice(at, at + TAG.length) === TAG ? rendered.slice(0, at) : pyRstrip(rendered.slice(0, at));
+  };
+  const renderPrompt = (request: ChatRenderRequest): { text: string; images: string[] } => {
+    const prepared = prepare(request);
+    return { text: renderPrepared(prepared), images: prepared.images };
   };
   const renderChat = (request: ChatRenderRequest): string => renderPrompt(request).text;
 
@@ -168,6 +195,9 @@ async function build(spec: ModelSpec): Promise<Model> {
     return out;
   };
 
+  const eos = specials.find(([k]) => k === "eos_token")?.[1];
+  const eosToken = typeof eos === "string" ? eos : undefined;
+
   let callIds = 0;
   const randomCallId = () => `chatcmpl-tool-${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}${(callIds++).toString(16)}`;
 
@@ -177,6 +207,9 @@ async function build(spec: ModelSpec): Promise<Model> {
     template: templates.default!,
     renderChat,
     renderChatIds,
+    prepare,
+    renderPrepared,
+    appendedAfter: (prepared, answerIndex) => appendedAfter(prepared, answerIndex, { render: renderPrepared, tokenizer, eosToken }),
     outputParser(options) {
       const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, decodeToken: (id) => tokenizer.decode([id]), newToolCallId: options.newToolCallId ?? randomCallId };
       // The kwargs vLLM builds the parser with: the request's, and enable_thinking from reasoning_effort.

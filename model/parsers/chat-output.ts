@@ -24,6 +24,13 @@ export interface ChatOutputParser {
   parseDelta(deltaText: string, deltaIds: readonly number[], finished: boolean): DeltaMessage | null;
   /** vLLM's chat `finish_reason` for an engine finish reason. */
   finishReason(engineFinish: "stop" | "length" | string, toolCallsMade: boolean): string;
+  /**
+   * Whether the parsers make vLLM detokenize with special tokens kept (`adjust_request` sets
+   * `skip_special_tokens = False`): an engine-based parser always does, hermes when tools are
+   * offered and tool_choice is not "none". The chat server calls it when a reasoning parser is
+   * set or tool_choice is not "none" (`vllm/renderers/online_renderer.py`).
+   */
+  readonly keepsSpecialTokens: boolean;
 }
 
 export interface ChatOutputParserOptions {
@@ -178,7 +185,11 @@ export function chatOutputParser(options: ChatOutputParserOptions): ChatOutputPa
     return delta;
   };
 
+  const adjusted = rp !== null || toolChoice !== "none";
+  const keepsSpecialTokens = adjusted && (rp?.engineBased === true || (tp !== null && (tp.engineBased || (hasTools && toolChoice !== "none"))));
+
   return {
+    keepsSpecialTokens,
     parse(text) {
       let [reasoning, content] = rp ? rp.extractReasoning(text, parseRequest) : [null, text];
       const [calls, rest] = extractToolCalls(content);

@@ -1,0 +1,151 @@
+/**
+ * Token-in suite (docs/token-in.md), against the real vLLM 0.33.0 and transformers (the Python
+ * oracle):
+ *
+ * - Appended rendering: for every conversation of the rendering corpus (synthetic and recorded
+ *   from the harness CLIs) and every assistant message in it, what model/ appends after that
+ *   message (`appendedAfter`: its end-of-turn token, the later messages, the generation prompt)
+ *   equals what vLLM's render of the whole conversation (its preprocessing, then transformers'
+ *   apply_chat_template, then encode) holds after that message: the text is the rendered
+ *   prompt's tail, the ids are the prompt ids' tail, and the tail starts right where the
+ *   message's turn ends (as many turns closed before it as transformers closes rendering the
+ *   conversation up to that message).
+ * - Parsing: every output of the parsing corpus, as an engine returns it (the end-of-turn token
+ *   last, or cut by max_tokens), derendered by model/ (`derenderChat`, `chatStreamDerenderer`
+ *   in steps of 1, 3 and 8 tokens; thinking on and off) equals vLLM's own derender of the same tokens (its
+ *   disaggregated chat path: detokenizer, then the chat server's parsers), message and deltas.
+ *
+ * Needs .venv/reference (bash python/build-env.sh); a missing venv fails, never skips.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chatStreamDerenderer, derenderChat, loadModel, type DeltaMessage, type Model } from "../../model/index.ts";
+import { startOracle, type Oracle } from "./oracle.ts";
+import { CASES, harnessCases } from "./rendering-corpus.ts";
+import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
+
+const SLOW = 600_000;
+const IM_END = 151645;
+let oracle: Oracle;
+let model: Model;
+const checked = { conversations: 0, appended: 0, appendedTokens: 0, outputs: 0, answers: 0, streams: 0, deltas: 0 };
+
+beforeAll(async () => {
+  [oracle, model] = await Promise.all([startOracle(), loadModel()]);
+}, SLOW);
+afterAll(async () => {
+  await oracle?.close();
+  console.log(
+    `token-in suite: ${checked.appended} appended renderings (${checked.appendedTokens} tokens, after every assistant message of ${checked.conversations} conversations) equal vLLM's + transformers' rendering in context; ` +
+      `${checked.outputs} outputs: ${checked.answers} derendered answers and ${checked.streams} streams (${checked.deltas} deltas) equal vLLM 0.33.0's derender`,
+  );
+});
+
+const count = (text: string, piece: string) => text.split(piece).length - 1;
+
+describe("appended rendering equals the template's rendering in context", () => {
+  const cases = [...CASES, ...harnessCases()].filter((c) => c.request.continue_final_message !== true);
+  test("the corpus has assistant messages to append after, synthetic and from every recorded harness", () => {
+    const withAnswers = cases.filter((c) => (c.request.messages as { role: string }[]).some((m) => m.role === "assistant"));
+    expect(withAnswers.length).toBeGreaterThanOrEqual(40);
+  });
+  for (const c of cases) {
+    test(
+      c.name,
+      async () => {
+        const prepared = model.prepare(c.request as never);
+        const answers = prepared.conversation.flatMap((m, i) => (m.get("role") === "assistant" ? [i] : []));
+        if (answers.length === 0) return;
+        const ref = await oracle.call({ op: "vllm_render", request: c.request });
+        expect(ref.error).toBeUndefined();
+        checked.conversations++;
+        for (const at of answers) {
+          const appended = model.appendedAfter(prepared, at);
+          const tail = appended.closer + appended.text;
+          // The rendered prompt ends with exactly this, text and ids.
+          expect(ref.text.endsWith(tail)).toBe(true);
+          expect(ref.ids.slice(ref.ids.length - appended.ids.length - 1)).toEqual([appended.closerId, ...appended.ids]);
+          // And the tail begins where the answer's turn ends: transformers, rendering the
+          // conversation up to and with the answer, closes one turn more than the prompt has
+          // closed before the tail (the answer's own end-of-turn is the tail's first token).
+          const head = ref.text.slice(0, ref.text.length - tail.length);
+          const upTo = await oracle.call({ op: "render", messages: ref.conversation.slice(0, at + 1), tools: c.request.tools ?? undefined, add_generation_prompt: false, chat_template_kwargs: c.request.chat_template_kwargs ?? undefined });
+          expect(upTo.error).toBeUndefined();
+          expect(count(head, appended.closer) + 1).toBe(count(upTo.text, appended.closer));
+          expect(upTo.text.endsWith(appended.closer + "\n")).toBe(true);
+          checked.appended++;
+          checked.appendedTokens += appended.ids.length + 1;
+        }
+      },
+      SLOW,
+    );
+  }
+});
+
+type Answer = { reasoning: string | null; content: string | null; tool_calls: { name: string; arguments: string }[] };
+type Delta = { content?: string; reasoning?: string; tool_calls?: { index: number; id: boolean; name?: string; arguments?: string }[] };
+
+const normalize = (d: { content?: string | null; reasoning?: string | null; tool_calls?: any[]; toolCalls?: any[] } | null | undefined): Delta => {
+  const out: Delta = {};
+  if (d?.content) out.content = d.content;
+  if (d?.reasoning) out.reasoning = d.reasoning;
+  const calls = d?.tool_calls ?? d?.toolCalls ?? [];
+  if (calls.length > 0) {
+    out.tool_calls = calls.map((c: any) => ({
+      index: c.index,
+      id: c.id != null,
+      ...(c.function?.name != null ? { name: c.function.name } : {}),
+      ...(c.function?.arguments != null ? { arguments: c.function.arguments } : {}),
+    }));
+  }
+  return out;
+};
+
+describe("token-in parsing equals vLLM 0.33.0's derender of the same tokens", () => {
+  for (const output of OUTPUTS) {
+    for (const toolParser of ["hermes", "qwen3_coder"]) {
+      for (const [ending, thinking] of [["end-of-turn", true], ["max_tokens", true], ["end-of-turn", false]] as const) {
+        test(
+          `${output.name}, ${toolParser}, ${ending}, thinking ${thinking ? "on" : "off"}`,
+          async () => {
+            const request = { messages: [{ role: "user", content: "q" }], tools: TOOLS, chat_template_kwargs: { enable_thinking: thinking } };
+            const promptIds = model.renderChatIds(request);
+            const text = model.tokenizer.encode(output.text);
+            // As the engine returns them: the end-of-turn token last, or cut short by max_tokens.
+            const ids = ending === "end-of-turn" ? [...text, IM_END] : text.slice(0, Math.max(1, Math.ceil(text.length * 0.7)));
+            const finish = ending === "end-of-turn" ? { reason: "stop", stopToken: true } : { reason: "length", stopToken: false };
+            const options = { ...request, toolParser, promptTokenIds: promptIds };
+
+            const ref = await oracle.call({ op: "vllm_derender", request, ids, prompt_ids: promptIds, tool_parser: toolParser, finish_reason: finish.reason });
+            expect(ref.error).toBeUndefined();
+            const ours = derenderChat(model, options, ids, finish);
+            const got: Answer = { reasoning: ours.message.reasoning, content: ours.message.content, tool_calls: ours.message.toolCalls.map((t) => ({ name: t.name, arguments: t.arguments })) };
+            expect(got).toEqual({
+              reasoning: ref.message.reasoning ?? null,
+              content: ref.message.content ?? null,
+              tool_calls: (ref.message.tool_calls ?? []).map((t: any) => ({ name: t.function.name, arguments: t.function.arguments })),
+            });
+            expect(ours.finishReason).toBe(ref.finish_reason);
+            checked.answers++;
+
+            for (const n of [1, 3, 8]) {
+              const refStream = await oracle.call({ op: "vllm_derender", request, ids, prompt_ids: promptIds, tool_parser: toolParser, stream: n, finish_reason: finish.reason });
+              expect(refStream.error).toBeUndefined();
+              const stream = chatStreamDerenderer(model, options);
+              const steps: { delta: Delta; finish: string | null }[] = [];
+              for (let i = 0; i < ids.length; i += n) {
+                const last = i + n >= ids.length;
+                const step = stream.push(ids.slice(i, i + n), last ? finish : undefined);
+                steps.push({ delta: normalize(step.delta as DeltaMessage | null), finish: step.finishReason ?? null });
+              }
+              expect(steps).toEqual((refStream.deltas as { delta: any; finish_reason: string | null }[]).map((d) => ({ delta: normalize(d.delta), finish: d.finish_reason ?? null })));
+              checked.streams++;
+              checked.deltas += steps.length;
+            }
+          },
+          SLOW,
+        );
+      }
+    }
+    checked.outputs++;
+  }
+});
