@@ -7,7 +7,7 @@
  */
 import { describeIssues } from "./errors.ts";
 import { coveredBytes, generate, visibleText } from "./generate.ts";
-import { hashIds, mix } from "./hash.ts";
+import { hashIds, hashString, mix } from "./hash.ts";
 import { sampledLogprobs } from "./logprobs.ts";
 import type { SimContext } from "./options.ts";
 import { decideTurn } from "./policy.ts";
@@ -35,14 +35,16 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
   if (refused) return refused;
   const tokenizer = await loadTokenizer();
   const { promptIds, promptText } = readPrompt(tokenizer, body.prompt);
-  const context = mix(ctx.seed, body.seed ?? 0, hashIds(promptIds));
+  // The proxy names the rollout (x-forge-rollout): one conversation keeps its variant, as on the chat route.
+  const rollout = request.headers.get("x-forge-rollout") ?? undefined;
+  const context = mix(ctx.seed, body.seed ?? 0, hashIds(promptIds), rollout ? hashString(rollout) : 0);
   // vLLM's (and OpenAI's) default for this endpoint is 16 tokens.
   const maxTokens = body.max_tokens ?? 16;
   const topCount = body.logprobs ?? undefined;
 
   const choices = Array.from({ length: body.n ?? 1 }, (_, index) => {
     const chat = chatPrompt(promptText);
-    const decision = decideTurn({ messages: chat?.turns ?? chatmlTurns(promptText), tools: chat?.tools ?? [], script: ctx.script, seed: ctx.seed, choiceIndex: index, enableThinking: chat?.thinking });
+    const decision = decideTurn({ messages: chat?.turns ?? chatmlTurns(promptText), tools: chat?.tools ?? [], script: ctx.script, seed: ctx.seed, conversationKey: rollout, choiceIndex: index, enableThinking: chat?.thinking });
     const turn = chat ? decision.turn : { content: decision.turn.content, toolCalls: [] };
     const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, maxTokens, stop: stopList(body.stop) });
     const logprobs = sampledLogprobs(g.ids, mix(context, index), topCount ?? 0);

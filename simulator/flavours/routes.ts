@@ -16,13 +16,14 @@
  * (`owned_by: "sglang"`), `POST /pause_generation {mode}` (new requests wait until
  * `/continue_generation`), `POST /update_weights_from_disk {model_path, weight_version?, ...}`
  * (a success makes the checkpoint path the served model name), `POST /update_weight_version`,
- * `POST /flush_cache`.
+ * `POST /flush_cache`; and the native `POST /generate` (native-generate.ts).
  */
 import { readdirSync, statSync } from "node:fs";
 import type { Context, Hono } from "hono";
 import type { SimContext } from "../options.ts";
 import { sglangError } from "./sglang.ts";
 import { vllmError } from "./vllm.ts";
+import { handleNativeGenerate } from "../native-generate.ts";
 
 const MAX_MODEL_LEN = 131072;
 const SIM = { "x-forge-simulator": "1" };
@@ -184,6 +185,8 @@ function mountSglang(app: Hono, ctx: SimContext): void {
     }),
   );
   app.get("/get_server_info", (c) => c.redirect("/server_info", 307));
+  // The native API token-in mode sends token ids to (native-generate.ts).
+  app.on(["POST", "PUT"], "/generate", (c) => handleNativeGenerate(ctx, c.req.raw));
   app.get("/model_info", (c) => c.json(modelInfo()));
   app.get("/get_model_info", (c) => c.json(modelInfo()));
   app.get("/v1/models", (c) =>
