@@ -9,6 +9,7 @@ export { AppendError, type Appended } from "./append.ts";
 export { derenderChat, chatStreamDerenderer, type ChatStreamDerenderer, type DerenderOptions, type DerenderedMessage, type EngineFinish, type StreamStep } from "./derender.ts";
 export { preprocessChat, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
 export { compileChatTemplate, type ChatTemplate } from "./chat-template.ts";
+export { pyStrip } from "./pystr.ts";
 export { loadTokenizerFrom, type Tokenizer } from "./tokenizer.ts";
 export { pyLoads, pyDumps, tryPyLoads, fromJs, toJs, pyFloatRepr, PyFloat, PyJsonError, type PyValue, type PyDict } from "./pyjson.ts";
 export { chatOutputParser, type ChatOutputParser, type ParsedMessage } from "./parsers/chat-output.ts";

@@ -27,6 +27,7 @@ import { createUpstreamClient } from "./upstream/client.ts";
 import { createUpstreamRouter, type UpstreamRouter } from "./upstream/router.ts";
 import { checkUpstreams, createEngineState, recheckPending, type EngineState } from "./engines/check.ts";
 import { ENGINE_SETTINGS } from "./engines/kinds.ts";
+import { createTokenIn } from "./token-in/index.ts";
 
 export interface ProxyState {
   mode: "train" | "eval";
@@ -91,6 +92,10 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     healthIntervalMs: options.healthIntervalMs ?? DEFAULTS.healthIntervalMs,
     headers: upstreamApiKey ? { authorization: `Bearer ${upstreamApiKey}` } : undefined,
   });
+  if (options.tokenIn && mode !== "train") throw new Error("token-in mode renders prompts for training and records the ids it sends: use it with mode train");
+  // The model's tokenizer and template load before the proxy serves (a bad directory fails the start).
+  const tokenIn = options.tokenIn ? createTokenIn(options.tokenIn) : undefined;
+  if (tokenIn) await tokenIn.model;
   const engineSetting = options.engine ?? "auto";
   if (!ENGINE_SETTINGS.includes(engineSetting)) throw new Error(`engine must be one of ${ENGINE_SETTINGS.join(", ")}, got "${engineSetting}"`);
   const engine = createEngineState(engineSetting);
@@ -149,6 +154,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     maxStreamBytes: options.maxStreamBytes ?? DEFAULTS.maxStreamBytes,
     admitted: { count: 0 },
     connections,
+    ...(tokenIn ? { tokenIn } : {}),
   };
 
   const app = new Hono();

@@ -4,6 +4,7 @@ import type { FrontDoor } from "./doors/types.ts";
 import type { WriterIo } from "../records/index.ts";
 import type { AdminThrottleOptions } from "./routes/auth.ts";
 import type { EngineSetting } from "./engines/kinds.ts";
+import type { TokenInOptions } from "./token-in/index.ts";
 
 export interface ProxyOptions {
   /** `HOST:PORT` to serve on (startProxy). Default 127.0.0.1:8787. */
@@ -72,6 +73,13 @@ export interface ProxyOptions {
    * translated), or "anthropic" / "responses" (a vendor API: those calls pass through; eval only).
    */
   upstreamProtocol?: "chat" | "anthropic" | "responses";
+  /**
+   * Token-in mode (docs/token-in.md): the proxy renders each Chat call's prompt with this
+   * model's tokenizer and chat template, keeps each conversation's ids canonical, sends the
+   * engine token ids and parses the completion with the model's parsers. Train mode only.
+   * Absent: engine mode (the engine renders, the proxy records its ids).
+   */
+  tokenIn?: TokenInOptions;
   /** Front doors served. Default: chat, completions, anthropic_messages, responses. */
   frontDoors?: readonly FrontDoor[];
   /** For tests: the recorder's system calls (to inject ENOSPC/EIO). */

@@ -11,6 +11,7 @@ import { tokenVerdict, type TokenCapture } from "./tokens.ts";
 import { engineEnum, type EngineInfo } from "../engines/kinds.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
+import type { TokenInRecord } from "../token-in/call.ts";
 
 export interface RecorderHealth {
   /** Why the log cannot be written, or "" when it can. */
@@ -50,6 +51,8 @@ export interface FinishedCall {
   sampling?: SamplingParams;
   /** Completions with `echo` (the engine's logprobs then cover the prompt first). */
   echo?: boolean;
+  /** Token-in mode: the call's chain fields, and what follows its record (token-in/call.ts). */
+  tokenIn?: TokenInRecord;
 }
 
 export interface CallRecorder {
@@ -143,6 +146,7 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         engine: call.engine ? engineEnum(call.engine.kind) : Engine.UNSPECIFIED,
         engineVersion: call.engine?.version ?? "",
         logprobsMode: call.engine?.logprobsMode ?? LogprobsMode.UNSPECIFIED,
+        ...call.tokenIn?.fields(),
       });
       const record = create(RecordSchema, { kind: { case: "modelCall", value: modelCall } });
       const rolloutId = modelCall.rolloutId;
@@ -166,6 +170,7 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         segment = result.segment;
       }
       registry.noteCall(call.rollout, modelCall, prompt);
+      call.tokenIn?.recorded(modelCall, call.rollout);
       const statusName = CallStatus[call.status] ?? String(call.status);
       metrics.callFinished(
         { protocol: call.protocolName, status: statusName, http_status: call.httpStatus },

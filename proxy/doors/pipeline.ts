@@ -24,6 +24,7 @@ import { jsonAsStream, SSE_HEADERS, streamAnswer } from "./stream-answer.ts";
 
 
 const encoder = new TextEncoder();
+const CHAT_PATH = "/v1/chat/completions";
 
 /**
  * Runs one model call of `rollout` through `door` and returns the harness's Response.
@@ -89,7 +90,12 @@ async function callUpstream(
   const train = ctx.mode === "train";
   const engine = ctx.engine;
   if (train) checkTrainable(ctx, prepared);
-  const upstreamBody = withSampling(train ? engine.adapter.trainRequest(prepared.capture, prepared.upstreamBody) : evalRequest(prepared.upstreamPath, prepared.upstreamBody), rollout.serving?.sampling);
+  const callId = `call-${crypto.randomUUID()}`;
+  // Token-in mode (docs/token-in.md): the proxy renders the prompt ids and the engine gets them.
+  const tokenIn = ctx.tokenIn && train && prepared.upstreamPath === CHAT_PATH && !prepared.upstreamHeaders
+    ? await ctx.tokenIn.prepare({ rollout, chat: prepared.upstreamBody, callId, engine, client: ctx.client, signal: request.signal })
+    : undefined;
+  const upstreamBody = tokenIn ? tokenIn.chatBody : withSampling(train ? engine.adapter.trainRequest(prepared.capture, prepared.upstreamBody) : evalRequest(prepared.upstreamPath, prepared.upstreamBody), rollout.serving?.sampling);
   const unchanged = prepared.passthrough && upstreamBody === prepared.upstreamBody;
   // An untranslated train-mode call differs from what the harness sent only by the fields
   // the engine adapter set: record those, not the whole (possibly 200 KB) body a second time, and
@@ -100,7 +106,6 @@ async function callUpstream(
   const upstreamBytes = unchanged
     ? requestBody
     : ((patch && appendFields(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(restoreHidden(upstreamBody))));
-  const callId = `call-${crypto.randomUUID()}`;
   const seq = ctx.registry.nextSeq(rollout);
   const capture = newCapture();
   const base: FinishedCall = {
@@ -129,8 +134,9 @@ async function callUpstream(
     session: sessionHeaders(request.headers),
     upstreamAttempts: 0,
     engine: engine.info,
-    sampling: samplingOf(prepared.capture, upstreamBody, engine.adapter),
+    sampling: tokenIn ? tokenIn.sampling : samplingOf(prepared.capture, upstreamBody, engine.adapter),
     echo,
+    tokenIn,
   };
   const callHeaders = { "x-forge-call-id": callId, "x-forge-seq": String(seq) };
 
@@ -141,7 +147,9 @@ async function callUpstream(
     return new Response(bytes, { status, headers: { "content-type": "application/json", ...callHeaders, ...extraHeaders } });
   };
 
-  const sent = await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", request.signal, prepared.upstreamHeaders, rollout.serving?.upstreams);
+  const sent = tokenIn
+    ? await ctx.client.send(rollout.rollout.rolloutId, tokenIn.path, tokenIn.bytes, "POST", request.signal, undefined, rollout.serving?.upstreams)
+    : await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", request.signal, prepared.upstreamHeaders, rollout.serving?.upstreams);
   base.upstreamAttempts = sent.attempts;
   base.upstream = sent.upstream?.url ?? "";
   if ("error" in sent) {
@@ -149,7 +157,8 @@ async function callUpstream(
     const status = sent.kind === "timeout" ? CallStatus.TIMEOUT : sent.kind === "aborted" ? CallStatus.CLIENT_ABORTED : CallStatus.UPSTREAM_UNREACHABLE;
     return errorAnswer(e.status, e.message, e.type, e.code, status);
   }
-  const { response } = sent;
+  // Token-in: the engine's completion, as the Chat answer the engine's chat route would give.
+  const response = tokenIn ? tokenIn.chatResponse(sent.response) : sent.response;
   base.ttftMs = sent.headersAt - base.startPerf;
 
   if (!response.ok) {
@@ -218,7 +227,7 @@ async function callUpstream(
     leave();
     return new Response(bytes, { status: 200, headers: { "content-type": "application/json", ...callHeaders } });
   }
-  return streamAnswer(ctx, base, wants === prepared.wants ? prepared : { ...prepared, wants }, sent.response, sent.abort, request, leave, callHeaders);
+  return streamAnswer(ctx, base, wants === prepared.wants ? prepared : { ...prepared, wants }, response, sent.abort, request, leave, callHeaders);
 }
 
 function recordOrThrow(ctx: PipelineContext, call: FinishedCall): ModelCall {

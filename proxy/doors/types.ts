@@ -17,6 +17,7 @@ import type { RolloutRegistry } from "../state/rollouts.ts";
 import type { UpstreamClient } from "../upstream/client.ts";
 import type { ConnectionGuard } from "../connections.ts";
 import type { EngineState } from "../engines/check.ts";
+import type { TokenIn } from "../token-in/index.ts";
 
 export interface PreparedCall {
   /** The upstream API whose answer is captured (and stripped of the train-mode fields). */
@@ -116,4 +117,6 @@ export interface PipelineContext {
   admitted: { count: number };
   /** Lifts a harness connection's idle timeout while its call runs (and puts it back). */
   connections: Pick<ConnectionGuard, "hold" | "release">;
+  /** Token-in mode (docs/token-in.md): set when the proxy renders prompts and sends the engine token ids. */
+  tokenIn?: TokenIn;
 }

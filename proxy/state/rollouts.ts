@@ -9,6 +9,7 @@ import { fullPrompt, joinIds, type PastCall, type TokenIds } from "../../records
 import { keyMatchesSha256, keySha256 } from "./keys.ts";
 import type { IdsMemo } from "../capture/answer-json.ts";
 import { servingOf, type RolloutServing } from "./serving.ts";
+import type { RolloutChains } from "./chains.ts";
 
 export interface RolloutState {
   rollout: Rollout;
@@ -23,6 +24,8 @@ export interface RolloutState {
   idsMemo: IdsMemo;
   /** The rollout's own servers, version and sampling (registered with `upstreams`), if any. */
   serving?: RolloutServing;
+  /** Token-in mode: the rollout's chains of canonical token ids (state/chains.ts). */
+  chains?: RolloutChains;
 }
 
 export interface RolloutRegistry {
@@ -102,6 +105,8 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       if (old) {
         old.recent = [];
         old.idsMemo = {};
+        // Token-in chains hold the same kind of tokens: they go with the history.
+        if (old.chains) old.chains = { list: [], lost: true };
       }
       history.delete(oldId);
       historyTokens -= oldSize;
@@ -205,6 +210,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       history.delete(id);
       state.recent = [];
       state.idsMemo = {};
+      state.chains = undefined;
     },
     size: () => rollouts.size,
     maxPolicyVersion: () => policyVersion,

@@ -1,0 +1,191 @@
+/**
+ * One token-in call (docs/token-in.md): the Chat request a front door prepared is rendered by
+ * the proxy into the prompt ids of its chain (plan.ts), sent to the engine as token ids
+ * (engine-request.ts), and the engine's answer comes back as the Chat answer vLLM's chat route
+ * would give for those tokens (chat-answer.ts), for the pipeline to capture, strip, translate
+ * and record as any Chat answer. Its record says which chain it continues, or why it starts
+ * one, and what the harness was sent; once recorded with complete ids the chain goes on from it.
+ */
+import { TokenMode, TokenStatus, CallStatus, type ModelCall, type SamplingParams } from "../../schemas/index.ts";
+import { ChatRequestError, ChatTemplateError, type Model, type ModelSpec } from "../../model/index.ts";
+import { joinIds, type TokenIds } from "../../records/index.ts";
+import { ProxyHttpError } from "../errors.ts";
+import { samplingOf } from "../engines/sampling.ts";
+import type { EngineState } from "../engines/check.ts";
+import type { RolloutState } from "../state/rollouts.ts";
+import { newRolloutChains, useChain, type Chain } from "../state/chains.ts";
+import { withSampling } from "../state/serving.ts";
+import { restoreHidden } from "../doors/hidden-strings.ts";
+import { answerKey } from "./keys.ts";
+import { planCall, type Plan } from "./plan.ts";
+import { engineRequest } from "./engine-request.ts";
+import { engineAnswerReader } from "./engine-answer.ts";
+import { chatJsonAnswer, chatStreamAnswer, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** ModelCall fields 50-57 (records.proto). */
+export type TokenInFields = Pick<ModelCall, "tokenMode" | "chainId" | "chainParent" | "chainStart" | "chainStartDetail" | "renderedTokens" | "engineRequest" | "chainAnswer">;
+
+/** What a recorded token-in call adds to its ModelCall, and what happens once it is recorded. */
+export interface TokenInRecord {
+  /** The ModelCall fields 50-57. */
+  fields(): TokenInFields;
+  /** After the append: the chain moves on to this call when its ids are complete. */
+  recorded(call: ModelCall, rollout: RolloutState): void;
+}
+
+export interface TokenInCall extends TokenInRecord {
+  /** The engine route: "/v1/completions" or "/generate". */
+  path: string;
+  /** The engine request. */
+  bytes: Uint8Array;
+  /** The Chat request the prompt was rendered from (the harness's, with the rollout's sampling). */
+  chatBody: Record<string, any>;
+  sampling: SamplingParams;
+  /** The engine's answer as a Chat answer (JSON or SSE); an error answer passes as it came. */
+  chatResponse(engine: Response): Response;
+  plan: Plan;
+}
+
+export interface PrepareInput {
+  rollout: RolloutState;
+  /** The Chat request the front door prepared (its upstream body). */
+  chat: Record<string, any>;
+  callId: string;
+  engine: EngineState;
+  /** The engine's context length (max_model_len). */
+  maxModelLen: number;
+}
+
+/**
+ * Plans a token-in call.
+ *
+ * @example
+ * const call = await prepareTokenInCall(model, { rollout, chat: prepared.upstreamBody, callId, engine: ctx.engine, maxModelLen: 32768 });
+ * await client.send(rolloutId, call.path, call.bytes, "POST"); // then call.chatResponse(answer)
+ */
+export async function prepareTokenInCall(model: Model, input: PrepareInput): Promise<TokenInCall> {
+  const { rollout, callId, engine } = input;
+  const chat = withSampling(restoreHidden(input.chat), rollout.serving?.sampling);
+  let prepared;
+  try {
+    prepared = model.prepare(chat as never);
+  } catch (error) {
+    throw refusal(error, model.spec);
+  }
+  const chains = (rollout.chains ??= newRolloutChains());
+  let lost = false;
+  if (chains.rebuild) {
+    const rebuild = chains.rebuild;
+    chains.rebuild = undefined;
+    try {
+      for (const chain of (await rebuild()).reverse()) useChain(chains, chain);
+    } catch (error) {
+      console.warn(`forge proxy: WARNING: the token-in chains of rollout ${rollout.rollout.rolloutId} could not be read back (${(error as Error).message}); its next call starts a new chain`);
+      lost = true;
+    }
+  } else lost = chains.lost === true && chains.list.length === 0;
+  let plan: Plan;
+  try {
+    plan = planCall(model, chains, prepared, lost);
+  } catch (error) {
+    throw refusal(error, model.spec);
+  }
+  const kind = engine.adapter.kind === "sglang" ? "sglang" : "vllm";
+  const topLogprobs = chat.logprobs === true && typeof chat.top_logprobs === "number" ? chat.top_logprobs : 0;
+  const req = engineRequest(kind, chat, plan.prompt, { maxModelLen: input.maxModelLen, topLogprobs });
+  let answer: SentAnswer | undefined;
+  const context: ChatAnswerContext = {
+    model,
+    options: { ...chat, promptTokenIds: Array.from(plan.prompt) } as never,
+    modelName: String(chat.model ?? ""),
+    prompt: Array.from(plan.prompt),
+    logprobs: chat.logprobs === true,
+    reader: engineAnswerReader(kind),
+    onAnswer: (a) => (answer = a),
+  };
+  const chainId = plan.chain?.id ?? callId;
+  return {
+    path: req.path,
+    bytes: encoder.encode(JSON.stringify(req.body)),
+    chatBody: chat,
+    sampling: samplingOf("chat", { ...chat, max_tokens: req.maxTokens }, engine.adapter),
+    plan,
+    chatResponse(response) {
+      if (!response.ok || !response.body) return response;
+      const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
+      if (stream) return new Response(response.body.pipeThrough(chatStreamAnswer(context)), { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } });
+      return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
+    },
+    fields: () => ({
+      tokenMode: TokenMode.TOKEN_IN,
+      chainId,
+      chainParent: plan.parent,
+      chainStart: plan.start,
+      chainStartDetail: plan.detail,
+      renderedTokens: plan.rendered,
+      engineRequest: encoder.encode(JSON.stringify(req.recorded)),
+      chainAnswer: answer ? encoder.encode(JSON.stringify({ content: answer.content, reasoning: answer.reasoning, tool_calls: answer.toolCalls })) : new Uint8Array(0),
+    }),
+    recorded(call, state) {
+      if (!answer || call.status !== CallStatus.OK || call.tokenStatus !== TokenStatus.COMPLETE) return;
+      const tokens = state.recent.find((p) => p.callId === call.callId)?.tokens ?? joinIds(plan.prompt, call.completionTokenIds);
+      const chains = (state.chains ??= newRolloutChains());
+      chains.lost = false;
+      useChain(chains, chainAfter(chainId, call.callId, plan, tokens, answer));
+    },
+  };
+}
+
+/**
+ * The chain's state after a recorded call: its prompt and completion, its messages' keys and
+ * settings, the answer the harness was sent.
+ */
+export function chainAfter(chainId: string, callId: string, plan: Pick<Plan, "prompt" | "parent" | "keys" | "settings">, tokens: TokenIds, answer: SentAnswer): Chain {
+  return {
+    id: chainId,
+    lastCall: callId,
+    lastParent: plan.parent,
+    prompt: plan.prompt,
+    tokens,
+    keys: plan.keys,
+    settings: plan.settings,
+    answer: answerKey(answer),
+    answerEmpty: (answer.content ?? "").trim() === "" && answer.toolCalls.length === 0,
+  };
+}
+
+/** A request the engine would refuse, refused as it would (400, naming the field). */
+function refusal(error: unknown, spec: ModelSpec): unknown {
+  if (error instanceof ChatRequestError) {
+    const message = /not a multimodal model/.test(error.message)
+      ? `${error.message}: token-in mode sends the engine token ids, which carry no images; serve vision models in engine mode (tokenMode: engine)`
+      : error.message;
+    return new ProxyHttpError(400, message, "invalid_request_error", "invalid_request", error.param ?? null);
+  }
+  if (error instanceof ChatTemplateError) return new ProxyHttpError(400, `${spec.name}'s chat template: ${error.message}`, "invalid_request_error", "invalid_request");
+  return error;
+}
+
+/** Collects a whole body and emits `convert` of its text once it has ended. */
+function wholeBody(convert: (text: string) => string): TransformStream<Uint8Array, Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  return new TransformStream({
+    transform(chunk) {
+      chunks.push(chunk);
+    },
+    flush(controller) {
+      let size = 0;
+      for (const c of chunks) size += c.byteLength;
+      const all = new Uint8Array(size);
+      let at = 0;
+      for (const c of chunks) {
+        all.set(c, at);
+        at += c.byteLength;
+      }
+      controller.enqueue(encoder.encode(convert(decoder.decode(all))));
+    },
+  });
+}

@@ -1,0 +1,236 @@
+/**
+ * A token-in call's answer as a Chat Completions answer: the engine's sampled ids derendered
+ * by model/ (`derenderChat`, `chatStreamDerenderer`: vLLM 0.33.0's detokenizer and parsers),
+ * written in vLLM 0.33.0's chat shape (`message.reasoning`, `tool_calls` only when there are
+ * some, the stream's role chunk, deltas, finish chunk and usage chunk) with the ids vLLM's chat
+ * route gives on `return_token_ids` (`prompt_token_ids`, `choices[0].token_ids`) and the
+ * logprobs (`choices[0].logprobs.content`). The pipeline then treats it as any engine's Chat
+ * answer: captures the ids, strips what the harness did not ask for, translates it for the
+ * Messages and Responses doors, records it.
+ */
+import { chatStreamDerenderer, derenderChat, type DerenderOptions, type DeltaMessage, type Model } from "../../model/index.ts";
+import { createSseDecoder } from "../../lib/index.ts";
+import type { EngineAnswerReader, EngineStep } from "./engine-answer.ts";
+
+/** The assistant message the harness was sent (accumulated from a stream's deltas). */
+export interface SentAnswer {
+  content: string | null;
+  reasoning: string | null;
+  toolCalls: { name: string; arguments: string }[];
+}
+
+export interface ChatAnswerContext {
+  model: Model;
+  /** The parser options: the Chat request's tools, tool_choice, kwargs, and the prompt ids. */
+  options: DerenderOptions;
+  /** The model name the answer carries (the request's). */
+  modelName: string;
+  prompt: readonly number[];
+  /** Whether the harness asked for logprobs (then the entries are full: token, bytes, top_logprobs). */
+  logprobs: boolean;
+  reader: EngineAnswerReader;
+  /** Called with what the harness was sent, once the answer is complete. */
+  onAnswer(answer: SentAnswer): void;
+}
+
+const encoder = new TextEncoder();
+const FINGERPRINT = "forge-token-in";
+
+function logprobEntries(c: ChatAnswerContext, ids: readonly number[], logprobs: readonly number[], top?: EngineStep["top"]) {
+  const tokenizer = c.model.tokenizer;
+  return ids.map((id, i) => {
+    const logprob = Number.isNaN(logprobs[i]!) ? null : logprobs[i]!;
+    if (!c.logprobs) return { logprob };
+    const token = tokenizer.decode([id]);
+    return {
+      token,
+      logprob,
+      bytes: tokenizer.tokenBytes(id),
+      top_logprobs: (top?.[i] ?? []).map((t) => {
+        const text = typeof t.token === "number" ? tokenizer.decode([t.token]) : t.token;
+        return { token: text, logprob: t.logprob, bytes: [...encoder.encode(text)] };
+      }),
+    };
+  });
+}
+
+function usageOf(c: ChatAnswerContext, completion: number) {
+  const u = c.reader.usage();
+  const prompt = u?.prompt_tokens ?? c.prompt.length;
+  const completionTokens = u?.completion_tokens ?? completion;
+  return { prompt_tokens: prompt, total_tokens: prompt + completionTokens, completion_tokens: completionTokens, prompt_tokens_details: null };
+}
+
+/**
+ * The Chat answer for a whole engine answer (JSON text in, JSON text out). An engine body that
+ * is not JSON or holds an error is returned as it came (the pipeline reports it).
+ *
+ * @example
+ * chatJsonAnswer(ctx, '{"choices":[{"token_ids":[9707,151645],"prompt_token_ids":[…],"finish_reason":"stop","stop_reason":null}]}')
+ * // '{"id":"chatcmpl-…","object":"chat.completion",…,"choices":[{"message":{"role":"assistant","content":"Hello",…},"finish_reason":"stop","token_ids":[9707,151645]}],…}'
+ */
+export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string {
+  let body: any;
+  try {
+    body = JSON.parse(engineText);
+  } catch {
+    return engineText;
+  }
+  if (body?.error !== undefined) return engineText;
+  const step = c.reader.read(body);
+  if (!step) return JSON.stringify({ error: { message: `the engine's answer has no sampled tokens: ${engineText.slice(0, 200)}`, type: "upstream_error", param: null, code: "upstream_bad_body" } });
+  if (step.finish?.aborted) return JSON.stringify({ error: { message: step.finish.aborted, type: "upstream_error", param: null, code: "engine_abort" } });
+  const finish = step.finish ?? { reason: "stop", stopToken: false, stopReason: null };
+  const d = derenderChat(c.model, c.options, step.ids, finish);
+  const calls = d.message.toolCalls.map((t) => ({ id: t.id, type: "function", function: { name: t.name, arguments: t.arguments } }));
+  c.onAnswer({ content: d.message.content, reasoning: d.message.reasoning, toolCalls: d.message.toolCalls.map((t) => ({ name: t.name, arguments: t.arguments })) });
+  return JSON.stringify({
+    id: `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`,
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model: c.modelName,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: "assistant",
+          content: d.message.content === "" && calls.length > 0 ? null : d.message.content,
+          refusal: null,
+          annotations: null,
+          audio: null,
+          function_call: null,
+          ...(calls.length > 0 ? { tool_calls: calls } : {}),
+          reasoning: d.message.reasoning,
+        },
+        logprobs: { content: logprobEntries(c, step.ids, step.logprobs, step.top) },
+        finish_reason: d.finishReason,
+        stop_reason: d.stopString ?? (typeof finish.stopReason === "number" ? finish.stopReason : null),
+        token_ids: step.ids,
+      },
+    ],
+    system_fingerprint: FINGERPRINT,
+    usage: usageOf(c, step.ids.length),
+    prompt_token_ids: step.promptIds ?? c.prompt,
+  });
+}
+
+/**
+ * The Chat stream for an engine stream: SSE bytes in, Chat SSE bytes out. Each engine step is
+ * derendered as vLLM's chat route streams it; a step whose delta is not sent yet (a tool call's
+ * opening tokens) carries its ids and logprobs into the next chunk, so every sampled id is in
+ * exactly one chunk. An engine error event is passed on as vLLM writes one (`data: {"error"}`);
+ * an engine stream that ends without its last step ends the Chat stream without a finish reason
+ * (the pipeline records it as cut).
+ *
+ * @example
+ * const chatStream = engineResponse.body!.pipeThrough(chatStreamAnswer(ctx));
+ */
+export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Array, Uint8Array> {
+  const sse = createSseDecoder();
+  const derender = chatStreamDerenderer(c.model, c.options);
+  const id = `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
+  const created = Math.floor(Date.now() / 1000);
+  const head = { id, object: "chat.completion.chunk", created, model: c.modelName };
+  const sent: SentAnswer = { content: null, reasoning: null, toolCalls: [] };
+  let started = false;
+  let finished = false;
+  let completion = 0;
+  let heldIds: number[] = [];
+  let heldLogprobs: number[] = [];
+  let heldTop: NonNullable<EngineStep["top"]> = [];
+  let ended = false;
+  const decoderText = new TextDecoder();
+
+  const note = (delta: DeltaMessage) => {
+    if (delta.content) sent.content = (sent.content ?? "") + delta.content;
+    if (delta.reasoning) sent.reasoning = (sent.reasoning ?? "") + delta.reasoning;
+    for (const t of delta.toolCalls ?? []) {
+      const call = (sent.toolCalls[t.index] ??= { name: "", arguments: "" });
+      call.name += t.function?.name ?? "";
+      call.arguments += t.function?.arguments ?? "";
+    }
+  };
+
+  const onEvent = (data: string): string => {
+    if (ended) return "";
+    if (data === "[DONE]") {
+      ended = true;
+      return finished ? `data: ${JSON.stringify({ ...head, choices: [], usage: usageOf(c, completion), system_fingerprint: FINGERPRINT })}\n\ndata: [DONE]\n\n` : "";
+    }
+    let event: any;
+    try {
+      event = JSON.parse(data);
+    } catch {
+      ended = true;
+      return `data: ${data}\n\n`; // not JSON: the pipeline reports it
+    }
+    if (event?.error !== undefined && event.error !== null) {
+      ended = true;
+      return `data: ${JSON.stringify({ error: typeof event.error === "object" ? event.error : { message: String(event.error), type: "upstream_error", param: null, code: null } })}\n\n`;
+    }
+    const step = c.reader.read(event);
+    if (!step || finished) return "";
+    let out = "";
+    if (!started) {
+      started = true;
+      out += `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], prompt_token_ids: step.promptIds ?? c.prompt })}\n\n`;
+    }
+    if (step.finish?.aborted) {
+      ended = true;
+      return out + `data: ${JSON.stringify({ error: { message: step.finish.aborted, type: "upstream_error", param: null, code: "engine_abort" } })}\n\n`;
+    }
+    completion += step.ids.length;
+    const result = derender.push(step.ids, step.finish);
+    heldIds.push(...step.ids);
+    heldLogprobs.push(...step.logprobs);
+    if (step.top) heldTop.push(...step.top);
+    const last = step.finish !== undefined;
+    if (!result.delta && !last) return out;
+    const delta: Record<string, unknown> = {};
+    if (result.delta) {
+      note(result.delta);
+      if (result.delta.reasoning != null) delta.reasoning = result.delta.reasoning;
+      if (result.delta.content != null) delta.content = result.delta.content;
+      if (result.delta.toolCalls?.length) {
+        delta.tool_calls = result.delta.toolCalls.map((t) => ({ index: t.index, ...(t.id !== undefined ? { id: t.id, type: "function" } : {}), function: { ...t.function } }));
+      }
+    }
+    const choice: Record<string, unknown> = {
+      index: 0,
+      delta,
+      logprobs: { content: logprobEntries(c, heldIds, heldLogprobs, heldTop.length ? heldTop : undefined) },
+      finish_reason: last ? result.finishReason : null,
+      ...(last ? { stop_reason: result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null) } : {}),
+      token_ids: heldIds,
+    };
+    heldIds = [];
+    heldLogprobs = [];
+    heldTop = [];
+    if (last) {
+      finished = true;
+      c.onAnswer(sent);
+    }
+    return out + `data: ${JSON.stringify({ ...head, choices: [choice] })}\n\n`;
+  };
+
+  const emit = (text: string, controller: TransformStreamDefaultController<Uint8Array>) => {
+    if (text !== "") controller.enqueue(encoder.encode(text));
+  };
+  return new TransformStream<Uint8Array, Uint8Array>({
+    transform(bytes, controller) {
+      emit(
+        sse
+          .push(decoderText.decode(bytes, { stream: true }))
+          .map((m) => onEvent(m.data))
+          .join(""),
+        controller,
+      );
+    },
+    flush(controller) {
+      let out = [...sse.push(decoderText.decode()), ...sse.flush()].map((m) => onEvent(m.data)).join("");
+      // A complete answer whose engine stream ended without [DONE] still ends as a Chat stream does.
+      if (finished && !ended) out += onEvent("[DONE]");
+      emit(out, controller);
+    },
+  });
+}

@@ -1,0 +1,109 @@
+/**
+ * A token-in engine answer read as steps of sampled tokens: vLLM 0.33.0's `/v1/completions`
+ * (`choices[0].token_ids`, `prompt_token_ids`, `logprobs.token_logprobs`, `finish_reason` with
+ * `stop_reason`: null for the end-of-turn token, a token id, or a stop string; one chunk per
+ * step when streamed) and SGLang 0.5.23's `/generate` (`output_ids`, `meta_info.finish_reason`
+ * `{type, matched}`, `meta_info.output_token_logprobs` rows `[logprob, id, text]`; streamed,
+ * every event holds everything so far). docs/engines.md has both contracts.
+ */
+import type { EngineFinish } from "../../model/index.ts";
+import type { EngineKind } from "../engines/kinds.ts";
+
+export interface EngineStep {
+  /** Tokens sampled in this step. */
+  ids: number[];
+  /** Their logprobs (NaN where the engine sent none). */
+  logprobs: number[];
+  /** Their top alternatives, when asked: per token, [token id or text, logprob]. */
+  top?: { token: number | string; logprob: number }[][];
+  /** The prompt ids the engine echoed (first step). */
+  promptIds?: number[];
+  /** On the last step. */
+  finish?: StepFinish;
+}
+
+export interface StepFinish extends EngineFinish {
+  /** vLLM's `stop_reason` (null: the end-of-turn token or max_tokens), or SGLang's `matched`. */
+  stopReason: number | string | null;
+  /** An engine abort (`finish_reason` "abort"): the message to fail the call with. */
+  aborted?: string;
+}
+
+/** Reads one answer (a whole JSON body, or one stream event) into the step it adds. */
+export interface EngineAnswerReader {
+  read(event: any): EngineStep | undefined;
+  /** Usage the engine reported (vLLM's usage chunk, SGLang's meta_info counts), if any. */
+  usage(): { prompt_tokens: number; completion_tokens: number } | undefined;
+}
+
+/**
+ * A reader for `kind`'s answers (vLLM's shape for a server not identified).
+ *
+ * @example
+ * const r = engineAnswerReader("vllm");
+ * r.read({ choices: [{ token_ids: [9707, 151645], finish_reason: "stop", stop_reason: null }] })!.finish // { reason: "stop", stopToken: true, stopReason: null }
+ */
+export function engineAnswerReader(kind: EngineKind): EngineAnswerReader {
+  return kind === "sglang" ? sglangReader() : vllmReader();
+}
+
+function vllmReader(): EngineAnswerReader {
+  let usage: { prompt_tokens: number; completion_tokens: number } | undefined;
+  return {
+    usage: () => usage,
+    read(event) {
+      if (event?.usage && typeof event.usage.prompt_tokens === "number") usage = { prompt_tokens: event.usage.prompt_tokens, completion_tokens: event.usage.completion_tokens };
+      const choice = Array.isArray(event?.choices) ? event.choices.find((c: any) => (c?.index ?? 0) === 0) : undefined;
+      if (!choice) return undefined;
+      const ids: number[] = Array.isArray(choice.token_ids) ? choice.token_ids : [];
+      const lp = choice.logprobs;
+      const logprobs = ids.map((_, i) => (typeof lp?.token_logprobs?.[i] === "number" ? lp.token_logprobs[i] : Number.NaN));
+      const step: EngineStep = { ids, logprobs };
+      if (Array.isArray(lp?.top_logprobs)) {
+        step.top = ids.map((_, i) => Object.entries((lp.top_logprobs[i] ?? {}) as Record<string, number>).map(([token, logprob]) => ({ token, logprob })));
+      }
+      if (Array.isArray(choice.prompt_token_ids)) step.promptIds = choice.prompt_token_ids;
+      if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
+        const stopReason = choice.stop_reason ?? null;
+        const reason = choice.finish_reason;
+        step.finish = { reason, stopReason, stopToken: reason === "stop" && typeof stopReason !== "string" };
+        if (reason === "abort") step.finish.aborted = "the engine aborted the request";
+      }
+      return step;
+    },
+  };
+}
+
+function sglangReader(): EngineAnswerReader {
+  // Streamed events are cumulative: what is new is what lies past what was seen.
+  let seen = 0;
+  let usage: { prompt_tokens: number; completion_tokens: number } | undefined;
+  return {
+    usage: () => usage,
+    read(event) {
+      if (!event || typeof event !== "object" || !Array.isArray(event.output_ids)) return undefined;
+      const meta = event.meta_info ?? {};
+      const all: number[] = event.output_ids;
+      const ids = all.slice(seen);
+      const rows: unknown[] = Array.isArray(meta.output_token_logprobs) ? meta.output_token_logprobs : [];
+      const logprobs = ids.map((_, i) => {
+        const row = rows[seen + i];
+        return Array.isArray(row) && typeof row[0] === "number" ? row[0] : Number.NaN;
+      });
+      const step: EngineStep = { ids, logprobs };
+      if (Array.isArray(meta.output_top_logprobs)) {
+        step.top = ids.map((_, i) => ((meta.output_top_logprobs[seen + i] ?? []) as unknown[]).filter(Array.isArray).map((r: any) => ({ token: r[1] as number, logprob: r[0] as number })));
+      }
+      if (seen === 0 && Array.isArray(event.prompt_token_ids)) step.promptIds = event.prompt_token_ids;
+      seen = all.length;
+      if (typeof meta.prompt_tokens === "number" && typeof meta.completion_tokens === "number") usage = { prompt_tokens: meta.prompt_tokens, completion_tokens: meta.completion_tokens };
+      const f = meta.finish_reason;
+      if (f && typeof f === "object") {
+        const matched = f.matched ?? null;
+        if (f.type === "abort") step.finish = { reason: "abort", stopToken: false, stopReason: null, aborted: String(f.message ?? "the engine aborted the request") };
+        else step.finish = { reason: f.type === "length" ? "length" : "stop", stopToken: f.type === "stop" && typeof matched !== "string", stopReason: typeof matched === "string" || typeof matched === "number" ? matched : null };
+      }
+      return step;
+    },
+  };
+}

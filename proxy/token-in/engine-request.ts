@@ -1,0 +1,82 @@
+/**
+ * The engine request of a token-in call: the prompt ids and the Chat request's sampling, as
+ * vLLM 0.33.0's `/v1/completions` (a token-id `prompt`) or SGLang 0.5.23's native `/generate`
+ * (`input_ids`) takes them (docs/engines.md, "Token-id prompts"). Only fields the engine reads
+ * are sent: the Chat-only ones (messages, tools, tool_choice, chat_template_kwargs, …) were
+ * used to render the prompt and to parse the answer.
+ */
+import { sglangGenerateRequest, type SglangSamplingParams } from "../engines/sglang.ts";
+import { vllmTokenCompletionRequest } from "../engines/vllm.ts";
+import type { EngineKind } from "../engines/kinds.ts";
+import type { TokenIds } from "../../records/index.ts";
+
+/** Chat request fields vLLM's CompletionRequest takes under the same name. */
+const VLLM_SAMPLING = [
+  "temperature",
+  "top_p",
+  "top_k",
+  "min_p",
+  "presence_penalty",
+  "frequency_penalty",
+  "repetition_penalty",
+  "seed",
+  "stop",
+  "stop_token_ids",
+  "min_tokens",
+  "ignore_eos",
+  "logit_bias",
+  "include_stop_str_in_output",
+  "bad_words",
+  "allowed_token_ids",
+  "structured_outputs",
+  "response_format",
+  "length_penalty",
+  "priority",
+  "spaces_between_special_tokens",
+  "truncate_prompt_tokens",
+  "cache_salt",
+] as const;
+
+export interface EngineRequest {
+  /** "/v1/completions" (vLLM, and servers not identified) or "/generate" (SGLang). */
+  path: string;
+  /** The body, its prompt included. */
+  body: Record<string, unknown>;
+  /** The body with the prompt left out (what the record keeps: the prompt is the call's token view). */
+  recorded: Record<string, unknown>;
+  /** max_tokens as sent (the harness's, or what the context leaves, as the chat route defaults it). */
+  maxTokens: number;
+}
+
+/**
+ * The engine body for `prompt` and the Chat request `chat`.
+ *
+ * @example
+ * engineRequest("sglang", { model: "m", messages, temperature: 0.6, max_tokens: 64 }, ids, { maxModelLen: 32768, topLogprobs: 0 }).path // "/generate"
+ */
+export function engineRequest(kind: EngineKind, chat: Record<string, any>, prompt: TokenIds, o: { maxModelLen: number; topLogprobs: number }): EngineRequest {
+  const stream = chat.stream === true;
+  // The chat route's default: what the context leaves (vLLM and SGLang alike).
+  const asked = chat.max_completion_tokens ?? chat.max_tokens;
+  const maxTokens = typeof asked === "number" ? asked : Math.max(1, o.maxModelLen - prompt.length);
+  const ids = Array.from(prompt);
+  if (kind === "sglang") {
+    const sp: SglangSamplingParams & Record<string, unknown> = { max_new_tokens: maxTokens };
+    for (const k of ["temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty", "stop", "stop_token_ids", "ignore_eos"] as const) {
+      if (chat[k] !== undefined && chat[k] !== null) (sp as Record<string, unknown>)[k] = chat[k];
+    }
+    if (typeof chat.min_tokens === "number") sp.min_new_tokens = chat.min_tokens;
+    if (typeof chat.seed === "number") sp.sampling_seed = chat.seed;
+    if (chat.logit_bias && typeof chat.logit_bias === "object") sp.logit_bias = chat.logit_bias;
+    const schema = chat.response_format?.type === "json_schema" ? chat.response_format.json_schema?.schema : undefined;
+    if (schema !== undefined) sp.json_schema = JSON.stringify(schema);
+    const body = sglangGenerateRequest(ids, sp, { stream, topLogprobs: o.topLogprobs });
+    const { input_ids: _ids, ...recorded } = body;
+    return { path: "/generate", body, recorded, maxTokens };
+  }
+  const sampling: Record<string, unknown> = { max_tokens: maxTokens };
+  for (const k of VLLM_SAMPLING) if (chat[k] !== undefined && chat[k] !== null) sampling[k] = chat[k];
+  const body = vllmTokenCompletionRequest(String(chat.model ?? ""), ids, sampling, { stream, logprobs: o.topLogprobs });
+  const { prompt: _p, ...recorded } = body;
+  return { path: "/v1/completions", body, recorded, maxTokens };
+}

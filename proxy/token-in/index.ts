@@ -1,0 +1,83 @@
+/**
+ * Token-in mode (docs/token-in.md): the proxy keeps each conversation's token ids canonical.
+ * It renders prompts itself with the model's tokenizer and chat template (model/), continues a
+ * chain's ids with the rendered new messages instead of letting the engine re-render history,
+ * sends the engine token ids (vLLM `/v1/completions`, SGLang `/generate`) and parses the
+ * completion back with the model's parsers into the Chat answer the front doors speak.
+ *
+ * The pipeline (doors/pipeline.ts) asks `prepare` for each train-mode Chat call; everything
+ * else (capture, stripping, translation to Messages / Responses, recording) is the pipeline's.
+ */
+import { loadModel, type Model, type ModelSpec } from "../../model/index.ts";
+import type { UpstreamClient } from "../upstream/client.ts";
+import type { EngineState } from "../engines/check.ts";
+import type { RolloutState } from "../state/rollouts.ts";
+import { ProxyHttpError } from "../errors.ts";
+import { prepareTokenInCall, type TokenInCall } from "./call.ts";
+
+export interface TokenInOptions {
+  /** The served model's tokenizer, chat template and parsers (as the engine is started with them). */
+  model: ModelSpec;
+  /** The engine's context length; default: `max_model_len` from the upstream's /v1/models. */
+  maxModelLen?: number;
+}
+
+export interface TokenIn {
+  spec: ModelSpec;
+  /** The loaded model (the tokenizer and template load at start, 1-3 s). */
+  model: Promise<Model>;
+  /** Plans a train-mode Chat call of `rollout`. */
+  prepare(input: { rollout: RolloutState; chat: Record<string, any>; callId: string; engine: EngineState; client: UpstreamClient; signal?: AbortSignal }): Promise<TokenInCall>;
+}
+
+/**
+ * Token-in mode for a proxy.
+ *
+ * @example
+ * const tokenIn = createTokenIn({ model: { ...QWEN3, dir: "/models/qwen3-8b" } });
+ * await tokenIn.model; // loaded before the proxy serves
+ */
+export function createTokenIn(options: TokenInOptions): TokenIn {
+  const model = loadModel(options.model);
+  // max_model_len per set of upstreams (a rollout's own servers may differ from the proxy's).
+  const contextLengths = new Map<string, Promise<number>>();
+  const maxModelLen = (rollout: RolloutState, client: UpstreamClient, signal?: AbortSignal): Promise<number> => {
+    if (options.maxModelLen) return Promise.resolve(options.maxModelLen);
+    const key = rollout.serving?.upstreams.map((u) => u.url).join(",") || "";
+    let known = contextLengths.get(key);
+    if (!known) {
+      known = askMaxModelLen(rollout, client, signal);
+      contextLengths.set(key, known);
+      known.catch(() => contextLengths.delete(key));
+    }
+    return known;
+  };
+  return {
+    spec: options.model,
+    model,
+    async prepare(input) {
+      const [m, contextLength] = await Promise.all([model, maxModelLen(input.rollout, input.client, input.signal)]);
+      return prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength });
+    },
+  };
+}
+
+/** `max_model_len` of the rollout's upstream (vLLM's and SGLang's /v1/models say it). */
+async function askMaxModelLen(rollout: RolloutState, client: UpstreamClient, signal?: AbortSignal): Promise<number> {
+  const sent = await client.send(rollout.rollout.rolloutId, "/v1/models", undefined, "GET", signal, undefined, rollout.serving?.upstreams);
+  const fix = "start the proxy with --max-model-len N (the engine's context length)";
+  if ("error" in sent) throw new ProxyHttpError(sent.error.status, `token-in mode needs the engine's context length and could not ask for it: ${sent.error.message}; ${fix}`, sent.error.type, sent.error.code);
+  const text = await sent.response.text();
+  let len: unknown;
+  try {
+    len = (JSON.parse(text) as { data?: { max_model_len?: unknown }[] }).data?.[0]?.max_model_len;
+  } catch {
+    len = undefined;
+  }
+  if (!sent.response.ok || typeof len !== "number" || !Number.isInteger(len) || len <= 0) {
+    throw new ProxyHttpError(502, `token-in mode needs the engine's context length: ${sent.upstream.url}/v1/models ${sent.response.ok ? "names no max_model_len" : `answered HTTP ${sent.response.status}`}; ${fix}`, "upstream_error", "no_context_length");
+  }
+  return len;
+}
+
+export type { TokenInCall, TokenInRecord } from "./call.ts";

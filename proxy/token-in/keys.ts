@@ -1,0 +1,105 @@
+/**
+ * What token-in mode compares, message by message (docs/token-in.md): a key per message of the
+ * conversation the chat template sees (after vLLM's preprocessing: content parts joined, argument
+ * strings parsed), holding what a harness may not change without rewriting the history the
+ * policy saw, and leaving out what it may:
+ *
+ * - kept: the role, the content text, each tool call's name and arguments (as values);
+ * - left out: tool-call ids and `tool_call_id` (Qwen3's template never writes them; OpenClaw
+ *   renames them), reasoning (a harness may drop or keep it: the chain's tokens hold what was
+ *   sampled), whitespace around an assistant's text (harnesses trim it; hermes streams the
+ *   newlines before a call as content), the spelling of arguments (key order, spacing: a
+ *   harness re-serializes them).
+ *
+ * Keys are hashes (64-bit wyhash of the canonical text) so a chain holds 8 bytes of text per message.
+ */
+import { pyDumps, pyStrip, tryPyLoads, type PreparedChat, type PyDict, type PyValue } from "../../model/index.ts";
+
+/** A value with dict keys sorted, as canonical text (arguments compared as values, not spelling). */
+function canonical(value: PyValue): string {
+  const sort = (v: PyValue): PyValue => {
+    if (v instanceof Map) return new Map([...v.keys()].sort().map((k) => [k, sort(v.get(k)!)]));
+    if (Array.isArray(v)) return v.map(sort);
+    return v;
+  };
+  return pyDumps(sort(value));
+}
+
+const hash = (text: string) => Bun.hash(text).toString(36);
+
+/** A tool call's name and arguments (a dict, as vLLM's preprocessing leaves them). */
+function callText(call: PyValue): string {
+  const fn = call instanceof Map ? call.get("function") : undefined;
+  const f = fn instanceof Map ? fn : call instanceof Map ? call : new Map();
+  const name = f.get("name");
+  const args = f.get("arguments");
+  return `${typeof name === "string" ? name : ""}\u0000${canonical(args instanceof Map ? args : new Map())}`;
+}
+
+/** The key of an assistant turn: its text (trimmed) and its calls. */
+export function assistantKey(content: string, calls: readonly string[]): string {
+  return hash(`assistant\u0001${pyStrip(content)}\u0001${calls.join("\u0002")}`);
+}
+
+/**
+ * The key of one message of a prepared conversation.
+ *
+ * @example
+ * messageKey(prepared.conversation[0]) === messageKey(samePreparedAgain.conversation[0]) // true
+ */
+export function messageKey(message: PyDict): string {
+  const role = String(message.get("role"));
+  const content = message.get("content");
+  const text = typeof content === "string" ? content : content == null ? "" : canonical(content);
+  if (role === "assistant") {
+    const calls = message.get("tool_calls");
+    return assistantKey(text, Array.isArray(calls) ? calls.map(callText) : []);
+  }
+  return hash(`${role}\u0001${text}`);
+}
+
+/**
+ * The key of the answer the harness was sent: an assistant turn with this text and these calls
+ * (argument strings read as vLLM reads them: anything that is not a JSON object is `{}`).
+ *
+ * @example
+ * answerKey({ content: "\n\n", toolCalls: [{ name: "ls", arguments: '{"path": "."}' }] }) === messageKey(echoOfIt) // true
+ */
+export function answerKey(answer: { content: string | null; toolCalls: readonly { name: string; arguments: string }[] }): string {
+  return assistantKey(
+    answer.content ?? "",
+    answer.toolCalls.map((c) => {
+      const args = tryPyLoads(c.arguments);
+      return `${c.name}\u0000${canonical(args instanceof Map ? args : new Map())}`;
+    }),
+  );
+}
+
+/**
+ * The key of an assistant turn that spans several consecutive assistant messages of the
+ * conversation (a harness that splits one answer): their text joined, their calls in order.
+ */
+export function runKey(messages: readonly PyDict[]): string {
+  let text = "";
+  const calls: string[] = [];
+  for (const m of messages) {
+    const content = m.get("content");
+    text += typeof content === "string" ? content : "";
+    const c = m.get("tool_calls");
+    if (Array.isArray(c)) for (const call of c) calls.push(callText(call));
+  }
+  return assistantKey(text, calls);
+}
+
+/**
+ * The key of what renders the conversation around its messages: the tools and every template
+ * variable (enable_thinking, documents, …) except add_generation_prompt.
+ *
+ * @example
+ * settingsKey(model.prepare({ messages, tools })) !== settingsKey(model.prepare({ messages, tools: otherTools })) // true
+ */
+export function settingsKey(prepared: PreparedChat): string {
+  const vars = [...prepared.variables].filter(([k]) => k !== "add_generation_prompt").sort(([a], [b]) => (a < b ? -1 : 1));
+  // Tools are compared in their order: the system block lists them in it.
+  return hash(vars.map(([k, v]) => `${k}=${k === "tools" ? pyDumps(v) : canonical(v)}`).join("\u0001"));
+}
