@@ -5,10 +5,14 @@
  * model calls per rollout, agent samples per rollout (what the export trains on), the auxiliary
  * calls recognised (titles, compaction summaries, …), whether the reward sits on the agent's final
  * answer, and, where a rollout forks, what the harness sent where the held tokens said otherwise
- * (the first differing text, decoded by the simulator's tokenizer). docs/harnesses.md's table is
- * this script's output.
+ * (the first differing text, decoded by the simulator's tokenizer). docs/harnesses.md's tables
+ * are this script's output, in both token modes: engine mode (the engine renders each prompt;
+ * the default) and token-in mode (`--token-in`, `spec.policy.tokenMode: token-in`: the proxy
+ * keeps each conversation's ids canonical; docs/token-in.md), or both one after the other
+ * (`--both`). In token-in mode it also counts the chains the proxy started and why (the
+ * ModelCall's chain_start).
  *
- *   bun bench/harness-samples.ts [--harness codex,pi,pi:compaction,...] [--k 2] [--keep DIR] [--json]
+ *   bun bench/harness-samples.ts [--harness codex,pi,pi:compaction,...] [--k 2] [--token-in | --both] [--keep DIR] [--json]
  *
  * A harness whose CLI is not installed is listed as skipped.
  */
@@ -16,7 +20,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { readRecords } from "../records/index.ts";
-import { parseExperimentFile, Protocol } from "../schemas/index.ts";
+import { ChainStart, parseExperimentFile, Protocol, TokenMode } from "../schemas/index.ts";
 import { startPolicySimulator } from "../simulator/index.ts";
 import { assembleTrajectory, collectRollouts, commonPrefix, exportTrajectories, withThinkDefaults, type ResolvedCall, type RolloutTrajectory } from "../trajectories/index.ts";
 import { harnessUnavailable, runExperiment } from "../workflows/index.ts";
@@ -59,6 +63,10 @@ export type HarnessSamples = {
   forks: number;
   broken: number;
   rewardOnFinalAnswer: boolean;
+  /** Tokens of context the policy saw that differ from the training sequence (realigned away), all rollouts. */
+  driftTokens: number;
+  /** Token-in mode: the chains started, by why (ChainStart), over all rollouts. */
+  chainStarts?: { [why: string]: number };
   /** Where a rollout first forked: the text the held sample had and the text the harness sent. */
   divergence?: { call: number; held: string; sent: string };
 };
@@ -84,8 +92,8 @@ function firstFork(t: RolloutTrajectory, calls: readonly ResolvedCall[]): { call
   return { call: fork.seq, held: best.slice(from, lcp + 12), sent: prompt.slice(from, lcp + 12) };
 }
 
-async function measure(c: Case, k: number, dataDir: string, detokenize: (ids: number[]) => Promise<string>): Promise<HarnessSamples> {
-  const base: HarnessSamples = { label: c.label, protocol: "", rollouts: 0, passed: 0, calls: [], agentSamples: [], exportedRows: 0, auxiliary: {}, forks: 0, broken: 0, rewardOnFinalAnswer: true };
+async function measure(c: Case, k: number, dataDir: string, detokenize: (ids: number[]) => Promise<string>, tokenIn: boolean): Promise<HarnessSamples> {
+  const base: HarnessSamples = { label: c.label, protocol: "", rollouts: 0, passed: 0, calls: [], agentSamples: [], exportedRows: 0, auxiliary: {}, forks: 0, broken: 0, rewardOnFinalAnswer: true, driftTokens: 0, ...(tokenIn ? { chainStarts: {} } : {}) };
   const why = harnessUnavailable(c.harness);
   if (why) return { ...base, skipped: why };
   const experimentPath = resolve(import.meta.dir, "../examples/multistep/experiment.yaml");
@@ -95,6 +103,7 @@ async function measure(c: Case, k: number, dataDir: string, detokenize: (ids: nu
   experiment.spec.rollouts.k = k;
   experiment.spec.rollouts.parallelism = k;
   experiment.spec.metrics.k = [1];
+  if (tokenIn) experiment.spec.policy.tokenMode = "token-in";
   const result = await runExperiment({ experiment, experimentPath, dataDir, quiet: true, log: () => {} });
   const manifest = await exportTrajectories(readRecords(dataDir), { format: "jsonl", out: join(dataDir, "exports", "bench.jsonl"), minGroupSize: 1 });
   base.exportedRows = manifest.rows;
@@ -108,6 +117,12 @@ async function measure(c: Case, k: number, dataDir: string, detokenize: (ids: nu
     base.agentSamples.push(t.samples.filter((s) => !s.auxiliary).length);
     base.forks += t.stats.fork;
     base.broken += t.stats.broken;
+    base.driftTokens += t.stats.drift_tokens;
+    for (const c of collected.calls) {
+      if (c.call.tokenMode !== TokenMode.TOKEN_IN || c.call.chainStart === ChainStart.UNSPECIFIED) continue;
+      const why = CHAIN_STARTS[c.call.chainStart] ?? String(c.call.chainStart);
+      base.chainStarts![why] = (base.chainStarts![why] ?? 0) + 1;
+    }
     for (const kind of t.kinds) if (kind.fingerprint) base.auxiliary[kind.fingerprint] = (base.auxiliary[kind.fingerprint] ?? 0) + 1;
     // The reward sits on the sample holding the last agent call, and only there.
     const lastAgent = [...t.kinds].reverse().find((x) => x.kind !== "auxiliary" && x.kind !== "broken");
@@ -124,22 +139,33 @@ async function measure(c: Case, k: number, dataDir: string, detokenize: (ids: nu
   return base;
 }
 
+const CHAIN_STARTS: Record<number, string> = {
+  [ChainStart.FIRST]: "first",
+  [ChainStart.NEW_CONVERSATION]: "new conversation",
+  [ChainStart.HISTORY_REWRITTEN]: "history rewritten",
+  [ChainStart.ANSWER_CHANGED]: "answer changed",
+  [ChainStart.SETTINGS_CHANGED]: "settings changed",
+  [ChainStart.NOT_APPENDABLE]: "not appendable",
+  [ChainStart.STATE_LOST]: "state lost",
+};
+
 const perRollout = (xs: number[]): string => (xs.length === 0 ? "-" : new Set(xs).size === 1 ? String(xs[0]) : xs.join(", "));
 
 /** The markdown table of docs/harnesses.md. */
-function table(rows: HarnessSamples[]): string {
+function table(rows: HarnessSamples[], tokenIn: boolean): string {
   const out = [
-    "| harness | protocol | calls/rollout | agent samples/rollout | exported rows | auxiliary calls | forks | reward on final answer | passed |",
-    "|---|---|---|---|---|---|---|---|---|",
+    `| harness | protocol | calls/rollout | agent samples/rollout | exported rows | auxiliary calls | forks | drift tokens | ${tokenIn ? "chains started (why) | " : ""}reward on final answer | passed |`,
+    `|---|---|---|---|---|---|---|---|${tokenIn ? "---|" : ""}---|---|`,
   ];
   for (const r of rows) {
     if (r.skipped && r.rollouts === 0) {
-      out.push(`| ${r.label} | skipped: ${r.skipped} | | | | | | | |`);
+      out.push(`| ${r.label} | skipped: ${r.skipped} | | | | | | |${tokenIn ? " |" : ""} | |`);
       continue;
     }
     const aux = Object.entries(r.auxiliary).map(([name, n]) => `${name} ×${n}`).join(", ") || "none";
+    const chains = r.chainStarts ? `${Object.entries(r.chainStarts).map(([why, n]) => `${why} ×${n}`).join(", ") || "none"} | ` : "";
     out.push(
-      `| ${r.label} | ${r.protocol} | ${perRollout(r.calls)} | ${perRollout(r.agentSamples)} | ${r.exportedRows} / ${r.rollouts} rollouts | ${aux} | ${r.forks} | ${r.rewardOnFinalAnswer ? "yes" : "NO"} | ${r.passed}/${r.rollouts} |`,
+      `| ${r.label} | ${r.protocol} | ${perRollout(r.calls)} | ${perRollout(r.agentSamples)} | ${r.exportedRows} / ${r.rollouts} rollouts | ${aux} | ${r.forks} | ${r.driftTokens} | ${chains}${r.rewardOnFinalAnswer ? "yes" : "NO"} | ${r.passed}/${r.rollouts} |`,
     );
   }
   return out.join("\n");
@@ -157,33 +183,41 @@ if (import.meta.main) {
       })
     : CASES;
   const keep = flag("keep", "");
+  const modes = has("both") ? [false, true] : [has("token-in")];
   const root = keep || mkdtempSync(join(tmpdir(), "forge-harness-samples-"));
   const sim = await startPolicySimulator({ seed: 0 });
   const detokenize = async (ids: number[]): Promise<string> => {
     const response = await fetch(`${sim.url}/detokenize`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ tokens: ids }) });
     return ((await response.json()) as { prompt: string }).prompt;
   };
-  const rows: HarnessSamples[] = [];
+  const results: { tokenIn: boolean; rows: HarnessSamples[] }[] = [];
   try {
-    for (const c of cases) {
-      process.stderr.write(`${c.label}… `);
-      const started = performance.now();
-      const row = await measure(c, k, join(root, c.label.replace(/[^a-z0-9-]+/gi, "_")), detokenize);
-      rows.push(row);
-      process.stderr.write(`${row.skipped ?? `${row.rollouts} rollouts`} (${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
+    for (const tokenIn of modes) {
+      const rows: HarnessSamples[] = [];
+      for (const c of cases) {
+        process.stderr.write(`${c.label}${tokenIn ? " (token-in)" : ""}… `);
+        const started = performance.now();
+        const row = await measure(c, k, join(root, `${tokenIn ? "token-in-" : ""}${c.label.replace(/[^a-z0-9-]+/gi, "_")}`), detokenize, tokenIn);
+        rows.push(row);
+        process.stderr.write(`${row.skipped ?? `${row.rollouts} rollouts`} (${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
+      }
+      results.push({ tokenIn, rows });
     }
   } finally {
     await sim.stop();
     if (!keep) rmSync(root, { recursive: true, force: true });
   }
-  if (has("json")) console.log(JSON.stringify(rows, null, 2));
+  if (has("json")) console.log(JSON.stringify(results.length === 1 ? results[0]!.rows : results, null, 2));
   else {
-    console.log(`examples/multistep (read, bash, write, check, answer), k = ${k}, policy simulator:\n`);
-    console.log(table(rows));
-    const forks = rows.filter((r) => r.divergence);
-    if (forks.length > 0) {
-      console.log("\nwhere rollouts fork (call n's prompt against the tokens held from the calls before it):");
-      for (const r of forks) console.log(`- ${r.label}, call ${r.divergence!.call}: held ${JSON.stringify(r.divergence!.held)}, sent ${JSON.stringify(r.divergence!.sent)}`);
+    for (const { tokenIn, rows } of results) {
+      console.log(`examples/multistep (read, bash, write, check, answer), k = ${k}, policy simulator, ${tokenIn ? "token-in mode" : "engine mode"}:\n`);
+      console.log(table(rows, tokenIn));
+      const forks = rows.filter((r) => r.divergence);
+      if (forks.length > 0) {
+        console.log("\nwhere rollouts fork (call n's prompt against the tokens held from the calls before it):");
+        for (const r of forks) console.log(`- ${r.label}, call ${r.divergence!.call}: held ${JSON.stringify(r.divergence!.held)}, sent ${JSON.stringify(r.divergence!.sent)}`);
+      }
+      console.log("");
     }
   }
 }

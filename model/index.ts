@@ -13,7 +13,7 @@ export { pyStrip } from "./pystr.ts";
 export { loadTokenizerFrom, type Tokenizer } from "./tokenizer.ts";
 export { pyLoads, pyDumps, tryPyLoads, fromJs, toJs, pyFloatRepr, PyFloat, PyJsonError, type PyValue, type PyDict } from "./pyjson.ts";
 export { chatOutputParser, type ChatOutputParser, type ParsedMessage } from "./parsers/chat-output.ts";
-export { registerToolCallParser, registerReasoningParser, toolCallParserFactory, reasoningParserFactory } from "./parsers/registry.ts";
+export { registerToolCallParser, registerReasoningParser, toolCallParserFactory, reasoningParserFactory, registeredParserNames } from "./parsers/registry.ts";
 export { hermesToolParser } from "./parsers/hermes.ts";
 export { qwen3ReasoningParser, qwen3CoderToolParser, qwen3ArgConverter } from "./parsers/qwen3.ts";
 export type { DeltaMessage, DeltaToolCall, ToolCall, ExtractedToolCalls, ParseRequest, ParserContext, ParserOptions, ReasoningParser, ToolCallParser, StreamArgs } from "./parsers/types.ts";

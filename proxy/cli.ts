@@ -10,11 +10,14 @@ import { parseShards, type ShardOptions } from "./shards.ts";
 import { hostname } from "node:os";
 import { normalizeUpstream } from "./upstream/router.ts";
 import type { Recovered } from "../records/index.ts";
+import { tokenInOptions, TokenInSettingsError } from "./token-in/spec.ts";
+import type { TokenInOptions } from "./token-in/index.ts";
 
 const proxyUsage = `
 usage: forge proxy --upstream URL [--upstream URL ...] --data DIR [--listen HOST:PORT]
                    [--mode train|eval] [--upstream-protocol chat|anthropic|responses]
                    [--engine vllm|sglang|auto] [--admin-token TOKEN] [--public-url URL] [--json] [limits...]
+                   [--token-in --model-dir DIR [--tool-call-parser P] [--reasoning-parser P] [--max-model-len N]]
        forge proxy --eval --upstream URL [--data DIR] [--rollout ID] [--upstream-protocol P]
 
 Serves the recording proxy. Harnesses call it at /r/ROLLOUT/v1/... (or /v1/... with a rollout's
@@ -39,6 +42,17 @@ call is recorded token for token to DIR/log (docs/proxy.md).
   --engine vllm|sglang|auto the inference engine of the upstreams (default auto: each says who it is); train
                             mode asks it for ids its own way and refuses at start an engine that returns
                             none, naming the version needed (docs/engines.md)
+  --token-in                token-in mode (train only; docs/token-in.md): the proxy renders each Chat call's
+                            prompt with the model's tokenizer and chat template, keeps each conversation's
+                            token ids canonical (a call that continues one gets its ids + the new
+                            messages), sends the engine token ids (vLLM /v1/completions, SGLang /generate)
+                            and parses the completion with the model's parsers
+  --model-dir DIR           with --token-in: the served model's directory (tokenizer.json and
+                            tokenizer_config.json with its chat template); "qwen3": the Qwen3 files
+                            OpenForge ships (the policy simulator's)
+  --tool-call-parser P      with --token-in: the engine's tool-call parser (default hermes)
+  --reasoning-parser P      with --token-in: the engine's reasoning parser (default qwen3; none for none)
+  --max-model-len N         with --token-in: the engine's context length (default: its /v1/models max_model_len)
   --eval                    evaluation in one step: --mode eval, registers one rollout and prints
                             the base URLs and key to point a harness at, and how to read what
                             was recorded (docs/eval.md)
@@ -107,6 +121,11 @@ export async function proxyCommand(argv: string[]): Promise<number> {
         "max-stream-bytes": { type: "string" },
         "upstream-protocol": { type: "string" },
         engine: { type: "string" },
+        "token-in": { type: "boolean" },
+        "model-dir": { type: "string" },
+        "tool-call-parser": { type: "string" },
+        "reasoning-parser": { type: "string" },
+        "max-model-len": { type: "string" },
         json: { type: "boolean" },
       },
     },
@@ -138,6 +157,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   }
   const engine = v.engine ?? "auto";
   if (engine !== "vllm" && engine !== "sglang" && engine !== "auto") throw new UsageError(`--engine must be vllm, sglang or auto, got "${engine}"`);
+  const tokenIn = tokenInFlags(v, mode);
   const listen = v.listen ?? DEFAULTS.listen;
   let hostname: string;
   try {
@@ -175,6 +195,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     maxConnections: intFlag("max-connections", v["max-connections"], DEFAULTS.maxConnections),
     maxStreamBytes: intFlag("max-stream-bytes", v["max-stream-bytes"], DEFAULTS.maxStreamBytes),
     engine,
+    ...(tokenIn ? { tokenIn } : {}),
   });
   const { state } = started.proxy;
   const warn = (r: Recovered) => {
@@ -205,7 +226,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       }),
     );
   } else {
-    console.log(`forge proxy listening on ${started.url} (${mode} mode), recording to ${state.log.dir}`);
+    console.log(`forge proxy listening on ${started.url} (${mode} mode${tokenIn ? `, token-in: ${tokenIn.model.dir}, ${tokenIn.model.toolParser} / ${tokenIn.model.reasoningParser ?? "no"} parsers` : ""}), recording to ${state.log.dir}`);
     console.log(`upstreams: ${state.router.upstreams.map((u) => u.url).join(", ")}`);
     const e = state.engine;
     console.log(`engine: ${e.identified ? `${e.info.kind}${e.info.version ? ` ${e.info.version}` : ""} (${e.info.how})` : `not identified yet (${e.info.how})`}${e.pending.size ? `; waiting for ${[...e.pending].join(", ")}` : ""}`);
@@ -218,6 +239,28 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   console.error(`forge proxy: ${signal}, stopping`);
   await started.stop();
   return 0;
+}
+
+/** `--token-in` and its model flags → the proxy's token-in options (a usage error names the flag). */
+function tokenInFlags(v: Record<string, unknown>, mode: string): TokenInOptions | undefined {
+  const modelFlags = ["model-dir", "tool-call-parser", "reasoning-parser", "max-model-len"].filter((f) => v[f] !== undefined);
+  if (v["token-in"] !== true) {
+    if (modelFlags.length > 0) throw new UsageError(`forge proxy: --${modelFlags[0]} is a token-in setting: add --token-in`);
+    return undefined;
+  }
+  if (mode !== "train") throw new UsageError("forge proxy: --token-in renders prompts for training and records the ids it sends: it runs in train mode, not with --mode eval / --eval");
+  if (typeof v["model-dir"] !== "string") throw new UsageError('forge proxy: --token-in needs --model-dir DIR, the served model\'s tokenizer.json and tokenizer_config.json (or "qwen3" for the Qwen3 files OpenForge ships)');
+  try {
+    return tokenInOptions({
+      modelDir: v["model-dir"],
+      toolParser: v["tool-call-parser"] as string | undefined,
+      reasoningParser: v["reasoning-parser"] as string | undefined,
+      maxModelLen: v["max-model-len"] === undefined ? undefined : intFlag("max-model-len", v["max-model-len"] as string, 0),
+    });
+  } catch (error) {
+    if (error instanceof TokenInSettingsError) throw new UsageError(`forge proxy: ${error.message}`);
+    throw error;
+  }
 }
 
 function timestamp(): string {

@@ -33,7 +33,7 @@ describe("parseExperimentText", () => {
   test("a minimal file gets every default", () => {
     const experiment = parseExperimentText(minimal, "x.yaml");
     expect(experiment.metadata.name).toBe("quick");
-    expect(experiment.spec.policy).toEqual({ model: "qwen3-0.6b", upstreams: [], mode: "eval", engine: "auto", simulator: { seed: 0 } });
+    expect(experiment.spec.policy).toEqual({ model: "qwen3-0.6b", upstreams: [], mode: "eval", engine: "auto", simulator: { seed: 0 }, tokenMode: "engine" });
     expect(experiment.spec.rollouts).toEqual({
       k: 4,
       parallelism: 4,

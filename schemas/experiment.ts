@@ -74,6 +74,18 @@ const SimulatorSchema = z.strictObject({
   script: z.string().optional(),
 });
 
+/** Token-in mode's model (docs/token-in.md): what the proxy renders and parses with, as the engine is started. */
+const TokenInSchema = z.strictObject({
+  /** The served model's directory (tokenizer.json, tokenizer_config.json); "qwen3": the Qwen3 files OpenForge ships (the simulator's, the default without upstreams). */
+  modelDir: text("a model directory").optional(),
+  /** vLLM's --tool-call-parser the engine runs with (default hermes). */
+  toolParser: text("a tool-call parser name").default("hermes"),
+  /** vLLM's --reasoning-parser (default qwen3; "none"). */
+  reasoningParser: text("a reasoning parser name").default("qwen3"),
+  /** The engine's context length (default: its /v1/models max_model_len). */
+  maxModelLen: positiveInt().optional(),
+});
+
 const PolicySchema = z.strictObject({
   model: text("a model name"),
   /** Inference servers (vLLM / SGLang / any OpenAI-compatible API). Empty → the policy simulator. */
@@ -85,6 +97,23 @@ const PolicySchema = z.strictObject({
    */
   engine: z.enum(["vllm", "sglang", "auto"], { error: 'expected "vllm", "sglang" or "auto"' }).default("auto"),
   simulator: SimulatorSchema.default({ seed: 0 }),
+  /**
+   * Who renders prompts into token ids (docs/token-in.md). engine (default): the engine renders
+   * each request and the proxy records its ids (any model, vision models, vendor APIs).
+   * token-in: the proxy renders with the model's tokenizer and template (tokenIn), keeps each
+   * conversation's ids canonical across calls and sends the engine token ids (train mode).
+   */
+  tokenMode: z.enum(["engine", "token-in"], { error: 'expected "engine" or "token-in"' }).default("engine"),
+  tokenIn: TokenInSchema.optional(),
+}).superRefine((policy, ctx) => {
+  if (policy.tokenMode !== "token-in") {
+    if (policy.tokenIn) ctx.addIssue({ code: "custom", path: ["tokenIn"], message: "tokenIn configures token-in mode: set tokenMode: token-in (or leave tokenIn out)" });
+    return;
+  }
+  if (policy.mode !== "train") ctx.addIssue({ code: "custom", path: ["tokenMode"], message: "token-in mode records the ids it renders for training: it needs mode: train" });
+  if (policy.upstreams.length > 0 && !policy.tokenIn?.modelDir) {
+    ctx.addIssue({ code: "custom", path: ["tokenIn", "modelDir"], message: "token-in mode with inference servers needs the served model's directory (tokenizer.json, tokenizer_config.json)" });
+  }
 });
 
 const HarnessSchema = z

@@ -39,3 +39,13 @@ export function reasoningParserFactory(name: string): ReasoningParserFactory {
   if (!factory) throw new Error(`model: unknown reasoning parser "${name}"; known: ${[...reasoningParsers.keys()].join(", ")}`);
   return factory;
 }
+
+/**
+ * The registered parsers' names (what `--tool-call-parser` / `--reasoning-parser` may name).
+ *
+ * @example
+ * registeredParserNames().tool.includes("hermes") // true
+ */
+export function registeredParserNames(): { tool: string[]; reasoning: string[] } {
+  return { tool: [...toolParsers.keys()], reasoning: [...reasoningParsers.keys()] };
+}

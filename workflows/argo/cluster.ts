@@ -5,6 +5,7 @@
  * lets rollout pods reach only the proxy and DNS, and the workflow's ServiceAccount + RBAC.
  * Built as typed, validated `kubernetes-models` objects; never YAML templates.
  */
+import { tokenInFlags } from "../token-mode.ts";
 import { extname } from "node:path";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
@@ -64,6 +65,8 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
         // How train mode asks the upstreams for token ids (docs/engines.md).
         "--engine",
         policy.engine,
+        // Token-in mode renders prompts in the proxy (docs/token-in.md): the model directory must be in its image or mounted.
+        ...tokenInFlags(policy),
         ...upstreams.flatMap((url) => ["--upstream", url]),
         // Kubernetes expands $(VAR) from the container's env, so the token never sits in the spec.
         "--admin-token",

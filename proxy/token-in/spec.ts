@@ -1,0 +1,56 @@
+/**
+ * The model a token-in proxy renders and parses for, from its settings (`forge proxy --token-in
+ * --model-dir DIR`, `spec.policy.tokenIn` in an experiment): the directory with the model's
+ * `tokenizer.json` and `tokenizer_config.json` (its chat template), and the parsers the engine
+ * is started with (vLLM's `--tool-call-parser`, `--reasoning-parser`).
+ */
+import { existsSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { QWEN3, registeredParserNames, type ModelSpec } from "../../model/index.ts";
+import type { TokenInOptions } from "./index.ts";
+
+export interface TokenInSettings {
+  /** The model directory; "qwen3" is the Qwen3 tokenizer and template OpenForge ships (the simulator's). */
+  modelDir: string;
+  /** Default hermes (Qwen3's). */
+  toolParser?: string;
+  /** Default qwen3; "none" for a model without one. */
+  reasoningParser?: string;
+  /** The engine's context length; default: the upstream's /v1/models max_model_len. */
+  maxModelLen?: number;
+}
+
+/** Settings that cannot work; the message names the setting and the fix. */
+export class TokenInSettingsError extends Error {
+  override name = "TokenInSettingsError";
+}
+
+/**
+ * Token-in options from settings, checked: the directory holds the tokenizer files, the parsers
+ * are known by vLLM's names.
+ *
+ * @example
+ * tokenInOptions({ modelDir: "qwen3" }).model.toolParser // "hermes"
+ */
+export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--model-dir", toolParser: "--tool-call-parser", reasoningParser: "--reasoning-parser", maxModelLen: "--max-model-len" }): TokenInOptions {
+  const toolParser = settings.toolParser ?? QWEN3.toolParser;
+  const reasoning = settings.reasoningParser ?? QWEN3.reasoningParser ?? "none";
+  const known = registeredParserNames();
+  if (!known.tool.includes(toolParser)) throw new TokenInSettingsError(`${what.toolParser}: no tool-call parser "${toolParser}"; known: ${known.tool.join(", ")}`);
+  if (reasoning !== "none" && !known.reasoning.includes(reasoning)) throw new TokenInSettingsError(`${what.reasoningParser}: no reasoning parser "${reasoning}"; known: ${known.reasoning.join(", ")} (or none)`);
+  if (settings.maxModelLen !== undefined && !(Number.isInteger(settings.maxModelLen) && settings.maxModelLen > 0)) throw new TokenInSettingsError(`${what.maxModelLen}: expected a positive integer, got ${settings.maxModelLen}`);
+  let dir: string;
+  let name: string;
+  if (settings.modelDir === "qwen3") {
+    dir = QWEN3.dir;
+    name = QWEN3.name;
+  } else {
+    dir = resolve(settings.modelDir);
+    name = basename(dir);
+    for (const file of ["tokenizer.json", "tokenizer_config.json"]) {
+      if (!existsSync(join(dir, file))) throw new TokenInSettingsError(`${what.modelDir}: ${join(dir, file)} is missing; token-in mode needs the served model's tokenizer.json and tokenizer_config.json (its chat template), e.g. the model's Hugging Face directory`);
+    }
+  }
+  const model: ModelSpec = { name, dir, toolParser, reasoningParser: reasoning === "none" ? null : reasoning };
+  return { model, ...(settings.maxModelLen ? { maxModelLen: settings.maxModelLen } : {}) };
+}
