@@ -25,9 +25,9 @@ import { ownedRolloutId, type ShardOptions } from "./shards.ts";
 import { shardRouting } from "./routes/shards.ts";
 import { createUpstreamClient } from "./upstream/client.ts";
 import { createUpstreamRouter, type UpstreamRouter } from "./upstream/router.ts";
-import { checkUpstreams, createEngineState, recheckPending, type EngineState } from "./engines/check.ts";
+import { checkUpstreams, createEngineState, EngineRefused, recheckPending, type EngineState } from "./engines/check.ts";
 import { ENGINE_SETTINGS } from "./engines/kinds.ts";
-import { createTokenIn } from "./token-in/index.ts";
+import { createTokenIn, unfitEngine } from "./token-in/index.ts";
 
 export interface ProxyState {
   mode: "train" | "eval";
@@ -106,6 +106,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   if (!skipCheck) {
     try {
       await checkUpstreams(router.upstreams.map((u) => u.url), engine, engineCheck);
+      if (tokenIn && unfitEngine(engine)) throw new EngineRefused(unfitEngine(engine));
     } catch (error) {
       router.stop();
       throw error;

@@ -79,7 +79,7 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
     const parser = model.outputParser({ ...body, tools: body.tools, promptTokenIds: promptIds, newToolCallId: () => callId(calls++) });
     choices.push({ index, g, logprobs, callId, parser });
     // The proxy's start-up probe (x-forge-probe) is not a rollout's call: tests compare samples with records.
-    if (request.headers.get("x-forge-probe") !== "1") ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids) });
+    if (request.headers.get("x-forge-probe") !== "1") ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids), ...(rollout ? { rollout } : {}) });
     ctx.log(
       `policy simulator: chat ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task} step ${decision.step}${decision.failing ? " (failing variant)" : ""}` : "default policy"}, finish ${g.stopReason !== null ? "stop string" : g.finishReason}`,
     );

@@ -49,7 +49,7 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
     const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, maxTokens, stop: stopList(body.stop) });
     const logprobs = sampledLogprobs(g.ids, mix(context, index), topCount ?? 0);
     const text = visibleText(g, 0, coveredBytes(g));
-    ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids) });
+    ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids), ...(rollout ? { rollout } : {}) });
     ctx.log(`policy simulator: completion ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task}` : "default policy"}, finish ${g.finishReason}`);
     return { index, g, logprobs, text, callId: () => "", parser: null };
   });

@@ -138,7 +138,7 @@ export async function handleNativeGenerate(ctx: SimContext, request: Request): P
   // SamplingParams' default max_new_tokens is 128 (api_types.py).
   const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, maxTokens: sp.max_new_tokens ?? 128, stop });
   const logprobs = sampledLogprobs(g.ids, context, 0);
-  ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids) });
+  ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids), ...(rollout ? { rollout } : {}) });
   ctx.log(`policy simulator: /generate ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task}` : "default policy"}, finish ${g.finishReason}`);
 
   const rid = typeof body.rid === "string" ? body.rid : crypto.randomUUID().replaceAll("-", "");

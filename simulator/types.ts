@@ -43,4 +43,6 @@ export interface SimSample {
   token_ids: number[];
   logprobs: number[];
   text: string;
+  /** The proxy's `x-forge-rollout` header of the request (tests match samples to rollouts). */
+  rollout?: string;
 }

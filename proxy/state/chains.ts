@@ -8,8 +8,8 @@
  * A chain moves on when a call that continued (or started) it is recorded with complete ids; a
  * call that failed leaves it where it was, so a harness's retry continues it the same way.
  * A rollout keeps its most recently used chains (MAX_CHAINS); a finished rollout none.
- * After a restart a rollout's chains are rebuilt from its records on its next token-in call
- * (proxy/token-in/rebuild.ts).
+ * A proxy that restarts keeps no chains: a rollout's next token-in call starts a new chain
+ * (ChainStart STATE_LOST when the state was dropped while the proxy ran, FIRST after a restart).
  */
 import type { TokenIds } from "../../records/index.ts";
 
@@ -30,6 +30,8 @@ export interface Chain {
   settings: string;
   /** Key of the answer the harness was sent (what its echo is compared with). */
   answer: string;
+  /** Key of that answer with its reasoning sent back as text (keys.ts), when it had reasoning. */
+  answerReasoningAsText?: string;
   /** Whether that answer was empty (no text, no calls): a harness may leave it out of its history. */
   answerEmpty: boolean;
 }
@@ -40,11 +42,6 @@ export const MAX_CHAINS = 8;
 export interface RolloutChains {
   /** Most recently used first. */
   list: Chain[];
-  /**
-   * A restarted proxy's rollout: its chains are rebuilt from its records before its next
-   * token-in call (set by the start, cleared once done).
-   */
-  rebuild?: () => Promise<Chain[]>;
   /** The rollout's chains were dropped (the proxy's token budget): its next call says so. */
   lost?: boolean;
 }

@@ -16,7 +16,7 @@ import type { RolloutState } from "../state/rollouts.ts";
 import { newRolloutChains, useChain, type Chain } from "../state/chains.ts";
 import { withSampling } from "../state/serving.ts";
 import { restoreHidden } from "../doors/hidden-strings.ts";
-import { answerKey } from "./keys.ts";
+import { answerKey, reasoningAsTextKey } from "./keys.ts";
 import { planCall, type Plan } from "./plan.ts";
 import { engineRequest } from "./engine-request.ts";
 import { engineAnswerReader } from "./engine-answer.ts";
@@ -76,17 +76,8 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     throw refusal(error, model.spec);
   }
   const chains = (rollout.chains ??= newRolloutChains());
-  let lost = false;
-  if (chains.rebuild) {
-    const rebuild = chains.rebuild;
-    chains.rebuild = undefined;
-    try {
-      for (const chain of (await rebuild()).reverse()) useChain(chains, chain);
-    } catch (error) {
-      console.warn(`forge proxy: WARNING: the token-in chains of rollout ${rollout.rollout.rolloutId} could not be read back (${(error as Error).message}); its next call starts a new chain`);
-      lost = true;
-    }
-  } else lost = chains.lost === true && chains.list.length === 0;
+  // The proxy's token budget dropped the rollout's history, its chains with it: the next call says so.
+  const lost = chains.lost === true && chains.list.length === 0;
   let plan: Plan;
   try {
     plan = planCall(model, chains, prepared, lost);
@@ -114,6 +105,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     sampling: samplingOf("chat", { ...chat, max_tokens: req.maxTokens }, engine.adapter),
     plan,
     chatResponse(response) {
+      if (response.status === 404) return noTokenRoute(req.path, kind);
       if (!response.ok || !response.body) return response;
       const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
       if (stream) return new Response(response.body.pipeThrough(chatStreamAnswer(context)), { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } });
@@ -153,8 +145,15 @@ export function chainAfter(chainId: string, callId: string, plan: Pick<Plan, "pr
     keys: plan.keys,
     settings: plan.settings,
     answer: answerKey(answer),
+    ...(reasoningAsTextKey(answer) ? { answerReasoningAsText: reasoningAsTextKey(answer) } : {}),
     answerEmpty: (answer.content ?? "").trim() === "" && answer.toolCalls.length === 0,
   };
+}
+
+/** The engine has no token-id route where its kind says (a 404): an error that says what token-in mode needs. */
+function noTokenRoute(path: string, kind: "vllm" | "sglang"): Response {
+  const message = `token-in mode: the engine answered 404 at ${path}, the route ${kind === "sglang" ? "SGLang" : "vLLM"} takes token-id prompts at; token-in mode needs vLLM (/v1/completions with a token-id prompt; OpenForge follows 0.33.0) or SGLang (/generate with input_ids; 0.5.23), named by --engine (or auto), or engine mode (tokenMode: engine; docs/token-in.md)`;
+  return new Response(JSON.stringify({ error: { message, type: "upstream_error", code: "no_token_route" } }), { status: 502, headers: { "content-type": "application/json" } });
 }
 
 /** A request the engine would refuse, refused as it would (400, naming the field). */

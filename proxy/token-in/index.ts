@@ -56,10 +56,25 @@ export function createTokenIn(options: TokenInOptions): TokenIn {
     spec: options.model,
     model,
     async prepare(input) {
+      const why = unfitEngine(input.engine);
+      if (why) throw new ProxyHttpError(503, why, "service_unavailable", "engine_without_token_in");
       const [m, contextLength] = await Promise.all([model, maxModelLen(input.rollout, input.client, input.signal)]);
       return prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength });
     },
   };
+}
+
+/**
+ * Why the engine cannot take token-id prompts ("" when it can): only vLLM (`/v1/completions`
+ * with a token-id prompt) and SGLang (`/generate` with `input_ids`) do; an upstream that said it
+ * is neither (an OpenAI-compatible server, a vendor API) gets engine mode.
+ *
+ * @example
+ * unfitEngine(engineState) // "" for vLLM or SGLang, or while the upstream has not answered yet
+ */
+export function unfitEngine(engine: EngineState): string {
+  if (!engine.identified || engine.info.kind !== "other") return "";
+  return `token-in mode sends the engine token-id prompts, which only vLLM (/v1/completions) and SGLang (/generate) take; the upstream is neither (${engine.info.how}): pass --engine vllm|sglang if it is one, or run it in engine mode (tokenMode: engine; docs/token-in.md)`;
 }
 
 /** `max_model_len` of the rollout's upstream (vLLM's and SGLang's /v1/models say it). */

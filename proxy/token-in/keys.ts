@@ -11,6 +11,11 @@
  *   newlines before a call as content), the spelling of arguments (key order, spacing: a
  *   harness re-serializes them).
  *
+ * One more echo is accepted for an answer with reasoning: the reasoning sent back as the turn's
+ * text, before its content (pi over Anthropic Messages turns a thinking block without a
+ * signature into a text block). The chain's tokens hold the reasoning where it was sampled, so
+ * the policy's view is unchanged; that key compares the text with all whitespace left out.
+ *
  * Keys are hashes (64-bit wyhash of the canonical text) so a chain holds 8 bytes of text per message.
  */
 import { pyDumps, pyStrip, tryPyLoads, type PreparedChat, type PyDict, type PyValue } from "../../model/index.ts";
@@ -75,11 +80,26 @@ export function answerKey(answer: { content: string | null; toolCalls: readonly 
   );
 }
 
+/** Text with every whitespace character left out (how the reasoning-as-text echo is compared). */
+const squash = (text: string) => text.replace(/\s+/gu, "");
+
+/**
+ * The key of an answer with reasoning as a harness may echo it with the reasoning as text (its
+ * reasoning, then its content, whitespace left out), or undefined when it has no reasoning.
+ *
+ * @example
+ * reasoningAsTextKey({ content: "Done.", reasoning: "Think.", toolCalls: [] }) === runKey([echo], { squashed: true }) // echo: { role: "assistant", content: "Think.\n\nDone." }
+ */
+export function reasoningAsTextKey(answer: { content: string | null; reasoning: string | null; toolCalls: readonly { name: string; arguments: string }[] }): string | undefined {
+  if (!answer.reasoning || answer.reasoning.trim() === "") return undefined;
+  return answerKey({ content: squash(answer.reasoning + (answer.content ?? "")), toolCalls: answer.toolCalls });
+}
+
 /**
  * The key of an assistant turn that spans several consecutive assistant messages of the
  * conversation (a harness that splits one answer): their text joined, their calls in order.
  */
-export function runKey(messages: readonly PyDict[]): string {
+export function runKey(messages: readonly PyDict[], o: { squashed?: boolean } = {}): string {
   let text = "";
   const calls: string[] = [];
   for (const m of messages) {
@@ -88,7 +108,7 @@ export function runKey(messages: readonly PyDict[]): string {
     const c = m.get("tool_calls");
     if (Array.isArray(c)) for (const call of c) calls.push(callText(call));
   }
-  return assistantKey(text, calls);
+  return assistantKey(o.squashed ? squash(text) : text, calls);
 }
 
 /**

@@ -78,7 +78,8 @@ export function planCall(model: Model, chains: RolloutChains, prepared: Prepared
     // The assistant turn after the held messages: the echo of the chain's answer.
     let end = held;
     while (end < conversation.length && conversation[end]!.get("role") === "assistant") end++;
-    const echoed = end > held ? runKey(conversation.slice(held, end)) === chain.answer : chain.answerEmpty;
+    const echo = conversation.slice(held, end);
+    const echoed = end > held ? runKey(echo) === chain.answer || (chain.answerReasoningAsText !== undefined && runKey(echo, { squashed: true }) === chain.answerReasoningAsText) : chain.answerEmpty;
     if (!echoed) {
       note(chain, shared, ChainStart.ANSWER_CHANGED, `chain ${chain.id}: message ${held} is not the answer the harness was sent (${end > held ? "its text or tool calls differ" : "it is missing"})`);
       continue;
