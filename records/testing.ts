@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { rgbPng } from "../model/testing.ts";
 import {
   CallStatus,
   create,
@@ -189,12 +190,16 @@ export function conversationBody(protocol: ConversationProtocol, turn: number, r
 }
 
 /**
- * Distinct screenshot-like base64 texts (`bytes` decoded bytes each, a multiple of 3 so the
- * text has no padding to vary).
+ * Distinct screenshots as base64 texts: real PNGs (the simulator sizes images as the model's
+ * processor does, and refuses bytes that are no image, as vLLM does) of exactly `bytes` bytes
+ * (at least 200), their pixels noise from the tag, stored uncompressed.
  *
  * @example
  * const [a, b] = screenshots(2, 30_000);
  */
 export function screenshots(count: number, bytes: number, tag = "shot"): string[] {
-  return Array.from({ length: count }, (_, k) => Buffer.from(expectedBody(`${tag}-${k}`, bytes)).toString("base64"));
+  const width = 32;
+  // 57 bytes of PNG framing, 6 of zlib, 5 per 64 KiB stored block, 14 of tEXt at least.
+  const height = Math.max(1, Math.floor((bytes - 100 - 5 * Math.ceil(bytes / 65_535)) / (1 + width * 3)));
+  return Array.from({ length: count }, (_, k) => rgbPng(width, height, expectedBody(`${tag}-${k}`, width * height * 3), { stored: true, size: bytes }).toString("base64"));
 }

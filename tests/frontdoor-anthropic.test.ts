@@ -8,6 +8,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { createHash } from "node:crypto";
 import { Protocol, type ModelCall } from "../schemas/index.ts";
 import { createContentStore, requestBodyOf } from "../records/index.ts";
+import { screenshots } from "../records/testing.ts";
 import { expectTokenExact, requestBodiesOf, startProxyHarness, upstreamRequestsOf, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;
@@ -115,13 +116,17 @@ describe("anthropic messages front door", () => {
 
   test("a screenshot sent again is stored once per rollout (and segment), decoded; URL images are referenced, not fetched", async () => {
     const { r, anthropic } = await client();
-    const png = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 7) % 256)).toString("base64");
+    // A real PNG: the simulator sizes images as the model's processor does.
+    const [png] = screenshots(1, 3000, "anthropic-door") as [string];
     const sha = createHash("sha256").update(Buffer.from(png, "base64")).digest("hex");
     const image = { type: "image" as const, source: { type: "base64" as const, media_type: "image/png" as const, data: png } };
     const history: Anthropic.MessageParam[] = [{ role: "user", content: [image, { type: "text", text: "What is on the screen?" }] }];
     const a = await anthropic.messages.create({ model: "claude-x", max_tokens: 64, messages: history });
     history.push({ role: "assistant", content: a.content.filter((b) => b.type === "text") as any }, { role: "user", content: [image, { type: "image", source: { type: "url", url: "http://127.0.0.1:9/never-fetched.png" } }, { type: "text", text: "And now?" }] });
-    await anthropic.messages.create({ model: "claude-x", max_tokens: 64, messages: history });
+    // The URL goes upstream as a URL, not fetched by the proxy: the simulator, which fetches
+    // nothing either (vLLM would fetch it), names it in its 400, and the call is recorded.
+    const refused = await anthropic.messages.create({ model: "claude-x", max_tokens: 64, messages: history }).catch((error: Error) => error);
+    expect(String(refused)).toContain('cannot size image \\"http://127.0.0.1:9/never-fetched.png\\"');
     const decoded = Buffer.from(png, "base64");
     const copies = (calls: { content: Uint8Array[] }[]) => calls.flatMap((c) => c.content).filter((p) => decoded.equals(p)).length;
     const calls = await h.calls(r.rollout_id);
