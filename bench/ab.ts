@@ -81,8 +81,8 @@ try {
     } else {
       for (let i = 0; i < (warmUp ? 3 : CALLS); i++) {
         const res = await fetch(side.proxy.url + side.paths[i % 64], { method: "POST", headers: { ...side.headers[i % 64], "content-type": "application/json" }, body: scenario.body });
-        await res.arrayBuffer();
-        if (res.status !== 200) throw new Error(`${side.name}: HTTP ${res.status}`);
+        const answer = await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`${side.name}: HTTP ${res.status}: ${new TextDecoder().decode(answer).slice(0, 300)}`);
         calls++;
       }
     }

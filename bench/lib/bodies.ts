@@ -1,4 +1,5 @@
 /** The request bodies the benchmarks send (bench/nginx.ts and bench/ab.ts measure the same calls). */
+import { rgbPng } from "../../model/testing.ts";
 
 /** `n` words of agent-ish text; the simulator echoes the prompt, so it sets the answer too. */
 export function words(n: number): string {
@@ -32,5 +33,9 @@ export function chatBody(o: { stream: boolean; prompt: string; image?: string })
 export const PROMPT = `Please summarise: ${words(300)}`;
 /** A 200 KB prompt (real harnesses send 30–120 KB per call). */
 export const PROMPT_200K = `Review this file:\n${words(33_000)}`.slice(0, 200_000);
-/** ~4 MB of base64: a screenshot as computer-use harnesses send it. */
-export const SCREENSHOT = `data:image/png;base64,${Buffer.alloc(3 * 1024 * 1024, 7).toString("base64")}`;
+/**
+ * ~4 MB of base64: a screenshot as computer-use harnesses send it. A real PNG (the policy
+ * simulator sizes images as Qwen-VL's processor does, and refuses bytes that are no image):
+ * 1280×800 pixels stored uncompressed, padded to 3 MB.
+ */
+export const SCREENSHOT = `data:image/png;base64,${rgbPng(1280, 800, Buffer.alloc(1280 * 800 * 3, 7), { stored: true, size: 3 * 1024 * 1024 }).toString("base64")}`;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { appendFields } from "./append-fields.ts";
+import { appendFields, appendFieldsBody, BLOB_MIN_BYTES } from "./append-fields.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array | undefined) => (b === undefined ? undefined : new TextDecoder().decode(b));
@@ -29,5 +29,22 @@ describe("appendFields", () => {
     expect(appendFields(bytes, { a: 1 }, {})).toBe(bytes);
     expect(appendFields(enc('{"a":1}x'), { a: 1 }, { b: 2 })).toBeUndefined();
     expect(appendFields(enc(""), {}, { b: 2 })).toBeUndefined();
+  });
+
+  test("a large body is a Blob of its parts with the same bytes as appendFields; a small one is bytes", async () => {
+    const text = `{"model":"m","messages":[{"role":"user","content":"${"é".repeat(BLOB_MIN_BYTES)}"}]} \n`;
+    const parsed = JSON.parse(text);
+    const fields = { return_token_ids: true, logprobs: true };
+    const body = appendFieldsBody(enc(text), parsed, fields);
+    expect(body).toBeInstanceOf(Blob);
+    expect([...new Uint8Array(await (body as Blob).arrayBuffer())]).toEqual([...appendFields(enc(text), parsed, fields)!]);
+    // Sent twice (the client's next upstream), the same bytes.
+    expect([...new Uint8Array(await (body as Blob).arrayBuffer())]).toEqual([...appendFields(enc(text), parsed, fields)!]);
+    const small = appendFieldsBody(enc('{"a":1}'), { a: 1 }, { b: 2 });
+    expect(small).toBeInstanceOf(Uint8Array);
+    expect(dec(small as Uint8Array)).toBe('{"a":1,"b":2}');
+    const large = enc(text);
+    expect(appendFieldsBody(large, parsed, {})).toBe(large);
+    expect(appendFieldsBody(large, parsed, { model: "x" })).toBeUndefined();
   });
 });

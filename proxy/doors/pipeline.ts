@@ -11,7 +11,7 @@ import { parseAnswer } from "../capture/answer-json.ts";
 import { restoreHidden } from "./hidden-strings.ts";
 import { engineError, openAiShape } from "../engines/errors.ts";
 import { samplingOf } from "../engines/sampling.ts";
-import { appendFields } from "../capture/append-fields.ts";
+import { appendFieldsBody } from "../capture/append-fields.ts";
 import type { FinishedCall } from "../capture/call-recorder.ts";
 import { redactedHeaders } from "../capture/headers.ts";
 import { ProxyHttpError } from "../errors.ts";
@@ -105,7 +105,7 @@ async function callUpstream(
   const wants: HarnessWants = train && echo && engine.adapter.blanksEchoedPrompt ? { ...prepared.wants, echoPrompt: echoedText(prepared.upstreamBody.prompt) } : prepared.wants;
   const upstreamBytes = unchanged
     ? requestBody
-    : ((patch && appendFields(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(restoreHidden(upstreamBody))));
+    : ((patch && appendFieldsBody(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(restoreHidden(upstreamBody))));
   const seq = ctx.registry.nextSeq(rollout);
   const capture = newCapture();
   const base: FinishedCall = {
@@ -119,7 +119,8 @@ async function callUpstream(
     ttftMs: undefined,
     requestBody,
     responseBody: new Uint8Array(0),
-    upstreamRequestBody: unchanged || patch ? undefined : upstreamBytes,
+    // A body sent as a Blob is always a patched one (appendFieldsBody): only bytes are recorded.
+    upstreamRequestBody: unchanged || patch || upstreamBytes instanceof Blob ? undefined : upstreamBytes,
     upstreamRequestPatch: patch ? encoder.encode(JSON.stringify(patch)) : undefined,
     model: prepared.model,
     upstream: "",

@@ -37,7 +37,8 @@ export interface UpstreamClient {
   send(
     rolloutId: string,
     path: string,
-    body: Uint8Array | undefined,
+    /** A Blob for a large body sent in parts (it can be sent again to the next upstream). */
+    body: Uint8Array | Blob | undefined,
     method: "POST" | "GET",
     clientSignal?: AbortSignal,
     extraHeaders?: Record<string, string>,
