@@ -129,3 +129,21 @@ export function decodeUtf8(bytes: Uint8Array): string {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   return isAscii(bytes) ? buffer.toString("latin1") : buffer.toString("utf8");
 }
+
+/**
+ * `decodeUtf8` of the chunks joined, without joining them when every chunk is ASCII: each is
+ * copied as Latin-1 and the strings are joined (a 250 KB answer to a 200 KB prompt arrives in
+ * several reads; the join of their bytes was a new array, its zero fill and a copy before the
+ * decode). Any other text is joined and decoded as `decodeUtf8` does (a character may span two
+ * chunks).
+ *
+ * @example
+ * decodeUtf8Chunks([new TextEncoder().encode('{"a":'), new TextEncoder().encode('"é"}')]) // '{"a":"é"}'
+ */
+export function decodeUtf8Chunks(chunks: readonly Uint8Array[]): string {
+  if (chunks.length === 1) return decodeUtf8(chunks[0]!);
+  for (const chunk of chunks) if (!isAscii(chunk)) return decodeUtf8(concatBytes(chunks));
+  let text = "";
+  for (const chunk of chunks) text += Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("latin1");
+  return text;
+}

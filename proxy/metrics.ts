@@ -39,10 +39,17 @@ export function createProxyMetrics(): ProxyMetrics {
   let waiting = 0;
   const latency = histogram();
   const ttft = histogram();
+  const callKeys = new Map<string, string>();
 
   return {
     callFinished(labels, seconds, ttftSeconds) {
-      const key = labelText({ protocol: labels.protocol, status: labels.status, code: String(labels.http_status) });
+      // The label text of a (protocol, status, code), escaped once, not on every call.
+      const raw = `${labels.protocol}\u0000${labels.status}\u0000${labels.http_status}`;
+      let key = callKeys.get(raw);
+      if (key === undefined) {
+        key = labelText({ protocol: labels.protocol, status: labels.status, code: String(labels.http_status) });
+        callKeys.set(raw, key);
+      }
       calls.set(key, (calls.get(key) ?? 0) + 1);
       if (labels.status !== "OK") {
         const ek = labelText({ protocol: labels.protocol, status: labels.status });

@@ -80,7 +80,7 @@ const BLOCK = 1024;
 function commonPrefix(a: TokenIds, b: TokenIds): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
-  if (a instanceof Uint32Array && b instanceof Uint32Array) {
+  if (n >= BLOCK && a instanceof Uint32Array && b instanceof Uint32Array) {
     // Whole blocks by a native compare of their bytes (a 40k-id prompt: ~40 compares), then id by id.
     const bytesA = Buffer.from(a.buffer, a.byteOffset, a.byteLength);
     const bytesB = Buffer.from(b.buffer, b.byteOffset, b.byteLength);

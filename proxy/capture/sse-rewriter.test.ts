@@ -74,4 +74,42 @@ describe("createSseRewriter", () => {
     r.end();
     expect(seen).toEqual(["1", "é", "2"]);
   });
+
+  test("several events per read give what byte-by-byte feeding gives (every mix, stop, bad UTF-8)", () => {
+    const events = ['data: {"a":"é"}\n\n', "data: keep\n\n", "data: \n\n", "data: drop\n\n", ": ping\n\n", "data: a\ndata: b\n\n", "data:x\n\n", "event: e\ndata: y\n\n", "data: 中😀\n\n"];
+    const bad = new Uint8Array([...enc("data: "), 0xe4, 0xb8, ...enc("\n\n")]); // a character cut short
+    const handler = (data: string) => (data === "keep" ? undefined : data === "drop" ? "" : `data: <${data}>\n\n`);
+    let seed = 3;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    for (let round = 0; round < 200; round++) {
+      const picked = Array.from({ length: 1 + Math.floor(rand() * 6) }, () => (rand() < 0.1 ? bad : enc(events[Math.floor(rand() * events.length)]!)));
+      const reads: Uint8Array[] = [];
+      for (let k = 0; k < picked.length; ) {
+        const n = 1 + Math.floor(rand() * 3);
+        reads.push(new Uint8Array(picked.slice(k, k + n).flatMap((e) => [...e])));
+        k += n;
+      }
+      const whole = createSseRewriter(handler);
+      const byByte = createSseRewriter(handler);
+      let a = "";
+      let b = "";
+      for (const read of reads) {
+        a += whole.push(read);
+        for (const byte of read) b += byByte.push(new Uint8Array([byte]));
+      }
+      expect(a + whole.end()).toBe(b + byByte.end());
+    }
+  });
+
+  test("stop() inside a read of several events drops the rest of it", () => {
+    const seen: string[] = [];
+    const r = createSseRewriter((data) => {
+      seen.push(data);
+      if (data === "[DONE]") r.stop();
+      return data === "[DONE]" ? "" : undefined;
+    });
+    expect(r.push(enc("data: a\n\ndata: [DONE]\n\ndata: late\n\n"))).toBe("data: a\n\n");
+    expect(r.push(enc("data: later\n\n"))).toBe("");
+    expect(seen).toEqual(["a", "[DONE]"]);
+  });
 });

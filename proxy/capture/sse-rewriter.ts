@@ -85,6 +85,35 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
   // Whether the decoder holds no partial character: the last bytes fed ended an event.
   let clean = true;
 
+  /** The general way: decoded into the buffer, events cut at blank lines. */
+  const pushText = (bytes: Uint8Array): string => {
+    clean = endsWithBlankLine(bytes);
+    const text = decoder.decode(bytes, { stream: true });
+    if (!sawCr && text.includes("\r")) sawCr = true;
+    buffer += text;
+    return drain(false);
+  };
+
+  /**
+   * Bytes that end with a blank line and hold no CR, read from a clean state: each leading
+   * one-line `data:` event is decoded and handled alone (a multi-byte character never spans
+   * the LF between events); from the first other event on, the general way.
+   */
+  const pushEvents = (bytes: Uint8Array): string => {
+    let out = "";
+    let at = 0;
+    while (at < bytes.length) {
+      const lf = bytes.indexOf(LF, at);
+      if (bytes[lf + 1] !== LF || lf - at < 6 || !startsWithData(bytes, at)) return out + pushText(bytes.subarray(at));
+      const data = decoder.decode(bytes.subarray(at + 6, lf));
+      const replaced = onEvent(data);
+      out += replaced === undefined ? `data: ${data}\n\n` : replaced;
+      at = lf + 2;
+      if (stopped) return out;
+    }
+    return out;
+  };
+
   return {
     push(bytes) {
       if (stopped) return "";
@@ -97,11 +126,10 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
         const out = onEvent(data);
         return out === undefined ? `data: ${data}\n\n` : out;
       }
-      clean = endsWithBlankLine(bytes);
-      const text = decoder.decode(bytes, { stream: true });
-      if (!sawCr && text.includes("\r")) sawCr = true;
-      buffer += text;
-      return drain(false);
+      // A busy proxy reads several events at once (half the events at 256 streams): while they
+      // are whole one-line `data:` events, each is taken as above, the rest the general way.
+      if (clean && buffer === "" && endsWithBlankLine(bytes) && bytes.indexOf(CR) === -1) return pushEvents(bytes);
+      return pushText(bytes);
     },
     end() {
       if (stopped) return "";
@@ -131,6 +159,11 @@ function findBoundary(text: string): number {
 const LF = 0x0a;
 const CR = 0x0d;
 const DATA_PREFIX = [0x64, 0x61, 0x74, 0x61, 0x3a, 0x20]; // "data: "
+
+function startsWithData(bytes: Uint8Array, at: number): boolean {
+  for (let i = 0; i < 6; i++) if (bytes[at + i] !== DATA_PREFIX[i]) return false;
+  return true;
+}
 
 /** `data: <one line without CR>\n\n` and nothing else. */
 function isOneDataEvent(bytes: Uint8Array): boolean {

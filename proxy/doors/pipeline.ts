@@ -15,8 +15,7 @@ import { appendFieldsBody } from "../capture/append-fields.ts";
 import type { FinishedCall } from "../capture/call-recorder.ts";
 import { redactedHeaders } from "../capture/headers.ts";
 import { ProxyHttpError } from "../errors.ts";
-import { decodeUtf8 } from "../body.ts";
-import { concatBytes } from "../../lib/index.ts";
+import { decodeUtf8Chunks } from "../body.ts";
 import type { RolloutState } from "../state/rollouts.ts";
 import { withSampling } from "../state/serving.ts";
 import type { FrontDoor, PipelineContext, PreparedCall } from "./types.ts";
@@ -261,7 +260,7 @@ async function readLimited(response: Response, maxBytes: number, idleMs: number)
     }
     chunks.push(value);
   }
-  return decodeUtf8(concatBytes(chunks));
+  return decodeUtf8Chunks(chunks);
 }
 
 /**
