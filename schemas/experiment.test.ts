@@ -39,7 +39,7 @@ describe("parseExperimentText", () => {
       parallelism: 4,
       timeoutSeconds: 600,
       infraRetries: 2,
-      resources: { cpu: "1", memory: "2Gi" },
+      resources: {},
       sandbox: "auto",
       maxPerWorkflow: 1000,
     });

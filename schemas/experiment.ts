@@ -155,9 +155,12 @@ const RolloutsSchema = z.strictObject({
   timeoutSeconds: positiveInt().default(600),
   /** Retries for infrastructure errors only (pod evicted, image pull, node lost); never for a failed task. */
   infraRetries: nonNegativeInt().default(2),
-  resources: z
-    .strictObject({ cpu: quantity("cpu").default("1"), memory: quantity("memory").default("2Gi") })
-    .default({ cpu: "1", memory: "2Gi" }),
+  /**
+   * The harness container's requests (memory also its limit) on Kubernetes. Unset: 1 CPU and
+   * 2Gi, or 2 CPUs and 4Gi for a browser task's rollout (Chromium beside the harness,
+   * docs/gui.md "On Argo"); what is set here applies to every rollout.
+   */
+  resources: z.strictObject({ cpu: quantity("cpu").optional(), memory: quantity("memory").optional() }).default({}),
   sandbox: z.enum(["auto", "bwrap", "none"], { error: 'expected "auto", "bwrap" or "none"' }).default("auto"),
   /**
    * On Argo, an iteration with more rollouts than this runs them in child Workflows of at most
@@ -266,6 +269,12 @@ const ProxySchema = z.strictObject({
    * and volume, owning the rollouts hashed to it (docs/scale.md, "A sharded proxy").
    */
   shards: positiveInt().default(1),
+  /**
+   * The largest request body the proxy takes (`forge proxy --max-body-bytes`; unset: the proxy's
+   * default, 32 MiB). Harnesses resend every screenshot of a conversation on every call: raise
+   * it for long browser sessions on image-heavy pages (docs/gui.md, "Size limits").
+   */
+  maxBodyBytes: positiveInt().optional(),
   /** The volume the proxy records to and training reads from (ReadWriteMany on a cluster). */
   storage: z
     .strictObject({ size: quantity("storage").default("50Gi"), storageClassName: z.string().optional() })

@@ -6,7 +6,8 @@
  * patch, delete, list with `fieldSelector=metadata.name=…`, and `?watch=true` streaming
  * newline-delimited `{"type","object"}` events from a resourceVersion, with a compactable
  * event history so a watch from a compacted version gets `ERROR` 410 Expired, like etcd.
- * A `labelSelector` of `key=value` pairs filters lists and watches.
+ * A `labelSelector` of `key=value` pairs filters lists and watches. `GET /version` answers
+ * apimachinery's version.Info (major, minor, gitVersion, …) of a settable server version.
  * Test hooks drop open watches and play the Argo controller by updating objects, compressing a
  * Workflow's node status into `status.compressedNodes` (packer.go: gzip + base64 of the nodes'
  * JSON) or offloading it to a database (hydrator.go: `status.offloadNodeStatusVersion` =
@@ -49,6 +50,8 @@ export type FakeKubernetes = {
   offloadNodes(path: string, change?: (object: Obj) => void): string;
   /** Archives a Workflow (the Argo Server keeps it) and deletes it from the cluster. */
   archive(path: string): void;
+  /** The version `GET /version` reports (default 1.31.2); a provider's minor may carry a "+", e.g. "29+". */
+  setVersion(major: string, minor: string): void;
   /** The Argo Server's base URL, and the bearer token it accepts. */
   argoServer: { url: string; token: string; requests: string[] };
   stop(): Promise<void>;
@@ -144,6 +147,7 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
   let revision = 100;
   let compactedBefore = 0;
   let uid = 0;
+  let version = { major: "1", minor: "31", gitVersion: "v1.31.2" };
 
   const emit = (type: Event["type"], collection: string, object: Obj) => {
     const event: Event = { rv: Number(object.metadata.resourceVersion), type, collection, object: structuredClone(object) };
@@ -207,6 +211,10 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
   const handle = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     requests.push(`${request.method} ${url.pathname}${url.search}`);
+    if (request.method === "GET" && url.pathname === "/version") {
+      // k8s.io/apimachinery/pkg/version.Info, as the API server's /version answers it.
+      return Response.json({ ...version, gitCommit: "0000000000000000000000000000000000000000", gitTreeState: "clean", buildDate: "2026-01-01T00:00:00Z", goVersion: "go1.24.0", compiler: "gc", platform: "linux/amd64" });
+    }
     if (request.method === "GET") {
       const resources = discovery(url.pathname);
       if (resources) return resources;
@@ -361,6 +369,9 @@ export async function startFakeKubernetes(): Promise<FakeKubernetes> {
       emit("DELETED", path.slice(0, path.lastIndexOf("/")), object);
     },
     argoServer: { url: `http://127.0.0.1:${argoServer.port}`, token: argoToken, requests: argoRequests },
+    setVersion(major, minor) {
+      version = { major, minor, gitVersion: `v${major}.${Number.parseInt(minor, 10)}.0` };
+    },
     dropWatches() {
       for (const watcher of [...watchers]) watcher.close();
     },

@@ -74,6 +74,8 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
         // The base URLs handed to harnesses must be the Service's, not the pod's listen address.
         "--public-url",
         proxyUrl(experiment, namespace),
+        // Harnesses resend every screenshot on every call (docs/gui.md, "Size limits").
+        ...(proxy.maxBodyBytes ? ["--max-body-bytes", String(proxy.maxBodyBytes)] : []),
       ],
       // Bun's fetch runs 256 requests at once unless this is set at start: the proxy needs more.
       env: [adminTokenEnv(experiment), { name: "BUN_CONFIG_MAX_HTTP_REQUESTS", value: "4096" }, ...READ_ONLY_ROOT_ENV],

@@ -4,10 +4,19 @@
  * config files (written by the harness container itself: only volumes are shared in the pod).
  */
 import type { Experiment } from "../../schemas/index.ts";
-import { launchHarness } from "../harnesses/index.ts";
+import { launchHarness, type McpServer } from "../harnesses/index.ts";
 
 export type Registration = { rollout_id: string; api_key: string; openai_base_url: string; anthropic_base_url: string; policy_version?: number | string };
-export type HarnessInvocation = { command: string[]; env: Record<string, string>; files: Record<string, string> };
+export type HarnessInvocation = {
+  command: string[];
+  env: Record<string, string>;
+  files: Record<string, string>;
+  /**
+   * What must exist in the harness image before the harness starts (a path, or a command on
+   * PATH), with the message when it does not: a browser task's Chromium, node and MCP server.
+   */
+  preflight?: { path: string; why: string }[];
+};
 export type HarnessContext = {
   experiment: Experiment;
   registration: Registration;
@@ -16,6 +25,10 @@ export type HarnessContext = {
   home: string;
   /** The model's context window as served (`modelContextWindow`), when known. */
   contextWindow?: number;
+  /** A browser task's MCP server (gui.ts podBrowserServer) and what the harness image must hold for it. */
+  browser?: { server: McpServer; preflight: { path: string; why: string }[] };
+  /** A task's site, as the pod serves it: `{site_url}` in the instruction, `$FORGE_SITE_URL`. */
+  siteUrl?: string;
 };
 
 /**
@@ -33,14 +46,16 @@ export function harnessInvocation(context: HarnessContext): HarnessInvocation {
     model: experiment.spec.policy.model,
     workspace: context.workspace,
     homeDir: context.home,
-    prompt: context.instruction,
+    prompt: context.siteUrl ? context.instruction.replaceAll("{site_url}", context.siteUrl) : context.instruction,
     options: experiment.spec.harness.options,
     command: experiment.spec.harness.command,
     contextWindow: context.contextWindow,
+    ...(context.browser ? { mcpServers: [context.browser.server] } : {}),
   });
   return {
     command: launch.command,
-    env: { HOME: context.home, FORGE_ROLLOUT_ID: registration.rollout_id, ...launch.env },
+    env: { HOME: context.home, FORGE_ROLLOUT_ID: registration.rollout_id, ...launch.env, ...(context.siteUrl ? { FORGE_SITE_URL: context.siteUrl } : {}) },
     files: Object.fromEntries(launch.files.map((file) => [file.path, file.content])),
+    ...(context.browser ? { preflight: context.browser.preflight } : {}),
   };
 }

@@ -3,7 +3,7 @@
  * create-or-replace for exactly the kinds `forge render` produces (KubernetesObjectApi, which
  * finds each kind's resource by API discovery, core and Argo alike).
  */
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi, PatchStrategy, setHeaderOptions, VersionApi } from "@kubernetes/client-node";
 import type { KubeObject } from "./render.ts";
 
 export const ARGO_GROUP = "argoproj.io";
@@ -153,6 +153,23 @@ export async function discoverApiServerCidrs(kc: KubeConfig): Promise<string[]> 
   } catch {
     return [];
   }
+}
+
+/**
+ * The API server's version (`GET /version`: major, minor as strings; a provider may append to
+ * the minor, "29+" on GKE) as numbers.
+ *
+ * @example
+ * await serverVersion(kc) // { major: 1, minor: 31, gitVersion: "v1.31.2" }
+ */
+export async function serverVersion(kc: KubeConfig): Promise<{ major: number; minor: number; gitVersion: string }> {
+  let info;
+  try {
+    info = await kc.makeApiClient(VersionApi).getCode();
+  } catch (error) {
+    throw new Error(`reading the API server's version (GET /version): ${describeApiError(error)}`);
+  }
+  return { major: Number.parseInt(info.major, 10), minor: Number.parseInt(info.minor, 10), gitVersion: info.gitVersion };
 }
 
 /** Merges annotations into a Workflow (the report step's pass rate, the exit handler's summary). */

@@ -19,12 +19,6 @@ export type PlannedRollout = { task_id: string; attempt: string };
  */
 export function listTaskIds(experiment: Experiment, baseDir: string): string[] {
   const tasks = loadExperimentTasks(experiment, baseDir);
-  // Rollout pods do not run a task's site server or give the harness a browser yet (docs/gui.md,
-  // "On Argo"): such a task would run without what it needs and be scored as a failure.
-  const gui = tasks.filter((task) => task.browser || task.siteDir);
-  if (gui.length > 0) {
-    throw new Error(`browser tasks (${gui.map((task) => task.id).join(", ")}: [environment] browser or a site/ directory) run with the local executor only for now (forge run); docs/gui.md, "On Argo"`);
-  }
   return tasks.map((task) => task.id);
 }
 

@@ -17,7 +17,8 @@ import {
   renderSyncRbac,
   renderWorkflowRbac,
 } from "./cluster.ts";
-import { listTaskIds } from "./plan.ts";
+import { loadExperimentTasks } from "../tasks/index.ts";
+import { checkGuiExperiment, guiNeeds } from "./gui.ts";
 import { renderProxyStatefulSet } from "./proxy-shards.ts";
 import { renderWorkflow, renderWorkflowTemplate } from "./workflow.ts";
 
@@ -92,6 +93,10 @@ function* walk(dir: string): Generator<string> {
  */
 export function renderExperiment(experiment: Experiment, options: RenderOptions): KubeObject[] {
   const { namespace } = options;
+  // Browser tasks and sites change the rollout pod (gui.ts); the harness image must carry Chromium.
+  const tasks = loadExperimentTasks(experiment, dirname(options.experimentPath));
+  const gui = guiNeeds(tasks);
+  checkGuiExperiment(experiment, gui);
   const { config, items } = renderExperimentConfig(experiment, namespace, collectExperimentFiles(experiment, options.experimentPath));
   const objects = [
     ...renderWorkflowRbac(experiment, namespace),
@@ -103,7 +108,7 @@ export function renderExperiment(experiment: Experiment, options: RenderOptions)
     ...(experiment.spec.proxy.shards > 1 ? renderProxyStatefulSet(experiment, namespace, items) : [renderProxyDeployment(experiment, namespace, items)]),
     renderProxyService(experiment, namespace),
     renderRolloutNetworkPolicy(experiment, namespace, options.apiServerCidrs),
-    renderWorkflowTemplate(experiment, { namespace, commit: options.commit, configItems: items, taskCount: listTaskIds(experiment, dirname(options.experimentPath)).length }),
+    renderWorkflowTemplate(experiment, { namespace, commit: options.commit, configItems: items, taskCount: tasks.length, gui }),
     renderWorkflow(experiment, { namespace, commit: options.commit, generateName: options.generateName }),
   ];
   // toJSON drops undefined fields, so the YAML and the API bodies carry only what was set.

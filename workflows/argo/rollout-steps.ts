@@ -16,7 +16,7 @@
  * emissary exit 64 in `main` instead of passing the code on.
  */
 import { spawn } from "node:child_process";
-import { cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Experiment } from "../../schemas/index.ts";
 import { readReward } from "../local/reward.ts";
@@ -26,6 +26,7 @@ import { harnessInvocation, type HarnessInvocation, type Registration } from "./
 import { POD_PATHS } from "./names.ts";
 import { control, ControlRefusal, InfraError } from "./pod.ts";
 import { loadTask } from "./task.ts";
+import { podBrowserServer, POD_SITE_LOG_DIR, POD_SITE_URL } from "./gui.ts";
 
 export { POD_PATHS };
 
@@ -86,7 +87,7 @@ async function withRetries<T>(call: () => Promise<T>, attempts = 3): Promise<T> 
  * harness invocation into the state volume. Never exits non-zero for a failure: it leaves the
  * outcome in /control/register.json for `finish`.
  */
-export async function registerStep(options: { experiment: Experiment; experimentDir: string; proxy: string; workspace: string; state: string; controlDir: string } & RolloutIds) {
+export async function registerStep(options: { experiment: Experiment; experimentDir: string; proxy: string; workspace: string; state: string; controlDir: string; siteUrl?: string; playwrightMcpCli?: string } & RolloutIds) {
   const { experiment } = options;
   const outcomeFile = join(options.controlDir, "register.json");
   const write = (outcome: RegisterOutcome) => writeFileSync(outcomeFile, JSON.stringify(outcome));
@@ -122,7 +123,18 @@ export async function registerStep(options: { experiment: Experiment; experiment
     const home = join(options.state, "home");
     mkdirSync(home, { recursive: true });
     const contextWindow = await modelContextWindow(registration.openai_base_url, registration.api_key, experiment.spec.policy.model);
-    const invocation = harnessInvocation({ experiment, registration, instruction: task.instruction, workspace: options.workspace, home, contextWindow });
+    // A browser task: Playwright's MCP server with the harness image's Chromium; a site: the
+    // sidecar's URL on the pod's loopback (gui.ts), as the local executor gives them.
+    const invocation = harnessInvocation({
+      experiment,
+      registration,
+      instruction: task.instruction,
+      workspace: options.workspace,
+      home,
+      contextWindow,
+      ...(task.browser ? { browser: podBrowserServer(experiment, home, options.playwrightMcpCli) } : {}),
+      ...(task.siteDir ? { siteUrl: options.siteUrl ?? POD_SITE_URL } : {}),
+    });
     writeFileSync(join(options.state, "harness.json"), JSON.stringify(invocation));
     writeFileSync(join(options.state, "rollout.json"), JSON.stringify({ rollout_id: registration.rollout_id, timeoutSeconds: task.agentTimeoutSeconds }));
     write({ registered: true, rollout_id: registration.rollout_id });
@@ -186,6 +198,17 @@ export function oomKills(): number | undefined {
   return undefined;
 }
 
+/** An absolute path that exists and is executable (or a readable file, for a script), or a command on PATH. */
+function present(path: string): boolean {
+  if (!path.startsWith("/")) return Bun.which(path, { PATH: process.env.PATH ?? "" }) !== null;
+  try {
+    accessSync(path, path.endsWith(".js") ? constants.R_OK : constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The harness container: runs the prepared invocation with the timeout; always exits 0. */
 export async function harnessStep(options: { state: string; workspace: string; harnessOut: string; timeoutSeconds: number }) {
   const resultFile = join(options.harnessOut, "harness-result.json");
@@ -201,6 +224,15 @@ export async function harnessStep(options: { state: string; workspace: string; h
   // lengthen it: the pod's activeDeadlineSeconds is derived from rollouts.timeoutSeconds.
   const rollout = JSON.parse(readFileSync(join(options.state, "rollout.json"), "utf8")) as { timeoutSeconds?: number };
   const timeoutSeconds = Math.min(rollout.timeoutSeconds ?? Infinity, options.timeoutSeconds);
+  // What the harness needs from this image (a browser task's Chromium, node, MCP server): missing,
+  // the image is wrong, not the policy: an infrastructure error naming what to fix.
+  const missing = (invocation.preflight ?? []).filter((need) => !present(need.path)).map((need) => `${need.why} (looked for ${need.path})`);
+  if (missing.length > 0) {
+    const outcome: HarnessOutcome = { exit_code: null, signal: null, timed_out: false, duration_ms: 0, error: `${missing.join("; ")}; docs/gui.md, "On Argo"` };
+    writeFileSync(resultFile, JSON.stringify(outcome));
+    console.error(`harness: not started: ${outcome.error}`);
+    return;
+  }
   // Config files are written here, not in the register container: only the volumes are shared.
   writeTree("/", invocation.files);
   // This container is given no secret; the scrub is a second line in case a pod spec adds one.
@@ -237,7 +269,7 @@ function launcherFailure(harness: HarnessOutcome | undefined): string | undefine
  * here), with its tests from the experiment volume and a fresh output directory ($FORGE_LOGS =
  * /verdict/logs) on a volume the harness container never had. Always exits 0.
  */
-export async function verifyStep(options: { experiment: Experiment; experimentDir: string; workspace: string; harnessOut: string; verdict: string; scratch: string; taskId: string }) {
+export async function verifyStep(options: { experiment: Experiment; experimentDir: string; workspace: string; harnessOut: string; verdict: string; scratch: string; taskId: string; siteLog?: string }) {
   const outcomeFile = join(options.verdict, "verifier.json");
   const write = (outcome: VerifierOutcome) => writeFileSync(outcomeFile, JSON.stringify(outcome));
   const harness = readJson<HarnessOutcome>(join(options.harnessOut, "harness-result.json"));
@@ -260,8 +292,18 @@ export async function verifyStep(options: { experiment: Experiment; experimentDi
     write({ exit_code: null, signal: null, timed_out: false, duration_ms: 0, output: copyNote, error: "cannot copy the workspace for the verifier" });
     return;
   }
+  // A task with a site is scored from the site's request log, which the site sidecar wrote to a
+  // volume mounted read-only here and nowhere the harness ran (gui.ts).
+  let siteLog: string | undefined;
+  if (task.siteDir) {
+    siteLog = join(options.siteLog ?? POD_SITE_LOG_DIR, "requests.jsonl");
+    if (!existsSync(siteLog)) {
+      write({ exit_code: null, signal: null, timed_out: false, duration_ms: 0, output: copyNote, error: `the site sidecar left no request log at ${siteLog} (was the pod rendered with the task's site? its container log says why)` });
+      return;
+    }
+  }
   const { FORGE_ADMIN_TOKEN: _never, ...inherited } = process.env as Record<string, string>;
-  const env = { ...inherited, HOME: home, FORGE_TESTS: tests, FORGE_LOGS: logs, FORGE_WORKSPACE: copy, FORGE_HARNESS_STDOUT: join(options.harnessOut, "harness.log") };
+  const env = { ...inherited, HOME: home, FORGE_TESTS: tests, FORGE_LOGS: logs, FORGE_WORKSPACE: copy, FORGE_HARNESS_STDOUT: join(options.harnessOut, "harness.log"), ...(siteLog ? { FORGE_SITE_LOG: siteLog } : {}) };
   const seconds = task.verifierTimeoutSeconds ?? 600;
   const log = join(options.verdict, "verifier.log");
   const outcome = await runGroup(["bash", join(tests, testScript)], { cwd: copy, env, timeoutMs: seconds * 1000, log });

@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 /**
  * Entry point of the workflow's pods: `bun workflows/argo/step.ts STEP [flags]`, with STEP one
- * of plan | register | harness | verify | finish (the rollout pod: rollout-steps.ts) | report |
+ * of plan | register | harness | verify | finish (the rollout pod: rollout-steps.ts) | site (a
+ * browser task's site sidecar: site-step.ts) | report |
  * admit | sync | verl-config | exit (pod.ts). Not a `forge` subcommand because only the rendered
  * pods call it. Exit codes: 0 done, 1 failed, 2 bad usage, 75 infrastructure error (the rollout
  * template retries it as a new try).
@@ -16,8 +17,9 @@ import { admitStep, exitStep, InfraError, reportStep, syncStep, verlConfigStep }
 import { finishStep, harnessStep, POD_PATHS, registerStep, verifyStep } from "./rollout-steps.ts";
 import { INFRA_EXIT_CODE, overrideValue } from "./workflow.ts";
 import { pruneCheckpoints } from "./checkpoints.ts";
+import { startSiteSidecar } from "./site-step.ts";
 
-const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|finish|report|admit|sync|verl-config|prune-checkpoints|exit [flags]`;
+const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|finish|site|report|admit|sync|verl-config|prune-checkpoints|exit [flags]`;
 
 const options = {
   experiment: { type: "string" },
@@ -62,6 +64,11 @@ const options = {
   outputs: { type: "string" },
   dir: { type: "string" },
   keep: { type: "string" },
+  "site-log": { type: "string" },
+  "site-url": { type: "string" },
+  "playwright-mcp-cli": { type: "string" },
+  port: { type: "string" },
+  "ready-file": { type: "string" },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>["values"];
@@ -149,7 +156,17 @@ export async function runStep(argv: string[]): Promise<number> {
           console.error(`register: ${error.message}`);
           return 0;
         }
-        await registerStep({ experiment: parseExperimentFile(file), experimentDir: dirname(file), proxy: need(values, "proxy"), controlDir: values.control!, ...rollout, workspace: values.workspace!, state: values.state! });
+        await registerStep({
+          experiment: parseExperimentFile(file),
+          experimentDir: dirname(file),
+          proxy: need(values, "proxy"),
+          controlDir: values.control!,
+          ...rollout,
+          workspace: values.workspace!,
+          state: values.state!,
+          ...(values["site-url"] ? { siteUrl: values["site-url"] } : {}),
+          ...(values["playwright-mcp-cli"] ? { playwrightMcpCli: values["playwright-mcp-cli"] } : {}),
+        });
         return 0;
       }
       case "finish": {
@@ -173,7 +190,38 @@ export async function runStep(argv: string[]): Promise<number> {
           writeFileSync(join(values.verdict!, "verifier.json"), JSON.stringify({ exit_code: null, signal: null, timed_out: false, duration_ms: 0, output: "", error: error.message }));
           return 0;
         }
-        await verifyStep({ experiment: parseExperimentFile(file), experimentDir: dirname(file), workspace: values.workspace!, harnessOut: values["harness-out"]!, verdict: values.verdict!, scratch: values.scratch!, taskId });
+        await verifyStep({
+          experiment: parseExperimentFile(file),
+          experimentDir: dirname(file),
+          workspace: values.workspace!,
+          harnessOut: values["harness-out"]!,
+          verdict: values.verdict!,
+          scratch: values.scratch!,
+          taskId,
+          ...(values["site-log"] ? { siteLog: values["site-log"] } : {}),
+        });
+        return 0;
+      }
+      case "site": {
+        // The site sidecar: serves until the kubelet's SIGTERM (after the pod's containers exited), then exits 0.
+        const file = need(values, "experiment");
+        const port = Number(need(values, "port"));
+        if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageErrorLocal(`--port must be a port 1–65535, got "${values.port}"`);
+        const stopped = new Promise<string>((resolve) => {
+          for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => resolve(signal));
+        });
+        const site = await startSiteSidecar({
+          experiment: parseExperimentFile(file),
+          experimentDir: dirname(file),
+          taskId: () => planItem(values).task_id,
+          stateDir: need(values, "site-log"),
+          port,
+          readyFile: need(values, "ready-file"),
+        });
+        console.log(site.note);
+        const signal = await stopped;
+        await site.close();
+        console.log(`site: stopped (${signal})`);
         return 0;
       }
       case "admit": {

@@ -17,6 +17,7 @@ import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplat
 import { fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates } from "./fanout.ts";
 import { withShardLogs } from "./proxy-shards.ts";
 import { splitForAsync } from "./async.ts";
+import { guiVolumes, POD_SITE_LOG_DIR, rolloutResources, siteSidecar, type GuiNeeds } from "./gui.ts";
 import {
   ANNOTATION_DESCRIPTION,
   baseLabels,
@@ -51,6 +52,8 @@ export type WorkflowOptions = {
   configItems?: ConfigItem[];
   /** Tasks per iteration (GRPO groups): sizes veRL's `data.train_batch_size` (render counts them). */
   taskCount?: number;
+  /** Browser tasks and tasks with a site: their rollout pods get the browser and the site sidecar (gui.ts). */
+  gui?: GuiNeeds;
 };
 
 /** veRL's `algorithm.adv_estimator` for each training.algorithm (PPO is GAE with a critic). */
@@ -274,7 +277,7 @@ const mount = (name: string, mountPath: string, readOnly = false) => ({ name, mo
  * namespace (shareProcessNamespace stays off), so task code cannot read the token from /proc.
  * Infrastructure failures are retried as new tries (`--retry {{retries}}`).
  */
-function rolloutTemplate(experiment: Experiment, namespace: string): Template {
+function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeeds = { browser: [], site: [] }): Template {
   const { rollouts } = experiment.spec;
   const proxy = proxyUrl(experiment, namespace);
   const image = harnessImage(experiment);
@@ -286,7 +289,11 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
   // Only the forge containers see the data volume, each only its iteration's directory.
   const planMount = { name: "data", mountPath: PLAN_MOUNT, subPath: `plans/${param("run")}/iteration-${param("iteration")}`, readOnly: true };
   const resultsMount = { name: "data", mountPath: RESULTS_MOUNT, subPath: `results/${param("run")}/iteration-${param("iteration")}` };
-  const taskResources = { requests: { cpu: rollouts.resources.cpu, memory: rollouts.resources.memory }, limits: { memory: rollouts.resources.memory } };
+  // A browser rollout's harness container runs Chromium beside the harness (gui.ts).
+  const browser = gui.browser.length > 0;
+  const site = gui.site.length > 0;
+  const harnessResources = rolloutResources(experiment, browser);
+  const verifyResources = rolloutResources(experiment, false);
   const P = POD_PATHS;
   const containers: (IContainer & { dependencies?: string[] })[] = [
     {
@@ -305,22 +312,32 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
       dependencies: ["register"],
       workingDir: P.workspace,
       ...forgeStep("harness", "--state", P.state, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
-      resources: taskResources,
+      resources: harnessResources,
       securityContext: restrictedContainer({ readOnlyRoot: false }),
-      // No experiment volume (the tests are in it), no verdict or control volume, no token.
-      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("harness-out", P.harnessOut)],
+      // No experiment volume (the tests are in it), no verdict or control volume, no token; and
+      // never the site's log (only the site sidecar and verify mount it).
+      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("harness-out", P.harnessOut), ...(browser ? [mount("dshm", "/dev/shm")] : [])],
     },
     {
       name: "verify",
       image,
       dependencies: ["harness"],
       workingDir: P.scratch,
-      ...forgeStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--item", ITEM_FILE),
-      resources: taskResources,
+      ...forgeStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--item", ITEM_FILE, ...(site ? ["--site-log", POD_SITE_LOG_DIR] : [])),
+      resources: verifyResources,
       securityContext: restrictedContainer({ readOnlyRoot: false }),
       // The workspace read-only (the verifier works on a copy); not the harness's state (its key).
       // The item read-only: which task's tests run is register's word, not the harness's.
-      volumeMounts: [mount("workspace", P.workspace, true), mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict), mount("scratch", P.scratch), mount("item", ITEM_DIR, true), experimentMount],
+      volumeMounts: [
+        mount("workspace", P.workspace, true),
+        mount("harness-out", P.harnessOut, true),
+        mount("verdict", P.verdict),
+        mount("scratch", P.scratch),
+        mount("item", ITEM_DIR, true),
+        experimentMount,
+        // What the agent did on the site, read-only: the reward of a browser task comes from it.
+        ...(site ? [mount("site-log", POD_SITE_LOG_DIR, true)] : []),
+      ],
     },
     {
       name: "main",
@@ -354,7 +371,9 @@ function rolloutTemplate(experiment: Experiment, namespace: string): Template {
     automountServiceAccountToken: false,
     executor: { serviceAccountName: objectNames(experiment).serviceAccount },
     securityContext: restrictedPod(),
-    volumes: emptyDirs("workspace", "state", "harness-out", "verdict", "scratch", "control", "item", "forge-tmp"),
+    volumes: [...emptyDirs("workspace", "state", "harness-out", "verdict", "scratch", "control", "item", "forge-tmp"), ...guiVolumes(gui)],
+    // The site server of a browser task's rollout, before and beside the four containers (gui.ts).
+    ...(site ? { initContainers: [siteSidecar(experiment, { planMount, index: param("index"), stepCommand: forgeStep })] } : {}),
     // No in-pod container retries: register, harness and verify never fail (they leave their
     // outcome in a file) and finish retries its proxy calls itself; a failure that remains is
     // the pod's, retried as a new try above.
@@ -685,7 +704,7 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
     },
     ...Array.from({ length: iterations }, (_, i) => iterationTemplate(experiment, i)),
     planTemplate(experiment),
-    rolloutTemplate(experiment, options.namespace),
+    rolloutTemplate(experiment, options.namespace, options.gui),
     ...shardTemplates(experiment),
     reportTemplate(experiment),
     exitTemplate(experiment),

@@ -81,6 +81,36 @@ export function findChromium(settings: BrowserSettings): string {
 }
 
 /**
+ * The arguments of `node <cli> …` that start Playwright's MCP server: headless, in-memory
+ * profile, vision tools, the viewport, Playwright's files in `outputDir`, images in tool
+ * results, and `--no-sandbox` where Chromium's own sandbox cannot run. Shared by the local
+ * executor (browserMcpServer) and the Argo rollout pod (workflows/argo/gui.ts), so a task's
+ * browser is the same on both.
+ *
+ * @example
+ * browserMcpArgs({ cli: "/app/node_modules/@playwright/mcp/cli.js", executablePath: "/usr/bin/chromium", viewport: "1280x720", outputDir: "/forge/home/.playwright-mcp", chromiumSandbox: false }).at(-1); // "--no-sandbox"
+ */
+export function browserMcpArgs(options: { cli: string; executablePath: string; viewport: string; outputDir: string; chromiumSandbox: boolean }): string[] {
+  if (!/^\d+x\d+$/.test(options.viewport)) throw new BrowserSetupError(`spec.environment.browser.viewport: expected WIDTHxHEIGHT (e.g. 1280x720), got ${JSON.stringify(options.viewport)}`);
+  return [
+    options.cli,
+    "--headless",
+    "--isolated",
+    "--executable-path",
+    options.executablePath,
+    "--caps",
+    "vision",
+    "--viewport-size",
+    options.viewport,
+    "--output-dir",
+    options.outputDir,
+    "--image-responses",
+    "allow",
+    ...(options.chromiumSandbox ? [] : ["--no-sandbox"]),
+  ];
+}
+
+/**
  * The MCP server for one rollout. `profileDir` takes Playwright's output files (screenshots,
  * snapshots), kept out of the workspace the verifier reads; `chromiumSandbox: false` passes
  * `--no-sandbox`, needed inside bwrap (no user namespaces left for Chromium's own sandbox, which
@@ -94,23 +124,7 @@ export function browserMcpServer(options: { settings: BrowserSettings; outputDir
   const { cli, dirs } = playwrightMcpPackages();
   const node = options.node ?? Bun.which("node", { PATH: process.env.PATH ?? "" });
   if (!node) throw new BrowserSetupError("node is not on PATH: @playwright/mcp runs on Node ≥ 18 (apt-get install -y nodejs)");
-  if (!/^\d+x\d+$/.test(options.settings.viewport)) throw new BrowserSetupError(`spec.environment.browser.viewport: expected WIDTHxHEIGHT (e.g. 1280x720), got ${JSON.stringify(options.settings.viewport)}`);
-  const args = [
-    cli,
-    "--headless",
-    "--isolated",
-    "--executable-path",
-    findChromium(options.settings),
-    "--caps",
-    "vision",
-    "--viewport-size",
-    options.settings.viewport,
-    "--output-dir",
-    options.outputDir,
-    "--image-responses",
-    "allow",
-    ...(options.chromiumSandbox ? [] : ["--no-sandbox"]),
-  ];
+  const args = browserMcpArgs({ cli, executablePath: findChromium(options.settings), viewport: options.settings.viewport, outputDir: options.outputDir, chromiumSandbox: options.chromiumSandbox });
   // A node outside the system directories (nvm, a tarball) must be bound into the sandbox too.
   const nodeDir = dirname(realpathSync(node));
   const system = ["/usr/", "/opt/", "/bin/", "/sbin/", "/lib"].some((prefix) => `${nodeDir}/`.startsWith(prefix));

@@ -19,6 +19,8 @@ export type ProxyShardsOptions = {
   extraArgs?: string[];
   adminToken: string;
   log?: (line: string) => void;
+  /** `--max-body-bytes` of every shard (spec.proxy.maxBodyBytes); unset: the proxy's default. */
+  maxBodyBytes?: number;
 };
 
 export type StartedShards = { urls: string[]; dataDirs: string[]; stop(): Promise<void> };
@@ -81,7 +83,7 @@ export async function startProxyShards(options: ProxyShardsOptions): Promise<Sta
   try {
     await Promise.all(
       urls.map((url, i) => {
-        const args = ["bin/forge.ts", "proxy", "--listen", `127.0.0.1:${ports[i]}`, "--data", dataDirs[i]!, "--mode", options.mode, "--engine", options.engine, ...(options.extraArgs ?? []), "--shard", `${i}/${options.shards}`, ...urls.flatMap((u) => ["--shard-url", u]), ...options.upstreams.flatMap((u) => ["--upstream", u]), "--json"];
+        const args = ["bin/forge.ts", "proxy", "--listen", `127.0.0.1:${ports[i]}`, "--data", dataDirs[i]!, "--mode", options.mode, "--engine", options.engine, ...(options.extraArgs ?? []), "--shard", `${i}/${options.shards}`, ...urls.flatMap((u) => ["--shard-url", u]), ...options.upstreams.flatMap((u) => ["--upstream", u]), ...(options.maxBodyBytes ? ["--max-body-bytes", String(options.maxBodyBytes)] : []), "--json"];
         // The admin token goes by environment, not argv (other users can read a process's argv).
         const child = spawn("bun", args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, FORGE_ADMIN_TOKEN: options.adminToken, BUN_CONFIG_MAX_HTTP_REQUESTS: process.env.BUN_CONFIG_MAX_HTTP_REQUESTS ?? "4096" } });
         children.push(child);

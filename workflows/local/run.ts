@@ -70,7 +70,7 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
   const shards = options.proxyShards ?? experiment.spec.proxy.shards;
   if (shards > 1) {
     const { startProxyShards } = await import("./proxy-shards.ts");
-    const started = await startProxyShards({ shards, dataDir: options.dataDir, upstreams, mode: experiment.spec.policy.mode, engine: experiment.spec.policy.engine, extraArgs: tokenInFlags(experiment.spec.policy), adminToken, log });
+    const started = await startProxyShards({ shards, dataDir: options.dataDir, upstreams, mode: experiment.spec.policy.mode, engine: experiment.spec.policy.engine, extraArgs: tokenInFlags(experiment.spec.policy), adminToken, log, maxBodyBytes: experiment.spec.proxy.maxBodyBytes });
     const proxyFile = writeProxyFile(options.dataDir, started.urls[0]!, adminToken, experiment.spec.policy.mode);
     log(`control API while the run lasts (any shard): Authorization: Bearer <admin_token from ${proxyFile}>`);
     return {
@@ -82,7 +82,8 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
       },
     };
   }
-  const proxy = await startProxy({ listen: "127.0.0.1:0", upstreams, dataDir: options.dataDir, mode: experiment.spec.policy.mode, engine: experiment.spec.policy.engine, adminToken, ...(await tokenInFor(experiment.spec.policy)) });
+  const { maxBodyBytes } = experiment.spec.proxy;
+  const proxy = await startProxy({ listen: "127.0.0.1:0", upstreams, dataDir: options.dataDir, mode: experiment.spec.policy.mode, engine: experiment.spec.policy.engine, adminToken, ...(await tokenInFor(experiment.spec.policy)), ...(maxBodyBytes ? { maxBodyBytes } : {}) });
   const proxyFile = writeProxyFile(options.dataDir, proxy.url, adminToken, experiment.spec.policy.mode);
   log(`proxy at ${proxy.url} (${experiment.spec.policy.mode} mode${experiment.spec.policy.tokenMode === "token-in" ? ", token-in" : ""}), recording to ${join(options.dataDir, "log")}`);
   log(`control API while the run lasts: Authorization: Bearer <admin_token from ${proxyFile}>, e.g. GET ${proxy.url}/control/rollouts/<rollout id>/trajectory`);
