@@ -6,7 +6,7 @@
  * of each Workflow object (every retry used) — measuring each against its limit.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseExperimentFile } from "../schemas/index.ts";
@@ -18,13 +18,25 @@ import { runStep } from "../workflows/argo/step.ts";
 // Each check builds tens of thousands of node statuses; on a loaded 2-core box that takes a while.
 setDefaultTimeout(300_000);
 
-type Scale = { rollouts: number; k: number; maxPerWorkflow?: number; async?: boolean };
+type Scale = { rollouts: number; k: number; maxPerWorkflow?: number; async?: boolean; gui?: boolean };
 
 /** An experiment of `rollouts / k` JSONL tasks × k, rendered, with the plan step run for iteration 0. */
-async function renderAtScale({ rollouts, k, maxPerWorkflow, async }: Scale) {
+async function renderAtScale({ rollouts, k, maxPerWorkflow, async, gui }: Scale) {
   const dir = mkdtempSync(join(tmpdir(), "forge-scale-"));
   const tasks = rollouts / k;
   writeFileSync(join(dir, "tasks.jsonl"), Array.from({ length: tasks }, (_, i) => JSON.stringify({ id: `t${i}`, instruction: `Write ${i}`, expected: String(i) })).join("\n"));
+  // Browser tasks: directories with a site (the rollout pod gets the site sidecar and the browser).
+  if (gui) {
+    for (let i = 0; i < tasks; i++) {
+      const task = join(dir, "tasks", `t${i}`);
+      mkdirSync(join(task, "site"), { recursive: true });
+      mkdirSync(join(task, "tests"));
+      writeFileSync(join(task, "instruction.md"), `Open {site_url} and press button ${i}.`);
+      writeFileSync(join(task, "task.toml"), "[environment]\nbrowser = true\n");
+      writeFileSync(join(task, "site", "index.html"), `<button>${i}</button>`);
+      writeFileSync(join(task, "tests", "test.sh"), 'grep -q POST "$FORGE_SITE_LOG" && echo 1 > "$FORGE_LOGS/reward.txt" || echo 0 > "$FORGE_LOGS/reward.txt"\n');
+    }
+  }
   const path = join(dir, "experiment.yaml");
   writeFileSync(
     path,
@@ -33,8 +45,8 @@ kind: Experiment
 metadata: {name: scale}
 spec:
   policy: {model: Qwen/Qwen3-8B, upstreams: ["http://vllm:8000"], mode: train}
-  harness: {name: codex}
-  environment: {tasks: tasks.jsonl}
+  harness: {name: ${gui ? "claude-code, image: harness-browser:1" : "codex"}}
+  environment: {tasks: ${gui ? "tasks, browser: {executablePath: /usr/bin/chromium}" : "tasks.jsonl"}}
   rollouts: {k: ${k}, parallelism: 512, infraRetries: 2${maxPerWorkflow ? `, maxPerWorkflow: ${maxPerWorkflow}` : ""}}
   training: {iterations: 2${async ? ", async: true" : ""}}
 `,
@@ -102,6 +114,16 @@ test("async iterations (rollouts overlapping the previous step) at 10,000 rollou
   const report = checkArgoLimits(objects, runtime);
   expectWithinLimits(report);
   expect(report.workflows.filter((w) => /-i\d-s\d+$/.test(w.workflow))).toHaveLength(20);
+});
+
+test("browser tasks with sites (the rollout pod with the site sidecar, the browser and /dev/shm) at 2,000 rollouts: split and within the limits alike", async () => {
+  const { runtime, objects } = await renderAtScale({ rollouts: 2_000, k: 4, gui: true });
+  const rollout = (objects.find((o) => o.kind === "WorkflowTemplate") as unknown as { spec: { templates: Record<string, any>[] } }).spec.templates.find((t) => t.name === "rollout")!;
+  expect(rollout.volumes.map((v: { name: string }) => v.name)).toEqual(expect.arrayContaining(["dshm", "site-log"]));
+  expect(rollout.initContainers[0].restartPolicy).toBe("Always");
+  const report = checkArgoLimits(objects, runtime);
+  expectWithinLimits(report);
+  expect(report.workflows.filter((w) => /-i\d-s\d+$/.test(w.workflow))).toHaveLength(4);
 });
 
 test("the check can fail: one Workflow of 10,000 rollouts has a node status over 1 MiB even compressed (why iterations are split)", async () => {

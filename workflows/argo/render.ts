@@ -93,11 +93,11 @@ function* walk(dir: string): Generator<string> {
  */
 export function renderExperiment(experiment: Experiment, options: RenderOptions): KubeObject[] {
   const { namespace } = options;
+  const { config, items } = renderExperimentConfig(experiment, namespace, collectExperimentFiles(experiment, options.experimentPath));
   // Browser tasks and sites change the rollout pod (gui.ts); the harness image must carry Chromium.
   const tasks = loadExperimentTasks(experiment, dirname(options.experimentPath));
   const gui = guiNeeds(tasks);
   checkGuiExperiment(experiment, gui);
-  const { config, items } = renderExperimentConfig(experiment, namespace, collectExperimentFiles(experiment, options.experimentPath));
   const objects = [
     ...renderWorkflowRbac(experiment, namespace),
     ...renderSyncRbac(experiment, namespace),
