@@ -156,8 +156,8 @@ const RolloutsSchema = z.strictObject({
   /** Retries for infrastructure errors only (pod evicted, image pull, node lost); never for a failed task. */
   infraRetries: nonNegativeInt().default(2),
   /**
-   * The harness container's requests (memory also its limit) on Kubernetes. Unset: 1 CPU and
-   * 2Gi, or 2 CPUs and 4Gi for a browser task's rollout (Chromium beside the harness,
+   * The harness and verify containers' requests (memory also their limit) on Kubernetes. Unset:
+   * 1 CPU and 2Gi, and 3Gi for the harness of a browser experiment (Chromium beside the harness,
    * docs/gui.md "On Argo"); what is set here applies to every rollout.
    */
   resources: z.strictObject({ cpu: quantity("cpu").optional(), memory: quantity("memory").optional() }).default({}),

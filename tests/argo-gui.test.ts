@@ -101,7 +101,7 @@ describe("GUI rollout pods, rendered", () => {
     const byName = Object.fromEntries(rollout.containerSet.containers.map((c: Any) => [c.name, c]));
     expect(Object.keys(mountsOf(byName.harness)).sort()).toEqual(["dshm", "harness-out", "state", "workspace"]);
     expect(mountsOf(byName.harness).dshm.mountPath).toBe("/dev/shm");
-    expect(byName.harness.resources).toEqual({ requests: { cpu: "2", memory: "4Gi" }, limits: { memory: "4Gi" } });
+    expect(byName.harness.resources).toEqual({ requests: { cpu: "1", memory: "3Gi" }, limits: { memory: "3Gi" } });
     expect(byName.verify.resources).toEqual({ requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "2Gi" } });
     expect(mountsOf(byName.verify)["site-log"]).toEqual({ name: "site-log", mountPath: "/logs/site", readOnly: true });
     expect(byName.verify.args.slice(-2)).toEqual(["--site-log", "/logs/site"]);
@@ -138,9 +138,12 @@ describe("GUI rollout pods, rendered", () => {
 
   test("spec.rollouts.resources overrides the GUI defaults, field by field; a plain experiment's pod is unchanged", () => {
     const experiment = parseExperimentFile(GUI_FIXTURE);
-    experiment.spec.rollouts.resources = { memory: "8Gi" };
+    experiment.spec.rollouts.resources = { cpu: "4" };
     const harness = rolloutOf(render(experiment, GUI_FIXTURE)).containerSet.containers.find((c: Any) => c.name === "harness");
-    expect(harness.resources).toEqual({ requests: { cpu: "2", memory: "8Gi" }, limits: { memory: "8Gi" } });
+    expect(harness.resources).toEqual({ requests: { cpu: "4", memory: "3Gi" }, limits: { memory: "3Gi" } });
+    experiment.spec.rollouts.resources = { cpu: "500m", memory: "1536Mi" };
+    const small = rolloutOf(render(experiment, GUI_FIXTURE)).containerSet.containers.find((c: Any) => c.name === "harness");
+    expect(small.resources).toEqual({ requests: { cpu: "500m", memory: "1536Mi" }, limits: { memory: "1536Mi" } });
     const plain = rolloutOf(render(parseExperimentFile(PLAIN_FIXTURE), PLAIN_FIXTURE));
     expect(plain.initContainers).toBeUndefined();
     expect(plain.volumes.map((v: Any) => v.name)).not.toContain("dshm");

@@ -37,11 +37,13 @@ export const POD_PLAYWRIGHT_MCP_CLI = `${FORGE_APP_DIR}/node_modules/@playwright
 
 /**
  * Requests/limits of a GUI rollout's harness container when `spec.rollouts.resources` does not
- * set them: Chromium (≈ 890 MB resident over its processes, shared pages counted in each), the
- * MCP server's Node (≈ 130 MB), the harness CLI, and /dev/shm, which a memory-backed emptyDir
- * charges to the container's memory.
+ * set them. Measured on the GUI quickstart's newsletter-signup (tests/argo-gui.test.ts, the real
+ * Claude Code, Playwright MCP and Chromium): the harness's process tree peaks at ≈ 740 MiB PSS
+ * (1.3 GB of RSS summed, shared pages counted in each process); a memory-backed /dev/shm is
+ * charged to the container too, and image-heavy pages take more. The CPU is a request (no
+ * limit): Chromium's rendering bursts above it.
  */
-export const GUI_ROLLOUT_RESOURCES = { cpu: "2", memory: "4Gi" } as const;
+export const GUI_ROLLOUT_RESOURCES = { cpu: "1", memory: "3Gi" } as const;
 /** Any other rollout's harness and verify containers (and a GUI rollout's verify container). */
 export const ROLLOUT_RESOURCES = { cpu: "1", memory: "2Gi" } as const;
 /** Chromium's shared memory: Docker's 64 MiB /dev/shm crashes tabs. */
@@ -87,7 +89,7 @@ export function checkGuiExperiment(experiment: Experiment, needs: GuiNeeds): voi
  * the request (an OOM kill is reported as such, not a node under pressure).
  *
  * @example
- * rolloutResources(experiment, true) // { requests: { cpu: "2", memory: "4Gi" }, limits: { memory: "4Gi" } }
+ * rolloutResources(experiment, true) // { requests: { cpu: "1", memory: "3Gi" }, limits: { memory: "3Gi" } }
  */
 export function rolloutResources(experiment: Experiment, gui: boolean) {
   const defaults = gui ? GUI_ROLLOUT_RESOURCES : ROLLOUT_RESOURCES;
