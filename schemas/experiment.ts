@@ -141,7 +141,10 @@ const EnvironmentSchema = z.strictObject({
   /** The headless browser of browser tasks (`task.toml [environment] browser = true`, docs/gui.md). */
   browser: z
     .strictObject({
-      /** Chromium's binary; default the first of chromium, chromium-browser, google-chrome on PATH. */
+      /**
+       * Chromium's binary; default the first of chromium, chromium-browser, google-chrome on PATH.
+       * Required on Argo: Chromium's path in spec.harness.image (docs/gui.md, "On Argo").
+       */
       executablePath: text("a path to Chromium").optional(),
       /** The viewport in CSS pixels, which is the screenshots' size. */
       viewport: z.string().regex(/^[1-9]\d{1,4}x[1-9]\d{1,4}$/, { error: 'expected WIDTHxHEIGHT, e.g. "1280x720"' }).default("1280x720"),

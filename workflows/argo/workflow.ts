@@ -275,7 +275,9 @@ const mount = (name: string, mountPath: string, readOnly = false) => ({ name, mo
  * runs the verifier on a copy of the workspace, writing to a volume the harness never had;
  * `main` (forge image, admin token) scores and reports. Containers of a pod do not share a PID
  * namespace (shareProcessNamespace stays off), so task code cannot read the token from /proc.
- * Infrastructure failures are retried as new tries (`--retry {{retries}}`).
+ * Infrastructure failures are retried as new tries (`--retry {{retries}}`). With browser tasks
+ * or sites (`gui`), the site server runs beside them as a native sidecar and the harness gets
+ * the browser's /dev/shm and resources (gui.ts).
  */
 function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeeds = { browser: [], site: [] }): Template {
   const { rollouts } = experiment.spec;
