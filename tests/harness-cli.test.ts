@@ -8,6 +8,13 @@
  * claude-code (Anthropic Messages) are skipped while their front door does not answer a
  * streaming request with tools (404, or no answer in 10 s).
  *
+ * Token-in mode (docs/token-in.md) runs every case again through a second proxy that renders
+ * prompts itself and sends the engine token ids, over simulators of both engine flavours (vLLM's
+ * /v1/completions, SGLang's /generate, alternating by case): the same task solved, 1 agent sample
+ * per rollout (OpenClaw: one per call, its rewrites), 0 drift tokens, every call either
+ * continuing its chain (the prompt the SIMULATOR received begins with exactly its parent call's
+ * prompt + completion ids) or starting one for the reason expected.
+ *
  * Install the CLIs: npm install -g @openai/codex @anthropic-ai/claude-code @mariozechner/pi-coding-agent @qwen-code/qwen-code opencode-ai
  * OpenClaw needs Node ≥ 24 beside the system Node; see `.ci/run` (installs both under /opt).
  */
@@ -15,7 +22,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startProxy } from "../proxy/index.ts";
+import { startProxy, tokenInOptions } from "../proxy/index.ts";
+import { readRecords } from "../records/index.ts";
+import { resolvePrompts } from "../proxy/testing.ts";
+import { ChainStart, type ModelCall } from "../schemas/index.ts";
 import { startPolicySimulator } from "../simulator/index.ts";
 import { parsePolicyScriptFile } from "../schemas/index.ts";
 import type { RolloutTrajectory } from "../trajectories/index.ts";
@@ -32,16 +42,27 @@ const task = loadTaskDir(join(EXAMPLE, "tasks", "stock-total"));
 let root: string;
 let sim: Awaited<ReturnType<typeof startPolicySimulator>>;
 let proxy: Awaited<ReturnType<typeof startProxy>>;
+/** Token-in mode: a simulator and a token-in proxy per engine flavour. */
+const tokenIn: Record<"vllm" | "sglang", { sim: Awaited<ReturnType<typeof startPolicySimulator>>; proxy: Awaited<ReturnType<typeof startProxy>>; dataDir: string }> = {} as never;
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "forge-harness-cli-"));
   sim = await startPolicySimulator({ seed: 3, script });
   proxy = await startProxy({ listen: "127.0.0.1:0", upstreams: [sim.url], dataDir: join(root, "data"), adminToken: ADMIN, mode: "train", healthIntervalMs: 0 });
+  for (const engine of ["vllm", "sglang"] as const) {
+    const s = await startPolicySimulator({ seed: 3, script, engine });
+    const dataDir = join(root, `data-token-in-${engine}`);
+    tokenIn[engine] = { sim: s, dataDir, proxy: await startProxy({ listen: "127.0.0.1:0", upstreams: [s.url], dataDir, adminToken: ADMIN, mode: "train", healthIntervalMs: 0, tokenIn: tokenInOptions({ modelDir: "qwen3" }) }) };
+  }
 });
 
 afterAll(async () => {
   await proxy?.stop();
   await sim?.stop();
+  for (const t of Object.values(tokenIn)) {
+    await t.proxy.stop();
+    await t.sim.stop();
+  }
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -66,11 +87,11 @@ const PROBES: Record<string, (base: { openai: string; anthropic: string; key: st
     }),
 };
 
-async function frontDoorProblem(harness: string): Promise<string | undefined> {
+async function frontDoorProblem(harness: string, proxyUrl: string): Promise<string | undefined> {
   const probe = PROBES[harness];
   if (!probe) return undefined;
   const reg = (await (
-    await fetch(`${proxy.url}/control/rollouts`, {
+    await fetch(`${proxyUrl}/control/rollouts`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN}` },
       body: JSON.stringify({ experiment: "harness-cli-probe", task_id: `probe-${harness}` }),
@@ -98,73 +119,135 @@ async function frontDoorProblem(harness: string): Promise<string | undefined> {
  * in any case. docs/harnesses.md says which is which.
  */
 type Expected = { calls: number; agentSamples: number; auxiliary: string[] };
-const cases: { harness: string; options?: Record<string, unknown>; expected: Expected }[] = [
-  { harness: "forge-react", expected: { calls: 5, agentSamples: 2, auxiliary: [] } },
-  { harness: "pi", options: { api: "openai-completions" }, expected: { calls: 5, agentSamples: 2, auxiliary: [] } },
-  { harness: "pi", options: { api: "openai-responses" }, expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
-  { harness: "pi", options: { api: "anthropic-messages" }, expected: { calls: 5, agentSamples: 2, auxiliary: [] } },
+/**
+ * Token-in mode: 1 agent sample for every harness but OpenClaw, whose every call moves its
+ * context message (a rewritten history: a new chain per call, forced); the chains started and
+ * why (a title or a compaction summary is another conversation).
+ */
+type TokenInExpected = Expected & { chainStarts: Record<string, number> };
+const FIRST = { first: 1 };
+const cases: { harness: string; options?: Record<string, unknown>; expected: Expected; tokenIn: TokenInExpected }[] = [
+  { harness: "forge-react", expected: { calls: 5, agentSamples: 2, auxiliary: [] }, tokenIn: { calls: 5, agentSamples: 1, auxiliary: [], chainStarts: FIRST } },
+  { harness: "pi", options: { api: "openai-completions" }, expected: { calls: 5, agentSamples: 2, auxiliary: [] }, tokenIn: { calls: 5, agentSamples: 1, auxiliary: [], chainStarts: FIRST } },
+  { harness: "pi", options: { api: "openai-responses" }, expected: { calls: 5, agentSamples: 5, auxiliary: [] }, tokenIn: { calls: 5, agentSamples: 1, auxiliary: [], chainStarts: FIRST } },
+  { harness: "pi", options: { api: "anthropic-messages" }, expected: { calls: 5, agentSamples: 2, auxiliary: [] }, tokenIn: { calls: 5, agentSamples: 1, auxiliary: [], chainStarts: FIRST } },
   // A window small enough that pi compacts after its final answer: the summary is auxiliary.
-  { harness: "pi", options: { api: "openai-completions", contextWindow: 17000 }, expected: { calls: 6, agentSamples: 2, auxiliary: ["pi.compaction"] } },
-  { harness: "qwen-code", expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
-  { harness: "opencode", expected: { calls: 6, agentSamples: 5, auxiliary: ["opencode.title"] } },
-  { harness: "codex", expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
-  { harness: "claude-code", expected: { calls: 5, agentSamples: 2, auxiliary: [] } },
-  { harness: "openclaw", expected: { calls: 5, agentSamples: 5, auxiliary: [] } },
+  {
+    harness: "pi",
+    options: { api: "openai-completions", contextWindow: 17000 },
+    expected: { calls: 6, agentSamples: 2, auxiliary: ["pi.compaction"] },
+    tokenIn: { calls: 6, agentSamples: 1, auxiliary: ["pi.compaction"], chainStarts: { first: 1, "new conversation": 1 } },
+  },
+  { harness: "qwen-code", expected: { calls: 5, agentSamples: 5, auxiliary: [] }, tokenIn: { calls: 5, agentSamples: 1, auxiliary: [], chainStarts: FIRST } },
+  { harness: "opencode", expected: { calls: 6, agentSamples: 5, auxiliary: ["opencode.title"] }, tokenIn: { calls: 6, agentSamples: 1, auxiliary: ["opencode.title"], chainStarts: { first: 1, "new conversation": 1 } } },
+  { harness: "codex", expected: { calls: 5, agentSamples: 5, auxiliary: [] }, tokenIn: { calls: 5, agentSamples: 1, auxiliary: [], chainStarts: FIRST } },
+  { harness: "claude-code", expected: { calls: 5, agentSamples: 2, auxiliary: [] }, tokenIn: { calls: 5, agentSamples: 1, auxiliary: [], chainStarts: FIRST } },
+  { harness: "openclaw", expected: { calls: 5, agentSamples: 5, auxiliary: [] }, tokenIn: { calls: 5, agentSamples: 5, auxiliary: [], chainStarts: { first: 1, "history rewritten": 4 } } },
 ];
 
-describe("harness CLIs through the proxy: the multi-step task", () => {
-  for (const { harness, options, expected } of cases) {
-    const name = options ? `${harness} ${JSON.stringify(options)}` : harness;
-    const why = harnessUnavailable(harness);
-    if (why) console.warn(`harness-cli: skipping ${name}: ${why}`);
-    test.skipIf(Boolean(why))(
-      `${name}: solves it; ${expected.agentSamples} agent sample(s) per rollout, the reward on the final answer`,
-      async () => {
-        const problem = await frontDoorProblem(harness);
-        if (problem) {
-          console.warn(`harness-cli: skipping ${name}: ${problem}`);
-          return;
-        }
-        const { outcomes } = await runLocal({
-          run: `cli-${harness}-${cases.findIndex((c) => c.options === options)}`,
-          experiment: "harness-cli",
-          tasks: [task],
-          k: 1,
-          harness,
-          harnessOptions: options,
-          model: "forge-sim/qwen3-sim",
-          proxyUrl: proxy.url,
-          adminToken: ADMIN,
-          dataDir: join(root, "data"),
-          parallelism: 1,
-          timeoutSeconds: 240,
-          quiet: true,
-        });
-        const outcome = outcomes[0]!;
-        const stderr = readFileSync(join(outcome.dir, "logs", "harness.stderr"), "utf8").slice(-2000);
-        expect({ status: outcome.status, reward: outcome.reward, stderr: outcome.status === "ok" ? "" : stderr }).toEqual({ status: "ok", reward: 1, stderr: "" });
-        expect(readFileSync(join(outcome.dir, "workspace", "total.txt"), "utf8").trim()).toBe("42");
-        const get = async (path: string) => (await fetch(`${proxy.url}/control/rollouts/${outcome.rollout_id}${path}`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
-        const info = (await get("")) as { rollout: { harness: string }; result?: { reward?: number; status: string }; calls: number; token_status_counts: Record<string, number> };
-        expect(info.rollout.harness).toBe(harness);
-        expect(info.result).toMatchObject({ reward: 1, status: "ROLLOUT_STATUS_OK" });
-        expect(info.token_status_counts.COMPLETE).toBe(info.calls);
-        const t = (await get("/trajectory")) as RolloutTrajectory;
-        const agent = t.samples.filter((s) => !s.auxiliary);
-        expect({
-          calls: t.stats.calls,
-          agentSamples: agent.length,
-          auxiliary: t.kinds.filter((k) => k.kind === "auxiliary").map((k) => k.fingerprint),
-        }).toEqual(expected);
-        expect({ valid: t.valid, broken: t.broken }).toEqual({ valid: true, broken: [] });
-        // The reward sits on the sample holding the agent's last call, and nowhere else.
-        const lastAgentCall = t.kinds.filter((k) => k.kind !== "auxiliary").at(-1)!.call_id;
-        const final = t.samples.filter((s) => s.is_final);
-        expect(final.map((s) => ({ reward: s.reward, auxiliary: s.auxiliary, holdsLastCall: s.call_ids.includes(lastAgentCall) }))).toEqual([{ reward: 1, auxiliary: null, holdsLastCall: true }]);
-        for (const s of t.samples) if (!s.is_final) expect(s.reward).toBe(0);
-      },
-      // A loaded 2-core CI machine: OpenClaw alone spends ≈ 11 s starting, then five calls.
-      300_000,
-    );
-  }
-});
+const CHAIN_STARTS: Record<number, string> = {
+  [ChainStart.FIRST]: "first",
+  [ChainStart.NEW_CONVERSATION]: "new conversation",
+  [ChainStart.HISTORY_REWRITTEN]: "history rewritten",
+  [ChainStart.ANSWER_CHANGED]: "answer changed",
+  [ChainStart.SETTINGS_CHANGED]: "settings changed",
+  [ChainStart.NOT_APPENDABLE]: "not appendable",
+  [ChainStart.STATE_LOST]: "state lost",
+};
+
+/** The calls of a rollout as recorded, in log order. */
+async function callsOf(dataDir: string, rolloutId: string): Promise<ModelCall[]> {
+  const out: ModelCall[] = [];
+  for await (const { record } of readRecords(dataDir)) if (record.kind.case === "modelCall" && record.kind.value.rolloutId === rolloutId) out.push(record.kind.value);
+  return out;
+}
+
+const startsWith = (ids: readonly number[], prefix: readonly number[]) => ids.length >= prefix.length && prefix.every((id, i) => ids[i] === id);
+
+for (const mode of ["engine", "token-in"] as const) {
+  describe(`harness CLIs through the proxy, ${mode} mode: the multi-step task`, () => {
+    cases.forEach(({ harness, options, expected: engineExpected, tokenIn: tokenInExpected }, index) => {
+      const name = options ? `${harness} ${JSON.stringify(options)}` : harness;
+      const why = harnessUnavailable(harness);
+      if (why && mode === "engine") console.warn(`harness-cli: skipping ${name}: ${why}`);
+      // Token-in cases alternate between the engine flavours: vLLM's /v1/completions, SGLang's /generate.
+      const flavour = index % 2 === 0 ? "vllm" : "sglang";
+      const expected = mode === "engine" ? engineExpected : tokenInExpected;
+      test.skipIf(Boolean(why))(
+        `${name}${mode === "token-in" ? ` (${flavour} flavour)` : ""}: solves it; ${expected.agentSamples} agent sample(s) per rollout, the reward on the final answer`,
+        async () => {
+          const target = mode === "engine" ? { proxy, dataDir: join(root, "data") } : tokenIn[flavour];
+          const problem = await frontDoorProblem(harness, target.proxy.url);
+          if (problem) {
+            console.warn(`harness-cli: skipping ${name}: ${problem}`);
+            return;
+          }
+          const { outcomes } = await runLocal({
+            run: `cli-${mode}-${harness}-${index}`,
+            experiment: "harness-cli",
+            tasks: [task],
+            k: 1,
+            harness,
+            harnessOptions: options,
+            model: "forge-sim/qwen3-sim",
+            proxyUrl: target.proxy.url,
+            adminToken: ADMIN,
+            dataDir: target.dataDir,
+            parallelism: 1,
+            timeoutSeconds: 240,
+            quiet: true,
+          });
+          const outcome = outcomes[0]!;
+          const stderr = readFileSync(join(outcome.dir, "logs", "harness.stderr"), "utf8").slice(-2000);
+          expect({ status: outcome.status, reward: outcome.reward, stderr: outcome.status === "ok" ? "" : stderr }).toEqual({ status: "ok", reward: 1, stderr: "" });
+          expect(readFileSync(join(outcome.dir, "workspace", "total.txt"), "utf8").trim()).toBe("42");
+          const get = async (path: string) => (await fetch(`${target.proxy.url}/control/rollouts/${outcome.rollout_id}${path}`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+          const info = (await get("")) as { rollout: { harness: string }; result?: { reward?: number; status: string }; calls: number; token_status_counts: Record<string, number> };
+          expect(info.rollout.harness).toBe(harness);
+          expect(info.result).toMatchObject({ reward: 1, status: "ROLLOUT_STATUS_OK" });
+          expect(info.token_status_counts.COMPLETE).toBe(info.calls);
+          const t = (await get("/trajectory")) as RolloutTrajectory;
+          const agent = t.samples.filter((s) => !s.auxiliary);
+          const calls = mode === "token-in" ? await callsOf(target.dataDir, outcome.rollout_id) : [];
+          const chainStarts: Record<string, number> = {};
+          for (const c of calls) if (c.chainStart !== ChainStart.UNSPECIFIED) chainStarts[CHAIN_STARTS[c.chainStart]!] = (chainStarts[CHAIN_STARTS[c.chainStart]!] ?? 0) + 1;
+          expect({
+            calls: t.stats.calls,
+            agentSamples: agent.length,
+            auxiliary: t.kinds.filter((k) => k.kind === "auxiliary").map((k) => k.fingerprint),
+            ...(mode === "token-in" ? { chainStarts } : {}),
+          }).toEqual(expected);
+          expect({ valid: t.valid, broken: t.broken }).toEqual({ valid: true, broken: [] });
+          // The reward sits on the sample holding the agent's last call, and nowhere else.
+          const lastAgentCall = t.kinds.filter((k) => k.kind !== "auxiliary").at(-1)!.call_id;
+          const final = t.samples.filter((s) => s.is_final);
+          expect(final.map((s) => ({ reward: s.reward, auxiliary: s.auxiliary, holdsLastCall: s.call_ids.includes(lastAgentCall) }))).toEqual([{ reward: 1, auxiliary: null, holdsLastCall: true }]);
+          for (const s of t.samples) if (!s.is_final) expect(s.reward).toBe(0);
+          if (mode !== "token-in") return;
+          expect(t.stats.drift_tokens).toBe(0);
+          // At the engine: a call that continues a chain was sent exactly its parent's prompt +
+          // completion ids, then the new messages' tokens.
+          const samples = tokenIn[flavour].sim.samples.filter((s) => s.rollout === outcome.rollout_id);
+          const prompts = resolvePrompts(calls);
+          const sampleOf = (c: ModelCall) => {
+            const found = samples.find((s) => s.token_ids.length === c.completionTokenIds.length && s.token_ids.every((id, i) => id === c.completionTokenIds[i]) && startsWith(s.prompt_token_ids, prompts.get(c.callId)!) && s.prompt_token_ids.length === prompts.get(c.callId)!.length);
+            expect(found).toBeDefined();
+            return found!;
+          };
+          expect(samples.length).toBe(calls.length);
+          let continued = 0;
+          for (const c of calls) {
+            if (c.chainParent === "") continue;
+            const parent = sampleOf(calls.find((p) => p.callId === c.chainParent)!);
+            const own = sampleOf(c);
+            expect(startsWith(own.prompt_token_ids, [...parent.prompt_token_ids, ...parent.token_ids])).toBe(true);
+            continued++;
+          }
+          expect(continued).toBe(calls.length - Object.values(tokenInExpected.chainStarts).reduce((a, b) => a + b, 0));
+        },
+        // A loaded 2-core CI machine: OpenClaw alone spends ≈ 11 s starting, then five calls.
+        300_000,
+      );
+    });
+  });
+}
