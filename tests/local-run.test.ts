@@ -1,9 +1,10 @@
 /** `forge run` on the quickstart, as a user runs it: a separate process, JSON out. */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readRecords } from "../records/index.ts";
+import { ChainStart, TokenMode } from "../schemas/index.ts";
 
 const root = join(import.meta.dir, "..");
 const forge = (args: string[]) => Bun.spawnSync([process.execPath, join(root, "bin", "forge.ts"), ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
@@ -87,4 +88,57 @@ describe("forge run", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  // docs/token-in.md: the proxy renders, keeps each conversation's ids canonical and sends the
+  // simulator token ids; in-process (one proxy) and as `forge proxy --token-in` processes (shards).
+  for (const shards of [1, 2]) {
+    test(`spec.policy.tokenMode: token-in end to end (${shards} proxy shard${shards > 1 ? "s" : ""}): every call token-in, one chain and one exported row per rollout`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "forge-run-token-in-"));
+      try {
+        const example = join(root, "examples", "multistep");
+        const experiment = join(dir, "experiment.yaml");
+        // The example's successful script every time (its failing variant fails the verifier, and failed rollouts are not exported).
+        writeFileSync(join(dir, "policy.yaml"), readFileSync(join(example, "policy.yaml"), "utf8").replace("failure_rate: 0.5", "failure_rate: 0"));
+        writeFileSync(
+          experiment,
+          [
+            "apiVersion: openforge.dev/v1",
+            "kind: Experiment",
+            "metadata: {name: token-in}",
+            "spec:",
+            "  policy:",
+            "    model: forge-sim/qwen3-sim",
+            "    mode: train",
+            "    tokenMode: token-in",
+            `    simulator: {seed: 11, script: ${join(dir, "policy.yaml")}}`,
+            "  harness: {name: forge-react, options: {maxTurns: 10}}",
+            `  environment: {tasks: ${join(example, "tasks")}}`,
+            // Sharded, the rollouts run unsandboxed: the sandbox bridges only the first shard's port.
+            `  rollouts: {k: 2, parallelism: 2, timeoutSeconds: 120${shards > 1 ? ", sandbox: none" : ""}}`,
+            "  metrics: {k: [1]}",
+            `  proxy: {shards: ${shards}}`,
+          ].join("\n"),
+        );
+        const result = forge(["run", experiment, "--data", join(dir, "data"), "--json", "--quiet", ...(shards > 1 ? ["--allow-root-unsandboxed"] : [])]);
+        expect(result.stderr.toString()).not.toContain("error");
+        expect(result.exitCode).toBe(0);
+        const out = JSON.parse(result.stdout.toString());
+        expect(out.outcomes.map((o: { status: string }) => o.status)).toEqual(["ok", "ok"]);
+        expect(out.export.rows).toBe(2);
+        const starts: Record<string, number[]> = {};
+        for await (const { record } of readRecords(join(dir, "data"))) {
+          if (record.kind.case !== "modelCall") continue;
+          const c = record.kind.value;
+          expect(c.tokenMode).toBe(TokenMode.TOKEN_IN);
+          (starts[c.rolloutId] ??= []).push(c.chainStart);
+        }
+        expect(Object.values(starts)).toEqual([
+          [ChainStart.FIRST, 0, 0, 0, 0],
+          [ChainStart.FIRST, 0, 0, 0, 0],
+        ]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }, 120_000);
+  }
 });
