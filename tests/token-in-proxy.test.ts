@@ -269,6 +269,26 @@ for (const engine of ["vllm", "sglang"] as const) {
   });
 }
 
+test(
+  "a restarted proxy starts a new chain for an open rollout, recorded as state lost",
+  async () => {
+    const h = await startProxyHarness({ sim: { script }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } });
+    try {
+      const r = await h.register({ task_id: "stock" });
+      const messages: Msg[] = [{ role: "user", content: "stock.csv lists items and counts. Write the total to total.txt." }];
+      const a1 = await chat(h, r, { messages }, false);
+      await h.restart();
+      await chat(h, r, { messages: [...messages, echo(a1), { role: "tool", tool_call_id: a1.toolCalls[0]!.id, content: "item,count\n" }] }, false);
+      const calls = await h.calls(r.rollout_id);
+      expect(calls.map((c) => [c.chainStart, c.chainParent])).toEqual([[ChainStart.FIRST, ""], [ChainStart.STATE_LOST, ""]]);
+      expect(calls[1]!.chainStartDetail).toContain("the proxy restarted");
+    } finally {
+      await h.close();
+    }
+  },
+  SLOW,
+);
+
 describe("token-in failures: clear errors", () => {
   test(
     "an engine without the token-id route (a vLLM-flavoured simulator called as SGLang answers 404 at /generate) fails the call naming the route",

@@ -183,6 +183,8 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       registry.noteCall(state, call, prompt);
     },
     deferHistory(state, load) {
+      // A restored open rollout: its token-in chains (memory only) are gone; its next token-in call says so.
+      state.chains = { list: [], lost: true };
       const settle = (recent: PastCall[]) => Object.defineProperty(state, "recent", { value: recent, writable: true, enumerable: true, configurable: true });
       Object.defineProperty(state, "recent", {
         configurable: true,

@@ -80,7 +80,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     throw new ProxyHttpError(400, `token-in mode sends the engine token ids, which carry no images (this request has ${prepared.images.length}); serve vision models in engine mode (tokenMode: engine; docs/token-in.md)`, "invalid_request_error", "invalid_request", "messages");
   }
   const chains = (rollout.chains ??= newRolloutChains());
-  // The proxy's token budget dropped the rollout's history, its chains with it: the next call says so.
+  // A restart, or the proxy's token budget dropping the rollout's history, lost its chains: the next call says so.
   const lost = chains.lost === true && chains.list.length === 0;
   let plan: Plan;
   try {

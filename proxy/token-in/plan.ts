@@ -51,7 +51,7 @@ export function planCall(model: Model, chains: RolloutChains, prepared: Prepared
   };
   const appendable = prepared.variables.get("add_generation_prompt") !== false && !prepared.continueFinalMessage;
   if (!appendable) return fresh(ChainStart.NOT_APPENDABLE, prepared.continueFinalMessage ? "continue_final_message: the prompt ends inside its last message" : "add_generation_prompt is false: the prompt does not end where the model answers");
-  if (chains.list.length === 0) return fresh(lostState ? ChainStart.STATE_LOST : ChainStart.FIRST, lostState ? "the rollout's chains were not kept (a restart that could not read them back, or the proxy's token budget)" : "");
+  if (chains.list.length === 0) return fresh(lostState ? ChainStart.STATE_LOST : ChainStart.FIRST, lostState ? "the rollout's chains were not kept (the proxy restarted, or its token budget dropped them)" : "");
 
   // Why no chain is continued, from the chain that came closest.
   let closest: { chain: Chain; shared: number; why: ChainStart; detail: string } | undefined;

@@ -527,7 +527,7 @@ export type ModelCall = Message<"forge.v1.ModelCall"> & {
   /**
    * Token-in: the assistant message the harness was sent, as Chat JSON
    * ({"content", "reasoning", "tool_calls": [{"name", "arguments"}]}): what the next call's
-   * echo is compared with, kept so a restarted proxy continues the chain.
+   * echo is compared with (the proxy holds it in memory; a restarted proxy starts new chains).
    *
    * @generated from field: bytes chain_answer = 57;
    */
