@@ -1,0 +1,47 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { loadModel, QWEN3, type Model } from "../../model/index.ts";
+import { answerKey, messageKey, reasoningAsTextKey, runKey, settingsKey } from "./keys.ts";
+
+let model: Model;
+beforeAll(async () => {
+  model = await loadModel(QWEN3);
+});
+
+const tools = [{ type: "function", function: { name: "read", parameters: { type: "object", properties: { path: { type: "string" } } } } }];
+/** The prepared messages of a conversation (vLLM's preprocessing: argument strings parsed). */
+const prepared = (messages: unknown[], t: unknown[] = tools) => model.prepare({ messages, tools: t } as never);
+const assistant = (content: string, args: string, id = "call_1") => ({ role: "assistant", content, tool_calls: [{ id, type: "function", function: { name: "read", arguments: args } }] });
+
+describe("token-in keys", () => {
+  test("an echo differing only in what the template never shows has the answer's key", () => {
+    const sent = { content: "\n\nI'll look.\n", reasoning: "think", toolCalls: [{ name: "read", arguments: '{"path": "a.csv", "n": 1}' }] };
+    // Arguments re-serialized compact with keys reordered, text trimmed, another call id, reasoning dropped.
+    const echo = prepared([{ role: "user", content: "go" }, assistant("I'll look.", '{"n":1,"path":"a.csv"}', "renamed")]).conversation[1]!;
+    expect(messageKey(echo)).toBe(answerKey(sent));
+  });
+
+  test("what the policy would see differently changes the key", () => {
+    const sent = { content: "I'll look.", reasoning: null, toolCalls: [{ name: "read", arguments: '{"path": "a.csv"}' }] };
+    for (const echo of [assistant("I'll look.", '{"path":"b.csv"}'), assistant("I will look.", '{"path":"a.csv"}'), { role: "assistant", content: "I'll look." }]) {
+      expect(messageKey(prepared([{ role: "user", content: "go" }, echo]).conversation[1]!)).not.toBe(answerKey(sent));
+    }
+    expect(messageKey(prepared([{ role: "user", content: "a" }]).conversation[0]!)).not.toBe(messageKey(prepared([{ role: "user", content: "b" }]).conversation[0]!));
+  });
+
+  test("reasoning sent back as text before the content (pi over Messages) has the reasoning-as-text key, and only then", () => {
+    const sent = { content: "\n\nI'll look.\n", reasoning: "\nRead it first.\n", toolCalls: [{ name: "read", arguments: '{"path": "a.csv"}' }] };
+    const run = (text: string) => runKey([prepared([{ role: "user", content: "go" }, assistant(text, '{"path":"a.csv"}')]).conversation[1]!], { squashed: true });
+    expect(run("\nRead it first.\n\n\nI'll look.\n")).toBe(reasoningAsTextKey(sent)!);
+    expect(run("Read it first. I'll look.")).toBe(reasoningAsTextKey(sent)!);
+    expect(run("I'll look.")).not.toBe(reasoningAsTextKey(sent)!);
+    expect(reasoningAsTextKey({ ...sent, reasoning: null })).toBeUndefined();
+  });
+
+  test("settings: other tools or template variables change the key, add_generation_prompt does not", () => {
+    const m = [{ role: "user", content: "go" }];
+    const base = settingsKey(prepared(m));
+    expect(settingsKey(model.prepare({ messages: m, tools, add_generation_prompt: true } as never))).toBe(base);
+    expect(settingsKey(prepared(m, []))).not.toBe(base);
+    expect(settingsKey(model.prepare({ messages: m, tools, chat_template_kwargs: { enable_thinking: false } } as never))).not.toBe(base);
+  });
+});
