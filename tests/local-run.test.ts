@@ -113,13 +113,12 @@ describe("forge run", () => {
             `    simulator: {seed: 11, script: ${join(dir, "policy.yaml")}}`,
             "  harness: {name: forge-react, options: {maxTurns: 10}}",
             `  environment: {tasks: ${join(example, "tasks")}}`,
-            // Sharded, the rollouts run unsandboxed: the sandbox bridges only the first shard's port.
-            `  rollouts: {k: 2, parallelism: 2, timeoutSeconds: 120${shards > 1 ? ", sandbox: none" : ""}}`,
+            "  rollouts: {k: 2, parallelism: 2, timeoutSeconds: 120}",
             "  metrics: {k: [1]}",
             `  proxy: {shards: ${shards}}`,
           ].join("\n"),
         );
-        const result = forge(["run", experiment, "--data", join(dir, "data"), "--json", "--quiet", ...(shards > 1 ? ["--allow-root-unsandboxed"] : [])]);
+        const result = forge(["run", experiment, "--data", join(dir, "data"), "--json", "--quiet"]);
         expect(result.stderr.toString()).not.toContain("error");
         expect(result.exitCode).toBe(0);
         const out = JSON.parse(result.stdout.toString());

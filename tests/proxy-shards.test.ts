@@ -17,6 +17,7 @@ import { startProxy, type StartedProxy } from "../proxy/index.ts";
 import { shardOf } from "../proxy/shards.ts";
 import { readRecords } from "../records/index.ts";
 import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { findBwrap } from "../workflows/local/sandbox.ts";
 import { openAnalytics } from "../analytics/index.ts";
 
 setDefaultTimeout(120_000);
@@ -191,9 +192,10 @@ test("forge run --proxy-shards 2: rollouts spread over two proxy processes, expo
         "metadata: {name: sharded}",
         "spec:",
         "  policy: {model: forge-sim/qwen3-sim, mode: train}",
-        "  harness: {name: command, command: [bash, -c, 'curl -s -o /dev/null -H \"authorization: Bearer $OPENAI_API_KEY\" -H content-type:application/json -d \"{\\\"model\\\":\\\"m\\\",\\\"messages\\\":[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"hi\\\"}]}\" $OPENAI_BASE_URL/chat/completions; echo done']}",
+        "  harness: {name: command, command: [bash, -c, 'curl -s -o /dev/null -H \"authorization: Bearer $OPENAI_API_KEY\" -H content-type:application/json -d \"{\\\"model\\\":\\\"m\\\",\\\"messages\\\":[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"hi\\\"}]}\" $OPENAI_BASE_URL/chat/completions || exit 3; echo done']}",
         "  environment: {tasks: [{id: a, instruction: x, expected: done}, {id: b, instruction: y, expected: done}, {id: c, instruction: z, expected: done}]}",
-        "  rollouts: {k: 4, parallelism: 4, sandbox: none}",
+        // In the bwrap sandbox where it works: each rollout reaches its own shard through the sandbox's bridges.
+        `  rollouts: {k: 4, parallelism: 4, sandbox: ${findBwrap() ? "bwrap" : "none"}}`,
         "  metrics: {k: [1]}",
       ].join("\n"),
     );
@@ -202,6 +204,8 @@ test("forge run --proxy-shards 2: rollouts spread over two proxy processes, expo
     expect(run.exitCode, stderr).toBe(0);
     const out = JSON.parse(run.stdout.toString());
     expect(out.outcomes).toHaveLength(12);
+    // Every harness reached its shard (curl -f fails the rollout otherwise).
+    expect(out.outcomes.map((o: { status: string; reward: number }) => `${o.status}:${o.reward}`)).toEqual(Array(12).fill("ok:1"));
     expect(readdirSync(join(dir, "data")).filter((n) => n.startsWith("shard-")).sort()).toEqual(["shard-0", "shard-1"]);
     // Both shards recorded rollouts, and the export and pass@k cover all twelve.
     const perShard = [0, 1].map((i) => readdirSync(join(dir, "data", `shard-${i}`, "log")).filter((n) => n.endsWith(".forge")).length);

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSiteServer } from "./site-server.ts";
 
-/** The site's port inside a rollout's network namespace (8001 when the proxy has 8000). */
+/** The site's port inside a rollout's network namespace (the next free one when a proxy has 8000). */
 export const SITE_PORT = 8000;
 
 /** Where the verifier's sandbox shows the site's state (`$FORGE_SITE_LOG` is `requests.jsonl` in it). */
@@ -29,10 +29,10 @@ export type RolloutSite = {
 
 /**
  * @example
- * const site = await startRolloutSite({ siteDir: "tasks/shop/site", stateDir: "rollouts/r1/site", sandboxed: true, proxyPort: 8080 });
+ * const site = await startRolloutSite({ siteDir: "tasks/shop/site", stateDir: "rollouts/r1/site", sandboxed: true, takenPorts: [8080] });
  * site.url; // "http://127.0.0.1:8000"
  */
-export async function startRolloutSite(options: { siteDir: string; stateDir: string; sandboxed: boolean; proxyPort?: number }): Promise<RolloutSite> {
+export async function startRolloutSite(options: { siteDir: string; stateDir: string; sandboxed: boolean; takenPorts?: number[] }): Promise<RolloutSite> {
   if (!options.sandboxed) {
     const server = await startSiteServer({ root: options.siteDir, stateDir: options.stateDir });
     return { url: server.url!, stateDir: options.stateDir, close: () => server.close() };
@@ -47,7 +47,8 @@ export async function startRolloutSite(options: { siteDir: string; stateDir: str
     rmSync(socketDir, { recursive: true, force: true });
     throw error;
   }
-  const port = options.proxyPort === SITE_PORT ? SITE_PORT + 1 : SITE_PORT;
+  let port = SITE_PORT;
+  while (options.takenPorts?.includes(port)) port++;
   return {
     url: `http://127.0.0.1:${port}`,
     stateDir: options.stateDir,

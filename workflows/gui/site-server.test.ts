@@ -56,10 +56,10 @@ describe("the site server", () => {
     expect(bad).toMatchObject({ text: "{nope" });
   });
 
-  test("sandboxed rollouts get it on a unix socket at a fixed inner port (the next one when the proxy has it), cleaned up on close", async () => {
+  test("sandboxed rollouts get it on a unix socket at a fixed inner port (the next free one when proxies have it), cleaned up on close", async () => {
     const root = site("socket");
-    const rollout = await startRolloutSite({ siteDir: root, stateDir: join(scratch, "socket", "state"), sandboxed: true, proxyPort: 8000 });
-    expect(rollout.url).toBe("http://127.0.0.1:8001");
+    const rollout = await startRolloutSite({ siteDir: root, stateDir: join(scratch, "socket", "state"), sandboxed: true, takenPorts: [8000, 8001] });
+    expect(rollout.url).toBe("http://127.0.0.1:8002");
     const response = await fetch("http://site/", { unix: rollout.bridge!.socket } as RequestInit);
     expect(await response.text()).toBe("<h1>home</h1>");
     await rollout.close();

@@ -26,6 +26,11 @@ export type LocalRunOptions = {
   harnessCommand?: string[];
   model: string;
   proxyUrl: string;
+  /**
+   * Every proxy a rollout's base URLs may point at (sharded proxies: each shard's URL, the
+   * registration answering the owner's); default [proxyUrl]. A sandbox bridges each one.
+   */
+  proxyUrls?: string[];
   adminToken?: string;
   dataDir: string;
   parallelism: number;
@@ -88,11 +93,12 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const plans = planLocalRollouts({ run: options.run, iteration, tasks: options.tasks, k: options.k });
   const sandbox = resolveSandbox(options.sandbox ?? "auto", { allowRootUnsandboxed: options.allowRootUnsandboxed });
   mkdirSync(join(options.dataDir, "rollouts"), { recursive: true });
-  const proxy = new URL(options.proxyUrl);
-  const bridge =
+  // Sandboxed, the namespace's only way out: one bridge per proxy (shard) the base URLs name.
+  const proxies = [...new Set([options.proxyUrl, ...(options.proxyUrls ?? [])])].map((url) => new URL(url));
+  const bridges =
     sandbox === "bwrap"
-      ? await startProxyBridge(join(options.dataDir, "rollouts", `.proxy-${process.pid}.sock`), { host: proxy.hostname, port: Number(proxy.port || 80) })
-      : undefined;
+      ? await Promise.all(proxies.map(async (proxy, i) => ({ socket: (await startProxyBridge(join(options.dataDir, "rollouts", `.proxy-${process.pid}-${i}.sock`), { host: proxy.hostname, port: Number(proxy.port || 80) })), port: Number(proxy.port || 80) })))
+      : [];
   const ctx: RolloutContext = {
     experiment: options.experiment,
     iteration,
@@ -105,7 +111,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     timeoutSeconds: options.timeoutSeconds,
     verifierTimeoutSeconds: options.verifierTimeoutSeconds ?? 120,
     sandbox,
-    network: bridge ? { socket: bridge.path, port: Number(proxy.port || 80) } : undefined,
+    network: bridges.length > 0 ? { socket: bridges[0]!.socket.path, port: bridges[0]!.port, also: bridges.slice(1).map((b) => ({ socket: b.socket.path, port: b.port })) } : undefined,
     baseEnv: baseEnvironment(),
     graceMs: options.graceMs ?? 2000,
     signal: options.signal,
@@ -137,7 +143,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   try {
     await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallelism, plans.length)) }, worker));
   } finally {
-    await bridge?.close();
+    await Promise.all(bridges.map((bridge) => bridge.socket.close()));
   }
   bar.end(state);
   return { outcomes: outcomes.filter(Boolean), durationMs: performance.now() - started, sandbox, aborted: Boolean(options.signal?.aborted) };

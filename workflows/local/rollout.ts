@@ -36,8 +36,8 @@ export type RolloutContext = {
   timeoutSeconds: number;
   verifierTimeoutSeconds: number;
   sandbox: "bwrap" | "none";
-  /** The proxy bridge, when sandboxed with network isolation. */
-  network?: { socket: string; port: number };
+  /** The proxy bridge, when sandboxed with network isolation; `also`: the other shards' bridges. */
+  network?: { socket: string; port: number; also?: { socket: string; port: number }[] };
   /** Extra variables for the harness (PATH, …). */
   baseEnv: Record<string, string>;
   graceMs: number;
@@ -273,7 +273,7 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
   let browser: (McpServer & { readOnlyPaths: string[] }) | undefined;
   try {
     dirs = { ...prepareWorkspace(dir, plan.task), dir };
-    if (plan.task.siteDir) site = await startRolloutSite({ siteDir: plan.task.siteDir, stateDir: join(dir, "site"), sandboxed, proxyPort: ctx.network?.port });
+    if (plan.task.siteDir) site = await startRolloutSite({ siteDir: plan.task.siteDir, stateDir: join(dir, "site"), sandboxed, takenPorts: ctx.network ? [ctx.network.port, ...(ctx.network.also ?? []).map((forward) => forward.port)] : [] });
     if (plan.task.browser) {
       // Chromium's own sandbox needs user namespaces, which bwrap leaves none of (the rollout's
       // sandbox takes its place), and refuses to start as root.
@@ -303,7 +303,7 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
   }
 
   const timeoutSeconds = plan.task.agentTimeoutSeconds ?? ctx.timeoutSeconds;
-  const network = ctx.network && site?.bridge ? { ...ctx.network, also: [site.bridge] } : ctx.network;
+  const network = ctx.network && site?.bridge ? { ...ctx.network, also: [...(ctx.network.also ?? []), site.bridge] } : ctx.network;
   const argv = sandboxed
     ? sandboxArgv({ writable: [dirs.workspace, dirs.home], readOnly: [dirname(FORGE_REACT_MAIN), ...(browser?.readOnlyPaths ?? [])], cwd: dirs.workspace, network }, launch.command)
     : launch.command;

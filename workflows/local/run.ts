@@ -53,7 +53,7 @@ export type RunExperimentResult = {
 };
 
 /** Starts the simulator and proxy per the experiment; returns the proxy URL and a stop for both. */
-async function startServices(options: RunExperimentOptions, log: (line: string) => void): Promise<{ proxyUrl: string; adminToken?: string; stop(): Promise<void> }> {
+async function startServices(options: RunExperimentOptions, log: (line: string) => void): Promise<{ proxyUrl: string; proxyUrls: string[]; adminToken?: string; stop(): Promise<void> }> {
   const { experiment } = options;
   const { startProxy } = await import("../../proxy/index.ts");
   let simulator: Stoppable | undefined;
@@ -75,6 +75,7 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
     log(`control API while the run lasts (any shard): Authorization: Bearer <admin_token from ${proxyFile}>`);
     return {
       proxyUrl: started.urls[0]!,
+      proxyUrls: started.urls,
       adminToken,
       async stop() {
         await started.stop();
@@ -89,6 +90,7 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
   log(`control API while the run lasts: Authorization: Bearer <admin_token from ${proxyFile}>, e.g. GET ${proxy.url}/control/rollouts/<rollout id>/trajectory`);
   return {
     proxyUrl: proxy.url,
+    proxyUrls: [proxy.url],
     adminToken,
     async stop() {
       await proxy.stop();
@@ -153,6 +155,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
       harnessCommand: experiment.spec.harness.command,
       model: experiment.spec.policy.model,
       proxyUrl: services.proxyUrl,
+      proxyUrls: services.proxyUrls,
       adminToken: services.adminToken,
       dataDir: options.dataDir,
       parallelism: options.parallelism ?? experiment.spec.rollouts.parallelism,
