@@ -120,7 +120,7 @@ async function measure(c: Case, k: number, dataDir: string, detokenize: (ids: nu
     base.driftTokens += t.stats.drift_tokens;
     for (const c of collected.calls) {
       if (c.call.tokenMode !== TokenMode.TOKEN_IN || c.call.chainStart === ChainStart.UNSPECIFIED) continue;
-      const why = CHAIN_STARTS[c.call.chainStart] ?? String(c.call.chainStart);
+      const why = chainStartName(c.call.chainStart);
       base.chainStarts![why] = (base.chainStarts![why] ?? 0) + 1;
     }
     for (const kind of t.kinds) if (kind.fingerprint) base.auxiliary[kind.fingerprint] = (base.auxiliary[kind.fingerprint] ?? 0) + 1;
@@ -139,15 +139,8 @@ async function measure(c: Case, k: number, dataDir: string, detokenize: (ids: nu
   return base;
 }
 
-const CHAIN_STARTS: Record<number, string> = {
-  [ChainStart.FIRST]: "first",
-  [ChainStart.NEW_CONVERSATION]: "new conversation",
-  [ChainStart.HISTORY_REWRITTEN]: "history rewritten",
-  [ChainStart.ANSWER_CHANGED]: "answer changed",
-  [ChainStart.SETTINGS_CHANGED]: "settings changed",
-  [ChainStart.NOT_APPENDABLE]: "not appendable",
-  [ChainStart.STATE_LOST]: "state lost",
-};
+/** A chain start as the tables print it: HISTORY_REWRITTEN → "history rewritten". */
+const chainStartName = (why: ChainStart): string => (ChainStart[why] ?? String(why)).toLowerCase().replaceAll("_", " ");
 
 const perRollout = (xs: number[]): string => (xs.length === 0 ? "-" : new Set(xs).size === 1 ? String(xs[0]) : xs.join(", "));
 

@@ -145,15 +145,8 @@ const cases: { harness: string; options?: Record<string, unknown>; expected: Exp
   { harness: "openclaw", expected: { calls: 5, agentSamples: 5, auxiliary: [] }, tokenIn: { calls: 5, agentSamples: 5, auxiliary: [], chainStarts: { first: 1, "history rewritten": 4 } } },
 ];
 
-const CHAIN_STARTS: Record<number, string> = {
-  [ChainStart.FIRST]: "first",
-  [ChainStart.NEW_CONVERSATION]: "new conversation",
-  [ChainStart.HISTORY_REWRITTEN]: "history rewritten",
-  [ChainStart.ANSWER_CHANGED]: "answer changed",
-  [ChainStart.SETTINGS_CHANGED]: "settings changed",
-  [ChainStart.NOT_APPENDABLE]: "not appendable",
-  [ChainStart.STATE_LOST]: "state lost",
-};
+/** A chain start as the tables print it: HISTORY_REWRITTEN → "history rewritten". */
+const chainStartName = (why: ChainStart): string => (ChainStart[why] ?? String(why)).toLowerCase().replaceAll("_", " ");
 
 /** The calls of a rollout as recorded, in log order. */
 async function callsOf(dataDir: string, rolloutId: string): Promise<ModelCall[]> {
@@ -210,7 +203,7 @@ for (const mode of ["engine", "token-in"] as const) {
           const agent = t.samples.filter((s) => !s.auxiliary);
           const calls = mode === "token-in" ? await callsOf(target.dataDir, outcome.rollout_id) : [];
           const chainStarts: Record<string, number> = {};
-          for (const c of calls) if (c.chainStart !== ChainStart.UNSPECIFIED) chainStarts[CHAIN_STARTS[c.chainStart]!] = (chainStarts[CHAIN_STARTS[c.chainStart]!] ?? 0) + 1;
+          for (const c of calls) if (c.chainStart !== ChainStart.UNSPECIFIED) chainStarts[chainStartName(c.chainStart)] = (chainStarts[chainStartName(c.chainStart)] ?? 0) + 1;
           expect({
             calls: t.stats.calls,
             agentSamples: agent.length,

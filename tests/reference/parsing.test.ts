@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadModel, reasoningParserFactory, toolCallParserFactory, type DeltaMessage, type Model, type ParserContext } from "../../model/index.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
+import { normalizeDelta, type Answer, type Delta } from "./deltas.ts";
 
 const SLOW = 600_000;
 const CHUNKS = [1, 2, 3, 5, 8];
@@ -33,24 +34,6 @@ afterAll(async () => {
   );
 });
 
-type Answer = { reasoning: string | null; content: string | null; tool_calls: { name: string; arguments: string }[] };
-type Delta = { content?: string; reasoning?: string; tool_calls?: { index: number; id: boolean; name?: string; arguments?: string }[] };
-
-const normalize = (d: { content?: string | null; reasoning?: string | null; tool_calls?: any[]; toolCalls?: any[] } | null | undefined): Delta => {
-  const out: Delta = {};
-  if (d?.content) out.content = d.content;
-  if (d?.reasoning) out.reasoning = d.reasoning;
-  const calls = d?.tool_calls ?? d?.toolCalls ?? [];
-  if (calls.length > 0) {
-    out.tool_calls = calls.map((c: any) => ({
-      index: c.index,
-      id: c.id != null,
-      ...(c.function?.name != null ? { name: c.function.name } : {}),
-      ...(c.function?.arguments != null ? { arguments: c.function.arguments } : {}),
-    }));
-  }
-  return out;
-};
 
 function merge(deltas: Delta[]): Answer {
   const out: Answer = { reasoning: null, content: null, tool_calls: [] };
@@ -146,8 +129,8 @@ for (const output of OUTPUTS) {
               expect(refStream.error).toBeUndefined();
               const streamParser = model.outputParser({ ...request, toolParser, promptTokenIds: promptIds });
               const parts = chunks(ids, n);
-              const deltas = parts.map((c, i) => normalize(streamParser.parseDelta(c.text, c.ids, i === parts.length - 1) as DeltaMessage | null));
-              const refDeltas = (refStream.deltas as { delta: any }[]).map((d) => normalize(d.delta));
+              const deltas = parts.map((c, i) => normalizeDelta(streamParser.parseDelta(c.text, c.ids, i === parts.length - 1) as DeltaMessage | null));
+              const refDeltas = (refStream.deltas as { delta: any }[]).map((d) => normalizeDelta(d.delta));
               expect(deltas).toEqual(refDeltas);
               expect(merge(deltas)).toEqual({ reasoning: refStream.merged.reasoning, content: refStream.merged.content, tool_calls: refStream.merged.tool_calls });
               if (Bun.deepEquals(merge(refDeltas), want)) expect(merge(deltas)).toEqual(got);

@@ -22,6 +22,7 @@ import { chatStreamDerenderer, derenderChat, loadModel, type DeltaMessage, type 
 import { startOracle, type Oracle } from "./oracle.ts";
 import { CASES, harnessCases } from "./rendering-corpus.ts";
 import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
+import { normalizeDelta, type Answer, type Delta } from "./deltas.ts";
 
 const SLOW = 600_000;
 const IM_END = 151645;
@@ -81,24 +82,6 @@ describe("appended rendering equals the template's rendering in context", () => 
   }
 });
 
-type Answer = { reasoning: string | null; content: string | null; tool_calls: { name: string; arguments: string }[] };
-type Delta = { content?: string; reasoning?: string; tool_calls?: { index: number; id: boolean; name?: string; arguments?: string }[] };
-
-const normalize = (d: { content?: string | null; reasoning?: string | null; tool_calls?: any[]; toolCalls?: any[] } | null | undefined): Delta => {
-  const out: Delta = {};
-  if (d?.content) out.content = d.content;
-  if (d?.reasoning) out.reasoning = d.reasoning;
-  const calls = d?.tool_calls ?? d?.toolCalls ?? [];
-  if (calls.length > 0) {
-    out.tool_calls = calls.map((c: any) => ({
-      index: c.index,
-      id: c.id != null,
-      ...(c.function?.name != null ? { name: c.function.name } : {}),
-      ...(c.function?.arguments != null ? { arguments: c.function.arguments } : {}),
-    }));
-  }
-  return out;
-};
 
 describe("token-in parsing equals vLLM 0.33.0's derender of the same tokens", () => {
   for (const output of OUTPUTS) {
@@ -135,9 +118,9 @@ describe("token-in parsing equals vLLM 0.33.0's derender of the same tokens", ()
               for (let i = 0; i < ids.length; i += n) {
                 const last = i + n >= ids.length;
                 const step = stream.push(ids.slice(i, i + n), last ? finish : undefined);
-                steps.push({ delta: normalize(step.delta as DeltaMessage | null), finish: step.finishReason ?? null });
+                steps.push({ delta: normalizeDelta(step.delta as DeltaMessage | null), finish: step.finishReason ?? null });
               }
-              expect(steps).toEqual((refStream.deltas as { delta: any; finish_reason: string | null }[]).map((d) => ({ delta: normalize(d.delta), finish: d.finish_reason ?? null })));
+              expect(steps).toEqual((refStream.deltas as { delta: any; finish_reason: string | null }[]).map((d) => ({ delta: normalizeDelta(d.delta), finish: d.finish_reason ?? null })));
               checked.streams++;
               checked.deltas += steps.length;
             }
