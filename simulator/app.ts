@@ -36,7 +36,7 @@ export function createPolicySimulator(options: PolicySimulatorOptions): PolicySi
   });
   app.post("/v1/chat/completions", (c) => handleChat(ctx, c.req.raw));
   app.post("/v1/completions", (c) => handleCompletion(ctx, c.req.raw));
-  app.post("/tokenize", (c) => handleTokenize(c.req.raw));
+  app.post("/tokenize", (c) => handleTokenize(ctx, c.req.raw));
   app.post("/detokenize", (c) => handleDetokenize(c.req.raw));
   const health = () => new Response(null, { status: 200, headers: { "x-forge-simulator": "1" } });
   app.get("/health", health);

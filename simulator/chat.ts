@@ -36,7 +36,7 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
   const body = result.data;
   const refused = ctx.flavour.checkChat(body, request) ?? (await whileGenerating(ctx, request.signal));
   if (refused) return refused;
-  const model = await loadSimModel();
+  const model = await loadSimModel(ctx.modelSpec);
   const tokenizer = model.tokenizer;
   const messages = body.messages as SimMessage[];
   const tools = (body.tools ?? []) as SimTool[];
@@ -70,8 +70,8 @@ export async function handleChat(ctx: SimContext, request: Request): Promise<Res
       enableThinking,
     });
     decisions.push(describeDecision(decision));
-    // Qwen3's template leaves thinking on unless enable_thinking is false.
-    const g = generate(tokenizer, decision.turn, { thinking: enableThinking !== false, maxTokens, stop: stopList(body.stop) });
+    // Qwen3's template leaves thinking on unless enable_thinking is false; Qwen3-Coder never thinks.
+    const g = generate(tokenizer, decision.turn, { thinking: ctx.thinks && enableThinking !== false, format: ctx.toolFormat, maxTokens, stop: stopList(body.stop) });
     const choiceContext = mix(context, index);
     const logprobs = sampledLogprobs(g.ids, choiceContext, topCount);
     const callId = (i: number) => hashId("call_", choiceContext, i);

@@ -5,11 +5,12 @@ import { intFlag, parseCommand, untilSignal, UsageError } from "../lib/index.ts"
 import { parsePolicyScriptFile, PolicyScriptError } from "../schemas/index.ts";
 import { startPolicySimulator } from "./server.ts";
 import { DEFAULT_SIM_MODEL } from "./options.ts";
+import { SIM_TOOL_PARSERS, type SimToolParser } from "./model.ts";
 
 const usage = `
 usage: forge policy-sim [--listen HOST:PORT] [--seed N] [--script FILE] [--model ID]
                         [--chunk-delay-ms N] [--ttft-ms N] [--tokens-per-chunk N] [--quiet]
-                        [--engine vllm|sglang]
+                        [--engine vllm|sglang] [--tool-call-parser hermes|qwen3_coder]
 
 Serves an OpenAI-compatible API that behaves like vLLM serving Qwen3 (real Qwen3 token ids,
 logprobs, tool calls, return_token_ids), playing a scripted policy. It is a simulator: it stands
@@ -24,6 +25,9 @@ in for the model in tests and the quickstart.
   --tokens-per-chunk N     tokens per stream chunk (default 1)
   --engine vllm|sglang     the engine it stands in for: wire format, errors, discovery and
                            weight-sync routes of vLLM 0.33.0 (default) or SGLang 0.5.23 (docs/engines.md)
+  --tool-call-parser P     the served model as vLLM is started with --tool-call-parser P:
+                           hermes (default: Qwen3, <tool_call> JSON, thinking) or qwen3_coder
+                           (Qwen3-Coder: its own chat template, XML tool calls, no thinking)
   --quiet                  no per-request log lines
   --json                   print {"url", "openai_base_url", "model"} as one JSON line once listening
 `;
@@ -47,6 +51,7 @@ export async function policySimCommand(argv: string[]): Promise<number> {
         "tokens-per-chunk": { type: "string" },
         quiet: { type: "boolean" },
         engine: { type: "string" },
+        "tool-call-parser": { type: "string" },
         json: { type: "boolean" },
       },
     },
@@ -58,6 +63,8 @@ export async function policySimCommand(argv: string[]): Promise<number> {
   if (tokensPerChunk < 1) throw new UsageError("--tokens-per-chunk must be at least 1");
   const engine = args.values.engine ?? "vllm";
   if (engine !== "vllm" && engine !== "sglang") throw new UsageError(`--engine must be vllm or sglang, got "${engine}"`);
+  const toolCallParser = args.values["tool-call-parser"] ?? "hermes";
+  if (!(SIM_TOOL_PARSERS as readonly string[]).includes(toolCallParser)) throw new UsageError(`--tool-call-parser must be one of ${SIM_TOOL_PARSERS.join(", ")}, got "${toolCallParser}"`);
   if (args.values.script !== undefined) {
     // A missing or invalid script is the caller's mistake (exit 2), found before the tokenizer loads.
     try {
@@ -79,6 +86,7 @@ export async function policySimCommand(argv: string[]): Promise<number> {
     ttftMs: intFlag("ttft-ms", args.values["ttft-ms"], 0),
     tokensPerChunk,
     engine,
+    toolCallParser: toolCallParser as SimToolParser,
     hostname,
     port,
     log: args.values.quiet ? undefined : (line) => console.error(line),

@@ -14,7 +14,7 @@ import { decideTurn } from "./policy.ts";
 import { CompletionRequestSchema, readBody, stopList, type CompletionRequestBody } from "./request.ts";
 import { sleep, sseResponse } from "./sse.ts";
 import { loadTokenizer, type SimTokenizer } from "./model.ts";
-import type { SimMessage, SimTool } from "./types.ts";
+import type { JsonSchema, SimMessage, SimTool } from "./types.ts";
 import { whileGenerating } from "./flavours/pause.ts";
 import type { CompletionAnswer } from "./flavours/types.ts";
 
@@ -43,10 +43,10 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
   const topCount = body.logprobs ?? undefined;
 
   const choices = Array.from({ length: body.n ?? 1 }, (_, index) => {
-    const chat = chatPrompt(promptText);
+    const chat = chatPrompt(promptText, ctx);
     const decision = decideTurn({ messages: chat?.turns ?? chatmlTurns(promptText), tools: chat?.tools ?? [], script: ctx.script, seed: ctx.seed, conversationKey: rollout, choiceIndex: index, enableThinking: chat?.thinking });
     const turn = chat ? decision.turn : { content: decision.turn.content, toolCalls: [] };
-    const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, maxTokens, stop: stopList(body.stop) });
+    const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, format: ctx.toolFormat, maxTokens, stop: stopList(body.stop) });
     const logprobs = sampledLogprobs(g.ids, mix(context, index), topCount ?? 0);
     const text = visibleText(g, 0, coveredBytes(g));
     ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids), ...(rollout ? { rollout } : {}) });
@@ -69,14 +69,21 @@ const GENERATION_PROMPT = "<|im_start|>assistant\n";
 const EMPTY_THINK = "<think>\n\n</think>\n\n";
 
 /**
- * A prompt that is a rendered Qwen3 chat waiting for the assistant: its turns, the tools of its
- * system block, and whether it leaves thinking on (no empty think block after the header).
+ * A prompt that is a rendered Qwen3 (or Qwen3-Coder) chat waiting for the assistant: its turns,
+ * the tools of its system block, and whether it leaves thinking on (no empty think block after
+ * the header; never for a model that does not think).
+ *
+ * @example
+ * chatPrompt("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", { toolFormat: "hermes", thinks: true })?.thinking // true
  */
-export function chatPrompt(prompt: string): { turns: SimMessage[]; tools: SimTool[]; thinking: boolean } | undefined {
-  const thinking = prompt.endsWith(GENERATION_PROMPT);
-  if (!thinking && !prompt.endsWith(GENERATION_PROMPT + EMPTY_THINK)) return undefined;
+export function chatPrompt(prompt: string, model: Pick<SimContext, "toolFormat" | "thinks">): { turns: SimMessage[]; tools: SimTool[]; thinking: boolean } | undefined {
+  const open = prompt.endsWith(GENERATION_PROMPT);
+  if (!open && !prompt.endsWith(GENERATION_PROMPT + EMPTY_THINK)) return undefined;
+  const thinking = open && model.thinks;
+  const system = prompt.split("<|im_end|>")[0] ?? "";
+  if (model.toolFormat === "qwen3_coder") return { turns: chatmlTurns(prompt), tools: xmlTools(system), thinking };
   const tools: SimTool[] = [];
-  const block = /<tools>\n([\s\S]*?)\n<\/tools>/.exec(prompt.split("<|im_end|>")[0] ?? "");
+  const block = /<tools>\n([\s\S]*?)\n<\/tools>/.exec(system);
   for (const line of block?.[1]?.split("\n") ?? []) {
     try {
       const tool = JSON.parse(line) as SimTool;
@@ -86,6 +93,43 @@ export function chatPrompt(prompt: string): { turns: SimMessage[]; tools: SimToo
     }
   }
   return { turns: chatmlTurns(prompt), tools, thinking };
+}
+
+/**
+ * The tools of Qwen3-Coder's system block, read back from the XML its template writes
+ * (`<function>\n<name>…</name>\n<description>…</description>\n<parameters>\n<parameter>\n<name>…</name>\n<type>…</type>…`):
+ * names, descriptions, parameter types and the required list, what the policy plans calls with.
+ */
+export function xmlTools(system: string): SimTool[] {
+  const block = /<tools>([\s\S]*?)\n<\/tools>/.exec(system)?.[1] ?? "";
+  const tag = (text: string, name: string) => new RegExp(`\\n<${name}>([\\s\\S]*?)</${name}>`).exec(text)?.[1];
+  const required = (text: string | undefined) => {
+    try {
+      const list = JSON.parse(text ?? "[]") as unknown;
+      return Array.isArray(list) ? list.filter((x): x is string => typeof x === "string") : [];
+    } catch {
+      return [];
+    }
+  };
+  return block
+    .split("\n<function>")
+    .slice(1)
+    .flatMap((fn) => {
+      const name = /^\n<name>([^<]*)<\/name>/.exec(fn)?.[1];
+      if (!name) return [];
+      const parameters = /\n<parameters>([\s\S]*)\n<\/parameters>/.exec(fn)?.[1] ?? "";
+      const properties: Record<string, JsonSchema> = {};
+      for (const p of parameters.split("\n<parameter>").slice(1)) {
+        const pname = tag(p, "name");
+        if (!pname) continue;
+        const type = tag(p, "type");
+        const description = tag(p, "description");
+        properties[pname] = { ...(type ? { type } : {}), ...(description !== undefined ? { description } : {}) };
+      }
+      const afterParams = parameters.slice(parameters.lastIndexOf("\n</parameter>") + 1);
+      const description = tag(fn.slice(0, fn.indexOf("\n<parameters>") + 1 || undefined), "description");
+      return [{ type: "function" as const, function: { name, ...(description !== undefined ? { description } : {}), parameters: { type: "object", properties, required: required(tag(afterParams, "required")) } } }];
+    });
 }
 
 /** Reads a ChatML prompt back into turns (the whole prompt is one user turn otherwise). */

@@ -1,12 +1,13 @@
 /**
  * From a policy turn to sampled tokens: the turn written in the model's output format (Qwen3:
  * a think block in thinking mode, the content, then one `<tool_call>` block per call with its
- * arguments as the chat template's `tojson` writes them, which is how Qwen3 samples them),
+ * arguments as the chat template's `tojson` writes them, which is how Qwen3 samples them;
+ * Qwen3-Coder: the content, then one XML `<tool_call>` block per call, as its template writes them),
  * tokenized as one text, `<|im_end|>` appended unless `max_tokens` or a stop string cuts it
  * short, and the byte offsets that let the stream split the tokens without breaking a UTF-8
  * character. What the caller sees of it comes from the model's output parsers (model/).
  */
-import { pyDumps, tryPyLoads } from "../model/index.ts";
+import { pyDumps, pyFloatRepr, PyFloat, tryPyLoads, type PyValue } from "../model/index.ts";
 import { IM_END, type SimTokenizer } from "./model.ts";
 import type { PolicyTurn } from "./types.ts";
 
@@ -39,7 +40,8 @@ const byteLength = (text: string) => utf8.encode(text).length;
  * modelText({ content: "", toolCalls: [{ name: "bash", arguments: '{"command":"ls"}' }] }, true);
  * // '<think>\n\n</think>\n\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
  */
-export function modelText(turn: PolicyTurn, thinking: boolean): string {
+export function modelText(turn: PolicyTurn, thinking: boolean, format: ToolCallFormat = "hermes"): string {
+  if (format === "qwen3_coder") return coderText(turn);
   let text = thinking ? `<think>\n${turn.reasoning ?? ""}\n</think>\n\n${turn.content}` : turn.content;
   turn.toolCalls.forEach((call, i) => {
     if (i > 0 || turn.content) text += "\n";
@@ -50,6 +52,47 @@ export function modelText(turn: PolicyTurn, thinking: boolean): string {
   return text;
 }
 
+/** How the model writes tool calls: the name of the vLLM tool parser that reads them. */
+export type ToolCallFormat = "hermes" | "qwen3_coder";
+
+/**
+ * The turn as Qwen3-Coder writes it: exactly what its chat template renders for an assistant
+ * message after `<|im_start|>assistant\n` (the model is trained on that): the content trimmed and
+ * a blank line when there are calls, then each call as
+ * `<tool_call>\n<function=NAME>\n<parameter=ARG>\nVALUE\n</parameter>\n</function>\n</tool_call>`,
+ * one after another. A string value is written as it is, a dict or list with `tojson`, anything
+ * else with Python's `str()` (`True`, `None`, `1.0`), as the template's `| string` does. It does
+ * not think: no think block.
+ *
+ * @example
+ * modelText({ content: "", toolCalls: [{ name: "bash", arguments: '{"command":"ls"}' }] }, false, "qwen3_coder");
+ * // '<tool_call>\n<function=bash>\n<parameter=command>\nls\n</parameter>\n</function>\n</tool_call>'
+ */
+function coderText(turn: PolicyTurn): string {
+  if (turn.toolCalls.length === 0) return turn.content;
+  const content = turn.content.trim();
+  let text = content ? `${content}\n\n` : "";
+  turn.toolCalls.forEach((call, i) => {
+    if (i > 0) text += "\n";
+    text += `<tool_call>\n<function=${call.name}>\n`;
+    // vLLM parses the arguments before the template sees them (anything but an object is {}).
+    const parsed = tryPyLoads(call.arguments);
+    if (parsed instanceof Map) for (const [name, value] of parsed) text += `<parameter=${name}>\n${templateString(value)}\n</parameter>\n`;
+    text += "</function>\n</tool_call>";
+  });
+  return text;
+}
+
+/** A value as Qwen3-Coder's template writes an argument: strings as they are, dicts and lists with tojson, else Python's str(). */
+function templateString(value: PyValue): string {
+  if (typeof value === "string") return value;
+  if (value instanceof Map || Array.isArray(value)) return pyDumps(value);
+  if (value === null) return "None";
+  if (typeof value === "boolean") return value ? "True" : "False";
+  if (value instanceof PyFloat) return pyFloatRepr(value.value);
+  return String(value);
+}
+
 /**
  * Tokenizes a turn as the simulated model's sample.
  *
@@ -57,8 +100,8 @@ export function modelText(turn: PolicyTurn, thinking: boolean): string {
  * const g = generate(tokenizer, { content: "Hello", toolCalls: [] }, { thinking: false });
  * g.ids; // [9707, 151645]
  */
-export function generate(tokenizer: SimTokenizer, turn: PolicyTurn, options: { thinking: boolean; maxTokens?: number; stop?: string[] }): Generation {
-  const text = modelText(turn, options.thinking);
+export function generate(tokenizer: SimTokenizer, turn: PolicyTurn, options: { thinking: boolean; format?: ToolCallFormat; maxTokens?: number; stop?: string[] }): Generation {
+  const text = modelText(turn, options.thinking, options.format);
   const bodyBytes = utf8.encode(text);
   let ids = [...tokenizer.encode(text), IM_END];
   let finishReason: Generation["finishReason"] = "stop";

@@ -7,7 +7,7 @@ export { createPolicySimulator, type PolicySimulator } from "./app.ts";
 export { startPolicySimulator, type StartedPolicySimulator } from "./server.ts";
 export { DEFAULT_SIM_MODEL, type PolicySimulatorOptions } from "./options.ts";
 export { loadTokenizer, IM_START, IM_END, type SimTokenizer } from "./model.ts";
-export { loadSimModel, SIM_MODEL } from "./model.ts";
+export { loadSimModel, simModelSpec, SIM_MODEL, SIM_TOOL_PARSERS, type SimToolParser } from "./model.ts";
 export { modelText } from "./generate.ts";
 export { decideTurn, type TurnDecision } from "./policy.ts";
 export type { SimSample, SimMessage, SimTool, PolicyTurn } from "./types.ts";

@@ -131,12 +131,12 @@ export async function handleNativeGenerate(ctx: SimContext, request: Request): P
 
   const rollout = request.headers.get("x-forge-rollout") ?? undefined;
   const context = mix(ctx.seed, sp.sampling_seed ?? 0, hashIds(promptIds), rollout ? hashString(rollout) : 0);
-  const chat = chatPrompt(promptText);
+  const chat = chatPrompt(promptText, ctx);
   const decision = decideTurn({ messages: chat?.turns ?? chatmlTurns(promptText), tools: chat?.tools ?? [], script: ctx.script, seed: ctx.seed, conversationKey: rollout, choiceIndex: 0, enableThinking: chat?.thinking });
   const turn = chat ? decision.turn : { content: decision.turn.content, toolCalls: [] };
   const stop = sp.stop == null ? [] : typeof sp.stop === "string" ? [sp.stop] : (sp.stop as string[]);
   // SamplingParams' default max_new_tokens is 128 (api_types.py).
-  const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, maxTokens: sp.max_new_tokens ?? 128, stop });
+  const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, format: ctx.toolFormat, maxTokens: sp.max_new_tokens ?? 128, stop });
   const logprobs = sampledLogprobs(g.ids, context, 0);
   ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids), ...(rollout ? { rollout } : {}) });
   ctx.log(`policy simulator: /generate ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task}` : "default policy"}, finish ${g.finishReason}`);

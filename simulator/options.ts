@@ -4,6 +4,9 @@ import type { SimSample } from "./types.ts";
 import { createEngineSimState, ENGINE_FLAVOURS, type EngineFlavourName, type EngineSimState, type SimFaults } from "./flavours/state.ts";
 import { flavourOf } from "./flavours/index.ts";
 import type { EngineFlavour } from "./flavours/types.ts";
+import type { ModelSpec } from "../model/index.ts";
+import { simModelSpec, type SimToolParser } from "./model.ts";
+import type { ToolCallFormat } from "./generate.ts";
 
 export const DEFAULT_SIM_MODEL = "forge-sim/qwen3-sim";
 
@@ -36,6 +39,11 @@ export interface PolicySimulatorOptions {
   modelPath?: string;
   /** Misbehaviour for tests (ids with holes, weight loads that fail). */
   faults?: SimFaults;
+  /**
+   * vLLM's `--tool-call-parser` the served model runs with: `hermes` (default: Qwen3, `<tool_call>`
+   * JSON, thinking) or `qwen3_coder` (Qwen3-Coder: its chat template, XML tool calls, no thinking).
+   */
+  toolCallParser?: SimToolParser;
 }
 
 export interface SimContext {
@@ -52,6 +60,12 @@ export interface SimContext {
   engine: EngineSimState;
   /** How answers are written. */
   flavour: EngineFlavour;
+  /** The model served: its template, tokenizer and parsers (model/). */
+  modelSpec: ModelSpec;
+  /** How the model writes tool calls. */
+  toolFormat: ToolCallFormat;
+  /** Whether the model thinks (it has a reasoning parser); a request may still turn it off. */
+  thinks: boolean;
 }
 
 export function resolveOptions(options: PolicySimulatorOptions): SimContext {
@@ -62,7 +76,11 @@ export function resolveOptions(options: PolicySimulatorOptions): SimContext {
   const flavour = options.engine ?? "vllm";
   if (!ENGINE_FLAVOURS.includes(flavour)) throw new Error(`policy simulator: engine must be one of ${ENGINE_FLAVOURS.join(", ")}, got "${flavour}"`);
   const model = options.model ?? DEFAULT_SIM_MODEL;
+  const modelSpec = simModelSpec(options.toolCallParser ?? "hermes");
   return {
+    modelSpec,
+    toolFormat: modelSpec.toolParser === "qwen3_coder" ? "qwen3_coder" : "hermes",
+    thinks: modelSpec.reasoningParser !== null,
     seed: options.seed,
     script,
     model,

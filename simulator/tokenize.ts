@@ -6,6 +6,7 @@ import { z } from "zod";
 import { ChatRequestError, ChatTemplateError } from "../model/index.ts";
 import { describeIssues, errorResponse } from "./errors.ts";
 import { loadSimModel, type SimTokenizer } from "./model.ts";
+import type { SimContext } from "./options.ts";
 import { ChatRequestSchema, readBody } from "./request.ts";
 
 const MAX_MODEL_LEN = 131072;
@@ -23,12 +24,12 @@ const DetokenizeSchema = z.looseObject({ tokens: z.array(z.number().int().min(0)
 
 /**
  * @example
- * await handleTokenize(new Request("http://sim/tokenize", { method: "POST", body: '{"prompt": "Hello"}' })); // {count: 1, tokens: [9707], ...}
+ * await handleTokenize(ctx, new Request("http://sim/tokenize", { method: "POST", body: '{"prompt": "Hello"}' })); // {count: 1, tokens: [9707], ...}
  */
-export async function handleTokenize(request: Request): Promise<Response> {
+export async function handleTokenize(ctx: Pick<SimContext, "modelSpec">, request: Request): Promise<Response> {
   const body = await readBody(request);
   if (body instanceof Response) return body;
-  const model = await loadSimModel();
+  const model = await loadSimModel(ctx.modelSpec);
   const tokenizer = model.tokenizer;
   const isChat = "messages" in (body as object);
   const parsed = isChat ? ChatTokenizeSchema.safeParse(body) : PromptTokenizeSchema.safeParse(body);

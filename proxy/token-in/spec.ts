@@ -6,11 +6,15 @@
  */
 import { existsSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { QWEN3, registeredParserNames, type ModelSpec } from "../../model/index.ts";
+import { QWEN3, QWEN3_CODER, registeredParserNames, type ModelSpec } from "../../model/index.ts";
 import type { TokenInOptions } from "./index.ts";
 
 export interface TokenInSettings {
-  /** The model directory; "qwen3" is the Qwen3 tokenizer and template OpenForge ships (the simulator's). */
+  /**
+   * The model directory; "qwen3" is the Qwen3 tokenizer and template OpenForge ships (the
+   * simulator's), "qwen3-coder" Qwen3-Coder's template over that tokenizer (the simulator's
+   * `qwen3_coder` model; its parsers default to qwen3_coder and none).
+   */
   modelDir: string;
   /** Default hermes (Qwen3's). */
   toolParser?: string;
@@ -33,17 +37,20 @@ export class TokenInSettingsError extends Error {
  * tokenInOptions({ modelDir: "qwen3" }).model.toolParser // "hermes"
  */
 export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--model-dir", toolParser: "--tool-call-parser", reasoningParser: "--reasoning-parser", maxModelLen: "--max-model-len" }): TokenInOptions {
-  const toolParser = settings.toolParser ?? QWEN3.toolParser;
-  const reasoning = settings.reasoningParser ?? QWEN3.reasoningParser ?? "none";
+  const builtIn = settings.modelDir === "qwen3-coder" ? QWEN3_CODER : QWEN3;
+  const toolParser = settings.toolParser ?? builtIn.toolParser;
+  const reasoning = settings.reasoningParser ?? builtIn.reasoningParser ?? "none";
   const known = registeredParserNames();
   if (!known.tool.includes(toolParser)) throw new TokenInSettingsError(`${what.toolParser}: no tool-call parser "${toolParser}"; known: ${known.tool.join(", ")}`);
   if (reasoning !== "none" && !known.reasoning.includes(reasoning)) throw new TokenInSettingsError(`${what.reasoningParser}: no reasoning parser "${reasoning}"; known: ${known.reasoning.join(", ")} (or none)`);
   if (settings.maxModelLen !== undefined && !(Number.isInteger(settings.maxModelLen) && settings.maxModelLen > 0)) throw new TokenInSettingsError(`${what.maxModelLen}: expected a positive integer, got ${settings.maxModelLen}`);
   let dir: string;
   let name: string;
-  if (settings.modelDir === "qwen3") {
-    dir = QWEN3.dir;
-    name = QWEN3.name;
+  let chatTemplate: string | undefined;
+  if (settings.modelDir === "qwen3" || settings.modelDir === "qwen3-coder") {
+    dir = builtIn.dir;
+    name = builtIn.name;
+    chatTemplate = builtIn.chatTemplate;
   } else {
     dir = resolve(settings.modelDir);
     name = basename(dir);
@@ -51,6 +58,6 @@ export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--
       if (!existsSync(join(dir, file))) throw new TokenInSettingsError(`${what.modelDir}: ${join(dir, file)} is missing; token-in mode needs the served model's tokenizer.json and tokenizer_config.json (its chat template), e.g. the model's Hugging Face directory`);
     }
   }
-  const model: ModelSpec = { name, dir, toolParser, reasoningParser: reasoning === "none" ? null : reasoning };
+  const model: ModelSpec = { name, dir, toolParser, reasoningParser: reasoning === "none" ? null : reasoning, ...(chatTemplate ? { chatTemplate } : {}) };
   return { model, ...(settings.maxModelLen ? { maxModelLen: settings.maxModelLen } : {}) };
 }
