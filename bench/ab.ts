@@ -4,12 +4,21 @@
  * the same load (the machine's speed drifts by tens of percent within minutes, so only figures
  * taken side by side compare). Prints each round and the median ratio this / base.
  *
- *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m]
- *                   [--rounds 4] [--seconds 5] [--calls 30]
+ *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
+ *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 2 --concurrency 4]
+ *                   [--token-in] [--modes] [--profile DIR]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
  * their per-call CPU is not mixed with queueing. The base commit is checked out in a temporary
  * git worktree that shares this checkout's node_modules, and removed afterwards.
+ *
+ * `toolloop` is a multi-turn tool-calling conversation (bench/lib/tool-loop.ts: 13 streamed calls
+ * per conversation, the history growing to ~30 KB), `--conversations` per round on each of
+ * `--concurrency` workers, each conversation its own rollout. `--token-in` runs both proxies in
+ * token-in mode (`forge proxy --token-in --model-dir qwen3`, docs/token-in.md); `--modes`
+ * compares this checkout with itself instead of another commit: engine mode (the base side)
+ * against token-in mode (this side), in one run. `--profile DIR` runs the proxies under
+ * `bun --cpu-prof --cpu-prof-md`, each side writing its profile to DIR/base or DIR/this on exit.
  */
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,21 +31,29 @@ import { ensureTools } from "./lib/tools.ts";
 import { runWrk } from "./lib/wrk.ts";
 import { benchFlags } from "./lib/flags.ts";
 import { chatBody, PROMPT, PROMPT_200K, SCREENSHOT } from "./lib/bodies.ts";
+import { runToolLoop, TOOL_LOOP_SCRIPT } from "./lib/tool-loop.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
-const { flag } = benchFlags();
+const { flag, has } = benchFlags();
 const BASE = flag("base", "HEAD~1");
+const MODES = has("modes");
+const TOKEN_IN_BOTH = has("token-in");
+const PROFILE_DIR = flag("profile", "");
+const CONVERSATIONS = Number(flag("conversations", "2"));
+const CONCURRENCY = Number(flag("concurrency", "4"));
+const TOKEN_IN_ARGS = ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"];
 const SCENARIO = flag("scenario", "stream256");
 const ROUNDS = Number(flag("rounds", "4"));
 const SECONDS = Number(flag("seconds", "5"));
 const CALLS = Number(flag("calls", "30"));
 
-const SCENARIOS: Record<string, { body: string; connections?: number }> = {
+const SCENARIOS: Record<string, { body: string; connections?: number; toolLoop?: boolean }> = {
   stream256: { body: chatBody({ stream: true, prompt: PROMPT }), connections: 256 },
   stream64: { body: chatBody({ stream: true, prompt: PROMPT }), connections: 64 },
   nonstream: { body: chatBody({ stream: false, prompt: PROMPT }) },
   prompt200k: { body: chatBody({ stream: false, prompt: PROMPT_200K }) },
   screenshot4m: { body: chatBody({ stream: false, prompt: "What is on the screen?", image: SCREENSHOT }) },
+  toolloop: { body: "", toolLoop: true },
 };
 const scenario = SCENARIOS[SCENARIO];
 if (!scenario) {
@@ -49,21 +66,32 @@ const git = (...a: string[]) => {
   if (r.status !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr.trim()}`);
   return r.stdout.trim();
 };
-const baseSha = git("rev-parse", "--verify", `${BASE}^{commit}`);
 const work = mkdtempSync(join(tmpdir(), "forge-bench-ab-"));
-const baseRoot = join(work, "base");
-git("worktree", "add", "--detach", baseRoot, baseSha);
-symlinkSync(join(ROOT, "node_modules"), join(baseRoot, "node_modules"));
+// --modes: both sides are this checkout, in engine and token-in mode.
+const baseSha = MODES ? git("rev-parse", "HEAD") : git("rev-parse", "--verify", `${BASE}^{commit}`);
+const baseRoot = MODES ? ROOT : join(work, "base");
+if (!MODES) {
+  git("worktree", "add", "--detach", baseRoot, baseSha);
+  symlinkSync(join(ROOT, "node_modules"), join(baseRoot, "node_modules"));
+}
+const modeOf = (name: "base" | "this") => (TOKEN_IN_BOTH || (MODES && name === "this") ? "token-in" : "engine");
 
-const sim = await startPolicySimulator({ seed: 1, chunkDelayMs: scenario.connections ? 10 : 0 });
+const sim = await startPolicySimulator({ seed: 1, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: TOOL_LOOP_SCRIPT } : {}) });
 const wrk = scenario.connections ? ensureTools(console.error).wrk : "";
 type Side = { name: string; proxy: RunningForgeProxy; paths: string[]; headers: Record<string, string>[]; perCall: number[] };
 const sides: Side[] = [];
 try {
   for (const [name, root] of [["base", baseRoot], ["this", ROOT]] as const) {
-    const proxy = await startForgeProxy({ root, dataDir: join(work, `data-${name}`), upstream: `${sim.url}/v1`, env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" } });
+    const proxy = await startForgeProxy({
+      root,
+      dataDir: join(work, `data-${name}`),
+      upstream: `${sim.url}/v1`,
+      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" },
+      extraArgs: modeOf(name) === "token-in" ? TOKEN_IN_ARGS : [],
+      bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE_DIR, name)}`] : [],
+    });
     const side: Side = { name, proxy, paths: [], headers: [], perCall: [] };
-    for (let i = 0; i < 64; i++) {
+    for (let i = 0; i < (scenario.toolLoop ? 0 : 64); i++) {
       const r = await proxy.register(`ab-${i}`);
       side.paths.push(`/r/${r.rollout_id}/v1/chat/completions`);
       side.headers.push({ Authorization: `Bearer ${r.api_key}` });
@@ -75,7 +103,20 @@ try {
   const measure = async (side: Side, warmUp: boolean): Promise<number> => {
     const cpu0 = cpuSeconds(side.proxy.pid);
     let calls = 0;
-    if (scenario.connections) {
+    if (scenario.toolLoop) {
+      // Each conversation is its own rollout, registered before the CPU is read.
+      const rollouts = await Promise.all(Array.from({ length: CONCURRENCY * (warmUp ? 1 : CONVERSATIONS) }, (_, i) => side.proxy.register(`toolloop-${i}`)));
+      const cpuStart = cpuSeconds(side.proxy.pid);
+      const counts = await Promise.all(
+        Array.from({ length: CONCURRENCY }, async (_, w) => {
+          let n = 0;
+          for (let c = w; c < rollouts.length; c += CONCURRENCY) n += await runToolLoop(`${side.proxy.url}/r/${rollouts[c]!.rollout_id}/v1/chat/completions`, rollouts[c]!.api_key, { stream: true });
+          return n;
+        }),
+      );
+      calls = counts.reduce((a, b) => a + b, 0);
+      return ((cpuSeconds(side.proxy.pid) - cpuStart) * 1000) / Math.max(1, calls);
+    } else if (scenario.connections) {
       const r = await runWrk({ bin: wrk, dir: work, base: side.proxy.url, paths: side.paths, pathHeaders: side.headers, body: scenario.body, connections: scenario.connections, seconds: warmUp ? 1 : SECONDS });
       calls = r.requests;
     } else {
@@ -100,13 +141,15 @@ try {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
   const [base, self] = sides as [Side, Side];
-  console.log(`bench/ab ${SCENARIO}: proxy CPU per call, median of ${ROUNDS} interleaved rounds`);
-  console.log(`  base ${baseSha.slice(0, 10)}  ${median(base.perCall).toFixed(2)} ms  (${base.perCall.map((x) => x.toFixed(2)).join(" ")})`);
-  console.log(`  this checkout    ${median(self.perCall).toFixed(2)} ms  (${self.perCall.map((x) => x.toFixed(2)).join(" ")})`);
-  console.log(`  this / base      ${(median(self.perCall) / median(base.perCall)).toFixed(2)}`);
+  const label = (name: "base" | "this") => (MODES ? `${modeOf(name)} mode`.padEnd(16) : name === "base" ? `base ${baseSha.slice(0, 10)}` : "this checkout   ");
+  console.log(`bench/ab ${SCENARIO}: proxy CPU per call, median of ${ROUNDS} interleaved rounds${MODES ? ", this checkout in both modes" : TOKEN_IN_BOTH ? ", both in token-in mode" : ""}`);
+  console.log(`  ${label("base")}  ${median(base.perCall).toFixed(2)} ms  (${base.perCall.map((x) => x.toFixed(2)).join(" ")})`);
+  console.log(`  ${label("this")}  ${median(self.perCall).toFixed(2)} ms  (${self.perCall.map((x) => x.toFixed(2)).join(" ")})`);
+  console.log(`  ${MODES ? "token-in / engine" : "this / base     "}  ${(median(self.perCall) / median(base.perCall)).toFixed(2)}`);
 } finally {
   for (const side of sides) await side.proxy.stop();
   await sim.stop();
-  spawnSync("git", ["worktree", "remove", "--force", baseRoot], { cwd: ROOT });
+  if (!MODES) spawnSync("git", ["worktree", "remove", "--force", baseRoot], { cwd: ROOT });
+  if (PROFILE_DIR) console.error(`bench/ab: profiles in ${resolve(PROFILE_DIR)}/{base,this}`);
   rmSync(work, { recursive: true, force: true });
 }

@@ -18,7 +18,7 @@ import { withSampling } from "../state/serving.ts";
 import { restoreHidden } from "../doors/hidden-strings.ts";
 import { answerKey, reasoningAsTextKey } from "./keys.ts";
 import { planCall, type Plan } from "./plan.ts";
-import { engineRequest } from "./engine-request.ts";
+import { engineRequest, idArray } from "./engine-request.ts";
 import { engineAnswerReader } from "./engine-answer.ts";
 import { chatJsonAnswer, chatStreamAnswer, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
 
@@ -90,13 +90,15 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   }
   const kind = engine.adapter.kind === "sglang" ? "sglang" : "vllm";
   const topLogprobs = chat.logprobs === true && typeof chat.top_logprobs === "number" ? chat.top_logprobs : 0;
-  const req = engineRequest(kind, chat, plan.prompt, { maxModelLen: input.maxModelLen, topLogprobs });
+  // One plain copy of the prompt ids for the engine body, the parsers and the answer.
+  const promptIds = idArray(plan.prompt);
+  const req = engineRequest(kind, chat, promptIds, { maxModelLen: input.maxModelLen, topLogprobs });
   let answer: SentAnswer | undefined;
   const context: ChatAnswerContext = {
     model,
-    options: { ...chat, promptTokenIds: Array.from(plan.prompt) } as never,
+    options: { ...chat, promptTokenIds: promptIds } as never,
     modelName: String(chat.model ?? ""),
-    prompt: Array.from(plan.prompt),
+    prompt: promptIds,
     logprobs: chat.logprobs === true,
     reader: engineAnswerReader(kind),
     onAnswer: (a) => (answer = a),

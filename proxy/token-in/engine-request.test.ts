@@ -1,0 +1,21 @@
+import { expect, test } from "bun:test";
+import { engineRequest, idArray } from "./engine-request.ts";
+
+test("idArray: a Uint32Array copied by index into a plain array, an array passed as it is", () => {
+  const typed = new Uint32Array([151644, 872, 198, 4294967295]);
+  const out = idArray(typed);
+  expect(Array.isArray(out)).toBe(true);
+  expect(out).toEqual([151644, 872, 198, 4294967295]);
+  expect(idArray(new Uint32Array(0))).toEqual([]);
+  const plain = [1, 2, 3];
+  expect(idArray(plain)).toBe(plain);
+});
+
+test("engineRequest: the prompt ids go into the body (vLLM prompt, SGLang input_ids) and not into the recorded body", () => {
+  const ids = idArray(new Uint32Array([5, 6, 7]));
+  const vllm = engineRequest("vllm", { model: "m", max_tokens: 8 }, ids, { maxModelLen: 100, topLogprobs: 0 });
+  expect([vllm.path, vllm.body.prompt, "prompt" in vllm.recorded, vllm.maxTokens]).toEqual(["/v1/completions", [5, 6, 7], false, 8]);
+  const sglang = engineRequest("sglang", { model: "m" }, ids, { maxModelLen: 100, topLogprobs: 0 });
+  expect([sglang.path, sglang.body.input_ids, "input_ids" in sglang.recorded, sglang.maxTokens]).toEqual(["/generate", [5, 6, 7], false, 97]);
+  expect(JSON.parse(JSON.stringify(sglang.body)).input_ids).toEqual([5, 6, 7]);
+});
