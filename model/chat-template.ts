@@ -125,21 +125,31 @@ export function compileChatTemplate(source: string): ChatTemplate {
 /**
  * The library's interpreter with Python's `str()` for the `string` filter where the library
  * writes something else: `True`/`False`/`None` (it writes `true`/`false` and refuses None) and a
- * float's repr (`1e-07`, not `1e-7`). Qwen3-Coder's template writes non-string tool-call
- * arguments and schema fields with `| string`.
+ * float's repr (`1e-07`, not `1e-7`); and Jinja's `trim` of a value that is not a string, which
+ * is `str(value).strip()` (the library refuses it): vLLM gives a tool without a description
+ * `description: None`, which Qwen3-Coder's template writes as `None | trim`. Qwen3-Coder's
+ * template writes non-string tool-call arguments and schema fields with `| string`.
  */
 class PyInterpreter extends Interpreter {}
 // applyFilter is private in the library's types, so it is replaced on the prototype.
 const libraryApplyFilter = (Interpreter.prototype as any).applyFilter as (operand: unknown, filterNode: unknown, environment: Environment) => unknown;
 (PyInterpreter.prototype as any).applyFilter = function (this: Interpreter, operand: any, filterNode: any, environment: Environment): unknown {
-  if (filterNode?.type === "Identifier" && filterNode.value === "string") {
-    const value = (operand as { value?: unknown } | undefined)?.value;
-    if (operand instanceof BooleanValue) return new StringValue(value ? "True" : "False");
-    if (operand instanceof NullValue) return new StringValue("None");
-    if (operand instanceof FloatValue) return new StringValue(pyFloatRepr(Number(value)));
+  if (filterNode?.type === "Identifier" && (filterNode.value === "string" || filterNode.value === "trim")) {
+    const text = pyScalarStr(operand);
+    if (text !== undefined) return new StringValue(filterNode.value === "trim" ? text.trim() : text);
   }
   return libraryApplyFilter.call(this, operand, filterNode, environment);
 };
+
+/** Python's `str()` of a scalar runtime value the library writes otherwise (undefined for the rest). */
+function pyScalarStr(operand: unknown): string | undefined {
+  const value = (operand as { value?: unknown } | undefined)?.value;
+  if (operand instanceof BooleanValue) return value ? "True" : "False";
+  if (operand instanceof NullValue) return "None";
+  if (operand instanceof FloatValue) return pyFloatRepr(Number(value));
+  if (operand instanceof IntegerValue) return String(value);
+  return undefined;
+}
 
 function pyRange(start: number, stop?: number, step = 1): number[] {
   if (stop === undefined) [start, stop] = [0, start];
