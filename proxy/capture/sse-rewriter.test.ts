@@ -76,7 +76,7 @@ describe("createSseRewriter", () => {
   });
 
   test("several events per read give what byte-by-byte feeding gives (every mix, stop, bad UTF-8)", () => {
-    const events = ['data: {"a":"é"}\n\n', "data: keep\n\n", "data: \n\n", "data: drop\n\n", ": ping\n\n", "data: a\ndata: b\n\n", "data:x\n\n", "event: e\ndata: y\n\n", "data: 中😀\n\n"];
+    const events = ['data: {"a":"é"}\n\n', "data: keep\n\n", "data: \n\n", "data: drop\n\n", ": ping\n\n", "data: a\ndata: b\n\n", "data:x\n\n", "event: e\ndata: y\n\n", "data: 中😀\n\n", "data: \uFEFFbom\n\n"];
     const bad = new Uint8Array([...enc("data: "), 0xe4, 0xb8, ...enc("\n\n")]); // a character cut short
     const handler = (data: string) => (data === "keep" ? undefined : data === "drop" ? "" : `data: <${data}>\n\n`);
     let seed = 3;
