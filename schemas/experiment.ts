@@ -72,16 +72,22 @@ const SimulatorSchema = z.strictObject({
   seed: nonNegativeInt().default(0),
   /** Path (relative to the experiment file) to a simulator script; see simulator/. */
   script: z.string().optional(),
+  /**
+   * The server the simulator stands in for: vLLM with --tool-call-parser hermes serving Qwen3
+   * (default) or qwen3_coder serving Qwen3-Coder's template (the default with tokenIn.modelDir
+   * qwen3-coder). The simulator's own list: simulator/model.ts SIM_TOOL_PARSERS.
+   */
+  toolCallParser: z.enum(["hermes", "qwen3_coder"], { error: 'expected "hermes" or "qwen3_coder"' }).optional(),
 });
 
 /** Token-in mode's model (docs/token-in.md): what the proxy renders and parses with, as the engine is started. */
 const TokenInSchema = z.strictObject({
   /** The served model's directory (tokenizer.json, tokenizer_config.json); "qwen3": the Qwen3 files OpenForge ships (the simulator's, the default without upstreams). */
   modelDir: text("a model directory").optional(),
-  /** vLLM's --tool-call-parser the engine runs with (default hermes). */
-  toolParser: text("a tool-call parser name").default("hermes"),
-  /** vLLM's --reasoning-parser (default qwen3; "none"). */
-  reasoningParser: text("a reasoning parser name").default("qwen3"),
+  /** vLLM's --tool-call-parser the engine runs with (default: the model's; hermes for Qwen3, qwen3_coder for qwen3-coder). */
+  toolParser: text("a tool-call parser name").optional(),
+  /** vLLM's --reasoning-parser (default: the model's; qwen3 for Qwen3, none for qwen3-coder). */
+  reasoningParser: text("a reasoning parser name").optional(),
   /** The engine's context length (default: its /v1/models max_model_len). */
   maxModelLen: positiveInt().optional(),
 });

@@ -91,8 +91,9 @@ describe("forge run", () => {
 
   // docs/token-in.md: the proxy renders, keeps each conversation's ids canonical and sends the
   // simulator token ids; in-process (one proxy) and as `forge proxy --token-in` processes (shards).
-  for (const shards of [1, 2]) {
-    test(`spec.policy.tokenMode: token-in end to end (${shards} proxy shard${shards > 1 ? "s" : ""}): every call token-in, one chain and one exported row per rollout`, async () => {
+  // And with Qwen3-Coder (its template and qwen3_coder's XML tool calls, the simulator playing that server).
+  for (const [shards, modelDir] of [[1, "qwen3"], [2, "qwen3"], [1, "qwen3-coder"]] as const) {
+    test(`spec.policy.tokenMode: token-in end to end (${shards} proxy shard${shards > 1 ? "s" : ""}, ${modelDir}): every call token-in, one chain and one exported row per rollout`, async () => {
       const dir = mkdtempSync(join(tmpdir(), "forge-run-token-in-"));
       try {
         const example = join(root, "examples", "multistep");
@@ -110,6 +111,7 @@ describe("forge run", () => {
             "    model: forge-sim/qwen3-sim",
             "    mode: train",
             "    tokenMode: token-in",
+            `    tokenIn: {modelDir: ${modelDir}}`,
             `    simulator: {seed: 11, script: ${join(dir, "policy.yaml")}}`,
             "  harness: {name: forge-react, options: {maxTurns: 10}}",
             `  environment: {tasks: ${join(example, "tasks")}}`,

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { parseExperimentText } from "../schemas/index.ts";
 import { renderProxyDeployment } from "./argo/index.ts";
-import { tokenInFlags, tokenInFor } from "./token-mode.ts";
+import { simulatorToolParser, tokenInFlags, tokenInFor } from "./token-mode.ts";
 
 const experiment = (policy: string) =>
   parseExperimentText(
@@ -17,9 +17,26 @@ test("engine mode: no flags, no options", async () => {
 
 test("token-in without upstreams: the Qwen3 OpenForge ships, the defaults", async () => {
   const policy = experiment("    tokenMode: token-in").spec.policy;
-  expect(tokenInFlags(policy)).toEqual(["--token-in", "--model-dir", "qwen3", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"]);
+  expect(tokenInFlags(policy)).toEqual(["--token-in", "--model-dir", "qwen3"]);
   const { tokenIn } = await tokenInFor(policy);
   expect([tokenIn!.model.toolParser, tokenIn!.model.reasoningParser, tokenIn!.maxModelLen]).toEqual(["hermes", "qwen3", undefined]);
+  expect(simulatorToolParser(policy)).toBe("hermes");
+});
+
+test("qwen3-coder: its parsers by default, and the simulator plays it; a simulator set to qwen3_coder makes it the default model", async () => {
+  for (const policyText of ["    tokenMode: token-in\n    tokenIn: { modelDir: qwen3-coder }", "    tokenMode: token-in\n    simulator: { toolCallParser: qwen3_coder }"]) {
+    const e = experiment(policyText);
+    expect(tokenInFlags(e.spec.policy)).toEqual(["--token-in", "--model-dir", "qwen3-coder"]);
+    const { tokenIn } = await tokenInFor(e.spec.policy);
+    expect([tokenIn!.model.toolParser, tokenIn!.model.reasoningParser]).toEqual(["qwen3_coder", null]);
+    expect(simulatorToolParser(e.spec.policy)).toBe("qwen3_coder");
+    // On Argo the simulator container is started as that server too.
+    const sim = renderProxyDeployment(e, "ns").spec!.template.spec!.containers.find((c) => c.name === "policy-sim")!;
+    expect(sim.args!.join(" ")).toContain("--tool-call-parser qwen3_coder");
+  }
+  // Engine mode: the simulator's setting alone.
+  expect(simulatorToolParser(experiment("    simulator: { toolCallParser: qwen3_coder }").spec.policy)).toBe("qwen3_coder");
+  expect(() => experiment("    simulator: { toolCallParser: mistral }")).toThrow(/toolCallParser.*expected "hermes" or "qwen3_coder"/);
 });
 
 test("token-in with a served model: its directory, parsers and length reach the Argo proxy's arguments; a bad directory names the experiment field", async () => {

@@ -8,23 +8,45 @@ import type { Experiment } from "../schemas/index.ts";
 
 type Policy = Experiment["spec"]["policy"];
 
-/** Token-in settings of a policy, or undefined in engine mode. */
+/**
+ * The tool-call parser of the server the policy simulator stands in for: the experiment's, else
+ * Qwen3-Coder's when token-in renders with qwen3-coder (so proxy and simulator agree), else hermes.
+ *
+ * @example
+ * simulatorToolParser({ ...policy, tokenMode: "token-in", tokenIn: { modelDir: "qwen3-coder" } }) // "qwen3_coder"
+ */
+export function simulatorToolParser(policy: Policy): "hermes" | "qwen3_coder" {
+  return policy.simulator.toolCallParser ?? (policy.tokenMode === "token-in" && policy.tokenIn?.modelDir === "qwen3-coder" ? "qwen3_coder" : "hermes");
+}
+
+/**
+ * Token-in settings of a policy, or undefined in engine mode. Without a model directory: the
+ * model the simulator plays. Parsers left unset take the model's defaults (proxy/token-in/spec.ts).
+ */
 function settings(policy: Policy) {
   if (policy.tokenMode !== "token-in") return undefined;
   const t = policy.tokenIn;
-  return { modelDir: t?.modelDir ?? "qwen3", toolParser: t?.toolParser ?? "hermes", reasoningParser: t?.reasoningParser ?? "qwen3", maxModelLen: t?.maxModelLen };
+  const modelDir = t?.modelDir ?? (simulatorToolParser(policy) === "qwen3_coder" ? "qwen3-coder" : "qwen3");
+  return { modelDir, toolParser: t?.toolParser, reasoningParser: t?.reasoningParser, maxModelLen: t?.maxModelLen };
 }
 
 /**
  * `forge proxy` flags for the policy's token mode (none in engine mode).
  *
  * @example
- * tokenInFlags({ ...policy, tokenMode: "token-in" }) // ["--token-in", "--model-dir", "qwen3", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"]
+ * tokenInFlags({ ...policy, tokenMode: "token-in" }) // ["--token-in", "--model-dir", "qwen3"]
  */
 export function tokenInFlags(policy: Policy): string[] {
   const s = settings(policy);
   if (!s) return [];
-  return ["--token-in", "--model-dir", s.modelDir, "--tool-call-parser", s.toolParser, "--reasoning-parser", s.reasoningParser, ...(s.maxModelLen ? ["--max-model-len", String(s.maxModelLen)] : [])];
+  return [
+    "--token-in",
+    "--model-dir",
+    s.modelDir,
+    ...(s.toolParser ? ["--tool-call-parser", s.toolParser] : []),
+    ...(s.reasoningParser ? ["--reasoning-parser", s.reasoningParser] : []),
+    ...(s.maxModelLen ? ["--max-model-len", String(s.maxModelLen)] : []),
+  ];
 }
 
 /**

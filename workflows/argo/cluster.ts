@@ -5,7 +5,7 @@
  * lets rollout pods reach only the proxy and DNS, and the workflow's ServiceAccount + RBAC.
  * Built as typed, validated `kubernetes-models` objects; never YAML templates.
  */
-import { tokenInFlags } from "../token-mode.ts";
+import { simulatorToolParser, tokenInFlags } from "../token-mode.ts";
 import { extname } from "node:path";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
@@ -105,6 +105,7 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
         "--model",
         policy.model,
         ...(policy.simulator.script ? ["--script", `${EXPERIMENT_DIR}/${mountedSimulatorScript(policy.simulator.script)}`] : []),
+        ...(simulatorToolParser(policy) === "hermes" ? [] : ["--tool-call-parser", simulatorToolParser(policy)]),
       ],
       resources: { requests: { cpu: "500m", memory: "1Gi" } },
       env: READ_ONLY_ROOT_ENV,

@@ -4,7 +4,7 @@
  * runs every task k times with the local executor, then exports the veRL batch and computes
  * pass@k / pass^k. The executor itself only talks HTTP to the proxy's control API.
  */
-import { tokenInFlags, tokenInFor } from "../token-mode.ts";
+import { simulatorToolParser, tokenInFlags, tokenInFor } from "../token-mode.ts";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Experiment } from "../../schemas/index.ts";
@@ -61,7 +61,7 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
   if (upstreams.length === 0) {
     const { seed, script } = experiment.spec.policy.simulator;
     const { startPolicySimulator } = await import("../../simulator/index.ts");
-    simulator = await startPolicySimulator({ seed, script: script ? resolve(dirname(options.experimentPath), script) : undefined, model: experiment.spec.policy.model });
+    simulator = await startPolicySimulator({ seed, script: script ? resolve(dirname(options.experimentPath), script) : undefined, model: experiment.spec.policy.model, toolCallParser: simulatorToolParser(experiment.spec.policy) });
     upstreams = [simulator.url];
     log(`policy simulator at ${simulator.url} (seed ${seed}${script ? `, script ${script}` : ""})`);
   }
