@@ -270,18 +270,40 @@ for (const engine of ["vllm", "sglang"] as const) {
 }
 
 test(
-  "a restarted proxy starts a new chain for an open rollout, recorded as state lost",
+  "a restarted proxy restores an open rollout's chains from its records: the next call continues its chain, a retry and a second chain too",
   async () => {
     const h = await startProxyHarness({ sim: { script }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } });
     try {
       const r = await h.register({ task_id: "stock" });
       const messages: Msg[] = [{ role: "user", content: "stock.csv lists items and counts. Write the total to total.txt." }];
       const a1 = await chat(h, r, { messages }, false);
+      const title = [{ role: "system", content: "Generate a title for this conversation." }, { role: "user", content: "stock.csv" }];
+      const t1 = await chat(h, r, { messages: title, tools: undefined }, false);
       await h.restart();
-      await chat(h, r, { messages: [...messages, echo(a1), { role: "tool", tool_call_id: a1.toolCalls[0]!.id, content: "item,count\n" }] }, false);
+      const m2 = [...messages, echo(a1), { role: "tool", tool_call_id: a1.toolCalls[0]!.id, content: "item,count\n" }];
+      await chat(h, r, { messages: m2 }, true);
+      await h.restart();
+      // A retry of the last call after a second restart: its prompt again, its parent again.
+      await chat(h, r, { messages: m2 }, false);
+      // The title chain, not the most recent one, came back too.
+      await chat(h, r, { messages: [...title, echo(t1), { role: "user", content: "Shorter." }], tools: undefined }, false);
+
       const calls = await h.calls(r.rollout_id);
-      expect(calls.map((c) => [c.chainStart, c.chainParent])).toEqual([[ChainStart.FIRST, ""], [ChainStart.STATE_LOST, ""]]);
-      expect(calls[1]!.chainStartDetail).toContain("the proxy restarted");
+      const [c1, c2, c3, c4, c5] = calls;
+      expect(calls.map((c) => [c.chainStart, c.chainId, c.chainParent])).toEqual([
+        [ChainStart.FIRST, c1!.callId, ""],
+        [ChainStart.NEW_CONVERSATION, c2!.callId, ""],
+        [0, c1!.callId, c1!.callId],
+        [0, c1!.callId, c1!.callId],
+        [0, c2!.callId, c2!.callId],
+      ]);
+      expect([c3, c4, c5].map((c) => c!.chainStartDetail)).toEqual(["", "", ""]);
+      const samples = samplesOf(h, r.rollout_id);
+      expect(startsWith(samples[2]!.prompt_token_ids, [...samples[0]!.prompt_token_ids, ...samples[0]!.token_ids])).toBe(true);
+      expect(samples[3]!.prompt_token_ids).toEqual(samples[2]!.prompt_token_ids);
+      expect(startsWith(samples[4]!.prompt_token_ids, [...samples[1]!.prompt_token_ids, ...samples[1]!.token_ids])).toBe(true);
+      // Only what the template writes for the new messages was rendered.
+      expect(c3!.renderedTokens).toBe(samples[2]!.prompt_token_ids.length - samples[0]!.prompt_token_ids.length - samples[0]!.token_ids.length);
     } finally {
       await h.close();
     }

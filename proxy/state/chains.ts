@@ -8,10 +8,14 @@
  * A chain moves on when a call that continued (or started) it is recorded with complete ids; a
  * call that failed leaves it where it was, so a harness's retry continues it the same way.
  * A rollout keeps its most recently used chains (MAX_CHAINS); a finished rollout none.
- * A proxy that restarts keeps no chains: a rollout's next token-in call starts a new chain
- * (ChainStart STATE_LOST when the state was dropped while the proxy ran, FIRST after a restart).
+ * A restarted proxy restores an open rollout's chains from its recorded calls at the rollout's
+ * first token-in call (`recorded`, read back by state/log-index.ts and folded by
+ * proxy/token-in/restore.ts), so the call continues its chain as if the proxy had never
+ * stopped; when the records cannot give them back, or the proxy's token budget dropped them,
+ * the next call starts a chain recorded STATE_LOST, saying why (`lostWhy`).
  */
 import type { TokenIds } from "../../records/index.ts";
+import type { ModelCall } from "../../schemas/index.ts";
 
 export interface Chain {
   /** The call that started it. */
@@ -42,8 +46,25 @@ export const MAX_CHAINS = 8;
 export interface RolloutChains {
   /** Most recently used first. */
   list: Chain[];
-  /** The rollout's chains were dropped (the proxy's token budget): its next call says so. */
+  /** The rollout's chains were dropped (the proxy's token budget, a restart they could not be restored from): its next call says so. */
   lost?: boolean;
+  /** Why they were dropped (the next call's chain_start_detail). */
+  lostWhy?: string;
+  /**
+   * A rollout open at a restart: its calls as recorded before it, read back when its first
+   * token-in call comes (not at the start), to restore its chains from.
+   */
+  recorded?: () => Promise<RecordedCalls>;
+  /** The restore from `recorded` under way: concurrent first calls wait for the same one. */
+  restoring?: Promise<void>;
+}
+
+/** An open rollout's calls read back from the log at a restart. */
+export interface RecordedCalls {
+  /** Its ModelCall records, decoded whole, in log order. */
+  calls: ModelCall[];
+  /** Why the records may be missing one of its calls (a damaged frame, quarantined ranges), "" when nothing is. */
+  damage: string;
 }
 
 /**

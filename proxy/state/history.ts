@@ -49,6 +49,17 @@ function leadingTokens(byId: Map<string, ModelCall>, call: ModelCall, n: number)
 }
 
 /**
+ * The full tokens of `call` (its prompt, rebuilt along its delta chain, then its completion),
+ * `byId` holding its rollout's calls; undefined when a link is missing or its lengths do not add up.
+ *
+ * @example
+ * callTokens(new Map(calls.map((c) => [c.callId, c])), calls.at(-1)!) // Uint32Array [151644, …]
+ */
+export function callTokens(byId: Map<string, ModelCall>, call: ModelCall): Uint32Array | undefined {
+  return leadingTokens(byId, call, (call.promptLen || call.promptTokenIds.length) + call.completionTokenIds.length);
+}
+
+/**
  * The history a live proxy would hold for a rollout after `calls` (in log order): the last
  * `recentCalls` calls with a complete or partial token view, each as its full tokens.
  *

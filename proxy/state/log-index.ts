@@ -9,7 +9,8 @@
  *    stale) are scanned once after the log's recovery and their index is written;
  * 3. rollouts that have no result yet get their token history (what their next prompt delta is
  *    taken against) rebuilt from their calls' token fields, read by offset when that next call
- *    comes: a restart does not wait for it.
+ *    comes: a restart does not wait for it; in token-in mode their chains likewise, from their
+ *    calls read back whole at their first token-in call (proxy/token-in/restore.ts).
  *
  * While serving, each appended record is noted; a segment's index is written when the log moves
  * past it and when the proxy closes. The same index gives the trajectory route one rollout's
@@ -18,6 +19,7 @@
 import {
   createSegmentIndexer,
   decodeResult,
+  describeCorruption,
   decodeRollout,
   indexSegmentFile,
   listSegments,
@@ -38,6 +40,7 @@ import {
 } from "../../records/index.ts";
 import type { ModelCall, Record } from "../../schemas/index.ts";
 import type { RolloutRegistry } from "./rollouts.ts";
+import type { RecordedCalls } from "./chains.ts";
 import { historyOf } from "./history.ts";
 
 /** A rollout's frames in one segment. */
@@ -163,7 +166,7 @@ export async function restoreFromLog(
           for (const call of readCallTokensAt(`${logDir}/${segment}`, offsets, { skipCorrupt: true })) tokens.push(call);
         }
         return historyOf(tokens, registry.recentCalls);
-      });
+      }, () => recordedCalls(logDir, where, damagedSince(where[0]?.segment, segments, indexes)));
     }
     const index = liveIndex(logDir, log, frames);
     const restored = { rollouts: registry.size(), calls, damaged, indexed, scanned, open };
@@ -192,6 +195,35 @@ export async function restoreFromLog(
     await log.close();
     throw error;
   }
+}
+
+/**
+ * Damaged ranges the scans found (and quarantined) in segments from `first` on: a call of a
+ * rollout whose first record is in `first` may have been in one of them.
+ */
+function damagedSince(first: string | undefined, segments: { name: string }[], indexes: Map<string, SegmentIndex>): string {
+  if (first === undefined) return "";
+  return segments
+    .filter((s) => s.name >= first && (indexes.get(s.name)?.damaged ?? 0) > 0)
+    .map((s) => `${s.name} has ${indexes.get(s.name)!.damaged} damaged range(s), quarantined in log/quarantine/`)
+    .join("; ");
+}
+
+/**
+ * A rollout's ModelCall records read back whole from its frames (what restoring its token-in
+ * chains needs: their bodies, chain fields and token views), with what may be missing: damage
+ * the scans counted since its first segment, and frames that fail their check now (damage the
+ * integrity check found after the start, or since).
+ */
+async function recordedCalls(logDir: string, where: Frames[], damagedBefore: string): Promise<RecordedCalls> {
+  const calls: ModelCall[] = [];
+  const damage = damagedBefore === "" ? [] : [damagedBefore];
+  for (const { segment, offsets } of where) {
+    for await (const { record } of readRecordsAt(`${logDir}/${segment}`, offsets, { onCorruption: (c) => void damage.push(describeCorruption(c)) })) {
+      if (record.kind.case === "modelCall") calls.push(record.kind.value);
+    }
+  }
+  return { calls, damage: damage.join("; ") };
 }
 
 /** The index is a shortcut: failing to write it costs a scan at the next start, never a call. */

@@ -9,7 +9,7 @@ import { fullPrompt, joinIds, type PastCall, type TokenIds } from "../../records
 import { keyMatchesSha256, keySha256 } from "./keys.ts";
 import type { IdsMemo } from "../capture/answer-json.ts";
 import { servingOf, type RolloutServing } from "./serving.ts";
-import type { RolloutChains } from "./chains.ts";
+import type { RecordedCalls, RolloutChains } from "./chains.ts";
 
 export interface RolloutState {
   rollout: Rollout;
@@ -51,9 +51,11 @@ export interface RolloutRegistry {
    * Gives a restored open rollout its token history on first use (its next call), from `load`
    * (state/history.ts reading its calls' token fields back), so a restart does not rebuild the
    * history of every open rollout before it serves. A failing `load` leaves the history empty:
-   * the next call then stores its whole prompt instead of a delta.
+   * the next call then stores its whole prompt instead of a delta. `recorded` reads its calls
+   * back whole for token-in mode, which restores the rollout's chains from them at its first
+   * token-in call (state/chains.ts); without it the chains are lost.
    */
-  deferHistory(state: RolloutState, load: () => PastCall[]): void;
+  deferHistory(state: RolloutState, load: () => PastCall[], recorded?: () => Promise<RecordedCalls>): void;
   /** Calls kept per rollout in its history. */
   readonly recentCalls: number;
   /** Drops a finished rollout's token history (its calls are done; memory goes to live ones). */
@@ -106,7 +108,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
         old.recent = [];
         old.idsMemo = {};
         // Token-in chains hold the same kind of tokens: they go with the history.
-        if (old.chains) old.chains = { list: [], lost: true };
+        if (old.chains) old.chains = { list: [], lost: true, lostWhy: "the proxy's token budget (maxRecentTokens) dropped the rollout's token history and chains" };
       }
       history.delete(oldId);
       historyTokens -= oldSize;
@@ -182,9 +184,10 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       const prompt = call.promptLen > 0 || call.promptTokenIds.length > 0 ? fullPrompt(call.prefixOf, call.prefixLen, call.promptTokenIds, state.recent) : undefined;
       registry.noteCall(state, call, prompt);
     },
-    deferHistory(state, load) {
-      // A restored open rollout: its token-in chains (memory only) are gone; its next token-in call says so.
-      state.chains = { list: [], lost: true };
+    deferHistory(state, load, recorded) {
+      // A restored open rollout: its token-in chains are restored from its records at its first
+      // token-in call (proxy/token-in/restore.ts), or, without them, lost and said so.
+      state.chains = recorded ? { list: [], recorded } : { list: [], lost: true, lostWhy: "the proxy restarted and the rollout's chains were not kept" };
       const settle = (recent: PastCall[]) => Object.defineProperty(state, "recent", { value: recent, writable: true, enumerable: true, configurable: true });
       Object.defineProperty(state, "recent", {
         configurable: true,

@@ -13,10 +13,11 @@ import { ProxyHttpError } from "../errors.ts";
 import { samplingOf } from "../engines/sampling.ts";
 import type { EngineState } from "../engines/check.ts";
 import type { RolloutState } from "../state/rollouts.ts";
-import { newRolloutChains, useChain, type Chain } from "../state/chains.ts";
+import { newRolloutChains, useChain } from "../state/chains.ts";
 import { withSampling } from "../state/serving.ts";
 import { restoreHidden } from "../doors/hidden-strings.ts";
-import { answerKey, reasoningAsTextKey } from "./keys.ts";
+import { chainAfter } from "./chain-after.ts";
+import { restoreChains, RESTART_LOST } from "./restore.ts";
 import { planCall, type Plan } from "./plan.ts";
 import { engineRequest, idArray } from "./engine-request.ts";
 import { engineAnswerReader } from "./engine-answer.ts";
@@ -79,9 +80,11 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   if (prepared.images.length > 0) {
     throw new ProxyHttpError(400, `token-in mode sends the engine token ids, which carry no images (this request has ${prepared.images.length}); serve vision models in engine mode (tokenMode: engine; docs/token-in.md)`, "invalid_request_error", "invalid_request", "messages");
   }
+  // A rollout open at a restart: its chains come back from its records at its first call (restore.ts).
+  if (rollout.chains?.recorded) await (rollout.chains.restoring ??= restoreChains(model, rollout.chains, rollout.rollout.rolloutId));
   const chains = (rollout.chains ??= newRolloutChains());
-  // A restart, or the proxy's token budget dropping the rollout's history, lost its chains: the next call says so.
-  const lost = chains.lost === true && chains.list.length === 0;
+  // Records that could not give them back, or the proxy's token budget dropping the rollout's history, lost its chains: the next call says so.
+  const lost = chains.lost === true && chains.list.length === 0 ? (chains.lostWhy ?? RESTART_LOST) : undefined;
   let plan: Plan;
   try {
     plan = planCall(model, chains, prepared, lost);
@@ -134,25 +137,6 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       chains.lost = false;
       useChain(chains, chainAfter(chainId, call.callId, plan, tokens, answer));
     },
-  };
-}
-
-/**
- * The chain's state after a recorded call: its prompt and completion, its messages' keys and
- * settings, the answer the harness was sent.
- */
-export function chainAfter(chainId: string, callId: string, plan: Pick<Plan, "prompt" | "parent" | "keys" | "settings">, tokens: TokenIds, answer: SentAnswer): Chain {
-  return {
-    id: chainId,
-    lastCall: callId,
-    lastParent: plan.parent,
-    prompt: plan.prompt,
-    tokens,
-    keys: plan.keys,
-    settings: plan.settings,
-    answer: answerKey(answer),
-    ...(reasoningAsTextKey(answer) ? { answerReasoningAsText: reasoningAsTextKey(answer) } : {}),
-    answerEmpty: (answer.content ?? "").trim() === "" && answer.toolCalls.length === 0,
   };
 }
 

@@ -35,13 +35,14 @@ export interface Plan {
 }
 
 /**
- * Plans a call's prompt against the rollout's chains.
+ * Plans a call's prompt against the rollout's chains; `lost` says why they are gone when the
+ * rollout's chains were dropped (a chain then starts STATE_LOST with it as its detail).
  *
  * @example
  * const plan = planCall(model, rollout.chains, model.prepare(chatRequest));
  * plan.start === ChainStart.UNSPECIFIED // it continues plan.chain: plan.prompt begins with plan.chain.tokens
  */
-export function planCall(model: Model, chains: RolloutChains, prepared: PreparedChat, lostState = false): Plan {
+export function planCall(model: Model, chains: RolloutChains, prepared: PreparedChat, lost?: string): Plan {
   const conversation = prepared.conversation;
   const keys = conversation.map(messageKey);
   const settings = settingsKey(prepared);
@@ -51,7 +52,7 @@ export function planCall(model: Model, chains: RolloutChains, prepared: Prepared
   };
   const appendable = prepared.variables.get("add_generation_prompt") !== false && !prepared.continueFinalMessage;
   if (!appendable) return fresh(ChainStart.NOT_APPENDABLE, prepared.continueFinalMessage ? "continue_final_message: the prompt ends inside its last message" : "add_generation_prompt is false: the prompt does not end where the model answers");
-  if (chains.list.length === 0) return fresh(lostState ? ChainStart.STATE_LOST : ChainStart.FIRST, lostState ? "the rollout's chains were not kept (the proxy restarted, or its token budget dropped them)" : "");
+  if (chains.list.length === 0) return lost === undefined ? fresh(ChainStart.FIRST, "") : fresh(ChainStart.STATE_LOST, lost);
 
   // Why no chain is continued, from the chain that came closest.
   let closest: { chain: Chain; shared: number; why: ChainStart; detail: string } | undefined;
