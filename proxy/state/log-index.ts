@@ -141,6 +141,10 @@ export async function restoreFromLog(
         delete entry.result;
       }
     }
+    // Damaged ranges per segment: those the scans skipped, and a torn tail the open cut (quarantined too).
+    const damagedRanges = new Map<string, number>();
+    for (const { name } of segments) damagedRanges.set(name, indexes.get(name)!.damaged);
+    for (const r of log.recovered) if (r.truncated) damagedRanges.set(r.segment, (damagedRanges.get(r.segment) ?? 0) + 1);
     let calls = 0;
     let open = 0;
     for (const [id, summary] of summaries) {
@@ -166,7 +170,7 @@ export async function restoreFromLog(
           for (const call of readCallTokensAt(`${logDir}/${segment}`, offsets, { skipCorrupt: true })) tokens.push(call);
         }
         return historyOf(tokens, registry.recentCalls);
-      }, () => recordedCalls(logDir, where, damagedSince(where[0]?.segment, segments, indexes)));
+      }, () => recordedCalls(logDir, where, damagedSince(where[0]?.segment, segments, damagedRanges)));
     }
     const index = liveIndex(logDir, log, frames);
     const restored = { rollouts: registry.size(), calls, damaged, indexed, scanned, open };
@@ -198,14 +202,15 @@ export async function restoreFromLog(
 }
 
 /**
- * Damaged ranges the scans found (and quarantined) in segments from `first` on: a call of a
- * rollout whose first record is in `first` may have been in one of them.
+ * Damaged ranges the restart found (and quarantined) in segments from `first` on: a call of a
+ * rollout whose first record is in `first` may have been in one of them (a damaged frame names
+ * no rollout that can be trusted).
  */
-function damagedSince(first: string | undefined, segments: { name: string }[], indexes: Map<string, SegmentIndex>): string {
+function damagedSince(first: string | undefined, segments: { name: string }[], damagedRanges: Map<string, number>): string {
   if (first === undefined) return "";
   return segments
-    .filter((s) => s.name >= first && (indexes.get(s.name)?.damaged ?? 0) > 0)
-    .map((s) => `${s.name} has ${indexes.get(s.name)!.damaged} damaged range(s), quarantined in log/quarantine/`)
+    .filter((s) => s.name >= first && (damagedRanges.get(s.name) ?? 0) > 0)
+    .map((s) => `${s.name} has ${damagedRanges.get(s.name)} damaged range(s), quarantined in log/quarantine/`)
     .join("; ");
 }
 
