@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { readRecords } from "../records/index.ts";
 import { ChainStart, TokenMode, TokenStatus, type ModelCall } from "../schemas/index.ts";
 import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { startsWith } from "./token-in-calls.ts";
 
 const TOKEN = "kill9-token-in";
 const fn = (name: string, props: string[]) => ({
@@ -94,7 +95,6 @@ function after(messages: Msg[], a: Awaited<ReturnType<typeof chat>>): Msg[] {
   return [...messages, echo, ...a.toolCalls.map((c) => ({ role: "tool", tool_call_id: c.id, content: c.name === "read" ? "item,count\nbolts,12\nnuts,30\n" : "ok" }))];
 }
 
-const startsWith = (ids: readonly number[], prefix: readonly number[]) => ids.length >= prefix.length && prefix.every((id, i) => ids[i] === id);
 
 test(
   "kill -9 of forge proxy --token-in mid-rollout: after a restart the rollout continues its chain (engine prompt = previous prompt + completion), one chain, one exported sample, 0 drift; a call cut by the kill gets its prompt again",

@@ -24,7 +24,7 @@ import { readRecords } from "../records/index.ts";
 import { startProxy, tokenInOptions } from "../proxy/index.ts";
 import { resolvePrompts, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 import { ChainStart, TokenMode, TokenStatus } from "../schemas/index.ts";
-import { startPolicySimulator, type SimSample } from "../simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
 import { parsePolicyScriptFile, type ModelCall } from "../schemas/index.ts";
 import type { RolloutTrajectory } from "../trajectories/index.ts";
 import { harnessUnavailable } from "../workflows/harnesses/index.ts";
@@ -32,6 +32,7 @@ import { runLocal } from "../workflows/local/executor.ts";
 import { loadTaskDir } from "../workflows/tasks/index.ts";
 import { trajectoryOf } from "../trajectories/index.ts";
 import { loadModel, QWEN3_CODER } from "../model/index.ts";
+import { chatCall, echo, samplesOf, startsWith, type Answer, type Msg } from "./token-in-calls.ts";
 
 const SLOW = 120_000;
 const qwen3 = { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] };
@@ -56,41 +57,8 @@ const script = {
   ],
 };
 
-type Msg = { role: string; content?: string | null; tool_calls?: any[]; tool_call_id?: string };
-type Answer = { content: string; reasoning: string; toolCalls: { id: string; name: string; arguments: string }[] };
-
-/** One Chat call, streamed or not, read as a harness reads it. */
-async function chat(h: ProxyHarness, r: { api_key: string; openai_base_url: string }, body: Record<string, unknown>, stream: boolean): Promise<Answer> {
-  const client = h.client(r);
-  if (!stream) {
-    const a = (await client.chat.completions.create({ model: "qwen3-coder", tools, ...body, stream: false } as any)) as any;
-    const m = a.choices[0].message;
-    return { content: m.content ?? "", reasoning: m.reasoning ?? m.reasoning_content ?? "", toolCalls: (m.tool_calls ?? []).map((c: any) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) };
-  }
-  const out: Answer = { content: "", reasoning: "", toolCalls: [] };
-  for await (const chunk of (await client.chat.completions.create({ model: "qwen3-coder", tools, ...body, stream: true } as any)) as any) {
-    const d = chunk.choices[0]?.delta ?? {};
-    out.content += d.content ?? "";
-    out.reasoning += d.reasoning ?? d.reasoning_content ?? "";
-    for (const t of d.tool_calls ?? []) {
-      const call = (out.toolCalls[t.index] ??= { id: "", name: "", arguments: "" });
-      call.id += t.id ?? "";
-      call.name += t.function?.name ?? "";
-      call.arguments += t.function?.arguments ?? "";
-    }
-  }
-  return out;
-}
-
-/** The assistant turn as harnesses send it back: text trimmed, arguments re-serialized compact. */
-const echo = (a: Answer): Msg => ({
-  role: "assistant",
-  content: a.content.trim(),
-  ...(a.toolCalls.length ? { tool_calls: a.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(JSON.parse(c.arguments)) } })) } : {}),
-});
-
-const samplesOf = (h: ProxyHarness, rolloutId: string): SimSample[] => h.sims[0]!.samples.filter((s) => s.rollout === rolloutId);
-const startsWith = (ids: readonly number[], prefix: readonly number[]) => ids.length >= prefix.length && prefix.every((id, i) => ids[i] === id);
+/** One Chat call of the loop below (docs of chatCall: tests/token-in-calls.ts). */
+const chat = (h: ProxyHarness, r: { api_key: string; openai_base_url: string }, body: Record<string, unknown>, stream: boolean) => chatCall(h, r, { model: "qwen3-coder", tools, ...body }, stream);
 
 for (const engine of ["vllm", "sglang"] as const) {
   describe(`token-in mode with qwen3_coder, ${engine} flavour`, () => {
