@@ -181,7 +181,10 @@ describe("forge watch", () => {
     k8s.dropWatches();
     setStatus(name, "Running", { a: podNode("plan", "Succeeded"), b: podNode("rollout", "Succeeded"), c: podNode("rollout", "Failed"), d: podNode("report", "Running") }, { "openforge.dev/pass-rate": "0.500" });
     k8s.compact();
-    await until(() => reconnects.some((r) => r.startsWith("relist")), "the re-list after 410");
+    // Both watches (the workflow's and its children's) list again; the children's may come first,
+    // so wait for the workflow's state from its list before looking at it.
+    await until(() => reconnects.filter((r) => r.startsWith("relist")).length === 2, "the re-lists after 410");
+    await until(() => seen.at(-1)?.passRate === "0.500", "the state listed after 410");
     expect(seen.at(-1)).toMatchObject({ running: 1, passRate: "0.500" });
 
     await until(() => k8s.openWatches() === 2, "the watches after the re-list");
