@@ -13,30 +13,11 @@ import { join } from "node:path";
 import { readRecords } from "../records/index.ts";
 import { ChainStart, TokenMode, TokenStatus, type ModelCall } from "../schemas/index.ts";
 import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
-import { startsWith } from "./token-in-calls.ts";
+import { STOCK_TASK, STOCK_TOOLS, startsWith } from "./token-in-calls.ts";
 
 const TOKEN = "kill9-token-in";
-const fn = (name: string, props: string[]) => ({
-  type: "function",
-  function: { name, description: name, parameters: { type: "object", properties: Object.fromEntries(props.map((p) => [p, { type: "string" }])), required: props } },
-});
-const tools = [fn("read", ["path"]), fn("bash", ["command"]), fn("write", ["path", "content"])];
-const script = {
-  thinking: true,
-  tasks: [
-    {
-      name: "stock",
-      match: "stock.csv",
-      steps: [
-        { think: "Read it first.", say: "I'll look at the file first.", read: "stock.csv" },
-        { think: "Sum the counts.", bash: "awk -F, 'NR > 1 { s += $2 } END { print s }' stock.csv" },
-        { think: "Write it.", write: { path: "total.txt", content: "42\n" } },
-        { bash: "cat total.txt" },
-        { think: "Done.", finish: "total.txt holds 42." },
-      ],
-    },
-  ],
-};
+const tools = STOCK_TOOLS;
+const script = { thinking: true, tasks: [STOCK_TASK] };
 
 type Msg = { role: string; content?: string | null; tool_calls?: unknown[]; tool_call_id?: string };
 type Rollout = { rollout_id: string; api_key: string; openai_base_url: string };

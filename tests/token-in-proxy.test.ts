@@ -20,39 +20,16 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readRecords } from "../records/index.ts";
 import { startProxy, tokenInOptions, TokenInSettingsError } from "../proxy/index.ts";
 import { resolvePrompts, startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 import { ChainStart, TokenMode, TokenStatus } from "../schemas/index.ts";
-import { trajectoryOf } from "../trajectories/index.ts";
 import { parseExperimentText } from "../schemas/index.ts";
 import { proxyCommand } from "../proxy/cli.ts";
-import { chatCall, echo, samplesOf, startsWith, type Answer, type Msg } from "./token-in-calls.ts";
+import { chatCall, echo, expectOneSample, STOCK_TASK, STOCK_TOOLS, firstToolUse, messagesEvents, samplesOf, startsWith, type Answer, type Msg } from "./token-in-calls.ts";
 
 const SLOW = 120_000;
-const qwen3 = { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] };
-const fn = (name: string, props: string[]) => ({
-  type: "function",
-  function: { name, description: name, parameters: { type: "object", properties: Object.fromEntries(props.map((p) => [p, { type: "string" }])), required: props } },
-});
-const tools = [fn("read", ["path"]), fn("bash", ["command"]), fn("write", ["path", "content"])];
-const script = {
-  thinking: true,
-  tasks: [
-    {
-      name: "stock",
-      match: "stock.csv",
-      steps: [
-        { think: "Read it first.", say: "I'll look at the file first.", read: "stock.csv" },
-        { think: "Sum the counts.", bash: "awk -F, 'NR > 1 { s += $2 } END { print s }' stock.csv" },
-        { think: "Write it.", write: { path: "total.txt", content: "42\n" } },
-        { bash: "cat total.txt" },
-        { think: "Done.", finish: "total.txt holds 42." },
-      ],
-    },
-    { name: "title", match: "Generate a title", steps: [{ say: "Stock total" }] },
-  ],
-};
+const tools = STOCK_TOOLS;
+const script = { thinking: true, tasks: [STOCK_TASK, { name: "title", match: "Generate a title", steps: [{ say: "Stock total" }] }] };
 
 /** One Chat call of the loop below (docs of chatCall: tests/token-in-calls.ts). */
 const chat = (h: ProxyHarness, r: { api_key: string; openai_base_url: string }, body: Record<string, unknown>, stream: boolean) => chatCall(h, r, { model: "qwen3", tools, ...body }, stream);
@@ -116,11 +93,7 @@ for (const engine of ["vllm", "sglang"] as const) {
           expect(sentAnswer.tool_calls.map((t: any) => t.name)).toEqual(answers[i]!.toolCalls.map((t) => t.name));
         });
 
-        await h.control(`/control/rollouts/${r.rollout_id}/finish`, { reward: 1, status: "ok" });
-        const t = (await trajectoryOf(readRecords(h.dataDir), r.rollout_id, qwen3))!;
-        expect({ samples: t.samples.length, drift: t.stats.drift_tokens, fork: t.stats.fork, broken: t.broken }).toEqual({ samples: 1, drift: 0, fork: 0, broken: [] });
-        const s = t.samples[0]!;
-        expect(s.response_ids.filter((_, i) => s.response_mask[i] === 1)).toEqual(samples.flatMap((x) => x.token_ids));
+        await expectOneSample(h, r.rollout_id, samples);
       },
       SLOW,
     );
@@ -129,29 +102,18 @@ for (const engine of ["vllm", "sglang"] as const) {
       "Anthropic Messages (streamed) and Responses: the tool call reaches the harness, the next call continues the chain",
       async () => {
         const r = (await h.register({ task_id: "stock-doors" })) as any;
-        const anthropicTools = tools.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters }));
         const user = "stock.csv lists items and counts. Write the total to total.txt.";
-        const messagesCall = (messages: unknown[]) =>
-          fetch(`${r.anthropic_base_url}/v1/messages`, {
-            method: "POST",
-            headers: { "content-type": "application/json", "x-api-key": r.api_key, "anthropic-version": "2023-06-01" },
-            body: JSON.stringify({ model: "qwen3", max_tokens: 512, stream: true, system: "You are a coding agent.", tools: anthropicTools, messages }),
-          });
-        const events = (await (await messagesCall([{ role: "user", content: user }])).text())
-          .split("\n")
-          .filter((l) => l.startsWith("data: "))
-          .map((l) => JSON.parse(l.slice(6)));
-        const toolUse = events.find((e) => e.type === "content_block_start" && e.content_block.type === "tool_use")?.content_block;
+        const events = await messagesEvents(r, "qwen3", tools, [{ role: "user", content: user }]);
+        const { block: toolUse, input } = firstToolUse(events);
         expect(toolUse?.name).toBe("read");
-        const input = JSON.parse(events.filter((e) => e.type === "content_block_delta" && e.delta.type === "input_json_delta").map((e) => e.delta.partial_json).join(""));
         expect(input).toEqual({ path: "stock.csv" });
         expect(events.some((e) => e.type === "content_block_start" && e.content_block.type === "thinking")).toBe(true);
-        const second = await messagesCall([
+        const second = await messagesEvents(r, "qwen3", tools, [
           { role: "user", content: user },
-          { role: "assistant", content: [{ type: "text", text: "I'll look at the file first." }, { type: "tool_use", id: toolUse.id, name: "read", input }] },
-          { role: "user", content: [{ type: "tool_result", tool_use_id: toolUse.id, content: "item,count\nbolts,12\n" }] },
+          { role: "assistant", content: [{ type: "text", text: "I'll look at the file first." }, { type: "tool_use", id: toolUse!.id, name: "read", input }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: toolUse!.id, content: "item,count\nbolts,12\n" }] },
         ]);
-        expect((await second.text()).includes('"name":"bash"')).toBe(true);
+        expect(JSON.stringify(second).includes('"name":"bash"')).toBe(true);
 
         const r2 = (await h.register({ task_id: "stock-responses" })) as any;
         const responses = (input: unknown[]) =>

@@ -30,12 +30,10 @@ import type { RolloutTrajectory } from "../trajectories/index.ts";
 import { harnessUnavailable } from "../workflows/harnesses/index.ts";
 import { runLocal } from "../workflows/local/executor.ts";
 import { loadTaskDir } from "../workflows/tasks/index.ts";
-import { trajectoryOf } from "../trajectories/index.ts";
 import { loadModel, QWEN3_CODER } from "../model/index.ts";
-import { chatCall, echo, samplesOf, startsWith, type Answer, type Msg } from "./token-in-calls.ts";
+import { chatCall, echo, expectOneSample, firstToolUse, messagesEvents, samplesOf, startsWith, type Answer, type Msg } from "./token-in-calls.ts";
 
 const SLOW = 120_000;
-const qwen3 = { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] };
 const fn = (name: string, props: Record<string, string>, required: string[]) => ({
   type: "function",
   function: { name, description: `${name} tool`, parameters: { type: "object", properties: Object.fromEntries(Object.entries(props).map(([p, type]) => [p, { type }])), required } },
@@ -125,11 +123,7 @@ for (const engine of ["vllm", "sglang"] as const) {
           expect(c.completionTokenIds).toEqual(samples[i]!.token_ids);
         });
 
-        await h.control(`/control/rollouts/${r.rollout_id}/finish`, { reward: 1, status: "ok" });
-        const t = (await trajectoryOf(readRecords(h.dataDir), r.rollout_id, qwen3))!;
-        expect({ samples: t.samples.length, drift: t.stats.drift_tokens, fork: t.stats.fork, broken: t.broken }).toEqual({ samples: 1, drift: 0, fork: 0, broken: [] });
-        const s = t.samples[0]!;
-        expect(s.response_ids.filter((_, i) => s.response_mask[i] === 1)).toEqual(samples.flatMap((x) => x.token_ids));
+        await expectOneSample(h, r.rollout_id, samples);
       },
       SLOW,
     );
@@ -138,30 +132,18 @@ for (const engine of ["vllm", "sglang"] as const) {
       "Anthropic Messages (streamed): the XML call reaches the harness as tool_use, the next call continues the chain",
       async () => {
         const r = (await h.register({ task_id: "stock-messages" })) as any;
-        const anthropicTools = tools.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters }));
         const user = "stock.csv lists items and counts. Write the total to total.txt.";
-        const messagesCall = (messages: unknown[]) =>
-          fetch(`${r.anthropic_base_url}/v1/messages`, {
-            method: "POST",
-            headers: { "content-type": "application/json", "x-api-key": r.api_key, "anthropic-version": "2023-06-01" },
-            body: JSON.stringify({ model: "qwen3-coder", max_tokens: 512, stream: true, system: "You are a coding agent.", tools: anthropicTools, messages }),
-          });
-        const events = (await (await messagesCall([{ role: "user", content: user }])).text())
-          .split("\n")
-          .filter((l) => l.startsWith("data: "))
-          .map((l) => JSON.parse(l.slice(6)));
-        const toolUse = events.find((e) => e.type === "content_block_start" && e.content_block.type === "tool_use")?.content_block;
+        const events = await messagesEvents(r, "qwen3-coder", tools, [{ role: "user", content: user }]);
+        const { block: toolUse, input } = firstToolUse(events);
         expect(toolUse?.name).toBe("read");
-        const input = JSON.parse(events.filter((e) => e.type === "content_block_delta" && e.delta.type === "input_json_delta").map((e) => e.delta.partial_json).join(""));
         expect(input).toEqual({ path: "stock.csv" });
         expect(events.some((e) => e.type === "content_block_start" && e.content_block.type === "thinking")).toBe(false);
-        const second = await messagesCall([
+        const second = await messagesEvents(r, "qwen3-coder", tools, [
           { role: "user", content: user },
-          { role: "assistant", content: [{ type: "text", text: "I'll look at the file first." }, { type: "tool_use", id: toolUse.id, name: "read", input }] },
-          { role: "user", content: [{ type: "tool_result", tool_use_id: toolUse.id, content: "item,count\nbolts,12\n" }] },
+          { role: "assistant", content: [{ type: "text", text: "I'll look at the file first." }, { type: "tool_use", id: toolUse!.id, name: "read", input }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: toolUse!.id, content: "item,count\nbolts,12\n" }] },
         ]);
-        const text = await second.text();
-        expect(text.includes('"name":"bash"')).toBe(true);
+        expect(JSON.stringify(second).includes('"name":"bash"')).toBe(true);
         const calls = await h.calls(r.rollout_id);
         expect(calls.map((c) => [c.chainStart, c.chainParent])).toEqual([[ChainStart.FIRST, ""], [0, calls[0]!.callId]]);
         const samples = samplesOf(h, r.rollout_id);
