@@ -18,6 +18,7 @@ import { loadModel, QWEN3_CODER, type Model } from "../../model/index.ts";
 import { createPolicySimulator } from "../../simulator/index.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 import { CASES, harnessCases, type RenderCase } from "./rendering-corpus.ts";
+import { chatAnswerOf, mergedChatStream } from "./deltas.ts";
 
 const SLOW = 600_000;
 let oracle: Oracle;
@@ -53,7 +54,6 @@ const hasImage = (c: RenderCase) => JSON.stringify(c.request).includes('"image_u
 const ALL = [...CASES, ...harnessCases()].filter((c) => !hasImage(c));
 
 const simulator = (body: Record<string, unknown>) => sim.fetch(new Request("http://sim/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
-type Answer = { content: string | null; reasoning: string | null; tool_calls: { name: string; arguments: string }[]; finish_reason?: string };
 
 function simulatorBody(c: RenderCase): Record<string, unknown> {
   const { stream: _s, stream_options: _o, logprobs: _l, top_logprobs: _t, n: _n, ...rest } = c.request;
@@ -83,38 +83,13 @@ describe("Qwen3-Coder: model/ and the simulator render and answer as vLLM 0.33.0
         const finish = choice.finish_reason === "length" ? "length" : "stop";
         const vllm = await oracle.call({ op: "vllm_derender", request: c.request, ids: choice.token_ids, prompt_ids: ref.ids, finish_reason: finish, ...server() });
         expect(vllm.error).toBeUndefined();
-        const ours: Answer = {
-          content: choice.message.content ?? null,
-          reasoning: choice.message.reasoning ?? choice.message.reasoning_content ?? null,
-          tool_calls: (choice.message.tool_calls ?? []).map((t: any) => ({ name: t.function.name, arguments: t.function.arguments })),
-          finish_reason: choice.finish_reason,
-        };
-        expect(ours).toEqual({
-          content: vllm.message.content ?? null,
-          reasoning: vllm.message.reasoning ?? null,
-          tool_calls: (vllm.message.tool_calls ?? []).map((t: any) => ({ name: t.function.name, arguments: t.function.arguments })),
-          finish_reason: vllm.finish_reason,
-        });
+        const ours = chatAnswerOf(choice.message, choice.finish_reason);
+        expect(ours).toEqual(chatAnswerOf(vllm.message, vllm.finish_reason));
         checked.answers++;
         if (ours.tool_calls.length > 0) checked.withCalls++;
 
         const streamed = await simulator({ ...simulatorBody(c), stream: true });
-        const merged: Answer = { content: null, reasoning: null, tool_calls: [] };
-        for (const line of (await streamed.text()).split("\n")) {
-          if (!line.startsWith("data: {")) continue;
-          for (const ch of JSON.parse(line.slice(6)).choices ?? []) {
-            const d = ch.delta ?? {};
-            if (d.content) merged.content = (merged.content ?? "") + d.content;
-            const r = d.reasoning ?? d.reasoning_content;
-            if (r) merged.reasoning = (merged.reasoning ?? "") + r;
-            for (const t of d.tool_calls ?? []) {
-              merged.tool_calls[t.index] ??= { name: "", arguments: "" };
-              merged.tool_calls[t.index]!.name += t.function?.name ?? "";
-              merged.tool_calls[t.index]!.arguments += t.function?.arguments ?? "";
-            }
-            if (ch.finish_reason) merged.finish_reason = ch.finish_reason;
-          }
-        }
+        const merged = mergedChatStream(await streamed.text());
         const vllmStream = await oracle.call({ op: "vllm_derender", request: c.request, ids: choice.token_ids, prompt_ids: ref.ids, stream: 1, finish_reason: finish, ...server() });
         expect(vllmStream.error).toBeUndefined();
         expect(merged).toEqual({ content: vllmStream.merged.content, reasoning: vllmStream.merged.reasoning, tool_calls: vllmStream.merged.tool_calls, finish_reason: vllmStream.deltas.at(-1).finish_reason });

@@ -14,6 +14,7 @@ import { loadModel, type Model } from "../../model/index.ts";
 import { createPolicySimulator } from "../../simulator/index.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 import { CASES, REJECTED, harnessCases, type RenderCase } from "./rendering-corpus.ts";
+import { chatAnswerOf, mergedChatStream } from "./deltas.ts";
 
 const SLOW = 600_000;
 let oracle: Oracle;
@@ -44,8 +45,6 @@ async function simulator(path: string, body: Record<string, unknown>): Promise<R
   return sim.fetch(new Request(`http://sim${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
 }
 
-type Answer = { content: string | null; reasoning: string | null; tool_calls: { name: string; arguments: string }[]; finish_reason?: string };
-
 function simulatorBody(c: RenderCase): Record<string, unknown> {
   const { stream: _s, stream_options: _o, logprobs: _l, top_logprobs: _t, n: _n, ...rest } = c.request;
   return { ...rest, return_token_ids: true };
@@ -71,39 +70,13 @@ describe("prompts: model/ and the simulator render as vLLM 0.33.0", () => {
         const choice = body.choices[0]!;
         const vllm = await oracle.call({ op: "vllm_derender", request: c.request, ids: choice.token_ids, prompt_ids: ref.ids, finish_reason: choice.finish_reason === "length" ? "length" : "stop" });
         expect(vllm.error).toBeUndefined();
-        const ours: Answer = {
-          content: choice.message.content ?? null,
-          reasoning: choice.message.reasoning ?? choice.message.reasoning_content ?? null,
-          tool_calls: (choice.message.tool_calls ?? []).map((t: any) => ({ name: t.function.name, arguments: t.function.arguments })),
-          finish_reason: choice.finish_reason,
-        };
-        expect(ours).toEqual({
-          content: vllm.message.content ?? null,
-          reasoning: vllm.message.reasoning ?? null,
-          tool_calls: (vllm.message.tool_calls ?? []).map((t: any) => ({ name: t.function.name, arguments: t.function.arguments })),
-          finish_reason: vllm.finish_reason,
-        });
+        const ours = chatAnswerOf(choice.message, choice.finish_reason);
+        expect(ours).toEqual(chatAnswerOf(vllm.message, vllm.finish_reason));
         checked.answers++;
 
         // Streamed one token per chunk, as the simulator streams by default.
         const streamed = await simulator("/v1/chat/completions", { ...simulatorBody(c), stream: true });
-        const merged: Answer = { content: null, reasoning: null, tool_calls: [] };
-        for (const line of (await streamed.text()).split("\n")) {
-          if (!line.startsWith("data: {")) continue;
-          const chunk = JSON.parse(line.slice(6));
-          for (const ch of chunk.choices ?? []) {
-            const d = ch.delta ?? {};
-            if (d.content) merged.content = (merged.content ?? "") + d.content;
-            const r = d.reasoning ?? d.reasoning_content;
-            if (r) merged.reasoning = (merged.reasoning ?? "") + r;
-            for (const t of d.tool_calls ?? []) {
-              merged.tool_calls[t.index] ??= { name: "", arguments: "" };
-              merged.tool_calls[t.index]!.name += t.function?.name ?? "";
-              merged.tool_calls[t.index]!.arguments += t.function?.arguments ?? "";
-            }
-            if (ch.finish_reason) merged.finish_reason = ch.finish_reason;
-          }
-        }
+        const merged = mergedChatStream(await streamed.text());
         const vllmStream = await oracle.call({ op: "vllm_derender", request: c.request, ids: choice.token_ids, prompt_ids: ref.ids, stream: 1, finish_reason: choice.finish_reason === "length" ? "length" : "stop" });
         expect(vllmStream.error).toBeUndefined();
         expect(merged).toEqual({
