@@ -22,7 +22,7 @@
  * Face tokenizers split at added tokens before anything else, so the text after it encodes to
  * the same ids alone as it does at the end of the whole prompt.
  */
-import type { PyValue } from "./pyjson.ts";
+import type { PyDict, PyValue } from "./pyjson.ts";
 import type { Preprocessed } from "./preprocess.ts";
 import type { Tokenizer } from "./tokenizer.ts";
 
@@ -45,8 +45,22 @@ export interface Appended {
   ids: number[];
 }
 
-interface AppendEnv<P extends Preprocessed> {
+/**
+ * How a template may be rendered for what follows a turn: the whole conversation (false), the
+ * short conversation (`windowOf`) with the request's template variables ("short"), or the
+ * short conversation without the tools too ("short-no-tools": the template writes the tools
+ * before the first message, which the text after a turn does not depend on).
+ */
+export type Window = false | "short" | "short-no-tools";
+
+export interface AppendEnv<P extends Preprocessed> {
   render(prepared: P): string;
+  /**
+   * Whether the template may be given the short conversation (`windowOf`) instead of the whole
+   * one: the model's probe of the template (`suffixLocal`) said its text after a turn does not
+   * depend on the assistant and tool messages before the turn.
+   */
+  window?: (prepared: P) => Window;
   tokenizer: Tokenizer;
   /** The tokenizer configuration's eos_token: the text the template ends a turn with. */
   eosToken: string | undefined;
@@ -73,14 +87,61 @@ export function appendedAfter<P extends Preprocessed>(prepared: P, answerIndex: 
   if (!closer || closerIds.length !== 1 || env.tokenizer.tokenId(closer) !== closerIds[0]) {
     throw new AppendError(`the tokenizer's eos_token ${JSON.stringify(closer ?? null)} is not one added token: the text after a turn would not encode on its own as it does in the whole prompt`);
   }
+  let text: string | undefined;
+  const window = env.window?.(prepared) ?? false;
+  if (window) {
+    // The short conversation; anything it does not render as the whole one would (an error, no
+    // marker) is left to the whole conversation, which says what is wrong.
+    try {
+      text = textAfter(window === "short-no-tools" ? withoutTools(prepared) : prepared, windowOf(conversation, answerIndex), closer, env);
+    } catch {
+      text = undefined;
+    }
+  }
+  text ??= textAfter(prepared, standInAt(conversation, answerIndex), closer, env);
+  return { closer, closerId: closerIds[0]!, text, ids: env.tokenizer.encode(text) };
+}
+
+/** The conversation with the stand-in for the answer at `answerIndex`. */
+function standInAt(conversation: readonly PyDict[], answerIndex: number): { conversation: PyDict[]; marker: string } {
   const marker = `forge-answer-${markerNonce}-${answerIndex}`;
-  const standIn = new Map<string, PyValue>([
+  const withStandIn = conversation.slice();
+  withStandIn[answerIndex] = standIn(marker);
+  return { conversation: withStandIn, marker };
+}
+
+function standIn(marker: string): PyDict {
+  return new Map<string, PyValue>([
     ["role", "assistant"],
     ["content", marker],
   ]);
-  const withStandIn = conversation.slice();
-  withStandIn[answerIndex] = standIn;
-  const rendered = env.render({ ...prepared, conversation: withStandIn });
+}
+
+/**
+ * The short conversation a suffix-local template is given: the first message, every message
+ * before the answer that is neither an assistant turn nor a tool result (the user turns and
+ * system messages, in order: what a template reads whole-conversation facts from, such as
+ * Qwen3's index of the last user query), the stand-in, and every message after the answer as
+ * it is. A tool loop's history is mostly assistant turns and tool results, so this renders a
+ * few messages where the whole conversation renders all of them.
+ */
+export function windowOf(conversation: readonly PyDict[], answerIndex: number): { conversation: PyDict[]; marker: string } {
+  const marker = `forge-answer-${markerNonce}-${answerIndex}`;
+  const out: PyDict[] = [];
+  for (let i = 0; i < answerIndex; i++) {
+    const message = conversation[i]!;
+    const role = message.get("role");
+    if (i === 0 || (role !== "assistant" && role !== "tool")) out.push(message);
+  }
+  out.push(standIn(marker));
+  for (let i = answerIndex + 1; i < conversation.length; i++) out.push(conversation[i]!);
+  return { conversation: out, marker };
+}
+
+/** What the template writes after the stand-in's marker and the closer. */
+function textAfter<P extends Preprocessed>(prepared: P, withStandIn: { conversation: PyDict[]; marker: string }, closer: string, env: AppendEnv<P>): string {
+  const { marker } = withStandIn;
+  const rendered = env.render({ ...prepared, conversation: withStandIn.conversation });
   const at = rendered.indexOf(marker);
   if (at < 0 || rendered.indexOf(marker, at + marker.length) >= 0) {
     throw new AppendError("the chat template does not write an assistant message's content once, as given: where a turn ends cannot be found");
@@ -89,6 +150,46 @@ export function appendedAfter<P extends Preprocessed>(prepared: P, answerIndex: 
   if (!after.startsWith(closer)) {
     throw new AppendError(`the chat template does not close an assistant message with ${JSON.stringify(closer)} right after its content (it writes ${JSON.stringify(after.slice(0, 40))})`);
   }
-  const text = after.slice(closer.length);
-  return { closer, closerId: closerIds[0]!, text, ids: env.tokenizer.encode(text) };
+  return after.slice(closer.length);
+}
+
+/**
+ * Whether the text after every assistant turn of `probes` is the same rendered from the short
+ * conversation (`windowOf`) as from the whole one, errors included (model/suffix-probe.ts).
+ */
+export function suffixLocal<P extends Preprocessed>(probes: readonly P[], env: AppendEnv<P>): Window {
+  const closer = env.eosToken;
+  if (!closer || probes.length === 0) return false;
+  if (!sameAfterEveryTurn(probes, env, closer, (p) => p)) return false;
+  return sameAfterEveryTurn(probes, env, closer, withoutTools) ? "short-no-tools" : "short";
+}
+
+/** The request's template variables without `tools`. */
+function withoutTools<P extends Preprocessed>(prepared: P): P {
+  if (!prepared.variables.has("tools")) return prepared;
+  const variables = new Map(prepared.variables);
+  variables.delete("tools");
+  return { ...prepared, variables };
+}
+
+/** Whether every probe's text after each assistant turn is the same from the whole conversation as from `short` of the short one. */
+function sameAfterEveryTurn<P extends Preprocessed>(probes: readonly P[], env: AppendEnv<P>, closer: string, short: (p: P) => P): boolean {
+  const outcome = (f: () => string) => {
+    try {
+      return `ok:${f()}`;
+    } catch (error) {
+      return `error:${(error as Error).message}`;
+    }
+  };
+  for (const prepared of probes) {
+    const conversation = prepared.conversation;
+    const shortened = short(prepared);
+    for (let i = 0; i < conversation.length; i++) {
+      if (conversation[i]!.get("role") !== "assistant") continue;
+      const whole = outcome(() => textAfter(prepared, standInAt(conversation, i), closer, env));
+      const viaWindow = outcome(() => textAfter(shortened, windowOf(conversation, i), closer, env));
+      if (whole !== viaWindow) return false;
+    }
+  }
+  return true;
 }

@@ -7,7 +7,8 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { compileChatTemplate, ChatTemplateError, type ChatTemplate } from "./chat-template.ts";
 import { preprocessChat, ChatRequestError, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
-import { appendedAfter, type Appended } from "./append.ts";
+import { appendedAfter, suffixLocal, type AppendEnv, type Appended, type Window } from "./append.ts";
+import { SUFFIX_PROBES } from "./suffix-probe.ts";
 import { fromJs, type PyValue } from "./pyjson.ts";
 import { pyStrip, pyRstrip } from "./pystr.ts";
 import { chatOutputParser, type ChatOutputParser } from "./parsers/chat-output.ts";
@@ -216,6 +217,30 @@ async function build(spec: ModelSpec): Promise<Model> {
   const eos = specials.find(([k]) => k === "eos_token")?.[1];
   const eosToken = typeof eos === "string" ? eos : undefined;
 
+  // Each template is probed once, at its first appended rendering (model/suffix-probe.ts).
+  const suffixLocalTemplates = new Map<ChatTemplate, Window>();
+  const appendEnv: AppendEnv<PreparedChat> = {
+    render: renderPrepared,
+    tokenizer,
+    eosToken,
+    window: (prepared) => {
+      let local = suffixLocalTemplates.get(prepared.template);
+      if (local === undefined) {
+        const probes: PreparedChat[] = [];
+        for (const request of SUFFIX_PROBES) {
+          try {
+            probes.push({ ...prepare(request), template: prepared.template });
+          } catch {
+            // A request this model's preprocessing refuses probes nothing.
+          }
+        }
+        local = suffixLocal(probes, { render: renderPrepared, tokenizer, eosToken });
+        suffixLocalTemplates.set(prepared.template, local);
+      }
+      return local;
+    },
+  };
+
   let callIds = 0;
   const randomCallId = () => `chatcmpl-tool-${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}${(callIds++).toString(16)}`;
 
@@ -227,7 +252,7 @@ async function build(spec: ModelSpec): Promise<Model> {
     renderChatIds,
     prepare,
     renderPrepared,
-    appendedAfter: (prepared, answerIndex) => appendedAfter(prepared, answerIndex, { render: renderPrepared, tokenizer, eosToken }),
+    appendedAfter: (prepared, answerIndex) => appendedAfter(prepared, answerIndex, appendEnv),
     outputParser(options) {
       const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, decodeToken: (id) => tokenizer.decode([id]), newToolCallId: options.newToolCallId ?? randomCallId };
       // The kwargs vLLM builds the parser with: the request's, and enable_thinking from reasoning_effort.

@@ -9,7 +9,7 @@
  * Grammar features no model here uses (message headers, JSON-array tool bodies, JSON argument
  * buffering) are left out.
  */
-import { CONTENT, incrementalLexer, lexerShape, type LexToken } from "./lexer.ts";
+import { CONTENT, incrementalLexer, lexerShape, type LexerShape, type LexToken } from "./lexer.ts";
 import { DROP, tokenScanner, type ScanItem } from "./token-scanner.ts";
 
 export type ParserState = "CONTENT" | "REASONING" | "TOOL_PREAMBLE" | "TOOL_NAME" | "TOOL_ARGS" | "TOOL_BETWEEN";
@@ -79,7 +79,32 @@ export interface EngineTokenizer {
   decodeToken(id: number): string;
 }
 
-export function streamingEngine(config: EngineConfig, tokenizer: EngineTokenizer): StreamingEngine {
+/** What a grammar and a tokenizer fix: built once per (tokenizer, grammar), shared by every parser of them. */
+interface EngineStatics {
+  idTerminals: Map<number, string>;
+  idTerminalNames: Set<string>;
+  shape: LexerShape;
+  transitions: Map<string, Transition>;
+  toolTerminals: Set<string>;
+  toolExitTerminals: Set<string>;
+  reasoningMarkup: Set<string>;
+  hasDrops: boolean;
+}
+
+/**
+ * Per tokenizer (its special-token map), per grammar (the config's JSON: its data, the
+ * argument converter aside, which is not part of it). A proxy builds a parser per request;
+ * the lexer's shape over a tokenizer's special tokens and the transition tables are the same
+ * for all of them, and building them was ~5 % of a token-in call (docs/performance.md).
+ */
+const staticsCache = new WeakMap<ReadonlyMap<string, number>, Map<string, EngineStatics>>();
+
+function engineStatics(config: EngineConfig, tokenizer: EngineTokenizer): EngineStatics {
+  let perTokenizer = staticsCache.get(tokenizer.specialTokens);
+  if (!perTokenizer) staticsCache.set(tokenizer.specialTokens, (perTokenizer = new Map()));
+  const key = JSON.stringify(config);
+  let statics = perTokenizer.get(key);
+  if (statics) return statics;
   const configured = new Set([...Object.values(config.tokenIdTerminals), ...Object.values(config.terminals), ...config.preserveTokens]);
   const drops = [...tokenizer.specialTokens.keys()].filter((t) => !configured.has(t));
   const idTerminals = new Map<number, string>();
@@ -88,17 +113,11 @@ export function streamingEngine(config: EngineConfig, tokenizer: EngineTokenizer
     if (id !== undefined) idTerminals.set(id, name);
   }
   for (const token of drops) idTerminals.set(tokenizer.specialTokens.get(token)!, DROP);
-  const idTerminalNames = new Set(idTerminals.values());
-  const scanner = tokenScanner(idTerminals, tokenizer.decodeToken);
-  const shape = lexerShape([...Object.entries(config.terminals).map(([name, lit]) => [lit, name] as [string, string]), ...drops.map((t) => [t, DROP] as [string, string])]);
-  const lexer = incrementalLexer(shape);
   const transitions = new Map(Object.entries(config.transitions));
   const entries = [...transitions].map(([key, tr]) => {
     const [state, terminal] = key.split(" ") as [ParserState, string];
     return { state, terminal, tr };
   });
-  const toolTerminals = new Set(entries.filter((e) => TOOL_STATES.has(e.tr.next) || TOOL_STATES.has(e.state)).map((e) => e.terminal));
-  const toolExitTerminals = new Set(entries.filter((e) => TOOL_STATES.has(e.state) && !TOOL_STATES.has(e.tr.next)).map((e) => e.terminal));
   const reasoningMarkup = (() => {
     const markers = new Set(entries.filter((e) => (e.state === "REASONING" || e.tr.next === "REASONING") && !TOOL_STATES.has(e.tr.next)).map((e) => e.terminal));
     for (const e of entries) {
@@ -107,7 +126,24 @@ export function streamingEngine(config: EngineConfig, tokenizer: EngineTokenizer
     }
     return markers;
   })();
-  const hasDrops = drops.length > 0;
+  statics = {
+    idTerminals,
+    idTerminalNames: new Set(idTerminals.values()),
+    shape: lexerShape([...Object.entries(config.terminals).map(([name, lit]) => [lit, name] as [string, string]), ...drops.map((t) => [t, DROP] as [string, string])]),
+    transitions,
+    toolTerminals: new Set(entries.filter((e) => TOOL_STATES.has(e.tr.next) || TOOL_STATES.has(e.state)).map((e) => e.terminal)),
+    toolExitTerminals: new Set(entries.filter((e) => TOOL_STATES.has(e.state) && !TOOL_STATES.has(e.tr.next)).map((e) => e.terminal)),
+    reasoningMarkup,
+    hasDrops: drops.length > 0,
+  };
+  perTokenizer.set(key, statics);
+  return statics;
+}
+
+export function streamingEngine(config: EngineConfig, tokenizer: EngineTokenizer): StreamingEngine {
+  const { idTerminals, idTerminalNames, shape, transitions, toolTerminals, toolExitTerminals, reasoningMarkup, hasDrops } = engineStatics(config, tokenizer);
+  const scanner = tokenScanner(idTerminals, tokenizer.decodeToken);
+  const lexer = incrementalLexer(shape);
 
   const engine: StreamingEngine = {
     state: config.initialState,
