@@ -56,6 +56,9 @@ call is recorded token for token to DIR/log (docs/proxy.md).
   --reasoning-parser P      with --token-in: the engine's reasoning parser (default qwen3; none for none,
                             the default for --model-dir qwen3-coder)
   --max-model-len N         with --token-in: the engine's context length (default: its /v1/models max_model_len)
+  --max-held-tokens N       with --token-in: the token ids this shard's open rollouts' chains may hold
+                            (default 50331648, 192 MiB of ids); past it a new rollout's first call
+                            gets a 503 until open ones finish (docs/performance.md, "Memory per rollout")
   --eval                    evaluation in one step: --mode eval, registers one rollout and prints
                             the base URLs and key to point a harness at, and how to read what
                             was recorded (docs/eval.md)
@@ -129,6 +132,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
         "tool-call-parser": { type: "string" },
         "reasoning-parser": { type: "string" },
         "max-model-len": { type: "string" },
+        "max-held-tokens": { type: "string" },
         json: { type: "boolean" },
       },
     },
@@ -246,7 +250,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
 
 /** `--token-in` and its model flags → the proxy's token-in options (a usage error names the flag). */
 function tokenInFlags(v: Record<string, unknown>, mode: string): TokenInOptions | undefined {
-  const modelFlags = ["model-dir", "tool-call-parser", "reasoning-parser", "max-model-len"].filter((f) => v[f] !== undefined);
+  const modelFlags = ["model-dir", "tool-call-parser", "reasoning-parser", "max-model-len", "max-held-tokens"].filter((f) => v[f] !== undefined);
   if (v["token-in"] !== true) {
     if (modelFlags.length > 0) throw new UsageError(`forge proxy: --${modelFlags[0]} is a token-in setting: add --token-in`);
     return undefined;
@@ -259,6 +263,7 @@ function tokenInFlags(v: Record<string, unknown>, mode: string): TokenInOptions 
       toolParser: v["tool-call-parser"] as string | undefined,
       reasoningParser: v["reasoning-parser"] as string | undefined,
       maxModelLen: v["max-model-len"] === undefined ? undefined : intFlag("max-model-len", v["max-model-len"] as string, 0),
+      maxHeldTokens: v["max-held-tokens"] === undefined ? undefined : intFlag("max-held-tokens", v["max-held-tokens"] as string, 0),
     });
   } catch (error) {
     if (error instanceof TokenInSettingsError) throw new UsageError(`forge proxy: ${error.message}`);

@@ -30,7 +30,7 @@ export type { SegmentInfo } from "./segments.ts";
 export { quarantineDir, verifySegments, type Recovered } from "./recover.ts";
 export { RecorderError } from "./errors.ts";
 export type { RecorderErrorCode } from "./errors.ts";
-export { fullPrompt, joinIds, promptDelta, type PastCall, type PromptDelta, type TokenIds } from "./prompt-delta.ts";
+export { fullPrompt, joinIds, startsWithIds, promptDelta, type PastCall, type PromptDelta, type TokenIds } from "./prompt-delta.ts";
 export { upstreamRequestOf } from "./upstream-request.ts";
 export { createContentStore, requestBodyOf, upstreamRequestBodyOf, StoredBodyError, type ContentStore } from "./content-store.ts";
 export { createContentWriter, type BodyKind, type CallContent, type ContentWriter, type ContentWriterOptions } from "./content-writer.ts";

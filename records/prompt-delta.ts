@@ -74,6 +74,16 @@ export function joinIds(prompt: TokenIds, completion: readonly number[]): Uint32
   return out;
 }
 
+/**
+ * Whether `ids` begins with `prefix` (compared natively in blocks for long Uint32Arrays).
+ *
+ * @example
+ * startsWithIds(new Uint32Array([1, 2, 3]), [1, 2]) // true
+ */
+export function startsWithIds(ids: TokenIds, prefix: TokenIds): boolean {
+  return prefix.length <= ids.length && commonPrefix(ids, prefix) === prefix.length;
+}
+
 /** Ids compared per native step when both sides are Uint32Arrays. */
 const BLOCK = 1024;
 

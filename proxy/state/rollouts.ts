@@ -5,7 +5,7 @@
  */
 import type { ModelCall, Rollout, RolloutResult } from "../../schemas/index.ts";
 import { TokenStatus } from "../../schemas/index.ts";
-import { fullPrompt, joinIds, type PastCall, type TokenIds } from "../../records/index.ts";
+import { fullPrompt, joinIds, startsWithIds, type PastCall, type TokenIds } from "../../records/index.ts";
 import { keyMatchesSha256, keySha256 } from "./keys.ts";
 import type { IdsMemo } from "../capture/answer-json.ts";
 import { servingOf, type RolloutServing } from "./serving.ts";
@@ -97,7 +97,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
 
   const touchHistory = (state: RolloutState) => {
     const id = state.rollout.rolloutId;
-    const size = state.recent.reduce((n, p) => n + p.tokens.length, 0);
+    const size = heldIds(state.recent);
     historyTokens += size - (history.get(id) ?? 0);
     history.delete(id);
     history.set(id, size);
@@ -173,8 +173,10 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       state.tokenStatusCounts[status] = (state.tokenStatusCounts[status] ?? 0) + 1;
       policyVersion = Math.max(policyVersion, call.policyVersion);
       if (prompt && (call.tokenStatus === TokenStatus.COMPLETE || call.tokenStatus === TokenStatus.PARTIAL)) {
-        state.recent.push({ callId: call.callId, tokens: joinIds(prompt, call.completionTokenIds) });
+        const tokens = joinIds(prompt, call.completionTokenIds);
+        state.recent.push({ callId: call.callId, tokens });
         if (state.recent.length > recentCalls) state.recent.shift();
+        shareIds(state.recent, tokens);
         touchHistory(state);
       }
     },
@@ -224,4 +226,34 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
     },
   };
   return registry;
+}
+
+/**
+ * Earlier calls whose tokens the newest call's begin with (a growing conversation: each call's
+ * prompt + completion is the start of the next one's) become views of the newest call's array,
+ * so that a rollout holds its ids once rather than once per recent call (docs/performance.md,
+ * "Memory per rollout"); the arrays they held are freed.
+ */
+function shareIds(recent: PastCall[], tokens: Uint32Array): void {
+  for (let i = recent.length - 2; i >= 0; i--) {
+    const earlier = recent[i]!;
+    if (earlier.tokens instanceof Uint32Array && earlier.tokens.buffer === tokens.buffer) continue;
+    if (startsWithIds(tokens, earlier.tokens)) recent[i] = { callId: earlier.callId, tokens: tokens.subarray(0, earlier.tokens.length) };
+  }
+}
+
+/** Ids a rollout's recent calls hold in memory: each array once, however many views share it. */
+export function heldIds(recent: readonly PastCall[]): number {
+  const seen = new Set<ArrayBufferLike>();
+  let n = 0;
+  for (const { tokens } of recent) {
+    if (!(tokens instanceof Uint32Array)) {
+      n += tokens.length;
+      continue;
+    }
+    if (seen.has(tokens.buffer)) continue;
+    seen.add(tokens.buffer);
+    n += tokens.buffer.byteLength / 4;
+  }
+  return n;
 }

@@ -8,7 +8,7 @@
  */
 import { TokenMode, TokenStatus, CallStatus, type ModelCall, type SamplingParams } from "../../schemas/index.ts";
 import { ChatRequestError, ChatTemplateError, type Model, type ModelSpec } from "../../model/index.ts";
-import { joinIds, type TokenIds } from "../../records/index.ts";
+import { joinIds, startsWithIds, type TokenIds } from "../../records/index.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { samplingOf } from "../engines/sampling.ts";
 import type { EngineState } from "../engines/check.ts";
@@ -132,10 +132,13 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     }),
     recorded(call, state) {
       if (!answer || call.status !== CallStatus.OK || call.tokenStatus !== TokenStatus.COMPLETE) return;
+      // The chain holds the ids the rollout's prompt-delta history holds (one array): its
+      // tokens are that array, its prompt a view of its start.
       const tokens = state.recent.find((p) => p.callId === call.callId)?.tokens ?? joinIds(plan.prompt, call.completionTokenIds);
+      const prompt = tokens instanceof Uint32Array && startsWithIds(tokens, plan.prompt) ? tokens.subarray(0, plan.prompt.length) : plan.prompt;
       const chains = (state.chains ??= newRolloutChains());
       chains.lost = false;
-      useChain(chains, chainAfter(chainId, call.callId, plan, tokens, answer));
+      useChain(chains, chainAfter(chainId, call.callId, { ...plan, prompt }, tokens, answer));
     },
   };
 }

@@ -14,12 +14,18 @@ import type { EngineState } from "../engines/check.ts";
 import type { RolloutState } from "../state/rollouts.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { prepareTokenInCall, type TokenInCall } from "./call.ts";
+import { DEFAULT_MAX_HELD_TOKENS, heldTokens, type HeldTokens } from "./held.ts";
 
 export interface TokenInOptions {
   /** The served model's tokenizer, chat template and parsers (as the engine is started with them). */
   model: ModelSpec;
   /** The engine's context length; default: `max_model_len` from the upstream's /v1/models. */
   maxModelLen?: number;
+  /**
+   * The shard's ceiling on the token ids its open rollouts' chains hold (held.ts): past it a new
+   * rollout's first call is refused with a 503 until open ones finish. Default DEFAULT_MAX_HELD_TOKENS.
+   */
+  maxHeldTokens?: number;
 }
 
 export interface TokenIn {
@@ -28,6 +34,8 @@ export interface TokenIn {
   model: Promise<Model>;
   /** Plans a train-mode Chat call of `rollout`. */
   prepare(input: { rollout: RolloutState; chat: Record<string, any>; callId: string; engine: EngineState; client: UpstreamClient; signal?: AbortSignal }): Promise<TokenInCall>;
+  /** The ids the shard's open rollouts' chains hold, against its ceiling. */
+  held: HeldTokens;
 }
 
 /**
@@ -52,14 +60,23 @@ export function createTokenIn(options: TokenInOptions): TokenIn {
     }
     return known;
   };
+  const held = heldTokens(options.maxHeldTokens ?? DEFAULT_MAX_HELD_TOKENS);
   return {
     spec: options.model,
     model,
+    held,
     async prepare(input) {
       const why = unfitEngine(input.engine);
       if (why) throw new ProxyHttpError(503, why, "service_unavailable", "engine_without_token_in");
+      held.admit(input.rollout);
       const [m, contextLength] = await Promise.all([model, maxModelLen(input.rollout, input.client, input.signal)]);
-      return prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength });
+      const call = await prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength });
+      const recorded = call.recorded;
+      call.recorded = (record, state) => {
+        recorded(record, state);
+        held.note(state);
+      };
+      return call;
     },
   };
 }
@@ -96,3 +113,4 @@ async function askMaxModelLen(rollout: RolloutState, client: UpstreamClient, sig
 }
 
 export type { TokenInCall, TokenInRecord } from "./call.ts";
+export { DEFAULT_MAX_HELD_TOKENS, type HeldTokens } from "./held.ts";

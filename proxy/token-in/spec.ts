@@ -22,6 +22,8 @@ export interface TokenInSettings {
   reasoningParser?: string;
   /** The engine's context length; default: the upstream's /v1/models max_model_len. */
   maxModelLen?: number;
+  /** The shard's ceiling on the ids its open rollouts' chains hold (proxy/token-in/held.ts). */
+  maxHeldTokens?: number;
 }
 
 /** Settings that cannot work; the message names the setting and the fix. */
@@ -44,6 +46,7 @@ export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--
   if (!known.tool.includes(toolParser)) throw new TokenInSettingsError(`${what.toolParser}: no tool-call parser "${toolParser}"; known: ${known.tool.join(", ")}`);
   if (reasoning !== "none" && !known.reasoning.includes(reasoning)) throw new TokenInSettingsError(`${what.reasoningParser}: no reasoning parser "${reasoning}"; known: ${known.reasoning.join(", ")} (or none)`);
   if (settings.maxModelLen !== undefined && !(Number.isInteger(settings.maxModelLen) && settings.maxModelLen > 0)) throw new TokenInSettingsError(`${what.maxModelLen}: expected a positive integer, got ${settings.maxModelLen}`);
+  if (settings.maxHeldTokens !== undefined && !(Number.isInteger(settings.maxHeldTokens) && settings.maxHeldTokens > 0)) throw new TokenInSettingsError(`--max-held-tokens: expected a positive integer, got ${settings.maxHeldTokens}`);
   let dir: string;
   let name: string;
   let chatTemplate: string | undefined;
@@ -59,5 +62,5 @@ export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--
     }
   }
   const model: ModelSpec = { name, dir, toolParser, reasoningParser: reasoning === "none" ? null : reasoning, ...(chatTemplate ? { chatTemplate } : {}) };
-  return { model, ...(settings.maxModelLen ? { maxModelLen: settings.maxModelLen } : {}) };
+  return { model, ...(settings.maxModelLen ? { maxModelLen: settings.maxModelLen } : {}), ...(settings.maxHeldTokens ? { maxHeldTokens: settings.maxHeldTokens } : {}) };
 }
