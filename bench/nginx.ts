@@ -230,7 +230,7 @@ if (JSON_OUT) {
   console.log(`\n(${((performance.now() - started) / 1000).toFixed(0)} s; a stream is ${CHUNK_DELAY_MS * 50} ms of upstream decode; CPU of nginx is master + workers)`);
   const goals = goalRows(rows);
   if (goals.length > 0) {
-    console.log(`\ngoals (issue 19), forge's figures from the table above:`);
+    console.log(`\ngoals (issues 19 and 32), forge's figures from the table above:`);
     console.log(`${"scenario".padEnd(13)} ${"goal".padEnd(44)} ${"forge".padEnd(28)} met`);
     for (const g of goals) console.log(`${g.scenario.padEnd(13)} ${g.goal.padEnd(44)} ${g.figure.padEnd(28)} ${g.met === null ? "— (run with --floor)" : g.met ? "yes" : "NO"}`);
   }
@@ -256,6 +256,16 @@ function goalRows(all: Row[]): { scenario: string; goal: string; figure: string;
       const ratio = floor && forge.cpuMsPerCall !== null && floor.cpuMsPerCall ? forge.cpuMsPerCall / floor.cpuMsPerCall : null;
       out.push({ scenario, goal: "≤ 1.2 × bare-Bun floor (bun-touch) CPU/call", figure: ratio === null ? "—" : `${ratio.toFixed(2)} × (${fmt(forge.cpuMsPerCall, 2)} / ${fmt(floor!.cpuMsPerCall, 2)} ms)`, met: ratio === null ? null : ratio <= 1.2 });
     }
+  }
+  // Issue 32: every row within 1.3 × the bare-Bun floor's CPU per call and at ≥ 0.9 × its calls/s.
+  for (const scenario of [...new Set(all.map((r) => r.scenario))]) {
+    const forge = get(scenario, "forge");
+    const floor = get(scenario, "bun-touch");
+    if (!forge) continue;
+    const cpu = floor && forge.cpuMsPerCall !== null && floor.cpuMsPerCall ? forge.cpuMsPerCall / floor.cpuMsPerCall : null;
+    out.push({ scenario, goal: "≤ 1.3 × bare-Bun floor CPU/call (issue 32)", figure: cpu === null ? "—" : `${cpu.toFixed(2)} × (${fmt(forge.cpuMsPerCall, 2)} / ${fmt(floor!.cpuMsPerCall, 2)} ms)`, met: cpu === null ? null : cpu <= 1.3 });
+    const rps = floor && floor.rps > 0 ? forge.rps / floor.rps : null;
+    out.push({ scenario, goal: "≥ 0.9 × bare-Bun floor calls/s (issue 32)", figure: rps === null ? "—" : `${rps.toFixed(2)} ×`, met: rps === null ? null : rps >= 0.9 });
   }
   return out;
 }

@@ -114,7 +114,8 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   }
   const healthInterval = options.healthIntervalMs ?? DEFAULTS.healthIntervalMs;
   const stopRecheck = healthInterval > 0 && !skipCheck ? recheckPending(engine, engineCheck, healthInterval) : () => {};
-  const registry = createRolloutRegistry();
+  // The token budget stays above a token-in ceiling set higher than its default (token-in/held.ts).
+  const registry = createRolloutRegistry(options.tokenIn?.maxHeldTokens ? { maxRecentTokens: Math.max(64 * 1024 * 1024, Math.ceil((options.tokenIn.maxHeldTokens * 4) / 3)) } : {});
   let restoredLog: RestoredLog;
   try {
     // The rollouts come back from the segment indexes beside the log; only segments without a

@@ -17,7 +17,7 @@ export { ENGINE_SETTINGS, engineName, type EngineInfo, type EngineKind, type Eng
 export { detectEngine, type Detection } from "./engines/detect.ts";
 export { MINIMUM_TRAIN_VERSION, PINNED_VERSIONS, atLeast } from "./engines/versions.ts";
 export { vllmTokenCompletionRequest } from "./engines/vllm.ts";
-export { createTokenIn, type TokenIn, type TokenInOptions } from "./token-in/index.ts";
+export { createTokenIn, DEFAULT_MAX_HELD_TOKENS, type TokenIn, type TokenInOptions } from "./token-in/index.ts";
 export { tokenInOptions, TokenInSettingsError, type TokenInSettings } from "./token-in/spec.ts";
 export { sglangGenerateRequest, type SglangSamplingParams } from "./engines/sglang.ts";
 export { loadCalls, loadCheckpoint, servedWeights, versionCall, WeightSyncError, type EngineCall, type ServedWeights } from "./engines/weight-sync.ts";
