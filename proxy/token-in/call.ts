@@ -21,10 +21,12 @@ import { restoreChains, RESTART_LOST } from "./restore.ts";
 import { planCall, type Plan } from "./plan.ts";
 import { engineRequest, idArray } from "./engine-request.ts";
 import { engineAnswerReader } from "./engine-answer.ts";
+import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
 import { chatJsonAnswer, chatStreamAnswer, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+const NO_ENDS = new Uint32Array(0);
 
 /** ModelCall fields 50-57 (records.proto). */
 export type TokenInFields = Pick<ModelCall, "tokenMode" | "chainId" | "chainParent" | "chainStart" | "chainStartDetail" | "renderedTokens" | "engineRequest" | "chainAnswer">;
@@ -95,6 +97,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   const topLogprobs = chat.logprobs === true && typeof chat.top_logprobs === "number" ? chat.top_logprobs : 0;
   // One plain copy of the prompt ids for the engine body, the parsers and the answer.
   const promptIds = idArray(plan.prompt);
+  const promptText = JSON.stringify(promptIds);
   const req = engineRequest(kind, chat, promptIds, { maxModelLen: input.maxModelLen, topLogprobs });
   let answer: SentAnswer | undefined;
   const context: ChatAnswerContext = {
@@ -102,6 +105,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     options: { ...chat, promptTokenIds: promptIds } as never,
     modelName: String(chat.model ?? ""),
     prompt: promptIds,
+    promptText,
     logprobs: chat.logprobs === true,
     reader: engineAnswerReader(kind),
     onAnswer: (a) => (answer = a),
@@ -109,13 +113,19 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   const chainId = plan.chain?.id ?? callId;
   return {
     path: req.path,
-    bytes: encoder.encode(JSON.stringify(req.body)),
+    // The prompt ids as the text already written for them (ids-text.ts).
+    bytes: encoder.encode(withIdsText(JSON.stringify({ ...req.body, [req.path === "/generate" ? "input_ids" : "prompt"]: IDS_PLACEHOLDER }), promptText)),
     chatBody: chat,
     sampling: samplingOf("chat", { ...chat, max_tokens: req.maxTokens }, engine.adapter),
     plan,
     chatResponse(response) {
       if (response.status === 404) return noTokenRoute(req.path, kind);
       if (!response.ok || !response.body) return response;
+      // The answer carries the prompt ids as promptText: the rollout's id memo (which the
+      // pipeline reads the answer's prompt_token_ids against) is that text and the plan's ids,
+      // so they are taken as they are instead of parsed again; no per-id offsets are kept
+      // (a memo that does not match whole is parsed from the start).
+      rollout.idsMemo = { text: promptText, ids: plan.prompt instanceof Uint32Array ? plan.prompt : Uint32Array.from(plan.prompt), ends: NO_ENDS };
       const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
       if (stream) return new Response(response.body.pipeThrough(chatStreamAnswer(context)), { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } });
       return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
@@ -131,6 +141,9 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       chainAnswer: answer ? encoder.encode(JSON.stringify({ content: answer.content, reasoning: answer.reasoning, tool_calls: answer.toolCalls })) : new Uint8Array(0),
     }),
     recorded(call, state) {
+      // The memo was this call's (chatResponse); the next call writes its own. Not kept between
+      // calls: its text is the size of the prompt again (docs/performance.md, "Memory per rollout").
+      state.idsMemo = {};
       if (!answer || call.status !== CallStatus.OK || call.tokenStatus !== TokenStatus.COMPLETE) return;
       // The chain holds the ids the rollout's prompt-delta history holds (one array): its
       // tokens are that array, its prompt a view of its start.

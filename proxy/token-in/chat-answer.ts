@@ -11,6 +11,7 @@
 import { chatStreamDerenderer, derenderChat, type DerenderOptions, type DeltaMessage, type Model } from "../../model/index.ts";
 import { createSseDecoder } from "../../lib/index.ts";
 import type { EngineAnswerReader, EngineStep } from "./engine-answer.ts";
+import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
 
 /** The assistant message the harness was sent (accumulated from a stream's deltas). */
 export interface SentAnswer {
@@ -26,6 +27,8 @@ export interface ChatAnswerContext {
   /** The model name the answer carries (the request's). */
   modelName: string;
   prompt: readonly number[];
+  /** `prompt` as JSON text, written once per call (the answer carries it as prompt_token_ids). */
+  promptText?: string;
   /** Whether the harness asked for logprobs (then the entries are full: token, bytes, top_logprobs). */
   logprobs: boolean;
   reader: EngineAnswerReader;
@@ -35,6 +38,26 @@ export interface ChatAnswerContext {
 
 const encoder = new TextEncoder();
 const FINGERPRINT = "forge-token-in";
+
+/**
+ * The answer's prompt_token_ids in `json` (written with `promptIdsOf` where they go): the
+ * engine's, which are the prompt the proxy sent; then as the text written once for the call
+ * (ids-text.ts), which the rollout's id memo holds too, so the pipeline takes the ids from it
+ * without parsing them (proxy/token-in/call.ts, chatResponse).
+ */
+function promptIdsOf(c: ChatAnswerContext, engine: readonly number[] | undefined): unknown {
+  if (c.promptText === undefined) return engine ?? c.prompt;
+  if (engine === undefined) return IDS_PLACEHOLDER;
+  if (engine.length !== c.prompt.length) return engine;
+  for (let i = 0; i < engine.length; i++) if (engine[i] !== c.prompt[i]) return engine;
+  return IDS_PLACEHOLDER;
+}
+
+/** JSON.stringify of an answer object with its prompt ids' text in place. */
+function stringifyAnswer(c: ChatAnswerContext, value: Record<string, unknown>): string {
+  const json = JSON.stringify(value);
+  return value.prompt_token_ids === IDS_PLACEHOLDER ? withIdsText(json, c.promptText!) : json;
+}
 
 function logprobEntries(c: ChatAnswerContext, ids: readonly number[], logprobs: readonly number[], top?: EngineStep["top"]) {
   const tokenizer = c.model.tokenizer;
@@ -84,7 +107,7 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
   const d = derenderChat(c.model, c.options, step.ids, finish);
   const calls = d.message.toolCalls.map((t) => ({ id: t.id, type: "function", function: { name: t.name, arguments: t.arguments } }));
   c.onAnswer({ content: d.message.content, reasoning: d.message.reasoning, toolCalls: d.message.toolCalls.map((t) => ({ name: t.name, arguments: t.arguments })) });
-  return JSON.stringify({
+  return stringifyAnswer(c, {
     id: `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`,
     object: "chat.completion",
     created: Math.floor(Date.now() / 1000),
@@ -110,7 +133,7 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
     ],
     system_fingerprint: FINGERPRINT,
     usage: usageOf(c, step.ids.length),
-    prompt_token_ids: step.promptIds ?? c.prompt,
+    prompt_token_ids: promptIdsOf(c, step.promptIds),
   });
 }
 
@@ -173,7 +196,7 @@ export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Arr
     let out = "";
     if (!started) {
       started = true;
-      out += `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], prompt_token_ids: step.promptIds ?? c.prompt })}\n\n`;
+      out += `data: ${stringifyAnswer(c, { ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], prompt_token_ids: promptIdsOf(c, step.promptIds) })}\n\n`;
     }
     if (step.finish?.aborted) {
       ended = true;
