@@ -41,7 +41,9 @@ async function memoryOf(pid: number): Promise<{ rss: number; heap: number }> {
     await Bun.sleep(100);
     try {
       const m = JSON.parse(readFileSync(memoryFile, "utf8"));
-      if (m.at >= before) return { rss: m.rss, heap: m.heapSize + m.arrayBuffers };
+      // heapSize counts typed arrays' storage (also when their ArrayBuffer was materialised,
+      // which memoryUsage().arrayBuffers counts again): the live heap is heapSize alone.
+      if (m.at >= before) return { rss: m.rss, heap: m.heapSize };
     } catch {}
   }
   throw new Error("the proxy did not report its memory after SIGUSR2");
