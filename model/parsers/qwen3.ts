@@ -94,6 +94,14 @@ export function qwen3Config(thinking: boolean): EngineConfig {
   };
 }
 
+/** One config per thinking setting, shared by every parser (the engine reads it, never writes it; its tables are cached by it). */
+const configs = new Map<boolean, EngineConfig>();
+function sharedQwen3Config(thinking: boolean): EngineConfig {
+  let config = configs.get(thinking);
+  if (!config) configs.set(thinking, (config = qwen3Config(thinking)));
+  return config;
+}
+
 /** `chat_template_kwargs.get("enable_thinking", True)` (Python truthiness). */
 function thinkingOf(options: ParserOptions): boolean {
   const kwargs = options.chatTemplateKwargs ?? {};
@@ -104,10 +112,10 @@ function thinkingOf(options: ParserOptions): boolean {
 /** vLLM's reasoning parser `qwen3`. */
 export function qwen3ReasoningParser(ctx: ParserContext, options: ParserOptions): ReasoningParser {
   const thinking = thinkingOf(options);
-  return engineReasoningParser(parserEngine(qwen3Config(thinking), ctx, options.tools), { thinkingDisabled: !thinking });
+  return engineReasoningParser(parserEngine(sharedQwen3Config(thinking), ctx, options.tools), { thinkingDisabled: !thinking });
 }
 
 /** vLLM's tool parsers `qwen3_coder` and `qwen3_xml` (the same class in 0.33.0). */
 export function qwen3CoderToolParser(ctx: ParserContext, options: ParserOptions): ToolCallParser {
-  return engineToolCallParser(parserEngine(qwen3Config(thinkingOf(options)), ctx, options.tools));
+  return engineToolCallParser(parserEngine(sharedQwen3Config(thinkingOf(options)), ctx, options.tools));
 }

@@ -107,7 +107,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     prompt: promptIds,
     promptText,
     logprobs: chat.logprobs === true,
-    reader: engineAnswerReader(kind),
+    reader: engineAnswerReader(kind, { top: chat.logprobs === true }),
     onAnswer: (a) => (answer = a),
   };
   const chainId = plan.chain?.id ?? callId;
@@ -126,6 +126,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       // so they are taken as they are instead of parsed again; no per-id offsets are kept
       // (a memo that does not match whole is parsed from the start).
       rollout.idsMemo = { text: promptText, ids: plan.prompt instanceof Uint32Array ? plan.prompt : Uint32Array.from(plan.prompt), ends: NO_ENDS };
+      context.idsMemo = rollout.idsMemo;
       const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
       if (stream) return new Response(response.body.pipeThrough(chatStreamAnswer(context)), { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } });
       return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });

@@ -12,6 +12,8 @@ import { chatStreamDerenderer, derenderChat, type DerenderOptions, type DeltaMes
 import { createSseDecoder } from "../../lib/index.ts";
 import type { EngineAnswerReader, EngineStep } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
+import { idArray } from "./engine-request.ts";
+import { parseAnswer, type IdsMemo } from "../capture/answer-json.ts";
 
 /** The assistant message the harness was sent (accumulated from a stream's deltas). */
 export interface SentAnswer {
@@ -29,6 +31,8 @@ export interface ChatAnswerContext {
   prompt: readonly number[];
   /** `prompt` as JSON text, written once per call (the answer carries it as prompt_token_ids). */
   promptText?: string;
+  /** The rollout's id memo, holding `promptText` and the prompt's Uint32Array (call.ts): the engine's echo of the prompt is read against it. */
+  idsMemo?: IdsMemo;
   /** Whether the harness asked for logprobs (then the entries are full: token, bytes, top_logprobs). */
   logprobs: boolean;
   reader: EngineAnswerReader;
@@ -45,11 +49,12 @@ const FINGERPRINT = "forge-token-in";
  * (ids-text.ts), which the rollout's id memo holds too, so the pipeline takes the ids from it
  * without parsing them (proxy/token-in/call.ts, chatResponse).
  */
-function promptIdsOf(c: ChatAnswerContext, engine: readonly number[] | undefined): unknown {
-  if (c.promptText === undefined) return engine ?? c.prompt;
-  if (engine === undefined) return IDS_PLACEHOLDER;
-  if (engine.length !== c.prompt.length) return engine;
-  for (let i = 0; i < engine.length; i++) if (engine[i] !== c.prompt[i]) return engine;
+function promptIdsOf(c: ChatAnswerContext, engine: readonly number[] | Uint32Array | undefined): unknown {
+  const plain = engine instanceof Uint32Array ? idArray(engine) : engine;
+  if (c.promptText === undefined) return plain ?? c.prompt;
+  if (engine === undefined || (c.idsMemo?.ids !== undefined && engine === c.idsMemo.ids)) return IDS_PLACEHOLDER;
+  if (engine.length !== c.prompt.length) return plain;
+  for (let i = 0; i < engine.length; i++) if (engine[i] !== c.prompt[i]) return plain;
   return IDS_PLACEHOLDER;
 }
 
@@ -95,7 +100,7 @@ function usageOf(c: ChatAnswerContext, completion: number) {
 export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string {
   let body: any;
   try {
-    body = JSON.parse(engineText);
+    body = parseAnswer(engineText, undefined, c.idsMemo);
   } catch {
     return engineText;
   }
@@ -182,7 +187,8 @@ export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Arr
     }
     let event: any;
     try {
-      event = JSON.parse(data);
+      // The first event echoes the prompt's ids: read against the memo, they are not parsed again.
+      event = c.idsMemo ? parseAnswer(data, undefined, c.idsMemo) : JSON.parse(data);
     } catch {
       ended = true;
       return `data: ${data}\n\n`; // not JSON: the pipeline reports it

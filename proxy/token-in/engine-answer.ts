@@ -16,8 +16,8 @@ export interface EngineStep {
   logprobs: number[];
   /** Their top alternatives, when asked: per token, [token id or text, logprob]. */
   top?: { token: number | string; logprob: number }[][];
-  /** The prompt ids the engine echoed (first step). */
-  promptIds?: number[];
+  /** The prompt ids the engine echoed (first step; a Uint32Array when read by parseAnswer). */
+  promptIds?: readonly number[] | Uint32Array;
   /** On the last step. */
   finish?: StepFinish;
 }
@@ -43,11 +43,12 @@ export interface EngineAnswerReader {
  * const r = engineAnswerReader("vllm");
  * r.read({ choices: [{ token_ids: [9707, 151645], finish_reason: "stop", stop_reason: null }] })!.finish // { reason: "stop", stopToken: true, stopReason: null }
  */
-export function engineAnswerReader(kind: EngineKind): EngineAnswerReader {
-  return kind === "sglang" ? sglangReader() : vllmReader();
+export function engineAnswerReader(kind: EngineKind, o: { top: boolean } = { top: true }): EngineAnswerReader {
+  return kind === "sglang" ? sglangReader() : vllmReader(o.top);
 }
 
-function vllmReader(): EngineAnswerReader {
+/** `top`: whether the answer's logprob entries show alternatives (the harness asked for logprobs); vLLM sends the sampled token's as one. */
+function vllmReader(top: boolean): EngineAnswerReader {
   let usage: { prompt_tokens: number; completion_tokens: number } | undefined;
   return {
     usage: () => usage,
@@ -59,10 +60,10 @@ function vllmReader(): EngineAnswerReader {
       const lp = choice.logprobs;
       const logprobs = ids.map((_, i) => (typeof lp?.token_logprobs?.[i] === "number" ? lp.token_logprobs[i] : Number.NaN));
       const step: EngineStep = { ids, logprobs };
-      if (Array.isArray(lp?.top_logprobs)) {
+      if (top && Array.isArray(lp?.top_logprobs)) {
         step.top = ids.map((_, i) => Object.entries((lp.top_logprobs[i] ?? {}) as Record<string, number>).map(([token, logprob]) => ({ token, logprob })));
       }
-      if (Array.isArray(choice.prompt_token_ids)) step.promptIds = choice.prompt_token_ids;
+      if (Array.isArray(choice.prompt_token_ids) || choice.prompt_token_ids instanceof Uint32Array) step.promptIds = choice.prompt_token_ids;
       if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
         const stopReason = choice.stop_reason ?? null;
         const reason = choice.finish_reason;
@@ -94,7 +95,7 @@ function sglangReader(): EngineAnswerReader {
       if (Array.isArray(meta.output_top_logprobs)) {
         step.top = ids.map((_, i) => ((meta.output_top_logprobs[seen + i] ?? []) as unknown[]).filter(Array.isArray).map((r: any) => ({ token: r[1] as number, logprob: r[0] as number })));
       }
-      if (seen === 0 && Array.isArray(event.prompt_token_ids)) step.promptIds = event.prompt_token_ids;
+      if (seen === 0 && (Array.isArray(event.prompt_token_ids) || event.prompt_token_ids instanceof Uint32Array)) step.promptIds = event.prompt_token_ids;
       seen = all.length;
       if (typeof meta.prompt_tokens === "number" && typeof meta.completion_tokens === "number") usage = { prompt_tokens: meta.prompt_tokens, completion_tokens: meta.completion_tokens };
       const f = meta.finish_reason;

@@ -99,10 +99,14 @@ interface EngineStatics {
  */
 const staticsCache = new WeakMap<ReadonlyMap<string, number>, Map<string, EngineStatics>>();
 
+/** The same config object again: its JSON is not written again. */
+const keyOfConfig = new WeakMap<EngineConfig, string>();
+
 function engineStatics(config: EngineConfig, tokenizer: EngineTokenizer): EngineStatics {
   let perTokenizer = staticsCache.get(tokenizer.specialTokens);
   if (!perTokenizer) staticsCache.set(tokenizer.specialTokens, (perTokenizer = new Map()));
-  const key = JSON.stringify(config);
+  let key = keyOfConfig.get(config);
+  if (key === undefined) keyOfConfig.set(config, (key = JSON.stringify(config)));
   let statics = perTokenizer.get(key);
   if (statics) return statics;
   const configured = new Set([...Object.values(config.tokenIdTerminals), ...Object.values(config.terminals), ...config.preserveTokens]);
