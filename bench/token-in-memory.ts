@@ -8,7 +8,7 @@
  * memory and RSS barely grows. Prints the shard's ceiling (--max-held-tokens) in rollouts of this
  * size and the RSS it implies.
  *
- *   bun bench/token-in-memory.ts [--rollouts 1000] [--tokens 20000] [--concurrency 8] [--json]
+ *   bun bench/token-in-memory.ts [--rollouts 1000] [--tokens 20000] [--concurrency 8] [--json] [--proxy-root DIR]
  *
  * (1,000 rollouts take ~5 minutes on 2 shared cores; a second wave of min(N, 200) follows.)
  *
@@ -24,8 +24,10 @@ import { words } from "./lib/bodies.ts";
 import { TOOL_LOOP_SCRIPT, TOOL_LOOP_TOOLS } from "./lib/tool-loop.ts";
 import { DEFAULT_MAX_HELD_TOKENS } from "../proxy/index.ts";
 
-const ROOT = resolve(import.meta.dir, "..");
 const { flag, has } = benchFlags();
+// --proxy-root DIR: another checkout's proxy (a commit from before the ceiling: no --max-held-tokens).
+const PROXY_ROOT = flag("proxy-root", "");
+const ROOT = PROXY_ROOT ? resolve(PROXY_ROOT) : resolve(import.meta.dir, "..");
 const N = Number(flag("rollouts", "1000"));
 const TOKENS = Number(flag("tokens", "20000"));
 const CONCURRENCY = Number(flag("concurrency", "8"));
@@ -57,8 +59,8 @@ const proxy = await startForgeProxy({
   dataDir: join(work, "data"),
   upstream: `${sim.url}/v1`,
   env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096", FORGE_BENCH_MEMORY_FILE: memoryFile },
-  bunArgs: ["--preload", join(import.meta.dir, "lib", "gc-on-signal.ts")],
-  extraArgs: ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072", "--max-held-tokens", String(ceiling)],
+  bunArgs: ["--preload", resolve(import.meta.dir, "lib", "gc-on-signal.ts")],
+  extraArgs: ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072", ...(PROXY_ROOT ? [] : ["--max-held-tokens", String(ceiling)])],
 });
 
 // ~1.05 tokens a word of this text in Qwen3's tokenizer; the prompt's size is read back from usage.
