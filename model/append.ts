@@ -18,6 +18,11 @@
  * user query, none of which the stand-in changes. `tests/reference/token-in.test.ts` holds this
  * to transformers' rendering of the real conversations.
  *
+ * Rendering the whole conversation is O(conversation) Jinja per call. A template that passes a
+ * probe at its first use (model/suffix-probe.ts, `suffixLocal`) is given a short conversation
+ * instead (`windowOf`: the first message, the user and system messages before the answer, the
+ * stand-in, what follows), and without the tools when that renders the same too.
+ *
  * The end-of-turn text must be one added token of the tokenizer (Qwen3's `<|im_end|>`): Hugging
  * Face tokenizers split at added tokens before anything else, so the text after it encodes to
  * the same ids alone as it does at the end of the whole prompt.
