@@ -165,7 +165,7 @@ try {
     console.log(`  per open rollout     ${f(perRollout / 1024)} KiB (per chain the same: one chain each)`);
     console.log(`  the ids' own size    ${f(idBytes / 1024)} KiB (4 bytes an id)  →  RSS per rollout ${f(perRollout / idBytes, 2)} × its ids`);
     console.log(`  live JS heap         ${f(heapPerRollout / 1024)} KiB per open rollout (${f(heapPerRollout / idBytes, 2)} × its ids); ${f(m0.heap / MiB)} MiB before, ${f(m1.heap / MiB)} open, ${f(m2.heap / MiB)} after finishing them`);
-    console.log(`  after finishing all  ${f(rss2 / MiB)} MiB RSS; ${again} new rollouts opened after that: ${f(rss3 / MiB)} MiB (${f((rss3 - rss2) / again / 1024)} KiB per rollout)`);
+    console.log(`  after finishing all  ${f(rss2 / MiB)} MiB RSS; ${again} new rollouts opened after that: ${f(rss3 / MiB)} MiB (${f((rss3 - rss2) / again / 1024)} KiB per rollout), live heap ${f(m3.heap / MiB)} MiB (${f((m3.heap - m2.heap) / again / 1024)} KiB per rollout)`);
     console.log(`  goal: memory per open rollout ≈ its ids held once (≤ 1.5 × their size): ${perRollout / idBytes <= 1.5 ? "met" : `not met (${f(perRollout / idBytes, 1)} ×)`}`);
     console.log(`  ceiling: --max-held-tokens default ${DEFAULT_MAX_HELD_TOKENS} ids = ${atCeiling} rollouts of this size, ~${f((rss0 + atCeiling * perRollout) / MiB, 0)} MiB RSS; past it a new rollout's first call gets a 503 (shard_full)`);
   }
