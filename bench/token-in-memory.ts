@@ -159,7 +159,7 @@ try {
     open_seconds: seconds,
     default_ceiling_ids: DEFAULT_MAX_HELD_TOKENS,
     default_ceiling_rollouts: atCeiling,
-    rss_at_default_ceiling_mib: (rss0 + atCeiling * perRollout) / MiB,
+    held_at_default_ceiling_mib: (atCeiling * heldPerRollout) / MiB,
   };
   if (has("json")) console.log(JSON.stringify(result));
   else {
@@ -172,7 +172,7 @@ try {
     console.log(`  held by a rollout    ${f(heldPerRollout / 1024)} KiB of live heap freed per rollout by finishing them = ${f(heldPerRollout / idBytes, 2)} × its ids`);
     console.log(`  after finishing all  ${f(rss2 / MiB)} MiB RSS; ${again} new rollouts opened after that: ${f(rss3 / MiB)} MiB (${f((rss3 - rss2) / again / 1024)} KiB per rollout), live heap ${f(m3.heap / MiB)} MiB (${f((m3.heap - m2.heap) / again / 1024)} KiB per rollout)`);
     console.log(`  goal: an open rollout holds its ids once (live heap it holds ≤ 1.5 × their size): ${heldPerRollout / idBytes <= 1.5 ? "met" : "not met"} (${f(heldPerRollout / idBytes, 2)} ×; RSS per open rollout ${f(perRollout / idBytes, 2)} ×)`);
-    console.log(`  ceiling: --max-held-tokens default ${DEFAULT_MAX_HELD_TOKENS} ids = ${atCeiling} rollouts of this size, ~${f((rss0 + atCeiling * perRollout) / MiB, 0)} MiB RSS; past it a new rollout's first call gets a 503 (shard_full)`);
+    console.log(`  ceiling: --max-held-tokens default ${DEFAULT_MAX_HELD_TOKENS} ids = ${atCeiling} rollouts of this size, holding ~${f((atCeiling * heldPerRollout) / MiB, 0)} MiB of live heap (RSS per open rollout at this N: ${f(perRollout / 1024)} KiB; small N overstates it); past it a new rollout's first call gets a 503 (shard_full)`);
   }
 } finally {
   await proxy.stop();
