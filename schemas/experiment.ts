@@ -169,7 +169,19 @@ const RolloutsSchema = z.strictObject({
    * 1 CPU and 2Gi, and 3Gi for the harness of a browser experiment (Chromium beside the harness,
    * docs/gui.md "On Argo"); what is set here applies to every rollout.
    */
-  resources: z.strictObject({ cpu: quantity("cpu").optional(), memory: quantity("memory").optional() }).default({}),
+  resources: z
+    .strictObject({
+      cpu: quantity("cpu").optional(),
+      memory: quantity("memory").optional(),
+      /**
+       * Local executor: what the workspace and HOME may hold together (default 10Gi); past it the
+       * harness is killed and the rollout ends failed with a "disk limit" error.
+       */
+      disk: quantity("disk").optional(),
+      /** Local executor, sandboxed: the size of the sandbox's /tmp, a tmpfs (default 1Gi). */
+      tmp: quantity("tmp").optional(),
+    })
+    .default({}),
   sandbox: z.enum(["auto", "bwrap", "none"], { error: 'expected "auto", "bwrap" or "none"' }).default("auto"),
   /**
    * On Argo, an iteration with more rollouts than this runs them in child Workflows of at most

@@ -105,6 +105,12 @@ async function callUpstream(
   const upstreamBytes = unchanged
     ? requestBody
     : ((patch && appendFieldsBody(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(restoreHidden(upstreamBody))));
+  // The harness is gone before anything went upstream (Bun 1.4.5 closes a connection that
+  // sends its next request before this one is answered, and aborts this one: docs/proxy.md,
+  // Pipelining): nothing is served, so nothing is recorded. One turn of the event loop first
+  // (microseconds), so Bun has read the rest of the packet this request came in.
+  await new Promise((resolve) => setImmediate(resolve));
+  if (request.signal.aborted) throw new ProxyHttpError(499, "the harness disconnected before the call was sent upstream", "invalid_request_error", "client_aborted");
   const seq = ctx.registry.nextSeq(rollout);
   const capture = newCapture();
   const base: FinishedCall = {
@@ -222,7 +228,9 @@ async function callUpstream(
     const out = prepared.translateJson ? JSON.stringify(prepared.translateJson(json)) : changed ? JSON.stringify(json) : text;
     const bytes = encoder.encode(out);
     const failed = capture.upstreamError !== undefined;
-    // Recorded before the harness sees it: an unrecorded answer is never served.
+    // Recorded before the harness sees it: an unrecorded answer is never served. One whose
+    // harness is already gone is not recorded as answered.
+    if (request.signal.aborted) return errorAnswer(499, "the harness disconnected before the answer was delivered", "invalid_request_error", "client_aborted", CallStatus.CLIENT_ABORTED);
     recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: 200, status: failed ? CallStatus.UPSTREAM_ERROR : CallStatus.OK, error: failed ? `upstream ${base.upstream} answered with an error: ${capture.upstreamError}` : "" });
     leave();
     return new Response(bytes, { status: 200, headers: { "content-type": "application/json", ...callHeaders } });

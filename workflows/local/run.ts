@@ -152,6 +152,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
       harness: experiment.spec.harness.name,
       harnessOptions: experiment.spec.harness.options,
       browser: experiment.spec.environment.browser,
+      diskLimits: { disk: experiment.spec.rollouts.resources.disk, tmp: experiment.spec.rollouts.resources.tmp },
       harnessCommand: experiment.spec.harness.command,
       model: experiment.spec.policy.model,
       proxyUrl: services.proxyUrl,

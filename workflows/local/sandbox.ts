@@ -148,6 +148,8 @@ export type SandboxSpec = {
   offline?: boolean;
   /** Fresh empty directories (the verifier's HOME). */
   tmpfs?: string[];
+  /** The size of the sandbox's /tmp (a tmpfs) in bytes; unlimited when unset (tmpfs's default: half the RAM). */
+  tmpBytes?: number;
 };
 
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"];
@@ -234,7 +236,7 @@ export function sandboxArgv(spec: SandboxSpec, argv: string[]): string[] {
     if (lstatSync(dir).isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
     else args.push("--ro-bind", dir, dir);
   }
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+  args.push("--proc", "/proc", "--dev", "/dev", ...(spec.tmpBytes ? ["--size", String(spec.tmpBytes)] : []), "--tmpfs", "/tmp");
   const bunDir = dirname(process.execPath);
   const readOnly = [bunDir, ...spec.readOnly, ...(spec.network ? [dirname(INNER_BRIDGE)] : [])];
   for (const path of readOnly) args.push("--ro-bind", path, path);
