@@ -21,7 +21,7 @@ import type { ControlClient, FinishBody, RolloutStatus } from "./control.ts";
 import { runProcessGroup, type GroupResult } from "./process-group.ts";
 import { readReward } from "./reward.ts";
 import { diskUsage, watchDisk } from "./disk-limit.ts";
-import { sandboxArgv, type SandboxSpec } from "./sandbox.ts";
+import { SANDBOX_ENV, sandboxArgv, type SandboxSpec } from "./sandbox.ts";
 
 export type RolloutPlan = { rolloutId: string; task: Task; attempt: number; group: string };
 
@@ -174,6 +174,7 @@ async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<t
   const sitePath = siteState ? (sandboxed ? SITE_LOG_DIR : siteState) : undefined;
   const env = {
     ...ctx.baseEnv,
+    ...(sandboxed ? SANDBOX_ENV : {}),
     HOME: home,
     FORGE_LOGS: logsPath,
     FORGE_TESTS: testsPath,
@@ -323,7 +324,7 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
   const harness = await runProcessGroup({
     argv,
     cwd: dirs.workspace,
-    env: { ...ctx.baseEnv, ...launch.env, FORGE_ROLLOUT_ID: plan.rolloutId, ...(site ? { FORGE_SITE_URL: site.url } : {}) },
+    env: { ...ctx.baseEnv, ...(sandboxed ? SANDBOX_ENV : {}), ...launch.env, FORGE_ROLLOUT_ID: plan.rolloutId, ...(site ? { FORGE_SITE_URL: site.url } : {}) },
     stdoutPath: join(dirs.logs, "harness.stdout"),
     stderrPath: join(dirs.logs, "harness.stderr"),
     timeoutMs: timeoutSeconds * 1000,

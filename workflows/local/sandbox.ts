@@ -157,6 +157,9 @@ const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx
 /** Who task code is inside the sandbox (bwrap --uid/--gid), named in the synthesized /etc/passwd. */
 export const SANDBOX_USER = { name: "forge", uid: 1000, gid: 1000 };
 
+/** The login variables of SANDBOX_USER, for task code run in the sandbox (Bun's os.userInfo reads USER). */
+export const SANDBOX_ENV = { USER: SANDBOX_USER.name, LOGNAME: SANDBOX_USER.name };
+
 /**
  * What of the host's /etc the sandbox shows, read-only: what programs need to run (the dynamic
  * linker's cache, CA certificates and OpenSSL's config, locale and time zone, Debian's
