@@ -207,7 +207,8 @@ async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<t
     graceMs: ctx.graceMs,
     signal: ctx.signal,
   });
-  rmSync(workspaceCopy, { recursive: true, force: true });
+  // Scratch: the verifier's reward and logs are kept, not its copy of the workspace or its HOME.
+  for (const path of [workspaceCopy, home]) rmSync(path, { recursive: true, force: true });
   const output = `${copyNote ? `${copyNote}\n` : ""}${tail(join(dirs.logs, "verifier.stdout"))}${tail(join(dirs.logs, "verifier.stderr"))}`;
   if (result.spawnError) return { reward: 0, output, timedOut: false, infraError: `verifier: cannot start: ${result.spawnError}` };
   if (result.aborted) return { reward: 0, output, timedOut: false, infraError: "verifier: interrupted (Ctrl-C)" };
