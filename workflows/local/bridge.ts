@@ -52,9 +52,9 @@ export async function startProxyBridge(socketPath: string, target: { host: strin
   const origin = `http://${target.host.includes(":") ? `[${target.host}]` : target.host}:${target.port}`;
   const server: Bun.Server<undefined> = Bun.serve({
     unix: socketPath,
-    // The proxy answers an oversized body itself (413 naming --max-body-bytes); this only keeps
-    // a body without end from being read here without end.
-    maxRequestBodySize: 1024 * 1024 * 1024,
+    // Bodies are streamed on, and the proxy answers an oversized one itself (413 naming
+    // --max-body-bytes); Bun's own cap would answer first, with an empty 413.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     async fetch(request) {
       const url = new URL(request.url);
       if (!isModelRoute(url.pathname)) {
@@ -72,9 +72,10 @@ export async function startProxyBridge(socketPath: string, target: { host: strin
         const answer = await fetch(`${origin}${url.pathname}${url.search}`, {
           method: request.method,
           headers,
-          // Buffered: the body keeps its Content-Length (the proxy checks it against
-          // --max-body-bytes before reading), and Bun's own cap above bounds what is held.
-          body: hasBody ? await request.arrayBuffer() : undefined,
+          // Streamed, keeping its Content-Length (the proxy checks it against --max-body-bytes
+          // before reading; a chunked body it cuts at the limit): nothing is held here.
+          body: hasBody ? request.body : undefined,
+          duplex: "half",
           signal: request.signal,
           redirect: "manual",
           decompress: false,
