@@ -69,7 +69,8 @@ describe("disk limits", () => {
   test.skipIf(!findBwrap())("sandboxed: /tmp is capped (ENOSPC, gone afterwards); 200 MB in the workspace ends the rollout failed with a disk-limit error; a modest rollout beside it is ok", async () => {
     const tasks = [
       taskFromSpec({ id: "fill-workspace", instruction: FILL_WORKSPACE, files: {}, metadata: {}, test: "exit 0" }, "t"),
-      taskFromSpec({ id: "fill-tmp", instruction: "head -c 30000000 /dev/zero > /tmp/big.bin; echo tmp-exit=$?; ls -l /tmp/big.bin; df -B1 /tmp | tail -1", files: {}, metadata: {}, test: "exit 0" }, "t"),
+      // /tmp and /dev/shm are tmpfs of 20 MiB each; /, /dev and /etc take no writes.
+      taskFromSpec({ id: "fill-tmp", instruction: "head -c 30000000 /dev/zero > /tmp/big.bin; echo tmp-exit=$?; ls -l /tmp/big.bin; head -c 30000000 /dev/zero > /dev/shm/big.bin; echo shm-exit=$?; for p in /big.bin /dev/big.bin /etc/big.bin; do echo x > $p || echo refused $p; done", files: {}, metadata: {}, test: "exit 0" }, "t"),
       taskFromSpec({ id: "modest", instruction: MODEST, files: {}, metadata: {}, test: "test -s ok.bin && grep -q fine answer.txt" }, "t"),
     ];
     const started = performance.now();
@@ -90,6 +91,9 @@ describe("disk limits", () => {
     const out = readFileSync(join(tmp.dir, "logs", "harness.stdout"), "utf8") + readFileSync(join(tmp.dir, "logs", "harness.stderr"), "utf8");
     expect(out).toContain("No space left on device");
     expect(out).toContain("tmp-exit=1");
+    expect(out).toContain("shm-exit=1");
+    // bwrap's own root and /dev, tmpfs without a limit, are read-only.
+    for (const path of ["/big.bin", "/dev/big.bin", "/etc/big.bin"]) expect(out).toContain(`refused ${path}`);
     expect(out).toMatch(new RegExp(` ${quantityBytes("20Mi")} .* /tmp/big.bin`));
     expect(tmp.status).toBe("ok");
     // /tmp was the sandbox's: nothing of it is in the data directory.

@@ -148,7 +148,7 @@ export type SandboxSpec = {
   offline?: boolean;
   /** Fresh empty directories (the verifier's HOME). */
   tmpfs?: string[];
-  /** The size of the sandbox's /tmp (a tmpfs) in bytes; unlimited when unset (tmpfs's default: half the RAM). */
+  /** The size of the sandbox's /tmp and of its /dev/shm (tmpfs each) in bytes; unlimited when unset (tmpfs's default: half the RAM). */
   tmpBytes?: number;
 };
 
@@ -239,7 +239,9 @@ export function sandboxArgv(spec: SandboxSpec, argv: string[]): string[] {
     if (lstatSync(dir).isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
     else args.push("--ro-bind", dir, dir);
   }
-  args.push("--proc", "/proc", "--dev", "/dev", ...(spec.tmpBytes ? ["--size", String(spec.tmpBytes)] : []), "--tmpfs", "/tmp");
+  // /tmp and /dev/shm are the sandbox's scratch: tmpfs, each capped at tmpBytes.
+  const size = spec.tmpBytes ? ["--size", String(spec.tmpBytes)] : [];
+  args.push("--proc", "/proc", "--dev", "/dev", ...size, "--tmpfs", "/dev/shm", ...size, "--tmpfs", "/tmp");
   const bunDir = dirname(process.execPath);
   const readOnly = [bunDir, ...spec.readOnly, ...(spec.network ? [dirname(INNER_BRIDGE)] : [])];
   for (const path of readOnly) args.push("--ro-bind", path, path);
@@ -249,8 +251,9 @@ export function sandboxArgv(spec: SandboxSpec, argv: string[]): string[] {
   for (const [source, target] of spec.writableAt ?? []) args.push("--bind", source, target);
   const forwards = spec.network ? [{ socket: spec.network.socket, port: spec.network.port }, ...(spec.network.also ?? [])] : [];
   for (const forward of forwards) args.push("--ro-bind", forward.socket, forward.socket);
-  // bwrap's own root (a tmpfs holding the mount points) would otherwise take writes without limit.
-  args.push("--remount-ro", "/", "--chdir", spec.cwd, "--");
+  // bwrap's own root and its /dev (tmpfs, holding the mount points and device nodes) would
+  // otherwise take writes without limit; the device nodes still work.
+  args.push("--remount-ro", "/dev", "--remount-ro", "/", "--chdir", spec.cwd, "--");
   if (spec.network) args.push(process.execPath, INNER_BRIDGE, ...forwards.flatMap((forward) => [String(forward.port), forward.socket]), "--");
   return [...args, ...argv];
 }
