@@ -217,6 +217,13 @@ function etcArgs(): string[] {
   return args;
 }
 
+let sizeSupported: boolean | undefined;
+/** Whether this bwrap has `--size` (older releases lack it; Debian 12's 0.8 has it). */
+function bwrapHasSize(path: string): boolean {
+  sizeSupported ??= Bun.spawnSync([path, "--help"], { stdout: "pipe", stderr: "pipe" }).stdout.toString().includes("--size");
+  return sizeSupported;
+}
+
 /** The in-namespace forwarder (bridge-inner.ts), run with the Bun that runs forge. */
 const INNER_BRIDGE = fileURLToPath(new URL("./bridge-inner.ts", import.meta.url));
 
@@ -240,7 +247,8 @@ export function sandboxArgv(spec: SandboxSpec, argv: string[]): string[] {
     else args.push("--ro-bind", dir, dir);
   }
   // /tmp and /dev/shm are the sandbox's scratch: tmpfs, each capped at tmpBytes.
-  const size = spec.tmpBytes ? ["--size", String(spec.tmpBytes)] : [];
+  // An older bwrap without --size leaves them unlimited (docs/local-executor.md, "Limits (disk)").
+  const size = spec.tmpBytes && bwrapHasSize(bwrap.path) ? ["--size", String(spec.tmpBytes)] : [];
   args.push("--proc", "/proc", "--dev", "/dev", ...size, "--tmpfs", "/dev/shm", ...size, "--tmpfs", "/tmp");
   const bunDir = dirname(process.execPath);
   const readOnly = [bunDir, ...spec.readOnly, ...(spec.network ? [dirname(INNER_BRIDGE)] : [])];
