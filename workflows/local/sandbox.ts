@@ -203,7 +203,8 @@ function synthesizedEtcDir(): string {
 
 /** The bwrap arguments of the sandbox's /etc: the synthesized files and HOST_ETC, read-only. */
 function etcArgs(): string[] {
-  const args = ["--perms", "0755", "--dir", "/etc"];
+  // --dir makes it 0755 (--perms would need bwrap ≥ 0.5).
+  const args = ["--dir", "/etc"];
   const dir = synthesizedEtcDir();
   for (const name of Object.keys(synthesizedEtc())) args.push("--ro-bind", join(dir, name), `/etc/${name}`);
   // Python's system config (/etc/python3.11/sitecustomize.py is linked from /usr/lib).
