@@ -80,16 +80,16 @@ function expectNoSecret(probe: string) {
 const task = () => taskFromSpec({ id: "snoop", instruction: SNOOP(), files: {}, metadata: {}, test: `{ ${SNOOP()} } ; exit 0` }, "t");
 
 describe.skipIf(!findBwrap())("no host secret inside the sandbox", () => {
-  test.skipIf(!isRoot)("as root: harness and verifier see no shadow, no secret beside the data directory; task code is uid 1000", async () => {
+  test(`as ${isRoot ? "root" : "this user"}: harness and verifier see no shadow, no secret beside the data directory; task code is uid 1000`, async () => {
     const dataDir = join(root, "as-root");
     const { outcomes } = await runLocal({ run: "snoop", experiment: "host-secrets", tasks: [task()], k: 1, harness: "command", harnessCommand: ["bash", "-c", "{prompt}"], model: "m", proxyUrl: proxy.url, adminToken: ADMIN, dataDir, parallelism: 1, timeoutSeconds: 60, quiet: true, sandbox: "bwrap" });
     const outcome = outcomes[0]!;
     expect(outcome).toMatchObject({ status: "ok", reward: 1 });
     expectNoSecret(readFileSync(join(outcome.dir, "logs", "harness.stdout"), "utf8"));
     expectNoSecret(readFileSync(join(outcome.dir, "logs", "verifier.stdout"), "utf8"));
-    // The probe can fail: the same commands outside the sandbox read the host's shadow.
-    const outside = Bun.spawnSync(["bash", "-c", "head -c 60 /etc/shadow"], { stdout: "pipe" }).stdout.toString();
-    expect(outside).toContain(hostShadow().slice(0, 30));
+    // The probe can fail: outside the sandbox the same user reads the secret (and root the shadow).
+    expect(Bun.spawnSync(["cat", secretFile], { stdout: "pipe" }).stdout.toString()).toBe(secret);
+    if (isRoot) expect(Bun.spawnSync(["bash", "-c", "head -c 60 /etc/shadow"], { stdout: "pipe" }).stdout.toString()).toContain(hostShadow().slice(0, 30));
   });
 
   test.skipIf(!isRoot || !Bun.which("setpriv"))("as an unprivileged user (setpriv to uid 65534): the same", async () => {
