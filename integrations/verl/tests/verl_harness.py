@@ -193,6 +193,23 @@ def next_batch(cfg, loader, global_steps: int):
     return PPOTrainer._next_train_batch(me)
 
 
+def val_batch(loader, global_steps: int):
+    """The batch veRL's ``PPOTrainer._validate`` hands the agent loop manager
+    (``trainer_base.py:1048-1066``): a dataloader batch with fresh uids, ``global_steps`` and
+    ``validate`` set."""
+    import uuid
+
+    import numpy as np
+    from verl.utils import tensordict_utils as tu
+
+    batch_dict = next(iter(loader))
+    batch_dict["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(batch_dict["raw_prompt"]))], dtype=object)
+    batch = tu.get_tensordict(batch_dict)
+    tu.assign_non_tensor_data(batch, "global_steps", global_steps)
+    tu.assign_non_tensor_data(batch, "validate", True)
+    return batch
+
+
 async def run_step(w, batch) -> None:
     """``AgentLoopWorkerTQ.generate_sequences`` and wait for the sessions it spawned."""
     await w.generate_sequences(batch)
