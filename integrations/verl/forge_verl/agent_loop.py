@@ -12,8 +12,11 @@ and awaits ``run(sampling_params, **row)``.
 Under the V1 trainer (veRL's default; its worker passes ``session_id``) ``run`` returns every
 sample of the trajectory, the final one last; under the legacy trainer it returns the final
 sample and counts the others as left out. A trajectory that is not the policy's doing (an
-infrastructure error, an unfinished rollout) or whose final sample does not fit veRL's lengths
-returns ``[]``: V1 stores nothing for that session and GRPO compares the group's other sessions.
+infrastructure error, an unfinished or cancelled rollout) returns ``[]``: V1 stores nothing for
+that session and GRPO compares the group's other sessions; a group left with one session is
+left out too (``drop_single_session_groups``). Overlong samples follow ``overlong``
+(samples.py). Online, the version of the weights is read from veRL's servers and validation
+passes are labelled (verl_state.py; docs/verl.md).
 """
 
 from __future__ import annotations

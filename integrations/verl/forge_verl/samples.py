@@ -215,9 +215,10 @@ def trajectory_outputs(
     counters: Optional[dict] = None,
 ) -> list[AgentLoopOutput]:
     """The outputs of one trajectory (``[]`` when it is left out), counting what was left out
-    in ``counters`` (process-wide: ``overlong_samples``, ``overlong_trajectories``,
-    ``samples_left_out``, ``auxiliary_samples``) and on each output's ``extra_fields``
-    (``forge_overlong``, ``forge_left_out``, ``forge_auxiliary``)."""
+    or cut in ``counters`` (process-wide: ``overlong_samples``, ``overlong_trajectories``,
+    ``samples_left_out``, ``auxiliary_samples``, ``truncated_samples``,
+    ``penalized_trajectories``) and on each output's ``extra_fields`` (``forge_overlong``,
+    ``forge_left_out``, ``forge_auxiliary``, ``forge_truncated``)."""
     selection = select_samples(samples, limits, several)
     if counters is not None:
         counters["overlong_samples"] = counters.get("overlong_samples", 0) + selection.overlong
