@@ -187,7 +187,7 @@ test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop ag
   }
 }, 900_000);
 
-type OnlineStep = { global_steps: number; validate: boolean; uids: string[]; outputs: { rollout_id: string; sample_id: string; min_global_steps: number; max_global_steps: number }[] };
+type OnlineStep = { global_steps: number; validate: boolean; legacy?: boolean; uids: string[]; outputs: { rollout_id: string; sample_id: string; min_global_steps: number; max_global_steps: number }[] };
 
 /**
  * What the proxy recorded against what served each call: every call of every rollout the loop
@@ -202,8 +202,9 @@ async function checkOnline(h: Awaited<ReturnType<typeof startProxyHarness>>, onl
   const records = await h.records();
   const registered = records.flatMap((r) => (r.kind.case === "rollout" ? [r.kind.value] : []));
   const results = new Map(records.flatMap((r) => (r.kind.case === "rolloutResult" ? [[r.kind.value.rolloutId, r.kind.value] as const] : [])));
-  // 3 training steps x 2 rows x rollout.n 2, and the validation pass's 2 rows x val_kwargs.n 1.
-  expect(registered).toHaveLength(14);
+  // 3 V1 training steps x 2 rows x rollout.n 2, the validation pass's 2 rows x val_kwargs.n 1,
+  // and the legacy trainer's step (4) and validation pass (2).
+  expect(registered).toHaveLength(20);
   const calls = await h.calls();
   const served = (at: number) => alive.findIndex((w) => at >= w.from && at <= w.to);
   const decoder = new TextDecoder();
@@ -218,8 +219,10 @@ async function checkOnline(h: Awaited<ReturnType<typeof startProxyHarness>>, onl
   // Each server instance answered exactly the calls recorded in its window.
   for (const [i, server] of servers.entries()) expect(calls.filter((c) => served(c.startUnixMs) === i).length).toBe(server.samples.length);
   // The version a step's outputs carry is that of the weights serving it: 0, then 1 after the
-  // first sync (the validation pass and step 2), then 2 (step 3).
-  const expected = [0, 1, 1, 2];
+  // first sync (the validation pass and step 2), then 2 (step 3 and the legacy trainer's step
+  // and validation pass, whose global_steps 4 is only in meta_info).
+  const expected = [0, 1, 1, 2, 2, 2];
+  expect(online.steps).toHaveLength(expected.length);
   for (const [i, step] of online.steps.entries()) {
     const mine = registered.filter((r) => step.uids.includes(r.group));
     expect(mine.length).toBe(step.validate ? 2 : 4);
@@ -240,10 +243,10 @@ async function checkOnline(h: Awaited<ReturnType<typeof startProxyHarness>>, onl
   }
   // Validation rollouts are not training data.
   const validation = new Set(registered.filter((r) => r.labels["openforge.dev/validation"] === "true").map((r) => r.rolloutId));
-  expect(validation.size).toBe(2);
+  expect(validation.size).toBe(4);
   const out = join(scratch.dir, "online-export.parquet");
   const manifest = await exportTrajectories(readRecords(h.dataDir), { format: "verl", out, experiment: "verl-online" });
-  expect(manifest.filter.validation_rollouts).toBe(2);
+  expect(manifest.filter.validation_rollouts).toBe(4);
   const rows = (await Bun.file(out.replace(/\.parquet$/, ".jsonl")).text()).trim().split("\n").map((l) => JSON.parse(l) as { rollout_id: string });
   expect(rows.length).toBeGreaterThan(0);
   for (const row of rows) expect(validation.has(row.rollout_id)).toBe(false);

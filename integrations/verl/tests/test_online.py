@@ -160,8 +160,34 @@ class OnlineThroughTheProxy(unittest.TestCase):
             os.kill(pid, 0)
         vh.checked("timed-out session cancelled, harness ended")
 
+        # The legacy trainer (trainer.use_v1=False): veRL's AgentLoopWorker with a DataProto as
+        # RayPPOTrainer builds it (global_steps only in meta_info; rows repeated rollout.n
+        # times), a training step and a validation pass, both served by version 2.
+        cfg4 = config(entry(), **{"trainer.use_v1": "False"})
+        for validate in (False, True):
+            steps.append(self.run_legacy(cfg4, server, global_steps=4, validate=validate))
+        vh.checked("legacy trainer steps")
+
         with open(need("FORGE_TEST_ONLINE_OUT"), "w", encoding="utf-8") as f:
             json.dump({"steps": steps, "hang_log": open(f"{hang}.log").read() if os.path.exists(f"{hang}.log") else ""}, f)
+
+    def run_legacy(self, cfg, server: str, global_steps: int, validate: bool) -> dict:
+        import uuid
+
+        import numpy as np
+        from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+        from verl.protocol import DataProto
+
+        worker = AgentLoopWorker(cfg, vh.llm_client(cfg, [server]))
+        _, loader = vh.dataloader(cfg, worker.tokenizer, worker.processor)
+        batch = DataProto.from_single_dict(next(iter(loader)))
+        batch.non_tensor_batch["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(batch))], dtype=object)
+        n = 1 if validate else cfg.actor_rollout_ref.rollout.n
+        batch = batch.repeat(repeat_times=n, interleave=True)
+        batch.meta_info = {"global_steps": global_steps, **({"validate": True} if validate else {})}
+        out = asyncio.run(worker.generate_sequences(batch))
+        self.assertEqual(len(out), len(batch))
+        return {"global_steps": global_steps, "validate": validate, "legacy": True, "uids": sorted(set(batch.non_tensor_batch["uid"].tolist())), "sessions": [], "outputs": []}
 
     def test_async_trainer_modes_are_refused_naming_the_setting(self):
         from forge_verl import ForgeAgentLoop
