@@ -228,6 +228,8 @@ async function checkOnline(h: Awaited<ReturnType<typeof startProxyHarness>>, onl
     expect(mine.length).toBe(step.validate ? 2 : 4);
     for (const r of mine) {
       expect(r.labels["openforge.dev/validation"]).toBe(step.validate ? "true" : undefined);
+      // Read from veRL's server actor (V1 steps) or, with no actor, vLLM's label (legacy steps here).
+      expect(r.labels["verl.version_source"]).toBe(step.legacy ? "weight_info" : "actor");
       for (const call of calls.filter((c) => c.rolloutId === r.rolloutId)) {
         expect(call.policyVersion).toBe(expected[i]!);
         const sent = JSON.parse(decoder.decode(call.upstreamRequestBody.length > 0 ? call.upstreamRequestBody : call.upstreamRequestPatch));

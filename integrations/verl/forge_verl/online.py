@@ -131,25 +131,21 @@ class OnlineClient:
         env = {**os.environ, **{f"FORGE_{k.upper()}": str(v) for k, v in values.items()}}
         return await asyncio.create_subprocess_exec(*argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
 
-    async def wait(self, rollout_id: str, proc: Optional[asyncio.subprocess.Process] = None) -> dict:
+    async def wait(self, rollout_id: str, proc: Optional[asyncio.subprocess.Process] = None, output: Optional[asyncio.Future] = None) -> dict:
         """Polls the rollout until it has a result. Raises OnlineTimeout past ``timeout_s`` and
-        OnlineError when the orchestrator command exits non-zero before a result."""
+        OnlineError when the orchestrator command (``output``: its ``communicate()``) exits
+        non-zero before a result."""
         deadline = time.monotonic() + self.timeout_s
-        output = asyncio.ensure_future(proc.communicate()) if proc is not None else None
-        try:
-            while True:
-                state = await self._call("GET", f"/control/rollouts/{rollout_id}")
-                if state.get("result"):
-                    return state
-                if output is not None and output.done() and proc is not None and proc.returncode not in (0, None):
-                    tail = (output.result()[0] or b"").decode(errors="replace")[-1000:]
-                    raise OnlineError(f"rollout {rollout_id}: orchestrator command exited {proc.returncode} without a result: {tail}")
-                if time.monotonic() > deadline:
-                    raise OnlineTimeout(f"rollout {rollout_id}: no result after {self.timeout_s:.0f} s (timeout_s); cancelled")
-                await asyncio.sleep(self.poll_interval_s)
-        finally:
-            if output is not None and not output.done():
-                output.cancel()
+        while True:
+            state = await self._call("GET", f"/control/rollouts/{rollout_id}")
+            if state.get("result"):
+                return state
+            if output is not None and output.done() and proc is not None and proc.returncode not in (0, None):
+                tail = (output.result()[0] or b"").decode(errors="replace")[-1000:]
+                raise OnlineError(f"rollout {rollout_id}: orchestrator command exited {proc.returncode} without a result: {tail}")
+            if time.monotonic() > deadline:
+                raise OnlineTimeout(f"rollout {rollout_id}: no result after {self.timeout_s:.0f} s (timeout_s); cancelled")
+            await asyncio.sleep(self.poll_interval_s)
 
     async def cancel(self, rollout_id: str, reason: str, status: str = "infra_error") -> dict:
         """``POST /control/rollouts/{id}/cancel``: the proxy refuses the rollout's further calls
@@ -167,10 +163,13 @@ class OnlineClient:
         registration = await self.register(spec)
         rollout_id = registration["rollout_id"]
         proc: Optional[asyncio.subprocess.Process] = None
+        output: Optional[asyncio.Future] = None
         done = False
         try:
             proc = await self.start(registration, spec)
-            await self.wait(rollout_id, proc)
+            # Its output is read all along (a full pipe would block it), kept for an error.
+            output = asyncio.ensure_future(proc.communicate()) if proc is not None else None
+            await self.wait(rollout_id, proc, output)
             done = True
         except BaseException as error:
             status = "timeout" if isinstance(error, OnlineTimeout) else "infra_error"
@@ -179,6 +178,8 @@ class OnlineClient:
         finally:
             if proc is not None:
                 await _shielded(_end_process(proc, cancelled=not done))
+            if output is not None and not output.done():
+                output.cancel()
         return await self.trajectory(rollout_id)
 
 
@@ -198,12 +199,13 @@ async def _shielded(coro: Any) -> None:
         logging.getLogger(__name__).warning("forge_agent: clean-up failed: %s", error)
 
 
-async def _end_process(proc: asyncio.subprocess.Process, cancelled: bool, grace_s: float = 5.0) -> None:
+async def _end_process(proc: asyncio.subprocess.Process, cancelled: bool, grace_s: float = 5.0, exit_grace_s: float = 60.0) -> None:
     """Ends the orchestrator's process group (SIGTERM, SIGKILL after ``grace_s``). A command
-    whose rollout has its result is given ``grace_s`` to exit on its own first."""
+    whose rollout has its result is given ``exit_grace_s`` to exit on its own first (it may
+    still be copying results)."""
     if proc.returncode is None and not cancelled:
         try:
-            await asyncio.wait_for(proc.wait(), grace_s)
+            await asyncio.wait_for(proc.wait(), exit_grace_s)
         except asyncio.TimeoutError:
             pass
     for sig in (signal.SIGTERM, signal.SIGKILL):

@@ -80,14 +80,12 @@ def refuse_async_trainer(config: Any) -> None:
         )
 
 
-def _balancer_handles(balancer: Any) -> dict:
-    """Runs inside veRL's load-balancer actor: its server id -> server actor handle map."""
-    return dict(getattr(balancer, "_servers", {}) or {})
-
-
-def _actor_version(server: Any) -> Any:
-    """Runs inside a veRL server actor: the version its weight sync set."""
-    return getattr(server, "global_steps", None)
+# Run inside veRL's actors by Ray's ``__ray_call__``. Lambdas: cloudpickle sends them by value,
+# so the actors' processes need not import forge_verl.
+#: In the load-balancer actor: its server id -> server actor handle map (``add_servers``).
+_balancer_handles = lambda balancer: dict(getattr(balancer, "_servers", {}) or {})  # noqa: E731
+#: In a server actor: the version its weight sync set (``set_global_steps``).
+_actor_version = lambda server: getattr(server, "global_steps", None)  # noqa: E731
 
 
 def _weight_info(base_url: str, timeout: float = 10.0) -> Optional[str]:

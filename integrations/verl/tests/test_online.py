@@ -80,10 +80,43 @@ def config(loop_entry: dict, **changes: str):
     return cfg
 
 
+_server_actor = None
+_version = 0
+
+
+def server_actor():
+    """The Ray actor veRL's balancer holds for the server: a stand-in for veRL's
+    ``vLLMHttpServer`` (a GPU actor running vLLM) keeping what its weight sync sets,
+    ``global_steps`` (``set_global_steps``), which the loop reads from it. Version 0 as after
+    ``on_init_end``."""
+    global _server_actor
+    if _server_actor is None:
+        import ray
+
+        @ray.remote
+        class ServerActor:
+            def __init__(self) -> None:
+                self.global_steps = None
+
+            async def set_global_steps(self, global_steps: int) -> None:
+                self.global_steps = global_steps
+
+        _server_actor = ServerActor.remote()
+        ray.get(_server_actor.set_global_steps.remote(0))
+    return _server_actor
+
+
 def sync_weights() -> None:
-    """veRL's weight sync (on_step_end): the bun test gives the server other weights, labelled with the next version."""
+    """veRL's weight sync (on_step_end): the bun test gives the server other weights, labelled
+    with the next version, and the server actor gets that version (ServerAdapter.update_weights
+    → set_global_steps)."""
+    import ray
+
+    global _version
     with urllib.request.urlopen(urllib.request.Request(need("FORGE_TEST_WEIGHTS_URL"), data=b"{}", method="POST"), timeout=60) as r:
         assert r.status == 200
+    _version += 1
+    ray.get(server_actor().set_global_steps.remote(_version))
 
 
 class OnlineThroughTheProxy(unittest.TestCase):
@@ -123,7 +156,9 @@ class OnlineThroughTheProxy(unittest.TestCase):
         server = need("FORGE_TEST_VERL_SERVER")
         cfg = config(entry())
         COUNTERS.clear()
-        worker = vh.worker(cfg, vh.llm_client(cfg, [server]))
+        # V1 steps: veRL's balancer holds the server's actor, the version is read from it; the
+        # legacy steps below: no actor (fixed servers), the version is vLLM's label (/weight_info).
+        worker = vh.worker(cfg, vh.llm_client(cfg, [server], [server_actor()]))
         _, loader = vh.dataloader(cfg, worker.tokenizer, worker.processor)
         steps = []
 
@@ -147,7 +182,7 @@ class OnlineThroughTheProxy(unittest.TestCase):
         hang = str(vh.work_dir() / "hang-marker")
         os.environ["FORGE_TEST_HANG_MARKER"] = hang
         cfg3 = config(entry(timeout_s=8))
-        worker3 = vh.worker(cfg3, vh.llm_client(cfg3, [server]))
+        worker3 = vh.worker(cfg3, vh.llm_client(cfg3, [server], [server_actor()]))
         started = time.monotonic()
         steps.append(self.run_batch(worker3, vh.next_batch(cfg, loader, global_steps=3), 3, False))
         del os.environ["FORGE_TEST_HANG_MARKER"]

@@ -147,13 +147,14 @@ def ensure_ray() -> None:
     atexit.register(stop)
 
 
-def llm_client(cfg, addresses: list[str]):
+def llm_client(cfg, addresses: list[str], handles: Optional[list] = None):
     """veRL's LLMServerClient over veRL's load balancer actor holding these server addresses
-    (the agent loop asks it for them; nothing here generates through Ray)."""
+    and server actor handles (None: none; the agent loop asks it for them; nothing here
+    generates through Ray)."""
     from verl.workers.rollout.llm_server import LLMServerClient
     from verl.workers.rollout.router import get_router_handle
 
-    balancer = get_router_handle(servers={a: None for a in addresses})
+    balancer = get_router_handle(servers={a: (handles[i] if handles else None) for i, a in enumerate(addresses)})
     return LLMServerClient(cfg, load_balancer_handle=balancer)
 
 
