@@ -150,7 +150,9 @@ class ForgeAgentLoop(AgentLoopBase):
         finally:
             if several and self.drop_single_session_groups and not validate:
                 # Every session settles, also one that failed: its siblings must not wait for it.
-                alone = await _GROUPS.settle(str(kwargs.get("uid")), self._sessions(), bool(outputs))
+                # Siblings run up to timeout_s each (replay: at once).
+                wait_s = (self.online.timeout_s + 120.0) if self.online else 120.0
+                alone = await _GROUPS.settle(str(kwargs.get("uid")), self._sessions(), bool(outputs), wait_s)
                 if alone and outputs:
                     # GRPO would give a group of one its raw reward as advantage (score / (1 + eps)).
                     logger.warning("forge_agent: group %s has one session left: left out of the loss", kwargs.get("uid"))

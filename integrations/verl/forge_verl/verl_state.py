@@ -135,7 +135,9 @@ class GroupSettle:
     def __init__(self) -> None:
         self._groups: dict[str, dict] = {}
 
-    async def settle(self, uid: str, n: int, kept: bool) -> bool:
+    async def settle(self, uid: str, n: int, kept: bool, timeout_s: Optional[float] = None) -> bool:
+        """``timeout_s``: how long to wait for the siblings (a row with fewer sessions than
+        ``n``, veRL's ``__rollout_n__``, never completes): then the session is kept."""
         if n <= 1:
             return False
         group = self._groups.setdefault(uid, {"settled": 0, "kept": 0, "done": asyncio.Event()})
@@ -143,7 +145,12 @@ class GroupSettle:
         group["kept"] += int(kept)
         if group["settled"] >= n:
             group["done"].set()
-        await group["done"].wait()
+        try:
+            await asyncio.wait_for(group["done"].wait(), timeout_s)
+        except asyncio.TimeoutError:
+            logger.warning("forge_agent: row %s: %d of rollout.n=%d sessions settled in %.0f s; not leaving out a group of one", uid, group["settled"], n, timeout_s or 0)
+            self._groups.pop(uid, None)
+            return False
         alone = group["kept"] == 1
         group["left"] = group.get("left", n) - 1
         if group["left"] == 0:

@@ -113,7 +113,12 @@ class Rules(unittest.TestCase):
         self.assertEqual(asyncio.run(group([True, False, False])), [True, True, True])
         self.assertEqual(asyncio.run(group([True, True, False])), [False, False, False])
         self.assertEqual(asyncio.run(group([True])), [False])  # rollout.n = 1: nothing to compare, kept
-        vh.checked("loop rules", 3)
+
+        async def short_row():  # fewer sessions than rollout.n (__rollout_n__): kept after the wait
+            return await GroupSettle().settle("uid", 3, True, timeout_s=0.05)
+
+        self.assertFalse(asyncio.run(short_row()))
+        vh.checked("loop rules", 4)
 
     def test_inline_images_from_the_trajectory_route(self):
         import hashlib
