@@ -11,7 +11,7 @@ import { afterAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CallStatus, RolloutStatus, type Record as ForgeRecord } from "../schemas/index.ts";
+import { CallStatus, RolloutStatus, TokenMode, type Record as ForgeRecord } from "../schemas/index.ts";
 import { ExperimentSchema } from "../schemas/index.ts";
 import { openSegmentLog, readRecords } from "../records/index.ts";
 import { scratchDir } from "../records/testing.ts";
@@ -19,6 +19,7 @@ import { exportTrajectories, trajectoryOf } from "../trajectories/index.ts";
 import { rolloutRecords } from "../trajectories/testing.ts";
 import { verlCommand } from "../workflows/argo/index.ts";
 import { startProxyHarness } from "../proxy/testing.ts";
+import { tokenInOptions } from "../proxy/index.ts";
 import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
 import { oraclePython } from "./reference/oracle.ts";
 
@@ -142,6 +143,8 @@ test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop ag
   // labelled with their version as vLLM labels them. Each weight sync restarts that server,
   // same address, other weights, the next version; `alive` keeps when each instance served.
   const h = await startProxyHarness({ sim: { script: SCRIPT } });
+  // The same in token-in mode (docs/token-in.md): online token-in against veRL's server.
+  const ti = await startProxyHarness({ sim: { script: SCRIPT }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } });
   const port = await freePort();
   const servers: StartedPolicySimulator[] = [];
   const alive: { from: number; to: number }[] = [];
@@ -169,6 +172,7 @@ test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop ag
     const { code, out } = await runSuite(["tests.test_units", "tests.test_replay", "tests.test_config", "tests.test_online"], {
       FORGE_TEST_SETUP: setupPath,
       FORGE_TEST_PROXY_URL: h.proxy.url,
+      FORGE_TEST_TOKEN_IN_PROXY_URL: ti.proxy.url,
       FORGE_ADMIN_TOKEN: h.adminToken,
       FORGE_TEST_VERL_SERVER: `127.0.0.1:${port}`,
       FORGE_TEST_WEIGHTS_URL: `http://127.0.0.1:${weights.port}/`,
@@ -179,15 +183,18 @@ test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop ag
     console.log(out.match(/veRL suite.*$/m)![0]);
     expect(out).toContain("OK");
     expect(code).toBe(0);
-    await checkOnline(h, JSON.parse(await Bun.file(onlineOut).text()), servers, alive);
+    const online = JSON.parse(await Bun.file(onlineOut).text());
+    await checkOnline(h, { ...online, steps: online.steps.filter((s: OnlineStep) => !s.token_in) }, servers, alive);
+    await checkTokenIn(ti, online.steps.find((s: OnlineStep) => s.token_in)!, servers, alive);
   } finally {
     weights.stop(true);
     for (const s of servers) await s.stop().catch(() => {});
     await h.close();
+    await ti.close();
   }
 }, 900_000);
 
-type OnlineStep = { global_steps: number; validate: boolean; legacy?: boolean; uids: string[]; outputs: { rollout_id: string; sample_id: string; min_global_steps: number; max_global_steps: number }[] };
+type OnlineStep = { global_steps: number; validate: boolean; legacy?: boolean; token_in?: boolean; uids: string[]; outputs: { rollout_id: string; sample_id: string; min_global_steps: number; max_global_steps: number }[] };
 
 /**
  * What the proxy recorded against what served each call: every call of every rollout the loop
@@ -197,6 +204,29 @@ type OnlineStep = { global_steps: number; validate: boolean; legacy?: boolean; u
  * training export; the timed-out rollout was cancelled and nothing of it is recorded after its
  * result.
  */
+/**
+ * The token-in step: every rollout one sample with 0 drift tokens although the harness dropped
+ * its reasoning, every call token-in, served by veRL's server (the version it reported) with
+ * veRL's sampling; the proxy's own upstream served nothing.
+ */
+async function checkTokenIn(ti: Awaited<ReturnType<typeof startProxyHarness>>, step: OnlineStep, servers: StartedPolicySimulator[], alive: { from: number; to: number }[]) {
+  expect(ti.sims[0]!.samples).toHaveLength(0);
+  const registered = (await ti.records()).flatMap((r) => (r.kind.case === "rollout" ? [r.kind.value] : []));
+  expect(registered.filter((r) => step.uids.includes(r.group))).toHaveLength(4);
+  const calls = await ti.calls();
+  expect(calls.length).toBeGreaterThan(4);
+  for (const call of calls) {
+    const server = alive.findIndex((w) => call.startUnixMs >= w.from && call.startUnixMs <= w.to);
+    expect([call.tokenMode, call.upstream, call.servedWeightVersion, call.policyVersion, call.policyVersionMismatch]).toEqual([TokenMode.TOKEN_IN, servers[server]!.url, "2", 2, ""]);
+    expect(JSON.parse(new TextDecoder().decode(call.engineRequest))).toMatchObject({ temperature: 0.7, top_p: 0.95 });
+  }
+  for (const r of registered) {
+    const t = (await trajectoryOf(readRecords(ti.dataDir), r.rolloutId, { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] }))!;
+    expect({ samples: t.samples.length, drift: t.stats.drift_tokens, fork: t.stats.fork }).toEqual({ samples: 1, drift: 0, fork: 0 });
+  }
+  expect(step.outputs.map((o) => o.min_global_steps)).toEqual([2, 2, 2, 2]);
+}
+
 async function checkOnline(h: Awaited<ReturnType<typeof startProxyHarness>>, online: { steps: OnlineStep[]; hang_log: string }, servers: StartedPolicySimulator[], alive: { from: number; to: number }[]) {
   expect(h.sims[0]!.samples).toHaveLength(0);
   const records = await h.records();
@@ -217,7 +247,9 @@ async function checkOnline(h: Awaited<ReturnType<typeof startProxyHarness>>, onl
     if (call.status === CallStatus.OK) expect([call.servedWeightVersion, call.policyVersionMismatch]).toEqual([String(server), ""]);
   }
   // Each server instance answered exactly the calls recorded in its window.
-  for (const [i, server] of servers.entries()) expect(calls.filter((c) => served(c.startUnixMs) === i).length).toBe(server.samples.length);
+  // (Samples of the token-in proxy's rollouts, checked in checkTokenIn, are left aside.)
+  const ids = new Set(registered.map((r) => r.rolloutId));
+  for (const [i, server] of servers.entries()) expect(calls.filter((c) => served(c.startUnixMs) === i).length).toBe(server.samples.filter((x) => ids.has(x.rollout ?? "")).length);
   // The version a step's outputs carry is that of the weights serving it: 0, then 1 after the
   // first sync (the validation pass and step 2), then 2 (step 3 and the legacy trainer's step
   // and validation pass, whose global_steps 4 is only in meta_info).

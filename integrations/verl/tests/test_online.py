@@ -3,7 +3,8 @@ in the order veRL's sync trainer runs (``trainer_base.py`` ``fit``, ``trainer_sy
 weights of version 0 (``on_init_end``), training step 1, a weight sync to version 1
 (``on_step_end``), a validation pass at global_steps 1 (``_validate`` after ``on_step_end``:
 served by version 1), step 2 with an infrastructure error, a weight sync to version 2, and step 3
-in which one harness hangs past ``timeout_s``.
+in which one harness hangs past ``timeout_s``; then the legacy trainer's worker (a training step
+and a validation pass) and a V1 step through a proxy in token-in mode.
 
 The bun test (tests/trajectory-verl-python.test.ts) starts the proxy (its own upstream: a
 simulator that must serve nothing here) and a policy simulator playing veRL's inference server
@@ -202,6 +203,17 @@ class OnlineThroughTheProxy(unittest.TestCase):
         for validate in (False, True):
             steps.append(self.run_legacy(cfg4, server, global_steps=4, validate=validate))
         vh.checked("legacy trainer steps")
+
+        # Token-in: the same V1 loop through a proxy in token-in mode (FORGE_TEST_TOKEN_IN_PROXY_URL):
+        # the harness drops its reasoning, and every rollout is still one sample.
+        cfg5 = config(entry(proxy_url=need("FORGE_TEST_TOKEN_IN_PROXY_URL")))
+        worker5 = vh.worker(cfg5, vh.llm_client(cfg5, [server], [server_actor()]))
+        record = self.run_batch(worker5, vh.next_batch(cfg5, loader, global_steps=5), 5, False)
+        record["token_in"] = True
+        self.assertEqual(len(record["sessions"]), 4)
+        self.assertEqual(sorted(o["key"].rsplit("_", 1)[1] for o in record["outputs"]), ["0"] * 4)  # one output per session
+        steps.append(record)
+        vh.checked("token-in online rollouts")
 
         with open(need("FORGE_TEST_ONLINE_OUT"), "w", encoding="utf-8") as f:
             json.dump({"steps": steps, "hang_log": open(f"{hang}.log").read() if os.path.exists(f"{hang}.log") else ""}, f)
