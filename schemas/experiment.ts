@@ -267,6 +267,12 @@ const MetricsSchema = z.strictObject({
    * missing trial as a failure, as tau-bench does (docs/metrics.md).
    */
   missingTrials: z.enum(["exclude", "fail"], { error: 'expected "exclude" or "fail"' }).default("exclude"),
+  /**
+   * On Argo, each iteration's analyze step saves the HTML report, the pass@k table and the
+   * analysis as output artifacts the UI shows (docs/argo.md, "Analyse a run"); that needs an
+   * artifact repository configured for the namespace. false: figures and gauges only.
+   */
+  argoArtifacts: z.boolean({ error: "expected true or false" }).default(true),
 });
 
 const ProxySchema = z.strictObject({

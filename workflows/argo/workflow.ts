@@ -4,7 +4,8 @@
  * Shape (see docs/argo.md): the entrypoint is a DAG of iterations generated at render time
  * (not a recursive template, so the UI shows one node per iteration and nothing depends on
  * recursion depth), each depending on the previous one. Each iteration (a DAG): plan → rollouts (withParam over the plan, one pod each,
- * bounded by `parallelism`) → report (pass rate onto the workflow) → in train mode export → admit (the groups that survived) →
+ * bounded by `parallelism`) → report (pass rate onto the workflow), and beside the rest `analyze` (the HTML report and pass@k
+ * table as artifacts, figures as Prometheus gauges: analyze.ts) → in train mode export → admit (the groups that survived) →
  * train (veRL) → weight sync. An exit handler annotates the final state.
  */
 import { Workflow, WorkflowTemplate } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1";
@@ -15,6 +16,7 @@ import type { Experiment } from "../../schemas/index.ts";
 import { adminTokenEnv, experimentVolume, inferenceNamespace, type ConfigItem } from "./cluster.ts";
 import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplate } from "./security.ts";
 import { fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates } from "./fanout.ts";
+import { analyzeTemplate } from "./analyze.ts";
 import { withShardLogs } from "./proxy-shards.ts";
 import { splitForAsync } from "./async.ts";
 import { guiVolumes, POD_SITE_LOG_DIR, rolloutResources, siteSidecar, type GuiNeeds } from "./gui.ts";
@@ -529,6 +531,8 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
       { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } },
     ],
     tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+    // The log in the artifact repository too, where the UI finds it once the pod is gone.
+    ...(experiment.spec.metrics.argoArtifacts ? { archiveLocation: { archiveLogs: true } } : {}),
   };
 }
 
@@ -630,6 +634,15 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
       arguments: { parameters: [{ name: "run", value: "{{workflow.name}}" }, iterationArg] },
     },
   ];
+  // The iteration's analysis for the UI and Prometheus; nothing waits for it, and its failure
+  // (no artifact repository, a damaged log) never stops the run.
+  tasks.push({
+    name: "analyze",
+    template: "analyze",
+    dependencies: ["report"],
+    continueOn: { failed: true, error: true },
+    arguments: { parameters: [{ name: "run", value: "{{workflow.name}}" }, iterationArg] },
+  });
   if (experiment.spec.policy.mode === "train") {
     tasks.push({ name: "export", template: "export", dependencies: ["report"], arguments: { parameters: [iterationArg] } });
   }
@@ -709,6 +722,7 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
     rolloutTemplate(experiment, options.namespace, options.gui),
     ...shardTemplates(experiment),
     reportTemplate(experiment),
+    analyzeTemplate(experiment),
     exitTemplate(experiment),
   ];
   const verl = options.taskCount === undefined ? {} : { taskCount: options.taskCount };
@@ -730,8 +744,15 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
       onExit: "exit-handler",
       serviceAccountName: names.serviceAccount,
       arguments: { parameters: [{ name: "commit", value: options.commit ?? "" }] },
-      // Keep failed pods for their logs; delete succeeded ones (10,000 rollout pods add up).
-      podGC: { strategy: "OnPodSuccess", deleteDelayDuration: "5m" },
+      // Keep failed pods for their logs; delete succeeded ones (10,000 rollout pods add up), but
+      // not the train pods: their log is where veRL prints loss and KL, and the UI reads it from
+      // the pod (they go with the Workflow, ttlStrategy). With an artifact repository the train
+      // step's log is also archived (trainTemplate).
+      podGC: {
+        strategy: "OnPodSuccess",
+        deleteDelayDuration: "5m",
+        labelSelector: { matchExpressions: [{ key: LABEL_ROLE, operator: "NotIn", values: ["train"] }] },
+      },
       ttlStrategy: { secondsAfterSuccess: 7 * 24 * 3600 },
       podMetadata: { labels: { [LABEL_EXPERIMENT]: names.experiment, "app.kubernetes.io/part-of": "openforge" } },
       volumes: [
