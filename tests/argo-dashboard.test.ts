@@ -117,6 +117,26 @@ describe("rendered for Argo", () => {
   });
 });
 
+test("the proxy's pods carry Prometheus's scrape annotations (single and sharded)", () => {
+  const scrape = { "prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics" };
+  const deployment = byKind(render(QUICKSTART), "Deployment");
+  expect(deployment.spec.template.metadata.annotations).toEqual(scrape);
+  expect(deployment.spec.template.spec.containers[0].ports).toContainEqual({ name: "http", containerPort: 8080 });
+  // The quickstart's layout (its simulator script is ../policies/quickstart.yaml), with two shards.
+  const base = mkdtempSync(join(tmpdir(), "forge-argo-scrape-"));
+  const dir = join(base, "quickstart");
+  try {
+    Bun.spawnSync(["cp", "-r", join(root, "examples", "quickstart"), dir]);
+    Bun.spawnSync(["cp", "-r", join(root, "examples", "policies"), join(base, "policies")]);
+    const file = join(dir, "experiment.yaml");
+    writeFileSync(file, readFileSync(QUICKSTART, "utf8").replace("  rollouts:\n", "  proxy:\n    shards: 2\n  rollouts:\n"));
+    const statefulSet = byKind(render(file), "StatefulSet");
+    expect(statefulSet.spec.template.metadata.annotations).toEqual(scrape);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
 describe("rollout progress ($ARGO_PROGRESS_FILE)", () => {
   test("each stage writes N/4 whole; other steps and no file: nothing", () => {
     const dir = mkdtempSync(join(tmpdir(), "forge-progress-"));
