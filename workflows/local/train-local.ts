@@ -20,6 +20,8 @@ export type LocalStepOptions = {
   adminToken: string;
   control: ControlClient;
   iteration: number;
+  /** The run (forge run's id), which the iteration's figures are scored over (figures.ts). */
+  run?: string;
   log?: (line: string) => void;
 };
 
@@ -58,8 +60,20 @@ export async function trainLocally(options: LocalStepOptions): Promise<void> {
   if (!training.localCommand) throw new Error(`${options.experimentPath}: spec.training.localCommand is not set: iterations after the first need a local trainer (or run on Argo)`);
   mkdirSync(dirname(paths.log), { recursive: true });
   mkdirSync(dirname(paths.checkpoint), { recursive: true });
+  // Forge's figures of the iteration, for the trainer's trackers (figures.ts); never fails the step.
+  let trackers: Record<string, string> = {};
+  if (options.run !== undefined) {
+    try {
+      const { writeIterationFigures, trackerEnv } = await import("./figures.ts");
+      const { path } = await writeIterationFigures({ experiment, dataDir: options.dataDir, run: options.run, iteration, samples: manifest.samples });
+      trackers = trackerEnv({ dataDir: options.dataDir, run: options.run, figures: path, iteration }, process.env);
+    } catch (error) {
+      options.log?.(`iteration ${iteration}: forge's figures for the trackers were not written: ${(error as Error).message}`);
+    }
+  }
   const env = {
     ...process.env,
+    ...trackers,
     FORGE_BATCH: paths.batch,
     FORGE_GROUPS: groupDatasetPath(paths.batch),
     FORGE_ITERATION: String(iteration),
