@@ -38,7 +38,7 @@ test("two local iterations: forge's figures in one TensorBoard run at steps 1 an
       ].join("\n"),
     );
     const data = join(dir, "data");
-    const env = { ...process.env, FORGE_ALLOW_ROOT_UNSANDBOXED: "1" };
+    const env: Record<string, string | undefined> = { ...process.env, FORGE_ALLOW_ROOT_UNSANDBOXED: "1" };
     delete env.TENSORBOARD_DIR;
     const run = Bun.spawnSync(["bun", "bin/forge.ts", "run", experiment, "--data", data, "--json", "--quiet"], { cwd: ROOT, env });
     expect(run.exitCode, run.stderr.toString()).toBe(0);

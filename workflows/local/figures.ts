@@ -1,14 +1,15 @@
 /**
  * Forge's figures of one iteration for the trainer's trackers (docs/metrics.md, "Training
- * curves"): before `training.localCommand` runs, the iteration's pass@k / pass^k, mean reward,
+ * curves"): while `training.localCommand` starts, the iteration's pass@k / pass^k, mean reward,
  * infrastructure errors, rollouts and samples per rollout are written to
- * `DIR/train/iteration-i.figures.json` (`$FORGE_FIGURES`), tagged as TensorBoard scalars
+ * `DIR/train/iteration-i.figures.json` (`$FORGE_FIGURES`; a trainer that wants them waits for the
+ * file, one that does not is not held up by the analysis), tagged as TensorBoard scalars
  * (`forge/pass@1`, …) at the step veRL logs that iteration's training step at (i + 1: it resumes
  * from global_step_i). `python -m forge_verl.figures` (integrations/verl) writes them with
  * veRL's own TensorBoard writer into `$TENSORBOARD_DIR`, one directory for the whole run, so
  * reward and pass@k sit beside loss and KL as one run across iterations.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Experiment } from "../../schemas/index.ts";
 
@@ -51,10 +52,17 @@ export async function writeIterationFigures(options: { experiment: Experiment; d
   figures["forge/rollouts"] = rollouts;
   figures["forge/samples_per_rollout"] = options.samples !== undefined && rollouts > 0 ? options.samples / rollouts : null;
   const out: IterationFigures = { iteration: options.iteration, global_step: options.iteration + 1, run: options.run, figures };
-  const path = join(options.dataDir, "train", `iteration-${options.iteration}.figures.json`);
+  const path = figuresPath(options.dataDir, options.iteration);
   mkdirSync(join(options.dataDir, "train"), { recursive: true });
-  writeFileSync(path, `${JSON.stringify(out, null, 2)}\n`);
+  // Whole or absent: the trainer may be polling for it (forge_verl.figures).
+  writeFileSync(`${path}.tmp`, `${JSON.stringify(out, null, 2)}\n`);
+  renameSync(`${path}.tmp`, path);
   return { path, figures: out };
+}
+
+/** Where iteration `iteration`'s figures go. */
+export function figuresPath(dataDir: string, iteration: number): string {
+  return join(dataDir, "train", `iteration-${iteration}.figures.json`);
 }
 
 /**

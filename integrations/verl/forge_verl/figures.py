@@ -6,14 +6,16 @@ Reads ``$FORGE_FIGURES`` (written by forge before each training step: workflows/
 and adds each figure (``forge/pass@1``, ``forge/mean_reward``, ...) as a scalar at its
 ``global_step`` to ``$TENSORBOARD_DIR``, with the writer veRL's own tracker uses
 (``torch.utils.tensorboard.SummaryWriter``, verl/utils/tracking.py), so one TensorBoard run holds
-veRL's loss and KL and forge's reward and pass@k at the same steps. Figures that are undefined
-(null, e.g. pass@k with no task scored) are left out. Exits 2 naming what is missing.
+veRL's loss and KL and forge's reward and pass@k at the same steps. Forge writes the file while
+the trainer starts: this waits for it (``$FORGE_FIGURES_WAIT_SECONDS``, default 600). Figures that
+are undefined (null, e.g. pass@k with no task scored) are left out. Exits 2 naming what is missing.
 """
 
 import json
 import math
 import os
 import sys
+import time
 
 
 def main() -> int:
@@ -22,6 +24,11 @@ def main() -> int:
     if not path or not logdir:
         print("forge_verl.figures: needs FORGE_FIGURES and TENSORBOARD_DIR (forge run sets both for training.localCommand)", file=sys.stderr)
         return 2
+    # Forge scores the iteration while the trainer starts and writes the file whole (a rename).
+    wait = float(os.environ.get("FORGE_FIGURES_WAIT_SECONDS", "600"))
+    deadline = time.monotonic() + wait
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.2)
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
