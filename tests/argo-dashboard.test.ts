@@ -17,6 +17,7 @@ import { parseExperimentFile } from "../schemas/index.ts";
 import { renderExperiment, type KubeObject } from "../workflows/argo/render.ts";
 import { reportRolloutProgress } from "../workflows/argo/progress.ts";
 import { chromiumPath, headlessChromium } from "../analytics/testing.ts";
+import { oraclePython } from "./reference/oracle.ts";
 
 const root = join(import.meta.dir, "..");
 const QUICKSTART = join(root, "examples", "quickstart", "experiment.yaml");
@@ -41,13 +42,17 @@ describe("rendered for Argo", () => {
     const iteration = template(objects, "iteration-0").dag.tasks as AnyTemplate[];
     const analyze = iteration.find((t) => t.name === "analyze")!;
     expect(analyze).toMatchObject({ template: "analyze", dependencies: ["report"], continueOn: { failed: true, error: true } });
-    // Nothing waits for it: a failed analysis never stops export or training.
-    expect(iteration.filter((t) => (t.dependencies ?? []).includes("analyze"))).toEqual([]);
+    // Nothing waits for it but the train step (for its figures), and it continues on failure:
+    // a failed analysis never stops export or training.
+    expect(iteration.filter((t) => (t.dependencies ?? []).includes("analyze")).map((t) => t.name)).toEqual([]);
+    const trainIteration = template(render(FIXTURE), "iteration-0").dag.tasks as AnyTemplate[];
+    expect(trainIteration.filter((t) => (t.dependencies ?? []).includes("analyze")).map((t) => t.name)).toEqual(["train"]);
 
     const step = template(objects, "analyze");
     expect(step.container.args).toEqual([
       "analyze", "--data", "/data", "--run", "{{inputs.parameters.run}}", "--iteration", "{{inputs.parameters.iteration}}",
       "--k", "1,2,4", "--pass-threshold", "1", "--missing-trials", "exclude", "--out", "/tmp/analysis",
+      "--figures", "/data/train/{{workflow.name}}/iteration-{{inputs.parameters.iteration}}.figures.json",
     ]);
     expect(step.container.volumeMounts).toContainEqual({ name: "data", mountPath: "/data" });
     // The UI shows a file artifact inline when its key has an extension and it is not archived.
@@ -190,7 +195,7 @@ describe("the analyze step on the quickstart's real run", () => {
   test("its output parameters are forge analyze's figures; report, table and analysis are written; the report needs no script", async () => {
     const out = join(data, "analysis");
     const step = Bun.spawnSync(
-      ["bun", join(root, "workflows", "argo", "step.ts"), "analyze", "--data", join(data, "run"), "--run", run, "--iteration", "0", "--k", "1,2,4", "--pass-threshold", "1", "--missing-trials", "exclude", "--out", out],
+      ["bun", join(root, "workflows", "argo", "step.ts"), "analyze", "--data", join(data, "run"), "--run", run, "--iteration", "0", "--k", "1,2,4", "--pass-threshold", "1", "--missing-trials", "exclude", "--out", out, "--figures", join(data, "train", "iteration-0.figures.json")],
       { cwd: root, stdout: "pipe", stderr: "pipe" },
     );
     expect(step.stderr.toString()).not.toContain("step analyze:");
@@ -211,6 +216,32 @@ describe("the analyze step on the quickstart's real run", () => {
     // Every declared output parameter has its file (a missing one would fail the step in Argo).
     const declared = template(render(QUICKSTART), "analyze").outputs.parameters.map((p: AnyTemplate) => p.name).sort();
     expect(readdirSync(join(out, "params")).sort()).toEqual(declared);
+
+    // The figures for the train step's trackers: the same values, as TensorBoard tags, at veRL's step of iteration 0.
+    const figures = JSON.parse(readFileSync(join(data, "train", "iteration-0.figures.json"), "utf8"));
+    expect(figures).toMatchObject({ iteration: 0, global_step: 1, run });
+    expect(Object.keys(figures.figures).sort()).toEqual(["forge/drift_tokens", "forge/infra_errors", "forge/mean_reward", "forge/pass@1", "forge/pass@2", "forge/pass@4", "forge/pass^1", "forge/pass^2", "forge/pass^4", "forge/rollouts", "forge/samples_per_rollout"]);
+    expect(figures.figures["forge/pass@2"]).toBe(Number(param("pass-at-2")));
+    expect(figures.figures["forge/samples_per_rollout"]).toBe(24 / 20);
+    // What the train pod's forge-figures container runs on it (veRL's TensorBoard writer, in the reference venv), read back by TensorBoard.
+    const python = oraclePython();
+    const logdir = join(data, "tensorboard");
+    const written = Bun.spawnSync([python, join(root, "integrations", "verl", "forge_verl", "figures.py")], {
+      env: { ...process.env, FORGE_FIGURES: join(data, "train", "iteration-0.figures.json"), TENSORBOARD_DIR: logdir, FORGE_FIGURES_WAIT_SECONDS: "0" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(written.exitCode, written.stderr.toString()).toBe(0);
+    const read = Bun.spawnSync(
+      [python, "-c", `import json, sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+print(json.dumps({tag: [[e.step, e.value] for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}))`, logdir],
+      { stdout: "pipe", stderr: "pipe" },
+    );
+    const scalars = JSON.parse(read.stdout.toString()) as Record<string, [number, number][]>;
+    expect(scalars["forge/pass@1"]).toEqual([[1, expect.closeTo(pass!["pass@1"]!, 6)]]);
+    expect(scalars["forge/drift_tokens"]![0]![1]).toBe(Number(param("drift-tokens")));
 
     expect(readFileSync(join(out, "pass-at-k.txt"), "utf8")).toMatch(/^experiment\s+run\s+iteration\s+tasks\s+scored/m);
     expect(JSON.parse(readFileSync(join(out, "analysis.json"), "utf8")).pass.map((row: Record<string, number>) => row.successes)).toEqual(analysis.pass.map((row) => row.successes));

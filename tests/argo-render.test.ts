@@ -101,7 +101,7 @@ describe("forge render", () => {
       "analyze<report",
       "export<report",
       "admit<export",
-      "train<admit",
+      "train<admit,analyze",
       "sync<train",
       "prune<train",
     ]);

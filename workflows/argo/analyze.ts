@@ -14,8 +14,8 @@
  * configured, a damaged log), and `spec.metrics.argoArtifacts: false` renders it without
  * artifacts for a cluster that has no artifact repository.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1Template as Template } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1/Template";
 import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1Prometheus as Prometheus } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1/Prometheus";
 import type { Experiment } from "../../schemas/index.ts";
@@ -25,6 +25,14 @@ import { DATA_DIR, FORGE_APP_DIR, LABEL_ITERATION, LABEL_ROLE } from "./names.ts
 export const ANALYZE_OUT = "/tmp/analysis";
 const STEP_SCRIPT = `${FORGE_APP_DIR}/workflows/argo/step.ts`;
 const param = (name: string) => `{{inputs.parameters.${name}}}`;
+
+/**
+ * Where the analyze step leaves the iteration's figures for the train step's trackers (the
+ * format of workflows/local/figures.ts, read by `python -m forge_verl.figures`).
+ */
+export function analyzeFiguresPath(iteration: number | string): string {
+  return `${DATA_DIR}/train/{{workflow.name}}/iteration-${iteration}.figures.json`;
+}
 
 /** A figure of the iteration: its output parameter, its gauge and what the gauge says. */
 type Figure = { parameter: string; metric: string; help: string; k?: number };
@@ -101,6 +109,8 @@ export function analyzeTemplate(experiment: Experiment): Template {
         metrics.missingTrials,
         "--out",
         ANALYZE_OUT,
+        "--figures",
+        analyzeFiguresPath(param("iteration")),
       ],
       resources: { requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "8Gi" } },
       volumeMounts: [{ name: "data", mountPath: DATA_DIR }, { name: "analysis", mountPath: ANALYZE_OUT }],
@@ -133,7 +143,7 @@ const gaugeValue = (value: unknown) => (typeof value === "number" && Number.isFi
  * The analyze step: compacts the log, analyses the run's iteration, writes the report, the
  * pass@k table, the analysis and one file per figure under `out`, and prints the table.
  */
-export async function analyzeStep(options: { data: string; run: string; iteration: number; out: string; ks: number[]; threshold: number; missingTrials: "exclude" | "fail" }): Promise<void> {
+export async function analyzeStep(options: { data: string; run: string; iteration: number; out: string; ks: number[]; threshold: number; missingTrials: "exclude" | "fail"; figures?: string }): Promise<void> {
   const { analyze, formatPassSummary, openAnalytics, writeReport } = await import("../../analytics/index.ts");
   mkdirSync(join(options.out, "params"), { recursive: true });
   const session = await openAnalytics(options.data);
@@ -158,6 +168,16 @@ export async function analyzeStep(options: { data: string; run: string; iteratio
       figures[`pass-hat-${k}`] = gaugeValue(pass?.[`pass^${k}`]);
     }
     for (const [name, value] of Object.entries(figures)) writeFileSync(join(options.out, "params", name), value);
+    if (options.figures) {
+      // The same figures as TensorBoard scalars (forge/pass@1, …) at the step veRL logs this
+      // iteration's training at (it resumes from global_step_i), written whole.
+      const scalars = Object.fromEntries(
+        Object.entries(figures).map(([name, value]) => [`forge/${name.replace(/^pass-at-(\d+)$/, "pass@$1").replace(/^pass-hat-(\d+)$/, "pass^$1").replaceAll("-", "_")}`, value === "NaN" ? null : Number(value)]),
+      );
+      mkdirSync(dirname(options.figures), { recursive: true });
+      writeFileSync(`${options.figures}.tmp`, JSON.stringify({ iteration: options.iteration, global_step: options.iteration + 1, run: options.run, figures: scalars }, null, 2));
+      renameSync(`${options.figures}.tmp`, options.figures);
+    }
     console.log(table);
   } finally {
     session.close();

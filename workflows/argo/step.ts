@@ -74,6 +74,7 @@ const options = {
   data: { type: "string" },
   k: { type: "string" },
   "missing-trials": { type: "string" },
+  figures: { type: "string" },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>["values"];
@@ -270,6 +271,7 @@ export async function runStep(argv: string[]): Promise<number> {
           ks,
           threshold: Number(need(values, "pass-threshold")),
           missingTrials,
+          ...(values.figures !== undefined ? { figures: values.figures } : {}),
         });
         return 0;
       }
