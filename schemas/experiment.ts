@@ -294,7 +294,8 @@ const MetricsSchema = z.strictObject({
   /**
    * On Argo, each iteration's analyze step saves the HTML report, the pass@k table and the
    * analysis as output artifacts the UI shows (docs/argo.md, "Analyse a run"); that needs an
-   * artifact repository configured for the namespace. false: figures and gauges only.
+   * artifact repository configured for the namespace (without one that step ends in Error, which
+   * the run continues past). false: figures and gauges only.
    */
   argoArtifacts: z.boolean({ error: "expected true or false" }).default(true),
 });

@@ -13,6 +13,8 @@
  * The step never stops training: its DAG task continues on failure (no artifact repository
  * configured, a damaged log), and `spec.metrics.argoArtifacts: false` renders it without
  * artifacts for a cluster that has no artifact repository.
+ * With a sharded proxy the logs are on the shards' own claims, which this step does not read
+ * yet: its figures are then empty (NaN) — docs/argo.md, "Known limits".
  */
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";

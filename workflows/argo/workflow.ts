@@ -547,8 +547,8 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
       { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } },
     ],
     tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
-    // The log in the artifact repository too, where the UI finds it once the pod is gone.
-    ...(experiment.spec.metrics.argoArtifacts ? { archiveLocation: { archiveLogs: true } } : {}),
+    // No archiveLogs here: without an artifact repository Argo fails the pod for it ("You need to
+    // configure artifact storage"); the pod is kept instead (podGC's labelSelector).
   };
 }
 
@@ -786,8 +786,7 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
       arguments: { parameters: [{ name: "commit", value: options.commit ?? "" }] },
       // Keep failed pods for their logs; delete succeeded ones (10,000 rollout pods add up), but
       // not the train pods: their log is where veRL prints loss and KL, and the UI reads it from
-      // the pod (they go with the Workflow, ttlStrategy). With an artifact repository the train
-      // step's log is also archived (trainTemplate).
+      // the pod (they go with the Workflow, ttlStrategy).
       podGC: {
         strategy: "OnPodSuccess",
         deleteDelayDuration: "5m",
