@@ -229,6 +229,19 @@ const CheckpointsSchema = z.strictObject({
   nfs: z.strictObject({ server: text("the NFS server"), path: z.string().regex(/^\//, { error: "expected the export's absolute path" }) }).optional(),
 });
 
+/** Environment variables of the veRL step that forge sets itself (workflows/argo/workflow.ts). */
+export const TRAIN_ENV_RESERVED = ["PYTHONPATH", "HYDRA_FULL_ERROR", "TENSORBOARD_DIR", "WANDB_RUN_ID", "WANDB_RESUME", "WANDB_DIR"] as const;
+
+/** One environment variable of the train step from a Kubernetes Secret (never its value in the experiment). */
+const SecretEnvSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "expected an environment variable name (letters, digits, _)" }).refine((name) => !(TRAIN_ENV_RESERVED as readonly string[]).includes(name), {
+    error: `forge sets this variable itself (${TRAIN_ENV_RESERVED.join(", ")})`,
+  }),
+  /** The Secret, in the experiment's namespace. */
+  secret: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { error: "expected a Secret name" }),
+  key: z.string().regex(/^[-._a-zA-Z0-9]+$/, { error: "expected a key of the Secret" }),
+});
+
 const TrainingSchema = z.strictObject({
   algorithm: z.enum(TRAINING_ALGORITHMS, { error: `expected one of ${TRAINING_ALGORITHMS.join(", ")}` }).default("grpo"),
   iterations: positiveInt().default(1),
@@ -265,6 +278,17 @@ const TrainingSchema = z.strictObject({
    * $FORGE_CHECKPOINT); iterations after the first run only with it (docs/local-executor.md).
    */
   localCommand: z.array(z.string().min(1), { error: "expected a command as a list of strings" }).min(1).optional(),
+  /**
+   * veRL's trackers (`trainer.logger`): console and TensorBoard (on the data volume, one run per
+   * Workflow) by default; `wandb` needs WANDB_API_KEY from a Secret in `secretEnv`. One run
+   * across iterations either way (docs/metrics.md, "Training curves").
+   */
+  trackers: z
+    .array(z.enum(["console", "tensorboard", "wandb"], { error: 'expected "console", "tensorboard" or "wandb"' }))
+    .min(1)
+    .default(["console", "tensorboard"]),
+  /** The train step's environment from Kubernetes Secrets, e.g. `{name: WANDB_API_KEY, secret: wandb, key: api-key}`. */
+  secretEnv: z.array(SecretEnvSchema).default([]),
   weightSync: WeightSyncSchema.default({ strategy: "update-from-disk", timeoutSeconds: 600 }),
   checkpoints: CheckpointsSchema.default({ mountPath: "/checkpoints", size: "200Gi" }),
 });
@@ -279,6 +303,13 @@ const MetricsSchema = z.strictObject({
    * missing trial as a failure, as tau-bench does (docs/metrics.md).
    */
   missingTrials: z.enum(["exclude", "fail"], { error: 'expected "exclude" or "fail"' }).default("exclude"),
+  /**
+   * On Argo, each iteration's analyze step saves the HTML report, the pass@k table and the
+   * analysis as output artifacts the UI shows (docs/argo.md, "Analyse a run"); that needs an
+   * artifact repository configured for the namespace (without one that step ends in Error, which
+   * the run continues past). false: figures and gauges only.
+   */
+  argoArtifacts: z.boolean({ error: "expected true or false" }).default(true),
 });
 
 const ProxySchema = z.strictObject({
@@ -313,6 +344,10 @@ export const ExperimentSpecSchema = z
     proxy: ProxySchema.default(ProxySchema.parse({})),
   })
   .superRefine((spec, ctx) => {
+    const { trackers, secretEnv } = spec.training;
+    if (trackers.includes("wandb") && !secretEnv.some((e) => e.name === "WANDB_API_KEY")) {
+      ctx.addIssue({ code: "custom", path: ["training", "trackers"], message: "wandb needs its key: add {name: WANDB_API_KEY, secret: SECRET, key: KEY} to training.secretEnv" });
+    }
     spec.metrics.k.forEach((k, index) => {
       if (k > spec.rollouts.k) {
         ctx.addIssue({ code: "custom", path: ["metrics", "k", index], message: `pass@${k} needs rollouts.k ≥ ${k} (rollouts.k is ${spec.rollouts.k})` });

@@ -98,9 +98,10 @@ describe("forge render", () => {
       "rollouts<plan",
       "shards<plan",
       "report<rollouts,shards",
+      "analyze<report",
       "export<report",
       "admit<export",
-      "train<admit",
+      "train<admit,analyze",
       "sync<train",
       "prune<train",
     ]);
@@ -120,8 +121,8 @@ describe("forge render", () => {
     const shards = iteration.dag.tasks[2];
     expect(shards).toMatchObject({ template: "rollout-shard-workflow", withParam: "{{tasks.plan.outputs.parameters.shards}}" });
     // The train step trains on the groups the admit step let through.
-    expect(iteration.dag.tasks[6].arguments.parameters).toEqual([{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }]);
-    const sync = iteration.dag.tasks[7];
+    expect(iteration.dag.tasks.find((t: AnyTemplate) => t.name === "train").arguments.parameters).toEqual([{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }]);
+    const sync = iteration.dag.tasks.find((t: AnyTemplate) => t.name === "sync");
     expect(sync.arguments.parameters).toContainEqual({ name: "policy-version", value: "2" });
     expect(sync.arguments.parameters).toContainEqual({ name: "checkpoint", value: "/checkpoints/{{workflow.name}}/global_step_2/actor/huggingface" });
   });
@@ -329,7 +330,7 @@ describe("forge render", () => {
     expect(containers[0].args).toContain("http://127.0.0.1:8000");
     expect(containers[1].args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--model", "sim"]);
     const names = templates(objects).map((t) => t.name);
-    expect(names).toEqual(["experiment", "iteration-0", "plan", "rollout", "rollout-shard-workflow", "rollout-shard", "report", "exit-handler"]);
+    expect(names).toEqual(["experiment", "iteration-0", "plan", "rollout", "rollout-shard-workflow", "rollout-shard", "report", "analyze", "exit-handler"]);
     expect(template(objects, "rollout").containerSet.containers[1].image).toBe("ghcr.io/openforge/harness-claude-code:0.1.0");
   });
 
@@ -352,7 +353,7 @@ test("the quickstart renders: simulator beside the proxy, records and exports, n
   const quickstart = join(import.meta.dir, "..", "examples", "quickstart", "experiment.yaml");
   const objects = renderExperiment(parseExperimentFile(quickstart), { namespace: "forge", experimentPath: quickstart });
   for (const object of objects) expect(() => new MODELS[object.kind]!(object as never).validate()).not.toThrow();
-  expect(template(objects, "iteration-0").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report", "export"]);
+  expect(template(objects, "iteration-0").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report", "analyze", "export"]);
   const sim = byKind(objects, "Deployment").spec.template.spec.containers[1];
   expect(sim.args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--model", "forge-sim/qwen3-sim", "--script", "/experiment/simulator.yaml"]);
   const config = byKind(objects, "ConfigMap");
@@ -510,7 +511,7 @@ describe("async iterations (training.async)", () => {
       "iteration-3-rollouts": ["iteration-2-rollouts", "iteration-1-train"],
       "iteration-3-train": ["iteration-3-rollouts", "iteration-2-train"],
     });
-    expect(template(objects, "iteration-2-rollouts").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report"]);
+    expect(template(objects, "iteration-2-rollouts").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report", "analyze"]);
     expect(template(objects, "iteration-2-rollouts").parallelism).toBe(16);
     const step = template(objects, "iteration-2-train").dag.tasks;
     expect(step[0]).toMatchObject({ name: "export" });

@@ -177,14 +177,17 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
       registry.noteCall(call.rollout, modelCall, prompt);
       call.tokenIn?.recorded(modelCall, call.rollout);
       const statusName = CallStatus[call.status] ?? String(call.status);
+      // The series' experiment / iteration / policy_version labels (their text is cached per rollout).
+      const scope = { rollout: call.rollout.rollout, policyVersion: call.policyVersion };
       metrics.callFinished(
         { protocol: call.protocolName, status: statusName, http_status: call.httpStatus },
         modelCall.latencyMs / 1000,
         call.ttftMs === undefined ? undefined : call.ttftMs / 1000,
+        scope,
       );
-      metrics.tokens("prompt", u?.prompt_tokens ?? prompt?.length ?? 0);
-      metrics.tokens("completion", u?.completion_tokens ?? cap.completionTokenIds.length);
-      if (tokenStatus === TokenStatus.MISSING && call.status === CallStatus.OK) metrics.tokenMissing(call.protocolName);
+      metrics.tokens("prompt", u?.prompt_tokens ?? prompt?.length ?? 0, scope);
+      metrics.tokens("completion", u?.completion_tokens ?? cap.completionTokenIds.length, scope);
+      if (tokenStatus === TokenStatus.MISSING && call.status === CallStatus.OK) metrics.tokenMissing(call.protocolName, scope);
       return modelCall;
     },
   };

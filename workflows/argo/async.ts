@@ -16,8 +16,11 @@ import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1Template a
 import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1DAGTask as Task } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1/DAGTask";
 import type { Experiment } from "../../schemas/index.ts";
 
-/** The tasks of an iteration that are its rollouts; everything else is its training step. */
-const ROLLOUT_TASKS = new Set(["plan", "rollouts", "shards", "report"]);
+/**
+ * The tasks of an iteration that are its rollouts (and their analysis, which needs only them);
+ * everything else is its training step.
+ */
+const ROLLOUT_TASKS = new Set(["plan", "rollouts", "shards", "report", "analyze"]);
 
 /**
  * The templates with every `iteration-i` split into `iteration-i-rollouts` and

@@ -4,7 +4,8 @@
  * Shape (see docs/argo.md): the entrypoint is a DAG of iterations generated at render time
  * (not a recursive template, so the UI shows one node per iteration and nothing depends on
  * recursion depth), each depending on the previous one. Each iteration (a DAG): plan → rollouts (withParam over the plan, one pod each,
- * bounded by `parallelism`) → report (pass rate onto the workflow) → in train mode export → admit (the groups that survived) →
+ * bounded by `parallelism`) → report (pass rate onto the workflow), and beside the rest `analyze` (the HTML report and pass@k
+ * table as artifacts, figures as Prometheus gauges: analyze.ts) → in train mode export → admit (the groups that survived) →
  * train (veRL) → weight sync. An exit handler annotates the final state.
  */
 import { Workflow, WorkflowTemplate } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1";
@@ -15,6 +16,7 @@ import type { Experiment } from "../../schemas/index.ts";
 import { adminTokenEnv, experimentVolume, inferenceNamespace, type ConfigItem } from "./cluster.ts";
 import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplate } from "./security.ts";
 import { fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates } from "./fanout.ts";
+import { analyzeFiguresPath, analyzeTemplate } from "./analyze.ts";
 import { withShardLogs } from "./proxy-shards.ts";
 import { splitForAsync } from "./async.ts";
 import { guiVolumes, POD_SITE_LOG_DIR, rolloutResources, siteSidecar, type GuiNeeds } from "./gui.ts";
@@ -185,7 +187,8 @@ export function verlCommand(experiment: Experiment, iteration: number, options: 
     "trainer.save_freq=1",
     "trainer.test_freq=-1",
     "trainer.val_before_train=False",
-    "trainer.logger=['console']",
+    // veRL's trackers (training.trackers); their environment is the train step's (trainTemplate).
+    `trainer.logger=[${training.trackers.map((t) => `'${t}'`).join(",")}]`,
     "trainer.project_name=openforge",
     `trainer.experiment_name=${experiment.metadata.name}`,
   ];
@@ -507,16 +510,31 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
         ),
         mirrorVolumeMounts: true,
       },
+      // Forge's figures of the iteration (the analyze step's) into the same TensorBoard run, at
+      // the step veRL logs this iteration at; never holds up training (docs/metrics.md).
+      ...(training.trackers.includes("tensorboard")
+        ? [
+            {
+              name: "forge-figures",
+              image: training.verlImage,
+              command: ["sh", "-c", 'python3 -m forge_verl.figures || echo "forge figures: not written (see above)"'],
+              env: [
+                { name: "PYTHONPATH", value: VERL_DIR },
+                { name: "FORGE_FIGURES", value: analyzeFiguresPath(iteration) },
+                { name: "FORGE_FIGURES_WAIT_SECONDS", value: "0" },
+                { name: "TENSORBOARD_DIR", value: tensorboardDir() },
+              ],
+              volumeMounts: [dataMount, { name: "forge", mountPath: VERL_DIR }],
+            },
+          ]
+        : []),
     ],
     container: {
       name: "main",
       image: training.verlImage,
       command: [command!],
       args,
-      env: [
-        { name: "PYTHONPATH", value: VERL_DIR },
-        { name: "HYDRA_FULL_ERROR", value: "1" },
-      ],
+      env: [{ name: "PYTHONPATH", value: VERL_DIR }, { name: "HYDRA_FULL_ERROR", value: "1" }, ...trackerEnv(experiment)],
       resources: {
         requests: { cpu: String(8 * training.gpus), memory: `${64 * training.gpus}Gi`, "nvidia.com/gpu": String(training.gpus) },
         limits: { "nvidia.com/gpu": String(training.gpus) },
@@ -529,7 +547,32 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
       { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } },
     ],
     tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+    // No archiveLogs here: without an artifact repository Argo fails the pod for it ("You need to
+    // configure artifact storage"); the pod is kept instead (podGC's labelSelector).
   };
+}
+
+/** veRL's TensorBoard directory: on the data volume, one per Workflow (one run across iterations). */
+const tensorboardDir = () => `${DATA_DIR}/tensorboard/{{workflow.name}}`;
+
+/**
+ * The train step's tracker environment: TensorBoard's directory, and for W&B one run per
+ * Workflow resumed by every iteration's step (WANDB_RUN_ID + WANDB_RESUME=allow, which
+ * wandb.init reads: veRL 0.9.1's tracking.py passes no id), then `training.secretEnv` from Secrets.
+ */
+function trackerEnv(experiment: Experiment) {
+  const { trackers, secretEnv } = experiment.spec.training;
+  return [
+    ...(trackers.includes("tensorboard") ? [{ name: "TENSORBOARD_DIR", value: tensorboardDir() }] : []),
+    ...(trackers.includes("wandb")
+      ? [
+          { name: "WANDB_RUN_ID", value: "{{workflow.name}}" },
+          { name: "WANDB_RESUME", value: "allow" },
+          { name: "WANDB_DIR", value: `${DATA_DIR}/wandb/{{workflow.name}}` },
+        ]
+      : []),
+    ...secretEnv.map((e) => ({ name: e.name, valueFrom: { secretKeyRef: { name: e.secret, key: e.key } } })),
+  ];
 }
 
 /** Deletes all but the newest `training.keepCheckpoints` veRL checkpoints (veRL's own pruning only knows its process's saves). */
@@ -630,6 +673,15 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
       arguments: { parameters: [{ name: "run", value: "{{workflow.name}}" }, iterationArg] },
     },
   ];
+  // The iteration's analysis for the UI and Prometheus; nothing waits for it, and its failure
+  // (no artifact repository, a damaged log) never stops the run.
+  tasks.push({
+    name: "analyze",
+    template: "analyze",
+    dependencies: ["report"],
+    continueOn: { failed: true, error: true },
+    arguments: { parameters: [{ name: "run", value: "{{workflow.name}}" }, iterationArg] },
+  });
   if (experiment.spec.policy.mode === "train") {
     tasks.push({ name: "export", template: "export", dependencies: ["report"], arguments: { parameters: [iterationArg] } });
   }
@@ -638,7 +690,8 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
     tasks.push({
       name: "train",
       template: `train-${iteration}`,
-      dependencies: ["admit"],
+      // After analyze too (which continues on failure), so its figures are there for the trackers.
+      dependencies: ["admit", "analyze"],
       arguments: { parameters: [{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }] },
     });
     if (experiment.spec.training.weightSync.strategy !== "none") {
@@ -709,6 +762,7 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
     rolloutTemplate(experiment, options.namespace, options.gui),
     ...shardTemplates(experiment),
     reportTemplate(experiment),
+    analyzeTemplate(experiment),
     exitTemplate(experiment),
   ];
   const verl = options.taskCount === undefined ? {} : { taskCount: options.taskCount };
@@ -730,8 +784,14 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
       onExit: "exit-handler",
       serviceAccountName: names.serviceAccount,
       arguments: { parameters: [{ name: "commit", value: options.commit ?? "" }] },
-      // Keep failed pods for their logs; delete succeeded ones (10,000 rollout pods add up).
-      podGC: { strategy: "OnPodSuccess", deleteDelayDuration: "5m" },
+      // Keep failed pods for their logs; delete succeeded ones (10,000 rollout pods add up), but
+      // not the train pods: their log is where veRL prints loss and KL, and the UI reads it from
+      // the pod (they go with the Workflow, ttlStrategy).
+      podGC: {
+        strategy: "OnPodSuccess",
+        deleteDelayDuration: "5m",
+        labelSelector: { matchExpressions: [{ key: LABEL_ROLE, operator: "NotIn", values: ["train"] }] },
+      },
       ttlStrategy: { secondsAfterSuccess: 7 * 24 * 3600 },
       podMetadata: { labels: { [LABEL_EXPERIMENT]: names.experiment, "app.kubernetes.io/part-of": "openforge" } },
       volumes: [

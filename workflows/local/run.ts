@@ -181,7 +181,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
         async: training.async,
         maxStaleness: training.maxStaleness,
         runRollouts: async (i) => void parts.push(await rolloutsOf(i)),
-        train: (i) => trainLocally({ experiment, experimentPath: options.experimentPath, dataDir: options.dataDir, proxyUrl: services.proxyUrl, adminToken: services.adminToken!, control, iteration: i, log }),
+        train: (i) => trainLocally({ experiment, experimentPath: options.experimentPath, dataDir: options.dataDir, proxyUrl: services.proxyUrl, adminToken: services.adminToken!, control, iteration: i, run, log }),
         log,
         signal: options.signal,
       });
