@@ -85,8 +85,10 @@ describe("GUI rollout pods, rendered", () => {
     const pod = podOf(rollout);
     expect(() => pod.validate()).not.toThrow();
 
-    const [site] = rollout.initContainers;
-    expect(rollout.initContainers).toHaveLength(1);
+    // The harness bundle's copy first (images/harness-bundle), then the site.
+    const [bundle, site] = rollout.initContainers;
+    expect(rollout.initContainers).toHaveLength(2);
+    expect(bundle.name).toBe("bundle");
     expect(site).toMatchObject({ name: "site", image: "ghcr.io/openforge/forge:0.1.0", restartPolicy: "Always" });
     expect(site.args).toEqual(["site", "--experiment", "/experiment/experiment.yaml", "--plan-dir", "/plan", "--index", "{{inputs.parameters.index}}", "--port", "8000", "--site-log", "/site-log", "--ready-file", "/tmp/site-ready"]);
     // Ready when it listens; an exec probe, since an HTTP probe would reach the pod IP (not
@@ -99,7 +101,7 @@ describe("GUI rollout pods, rendered", () => {
     expect(mountsOf(site)["site-log"].readOnly).toBeUndefined();
 
     const byName = Object.fromEntries(rollout.containerSet.containers.map((c: Any) => [c.name, c]));
-    expect(Object.keys(mountsOf(byName.harness)).sort()).toEqual(["dshm", "harness-out", "state", "workspace"]);
+    expect(Object.keys(mountsOf(byName.harness)).sort()).toEqual(["dshm", "forge-bundle", "harness-out", "state", "workspace"]);
     expect(mountsOf(byName.harness).dshm.mountPath).toBe("/dev/shm");
     expect(byName.harness.resources).toEqual({ requests: { cpu: "1", memory: "3Gi" }, limits: { memory: "3Gi" } });
     expect(byName.verify.resources).toEqual({ requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "2Gi" } });
@@ -136,16 +138,17 @@ describe("GUI rollout pods, rendered", () => {
     expect(policy.spec.ingress).toEqual([]);
   });
 
-  test("spec.rollouts.resources overrides the GUI defaults, field by field; a plain experiment's pod is unchanged", () => {
+  test("task.toml resources win over spec.rollouts.resources, never below the browser's memory; a plain experiment's pod is unchanged", () => {
     const experiment = parseExperimentFile(GUI_FIXTURE);
     experiment.spec.rollouts.resources = { cpu: "4" };
+    // The fixture's tasks say cpus = 1, memory_mb = 2048 (task.toml [environment]): that is what
+    // their pods request and are limited to, memory raised to the 3Gi measured with Chromium.
     const harness = rolloutOf(render(experiment, GUI_FIXTURE)).containerSet.containers.find((c: Any) => c.name === "harness");
-    expect(harness.resources).toEqual({ requests: { cpu: "4", memory: "3Gi" }, limits: { memory: "3Gi" } });
-    experiment.spec.rollouts.resources = { cpu: "500m", memory: "1536Mi" };
-    const small = rolloutOf(render(experiment, GUI_FIXTURE)).containerSet.containers.find((c: Any) => c.name === "harness");
-    expect(small.resources).toEqual({ requests: { cpu: "500m", memory: "1536Mi" }, limits: { memory: "1536Mi" } });
+    expect(harness.resources).toEqual({ requests: { cpu: "1", memory: "3Gi" }, limits: { cpu: "1", memory: "3Gi" } });
+    const verify = rolloutOf(render(experiment, GUI_FIXTURE)).containerSet.containers.find((c: Any) => c.name === "verify");
+    expect(verify.resources).toEqual(harness.resources);
     const plain = rolloutOf(render(parseExperimentFile(PLAIN_FIXTURE), PLAIN_FIXTURE));
-    expect(plain.initContainers).toBeUndefined();
+    expect(plain.initContainers.map((c: Any) => c.name)).toEqual(["bundle"]);
     expect(plain.volumes.map((v: Any) => v.name)).not.toContain("dshm");
     expect(plain.containerSet.containers.find((c: Any) => c.name === "harness").resources).toEqual({ requests: { cpu: "1", memory: "1Gi" }, limits: { memory: "1Gi" } });
   });
@@ -181,7 +184,7 @@ describe("forge submit of a browser experiment (fake API server)", () => {
       expect(submitted.workflow).toMatch(/^gui-argo-[0-9a-f]{8}$/);
       const stored = k8s.get("/apis/argoproj.io/v1alpha1/namespaces/forge/workflowtemplates/gui-argo")!;
       const rollout = (stored.spec as Any).templates.find((t: Any) => t.name === "rollout");
-      expect(rollout.initContainers[0]).toMatchObject({ name: "site", restartPolicy: "Always" });
+      expect(rollout.initContainers[1]).toMatchObject({ name: "site", restartPolicy: "Always" });
       const proxyArgs = (k8s.get("/apis/apps/v1/namespaces/forge/deployments/gui-argo-proxy")!.spec as Any).template.spec.containers[0].args;
       expect(proxyArgs).toContain("--max-body-bytes");
       // A plain experiment has no sidecar and never asks.
@@ -321,7 +324,7 @@ describe("GUI rollout pod steps, as processes", () => {
     const config = JSON.parse(Object.entries(invocation.files as Record<string, string>).find(([path]) => path.endsWith(".claude-mcp.json"))![1]);
     expect(config.mcpServers.browser.command).toBe("node");
     expect(config.mcpServers.browser.args).toEqual([
-      "/app/node_modules/@playwright/mcp/cli.js",
+      "/opt/forge/app/node_modules/@playwright/mcp/cli.js",
       "--headless",
       "--isolated",
       "--executable-path",

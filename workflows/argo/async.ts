@@ -17,7 +17,8 @@ import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1DAGTask as
 import type { Experiment } from "../../schemas/index.ts";
 
 /** The tasks of an iteration that are its rollouts; everything else is its training step. */
-const ROLLOUT_TASKS = new Set(["plan", "rollouts", "shards", "report"]);
+const ROLLOUT_TASK = /^(plan|rollouts|rollouts-e\d+|shards|report)$/;
+const ROLLOUT_TASKS = { has: (name: string) => ROLLOUT_TASK.test(name) };
 
 /**
  * The templates with every `iteration-i` split into `iteration-i-rollouts` and

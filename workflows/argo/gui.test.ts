@@ -48,13 +48,13 @@ describe("GUI rollout pods", () => {
     expect(rolloutResources(experiment, true).requests).toEqual({ cpu: "1", memory: "5Gi" });
   });
 
-  test("the pod's browser: node from PATH, the CLI at /app, the image's Chromium, --no-sandbox; checked before the harness starts", () => {
+  test("the pod's browser: node from PATH, the CLI in the bundle (/opt/forge/app), the image's Chromium, --no-sandbox; checked before the harness starts", () => {
     const experiment = experimentIn(experimentDir(", image: h:1"));
     const { server, preflight } = podBrowserServer(experiment, "/forge/home");
     expect(server.command).toBe("node");
-    expect(server.args[0]).toBe("/app/node_modules/@playwright/mcp/cli.js");
+    expect(server.args[0]).toBe("/opt/forge/app/node_modules/@playwright/mcp/cli.js");
     expect(server.args.at(-1)).toBe("--no-sandbox");
-    expect(preflight.map((need) => need.path)).toEqual(["/usr/bin/chromium", "node", "/app/node_modules/@playwright/mcp/cli.js"]);
+    expect(preflight.map((need) => need.path)).toEqual(["/usr/bin/chromium", "node", "/opt/forge/app/node_modules/@playwright/mcp/cli.js"]);
     delete experiment.spec.environment.browser.executablePath;
     expect(() => podBrowserServer(experiment, "/forge/home")).toThrow(/spec\.environment\.browser\.executablePath: not set/);
   });

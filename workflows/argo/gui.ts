@@ -32,8 +32,8 @@ export const POD_SITE_LOG_DIR = SITE_LOG_DIR;
 export const SITE_STATE_DIR = "/site-log";
 /** The sidecar's own /tmp, where it marks itself ready for its startup probe. */
 export const SITE_READY_FILE = "/tmp/site-ready";
-/** @playwright/mcp's CLI in the harness image (this repository at /app with `bun install`, docs/argo.md "Images"). */
-export const POD_PLAYWRIGHT_MCP_CLI = `${FORGE_APP_DIR}/node_modules/@playwright/mcp/cli.js`;
+/** @playwright/mcp's CLI in the harness bundle (this repository at /opt/forge/app, images/harness-bundle; docs/argo.md "Images"). */
+export const POD_PLAYWRIGHT_MCP_CLI = "/opt/forge/app/node_modules/@playwright/mcp/cli.js";
 
 /**
  * Requests/limits of a GUI rollout's harness container when `spec.rollouts.resources` does not
@@ -109,7 +109,7 @@ export function rolloutResources(experiment: Experiment, gui: boolean) {
  */
 export function podBrowserServer(experiment: Experiment, home: string, cli: string = POD_PLAYWRIGHT_MCP_CLI): { server: McpServer; preflight: { path: string; why: string }[] } {
   const { executablePath, viewport } = experiment.spec.environment.browser;
-  const image = experiment.spec.harness.image ?? "the harness image";
+  const image = experiment.spec.harness.image ?? "ghcr.io/openforge/harness-bundle:0.1.0";
   if (!executablePath) throw new Error(`spec.environment.browser.executablePath: not set; a browser task on Argo needs Chromium's path in ${image} (docs/gui.md, "On Argo")`);
   const args = browserMcpArgs({ cli, executablePath, viewport, outputDir: `${home}/.playwright-mcp`, chromiumSandbox: false });
   return {
@@ -117,7 +117,7 @@ export function podBrowserServer(experiment: Experiment, home: string, cli: stri
     preflight: [
       { path: executablePath, why: `Chromium (spec.environment.browser.executablePath) is not in ${image}` },
       { path: "node", why: `node (≥ 18, for @playwright/mcp) is not on PATH in ${image}` },
-      { path: cli, why: `@playwright/mcp is not installed in ${image} (this repository at ${FORGE_APP_DIR} with \`bun install\`)` },
+      { path: cli, why: `@playwright/mcp is not in the harness bundle ${image} (images/harness-bundle puts this repository's at /opt/forge/app)` },
     ],
   };
 }
