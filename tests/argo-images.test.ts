@@ -11,7 +11,7 @@
  * saying why, where they are absent.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { startProxy } from "../proxy/index.ts";
@@ -26,7 +26,13 @@ const REGISTRY = process.env.FORGE_TEST_REGISTRY ?? "localhost/openforge";
 const TAG = process.env.FORGE_TEST_TAG ?? "dev";
 const IMAGES = { forge: `${REGISTRY}/forge:${TAG}`, bundle: `${REGISTRY}/harness-bundle:${TAG}`, taskBase: `${REGISTRY}/task-base:${TAG}` };
 const TOKEN = `admin-${crypto.randomUUID()}`;
-const missing = imagesMissing(Object.values(IMAGES));
+const HARBOR = join(ROOT, "examples", "harbor-images", "experiment.yaml");
+/** The Harbor-style example's task images, as `forge images build` tags them (.ci/run builds them). */
+const harborImages = (): string[] => {
+  const listed = Bun.spawnSync([process.execPath, join(ROOT, "bin", "forge.ts"), "images", "build", HARBOR, "--dry-run", "--json"], { cwd: ROOT, stdout: "pipe" });
+  return (JSON.parse(listed.stdout.toString()) as { image: string }[]).map((entry) => entry.image);
+};
+const missing = imagesMissing([...Object.values(IMAGES), ...harborImages()]);
 if (missing) console.warn(`tests/argo-images.test.ts skipped: ${missing}`);
 
 type Any = Record<string, any>;
@@ -73,6 +79,31 @@ afterAll(async () => {
   await proxy?.stop();
   await sim?.stop();
 });
+
+/** The experiment's files as the ConfigMap mounts them at /experiment. */
+function experimentFolder(exp: Experiment, path: string, name: string): string {
+  const dir = fresh(name);
+  for (const [file, bytes] of collectExperimentFiles(exp, path)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file), bytes);
+  }
+  return dir;
+}
+
+/** Runs a rendered rollout template's pod (init container, then the four containers in order); returns each container's run. */
+async function runRolloutPod(rollout: Any, options: { run: string; index: number; experimentDir: string; proxyService: string; root?: string }): Promise<Record<string, PodRun>> {
+  const tags = { "workflow.name": options.run, "workflow.namespace": "forge", retries: "0", "inputs.parameters.run": options.run, "inputs.parameters.iteration": "0", "inputs.parameters.index": String(options.index) };
+  const pod = JSON.parse(JSON.stringify(substitute(rollout, tags)).replaceAll(options.proxyService, proxy.url)) as Any;
+  const volumes: Record<string, string> = { data, experiment: options.experimentDir };
+  for (const volume of pod.volumes) if (volume.emptyDir) volumes[volume.name] = fresh(`${options.run}-${options.index}/${volume.name}`);
+  const runs: Record<string, PodRun> = {};
+  for (const init of pod.initContainers ?? []) runs[init.name] = await runContainer(init, { volumes });
+  for (const container of pod.containerSet.containers) {
+    const taskContainer = container.name === "harness" || container.name === "verify";
+    runs[container.name] = await runContainer(container, { volumes, secrets: { FORGE_ADMIN_TOKEN: TOKEN }, ...(taskContainer && options.root ? { root: options.root } : {}) });
+  }
+  return runs;
+}
 
 describe.skipIf(missing !== null)("the quickstart's Argo pods inside the images", () => {
   test(
@@ -177,4 +208,75 @@ describe.skipIf(missing !== null)("the quickstart's Argo pods inside the images"
     },
     900_000,
   );
+  test("Harbor-style tasks with their own Dockerfiles: each rollout's harness and verifier run in that task's image (its content-addressed tag)", async () => {
+    const exp = parseExperimentFile(HARBOR);
+    exp.spec.proxy.image = IMAGES.forge;
+    exp.spec.harness.image = IMAGES.bundle;
+    exp.spec.environment.image = IMAGES.taskBase;
+    const templates = templatesOf(renderExperiment(exp, { namespace: "forge", experimentPath: HARBOR }) as Any[]);
+    const experimentDir = experimentFolder(exp, HARBOR, "harbor-experiment");
+    const run = `harbor-${Date.now().toString(36)}`;
+    const planTmp = fresh(`${run}-plan`);
+    const plan = substitute(templates.get("plan")!, { "workflow.name": run, "inputs.parameters.run": run, "inputs.parameters.iteration": "0" });
+    expectOk("plan", await runContainer(plan.container, { volumes: { data, experiment: experimentDir, tmp: planTmp } }));
+    const proxyService = "http://harbor-images-proxy.forge.svc:8080";
+    // rollouts-e0 / rollouts-e1: each image's range of the plan with its own template.
+    const fanOut = templates.get("iteration-0")!.dag.tasks.filter((t: Any) => t.name.startsWith("rollouts-e"));
+    const results: { task_id: string; reward: number; status: string }[] = [];
+    for (const task of fanOut) {
+      const rollout = templates.get(task.template)!;
+      const image = rollout.containerSet.containers.find((c: Any) => c.name === "harness").image;
+      expect(image).toMatch(/^localhost\/openforge-tasks:env-[0-9a-f]{16}$/);
+      const start = Number(task.withSequence.start);
+      for (let index = start; index < start + Number(task.withSequence.count); index++) {
+        const runs = await runRolloutPod(rollout, { run, index, experimentDir, proxyService });
+        for (const [name, ran] of Object.entries(runs)) expectOk(`${run} ${index} ${name}`, ran);
+        results.push(JSON.parse(runs.main!.stdout.trim().split("\n").at(-1)!));
+      }
+    }
+    // Both verifiers find what only their own image holds.
+    expect(results.map((r) => `${r.task_id}:${r.status === "infra_error" ? "infra" : r.reward}`).sort()).toEqual(["dataset:1", "dataset:1", "motd:1", "motd:1"]);
+    // The same rollout in task-base (spec.environment.image) instead: the verifier sees it is not in the task's image.
+    const motd = structuredClone(templates.get(fanOut[1].template)!);
+    for (const c of motd.containerSet.containers) if (c.name === "harness" || c.name === "verify") c.image = IMAGES.taskBase;
+    cpSync(join(data, "plans", run), join(data, "plans", `${run}-x`), { recursive: true });
+    const elsewhere = await runRolloutPod(motd, { run: `${run}-x`, index: Number(fanOut[1].withSequence.start), experimentDir, proxyService });
+    expect(JSON.parse(elsewhere.main!.stdout.trim().split("\n").at(-1)!)).toMatchObject({ task_id: "motd", reward: 0 });
+  }, 600_000);
+
+  test("an image the bundle cannot run in (musl, glibc < 2.28, no /bin/sh): the first step says which image and why, an infrastructure error (main exits 75)", async () => {
+    const exp = experiment();
+    const templates = templatesOf(renderExperiment(exp, { namespace: "forge", experimentPath: QUICKSTART }) as Any[]);
+    const experimentDir = experimentFolder(exp, QUICKSTART, "preflight-experiment");
+    const run = `preflight-${Date.now().toString(36)}`;
+    const planTmp = fresh(`${run}-plan`);
+    const plan = substitute(templates.get("plan")!, { "workflow.name": run, "inputs.parameters.run": run, "inputs.parameters.iteration": "0" });
+    expectOk("plan", await runContainer(plan.container, { volumes: { data, experiment: experimentDir, tmp: planTmp } }));
+    // Stand-ins for the three kinds of image: a loader script answers --version as glibc's ld.so does.
+    const fake = (name: string, files: Record<string, string>) => {
+      const root = fresh(`fake-${name}`);
+      for (const dir of ["proc", "dev", "tmp", "etc"]) mkdirSync(join(root, dir), { recursive: true });
+      for (const [path, content] of Object.entries(files)) {
+        mkdirSync(dirname(join(root, path)), { recursive: true });
+        writeFileSync(join(root, path), content, { mode: 0o755 });
+      }
+      return root;
+    };
+    const loader = (version: string) => `#!/opt/forge/bin/busybox sh\necho "ld.so (GNU libc) stable release version ${version}."\n`;
+    const cases = [
+      { root: fake("musl", { "lib/ld-musl-x86_64.so.1": "", "bin/sh": "" }), why: /musl libc/ },
+      { root: fake("old-glibc", { "lib64/ld-linux-x86-64.so.2": loader("2.17"), "bin/sh": "" }), why: /glibc 2\.17 is older than 2\.28/ },
+      { root: fake("no-sh", { "lib64/ld-linux-x86-64.so.2": loader("2.36") }), why: /no \/bin\/sh/ },
+    ];
+    for (const [index, { root, why }] of cases.entries()) {
+      const runs = await runRolloutPod(templates.get("rollout")!, { run, index, experimentDir, proxyService: "http://quickstart-proxy.forge.svc:8080", root });
+      expect(runs.harness!.code).toBe(0);
+      expect(runs.harness!.stderr).toMatch(new RegExp(`image ${IMAGES.taskBase.replaceAll(".", "\\.")} cannot run the harness bundle: .*${why.source}`));
+      // finish counts it as an infrastructure error naming the image, never a failed task.
+      expect(runs.main!.code).toBe(75);
+      const result = JSON.parse(runs.main!.stdout.trim().split("\n").at(-1)!);
+      expect(result).toMatchObject({ status: "infra_error", reward: 0 });
+      expect(runs.main!.stderr).toContain(`image ${IMAGES.taskBase} cannot run the harness bundle`);
+    }
+  }, 300_000);
 });

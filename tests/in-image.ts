@@ -68,8 +68,9 @@ function rootBinds(root: string, mountPaths: string[], dest = ""): string[] {
  * folder under it), as uid 1000 with a read-only root; a container whose securityContext allows a
  * writable root gets a writable /tmp. Network: the host's (the proxy listens on its loopback).
  */
-export async function runContainer(container: Container, options: { volumes: Record<string, string>; secrets?: Record<string, string>; timeoutMs?: number }): Promise<PodRun> {
-  const { root, env: imageEnv } = imageRoot(container.image!);
+export async function runContainer(container: Container, options: { volumes: Record<string, string>; secrets?: Record<string, string>; timeoutMs?: number; root?: string }): Promise<PodRun> {
+  // `root`: a folder standing in for the image (an image the bundle cannot run in).
+  const { root, env: imageEnv } = options.root ? { root: options.root, env: [] } : imageRoot(container.image!);
   const args = ["bwrap", "--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--unshare-ipc", "--die-with-parent", ...rootBinds(root, (container.volumeMounts ?? []).map((m) => m.mountPath)), "--proc", "/proc", "--dev", "/dev"];
   const mounted = new Set<string>();
   for (const mount of container.volumeMounts ?? []) {
