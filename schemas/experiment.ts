@@ -237,7 +237,11 @@ const CheckpointsSchema = z.strictObject({
 const TrainingSchema = z.strictObject({
   algorithm: z.enum(TRAINING_ALGORITHMS, { error: `expected one of ${TRAINING_ALGORITHMS.join(", ")}` }).default("grpo"),
   iterations: positiveInt().default(1),
-  verlImage: z.string().min(1).default("verlai/verl:vllm011.latest"),
+  /**
+   * The veRL step's image: veRL 0.9.1 with its verl-core extra on veRL's CUDA image
+   * (images/verl; veRL's own images uninstall veRL itself, docs/argo.md "Images").
+   */
+  verlImage: z.string().min(1).default("ghcr.io/openforge/verl:0.9.1"),
   /** Hydra overrides passed to `python -m verl.trainer.main_ppo`, e.g. `actor_rollout_ref.actor.optim.lr=1e-6`. */
   overrides: z
     .array(z.string().regex(/^[+~]{0,2}[A-Za-z0-9_.\-/]+=/, { error: "expected a hydra override key=value" }), {

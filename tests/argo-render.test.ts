@@ -226,7 +226,7 @@ describe("forge render", () => {
     const keys = args.slice(2).map((a) => a.slice(0, a.indexOf("=")));
     expect(new Set(keys).size).toBe(keys.length);
     expect(train.container.resources.limits).toEqual({ "nvidia.com/gpu": "2" });
-    expect(train.container.image).toBe("verlai/verl:vllm011.latest");
+    expect(train.container.image).toBe("ghcr.io/openforge/verl:0.9.1");
     expect(args).toContain("actor_rollout_ref.rollout.agent.default_agent_loop=forge_agent");
     expect(train.initContainers[0].args).toEqual([
       "verl-config", "--out", "/forge/verl", "--batch", "/data/exports/{{workflow.name}}/iteration-1/batch.parquet",
