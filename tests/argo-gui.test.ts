@@ -103,8 +103,10 @@ describe("GUI rollout pods, rendered", () => {
     const byName = Object.fromEntries(rollout.containerSet.containers.map((c: Any) => [c.name, c]));
     expect(Object.keys(mountsOf(byName.harness)).sort()).toEqual(["dshm", "forge-bundle", "harness-out", "state", "workspace"]);
     expect(mountsOf(byName.harness).dshm.mountPath).toBe("/dev/shm");
-    expect(byName.harness.resources).toEqual({ requests: { cpu: "1", memory: "3Gi" }, limits: { memory: "3Gi" } });
-    expect(byName.verify.resources).toEqual({ requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "2Gi" } });
+    // The tasks' task.toml cpus = 1 (request and limit), memory raised to what Chromium needs.
+    expect(byName.harness.resources).toEqual({ requests: { cpu: "1", memory: "3Gi" }, limits: { cpu: "1", memory: "3Gi" } });
+    // The verifier runs with the task's resources too (as in Harbor, where it shares the agent's container).
+    expect(byName.verify.resources).toEqual(byName.harness.resources);
     expect(mountsOf(byName.verify)["site-log"]).toEqual({ name: "site-log", mountPath: "/logs/site", readOnly: true });
     expect(byName.verify.args.slice(-2)).toEqual(["--site-log", "/logs/site"]);
     expect(rollout.volumes).toContainEqual({ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "1Gi" } });
@@ -153,13 +155,13 @@ describe("GUI rollout pods, rendered", () => {
     expect(plain.containerSet.containers.find((c: Any) => c.name === "harness").resources).toEqual({ requests: { cpu: "1", memory: "1Gi" }, limits: { memory: "1Gi" } });
   });
 
-  test("a browser experiment without a harness image or Chromium's path in it is refused, naming both fields", () => {
+  test("a browser experiment without Chromium's path in the task's image is refused, naming the field (node and the MCP server come with the bundle)", () => {
     const experiment = parseExperimentFile(GUI_FIXTURE);
     delete experiment.spec.harness.image;
     delete experiment.spec.environment.browser.executablePath;
-    expect(() => render(experiment, GUI_FIXTURE)).toThrow(/browser tasks \(add-to-cart, newsletter-signup, opening-hours and 1 more\).*spec\.harness\.image.*spec\.environment\.browser\.executablePath/);
-    experiment.spec.harness.image = "harness:1";
-    expect(() => render(experiment, GUI_FIXTURE)).toThrow(/set spec\.environment\.browser\.executablePath \(Chromium's path/);
+    expect(() => render(experiment, GUI_FIXTURE)).toThrow(/browser tasks \(add-to-cart, newsletter-signup, opening-hours and 1 more\).*set spec\.environment\.browser\.executablePath \(Chromium's path in the task's image/);
+    experiment.spec.environment.browser.executablePath = "/usr/bin/chromium";
+    expect(() => render(experiment, GUI_FIXTURE)).not.toThrow();
   });
 });
 
@@ -342,7 +344,7 @@ describe("GUI rollout pod steps, as processes", () => {
     expect(invocation.env.FORGE_SITE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(invocation.command[2]).toContain(invocation.env.FORGE_SITE_URL);
     const outcome = JSON.parse(readFileSync(join(done.harnessOut, "harness-result.json"), "utf8"));
-    expect(outcome.error).toContain("Chromium (spec.environment.browser.executablePath) is not in harness:1 (looked for /opt/no-such/chromium)");
+    expect(outcome.error).toContain("Chromium (spec.environment.browser.executablePath) is not in the task's image (looked for /opt/no-such/chromium)");
     expect(done.finish.code).toBe(75);
     expect(done.result).toMatchObject({ status: "infra_error" });
   });

@@ -29,13 +29,15 @@ function experimentDir(extra = ""): string {
 const experimentIn = (dir: string) => parseExperimentText(readFileSync(join(dir, "experiment.yaml"), "utf8"), join(dir, "experiment.yaml"));
 
 describe("GUI rollout pods", () => {
-  test("which tasks need a browser and a site; a browser experiment must name its harness image", () => {
+  test("which tasks need a browser and a site; a browser experiment must name Chromium's path in the task's image", () => {
     const dir = experimentDir();
     const experiment = experimentIn(dir);
     const needs = guiNeeds(loadExperimentTasks(experiment, dir));
     expect(needs).toEqual({ browser: ["shop"], site: ["shop"] });
-    expect(() => checkGuiExperiment(experiment, needs)).toThrow(/browser tasks \(shop\).*set spec\.harness\.image/);
-    expect(() => checkGuiExperiment(experimentIn(experimentDir(", image: h:1")), needs)).not.toThrow();
+    // Node and the MCP server come with the harness bundle; Chromium must be in the task's image.
+    expect(() => checkGuiExperiment(experiment, needs)).not.toThrow();
+    delete experiment.spec.environment.browser.executablePath;
+    expect(() => checkGuiExperiment(experiment, needs)).toThrow(/browser tasks \(shop\).*set spec\.environment\.browser\.executablePath/);
     expect(() => checkGuiExperiment(experiment, { browser: [], site: ["shop"] })).not.toThrow();
     expect(guiVolumes({ browser: [], site: ["shop"] }).map((v) => v.name)).toEqual(["site-log", "site-tmp"]);
   });
