@@ -38,7 +38,7 @@ if (missing) console.warn(`tests/argo-images.test.ts skipped: ${missing}`);
 type Any = Record<string, any>;
 let sim: Awaited<ReturnType<typeof startPolicySimulator>>;
 let proxy: Awaited<ReturnType<typeof startProxy>>;
-let work: string;
+let work: string | undefined;
 let data: string;
 
 /** The quickstart with this build's images. */
@@ -58,7 +58,7 @@ function templatesOf(objects: Any[]): Map<string, Any> {
 }
 
 const fresh = (name: string) => {
-  const dir = join(work, name);
+  const dir = join((work ??= mkdtempSync(join(tmpdir(), "forge-in-image-"))), name);
   mkdirSync(dir, { recursive: true });
   return dir;
 };
@@ -280,3 +280,31 @@ describe.skipIf(missing !== null)("the quickstart's Argo pods inside the images"
     }
   }, 300_000);
 });
+
+/**
+ * The full bundle (images/build.sh --tag full: every pinned CLI; not built in CI, ~3 GB): each
+ * harness CLI starts from the bundle inside task-base, as uid 1000 without a passwd entry.
+ */
+const FULL_BUNDLE = process.env.FORGE_TEST_FULL_BUNDLE ?? `${REGISTRY}/harness-bundle:full`;
+const fullMissing = imagesMissing([FULL_BUNDLE, IMAGES.taskBase]);
+describe.skipIf(fullMissing !== null)("the full harness bundle", () => {
+  test("every pinned harness CLI runs from the bundle inside task-base (uid 1000, no passwd entry)", async () => {
+    const bundleDir = fresh("full-bundle");
+    const copy = { name: "bundle", image: FULL_BUNDLE, command: ["/opt/forge/bin/busybox", "cp", "-a", "/opt/forge/.", "/forge-bundle/"], volumeMounts: [{ name: "forge-bundle", mountPath: "/forge-bundle" }] };
+    expectOk("bundle", await runContainer(copy, { volumes: { "forge-bundle": bundleDir } }));
+    const pins = readFileSync(join(bundleDir, "CLIS"), "utf8").trim().split(" ");
+    const versions: Record<string, string> = {};
+    for (const [cli, pin] of [["codex", "@openai/codex"], ["claude", "@anthropic-ai/claude-code"], ["pi", "@mariozechner/pi-coding-agent"], ["qwen", "@qwen-code/qwen-code"], ["opencode", "opencode-ai"], ["openclaw", "openclaw"]] as const) {
+      const version = pins.find((p) => p.startsWith(`${pin}@`))!.slice(pin.length + 1);
+      // Through the bundle's step runner's environment: its PATH and Node preload (forge-step).
+      const script = `export PATH=/opt/forge/cli/bin:/opt/forge/node/bin:$PATH NODE_OPTIONS="--require /opt/forge/lib/userinfo.cjs"; ${cli} --version`;
+      const ran = await runContainer(
+        { name: cli, image: IMAGES.taskBase, command: ["/opt/forge/bin/busybox", "sh", "-c", script], env: [{ name: "HOME", value: "/home-rw" }], volumeMounts: [{ name: "forge-bundle", mountPath: "/opt/forge", readOnly: true }, { name: "home", mountPath: "/home-rw" }], securityContext: { readOnlyRootFilesystem: false } },
+        { volumes: { "forge-bundle": bundleDir, home: fresh(`home-${cli}`) } },
+      );
+      versions[cli] = ran.code === 0 && (ran.stdout + ran.stderr).includes(version) ? version : `exit ${ran.code}: ${(ran.stdout + ran.stderr).trim().slice(-300)}`;
+      expect({ cli, version: versions[cli] }).toEqual({ cli, version });
+    }
+  }, 600_000);
+});
+
