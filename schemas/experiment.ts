@@ -126,7 +126,11 @@ const HarnessSchema = z
   .strictObject({
     name: z.enum(HARNESS_NAMES, { error: `expected one of ${HARNESS_NAMES.join(", ")}` }),
     options: z.record(z.string(), z.unknown()).default({}),
-    /** Container image with the harness installed (Kubernetes only). */
+    /**
+     * The harness bundle image (Kubernetes only): its /opt/forge is copied into each rollout pod
+     * and the harness and verifier run from it inside the task's image (images/harness-bundle;
+     * default ghcr.io/openforge/harness-bundle:0.1.0, docs/argo.md "Images").
+     */
     image: z.string().min(1).optional(),
     /** argv of the program, for `name: command`. */
     command: z.array(z.string(), { error: "expected a list of strings (the argv)" }).min(1).optional(),
@@ -142,8 +146,21 @@ const EnvironmentSchema = z.strictObject({
   tasks: z.union([text("a task directory or .jsonl path"), z.array(TaskSpecSchema).min(1)], {
     error: "expected a task directory path, a .jsonl file path, or a list of tasks",
   }),
-  /** Image the task runs in (Kubernetes only); the harness binary is copied in from harness.image. */
+  /**
+   * Image a task runs in when it names none of its own (task.toml `docker_image`, an
+   * environment/Dockerfile); Kubernetes only. The harness and the verifier are copied in from
+   * the harness bundle (harness.image). The default is built from images/task-base (docs/argo.md, "Images").
+   */
   image: z.string().min(1).default("ghcr.io/openforge/task-base:0.1.0"),
+  /**
+   * Repository `forge images build` pushes the tasks' environment/Dockerfile images to, each as
+   * REGISTRY:env-HASH (the environment folder's hash); needed by tasks with a Dockerfile on Kubernetes.
+   */
+  registry: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._\-/:]*[a-z0-9]$/, { error: "expected an image repository without a tag, e.g. registry.example.com/forge-tasks" })
+    .refine((value) => !/:[^/]*$/.test(value) || /^[^/]+:\d+\/.+/.test(value), { error: "expected an image repository without a tag (the tag is each environment's hash)" })
+    .optional(),
   /** The headless browser of browser tasks (`task.toml [environment] browser = true`, docs/gui.md). */
   browser: z
     .strictObject({
@@ -245,7 +262,11 @@ const SecretEnvSchema = z.strictObject({
 const TrainingSchema = z.strictObject({
   algorithm: z.enum(TRAINING_ALGORITHMS, { error: `expected one of ${TRAINING_ALGORITHMS.join(", ")}` }).default("grpo"),
   iterations: positiveInt().default(1),
-  verlImage: z.string().min(1).default("verlai/verl:vllm011.latest"),
+  /**
+   * The veRL step's image: veRL 0.9.1 with its verl-core extra on veRL's CUDA image
+   * (images/verl; veRL's own images uninstall veRL itself, docs/argo.md "Images").
+   */
+  verlImage: z.string().min(1).default("ghcr.io/openforge/verl:0.9.1"),
   /** Hydra overrides passed to `python -m verl.trainer.main_ppo`, e.g. `actor_rollout_ref.actor.optim.lr=1e-6`. */
   overrides: z
     .array(z.string().regex(/^[+~]{0,2}[A-Za-z0-9_.\-/]+=/, { error: "expected a hydra override key=value" }), {

@@ -128,7 +128,8 @@ test("browser tasks with sites (the rollout pod with the site sidecar, the brows
   const { runtime, objects } = await renderAtScale({ rollouts: 2_000, k: 4, gui: true });
   const rollout = (objects.find((o) => o.kind === "WorkflowTemplate") as unknown as { spec: { templates: Record<string, any>[] } }).spec.templates.find((t) => t.name === "rollout")!;
   expect(rollout.volumes.map((v: { name: string }) => v.name)).toEqual(expect.arrayContaining(["dshm", "site-log"]));
-  expect(rollout.initContainers[0].restartPolicy).toBe("Always");
+  // After the harness bundle's copy, the site sidecar.
+  expect(rollout.initContainers.map((c: { name: string; restartPolicy?: string }) => [c.name, c.restartPolicy])).toEqual([["bundle", undefined], ["site", "Always"]]);
   const report = checkArgoLimits(objects, runtime);
   expectWithinLimits(report);
   expect(report.workflows.filter((w) => /-i\d-s\d+$/.test(w.workflow))).toHaveLength(4);

@@ -20,7 +20,8 @@ import type { Experiment } from "../../schemas/index.ts";
  * The tasks of an iteration that are its rollouts (and their analysis, which needs only them);
  * everything else is its training step.
  */
-const ROLLOUT_TASKS = new Set(["plan", "rollouts", "shards", "report", "analyze"]);
+const ROLLOUT_TASK = /^(plan|rollouts|rollouts-e\d+|shards|report|analyze)$/;
+const ROLLOUT_TASKS = { has: (name: string) => ROLLOUT_TASK.test(name) };
 
 /**
  * The templates with every `iteration-i` split into `iteration-i-rollouts` and

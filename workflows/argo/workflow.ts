@@ -15,7 +15,8 @@ import type { IContainer } from "kubernetes-models/v1/Container";
 import type { Experiment } from "../../schemas/index.ts";
 import { adminTokenEnv, experimentVolume, inferenceNamespace, type ConfigItem } from "./cluster.ts";
 import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplate } from "./security.ts";
-import { fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates } from "./fanout.ts";
+import { environmentFanOut, fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates, type EnvironmentRange } from "./fanout.ts";
+import type { ContainerResources, TaskEnvironment } from "./task-images.ts";
 import { analyzeFiguresPath, analyzeTemplate } from "./analyze.ts";
 import { withShardLogs } from "./proxy-shards.ts";
 import { splitForAsync } from "./async.ts";
@@ -56,7 +57,43 @@ export type WorkflowOptions = {
   taskCount?: number;
   /** Browser tasks and tasks with a site: their rollout pods get the browser and the site sidecar (gui.ts). */
   gui?: GuiNeeds;
+  /**
+   * The images and resources the tasks run in, in plan order (task-images.ts taskEnvironments);
+   * without them every rollout runs in spec.environment.image with spec.rollouts.resources.
+   */
+  environments?: TaskEnvironment[];
 };
+
+/** One rollout template's task image and resources, and the index range of the plan it runs. */
+export type RolloutEnvironment = EnvironmentRange & { image: string; resources: ContainerResources };
+
+/**
+ * The rollout templates of the experiment: one ("rollout") when all tasks share an image and
+ * resources, else one per environment ("rollout-e0", …) over its range of the plan. Several
+ * images and more rollouts than rollouts.maxPerWorkflow is refused (child Workflows run one
+ * rollout template).
+ *
+ * @example
+ * rolloutEnvironments(experiment, environments).map((e) => e.template) // ["rollout"]
+ */
+export function rolloutEnvironments(experiment: Experiment, environments: TaskEnvironment[] | undefined): RolloutEnvironment[] {
+  const { k, maxPerWorkflow } = experiment.spec.rollouts;
+  if (!environments || environments.length === 0) return [];
+  const several = environments.length > 1;
+  const total = environments.reduce((sum, environment) => sum + environment.taskIds.length * k, 0);
+  if (several && total > maxPerWorkflow) {
+    throw new Error(
+      `spec.environment.tasks: ${total} rollouts in ${environments.length} task images exceed spec.rollouts.maxPerWorkflow (${maxPerWorkflow}); an iteration split into child Workflows runs one image: split the task set by image into experiments, or raise maxPerWorkflow (docs/argo.md, "Images")`,
+    );
+  }
+  let start = 0;
+  return environments.map((environment, index) => {
+    const count = environment.taskIds.length * k;
+    const range = { template: several ? `rollout-e${index}` : "rollout", image: environment.image, resources: environment.resources, start, count };
+    start += count;
+    return range;
+  });
+}
 
 /** veRL's `algorithm.adv_estimator` for each training.algorithm (PPO is GAE with a critic). */
 const ADV_ESTIMATOR: Record<Experiment["spec"]["training"]["algorithm"], string> = {
@@ -83,10 +120,23 @@ const dataMount = { name: "data", mountPath: DATA_DIR };
 const checkpointsMount = (experiment: Experiment) => ({ name: "checkpoints", mountPath: experiment.spec.training.checkpoints.mountPath });
 const experimentMount = { name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true };
 
-/** The harness image: the user's, else the one published per harness (docs/argo.md, "Images"). */
+/** The harness bundle image (images/harness-bundle): the user's, else the published one (docs/argo.md, "Images"). */
 export function harnessImage(experiment: Experiment): string {
-  return experiment.spec.harness.image ?? `ghcr.io/openforge/harness-${experiment.spec.harness.name}:0.1.0`;
+  return experiment.spec.harness.image ?? DEFAULT_BUNDLE_IMAGE;
 }
+
+/** images/harness-bundle, as images/build.sh --registry ghcr.io/openforge --tag 0.1.0 builds it. */
+export const DEFAULT_BUNDLE_IMAGE = "ghcr.io/openforge/harness-bundle:0.1.0";
+
+/**
+ * Where the bundle's /opt/forge is in the rollout pod: the init container copies it into the
+ * `forge-bundle` emptyDir, which the harness and verify containers mount read-only at the same
+ * path inside the task's image (the step runner and its scripts name /opt/forge).
+ */
+export const BUNDLE_DIR = "/opt/forge";
+const BUNDLE_COPY_MOUNT = "/forge-bundle";
+/** What the harness and verify containers run: the bundle's busybox runs its step runner (images/harness-bundle/forge-step). */
+const bundleStep = (...args: string[]) => ({ command: [`${BUNDLE_DIR}/bin/busybox`, "sh", `${BUNDLE_DIR}/bin/forge-step`], args });
 
 /** Prompt / response lengths when the experiment's overrides do not set `data.max_*_length`. */
 export const DEFAULT_PROMPT_LENGTH = 8192;
@@ -282,10 +332,12 @@ const mount = (name: string, mountPath: string, readOnly = false) => ({ name, mo
  * or sites (`gui`), the site server runs beside them as a native sidecar and the harness gets
  * the browser's /dev/shm and resources (gui.ts).
  */
-function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeeds = { browser: [], site: [] }): Template {
+function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeeds = { browser: [], site: [] }, environment?: RolloutEnvironment): Template {
   const { rollouts } = experiment.spec;
   const proxy = proxyUrl(experiment, namespace);
-  const image = harnessImage(experiment);
+  const bundle = harnessImage(experiment);
+  // The task's image (task-images.ts); without a task list at hand, spec.environment.image.
+  const image = environment?.image ?? experiment.spec.environment.image;
   const experimentFile = `${EXPERIMENT_DIR}/experiment.yaml`;
   // The pod derives the rollout id and group from the run, the iteration and its plan item
   // (plan.ts rolloutIdentity), which register reads from the plan on the data volume and leaves
@@ -297,8 +349,11 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
   // A browser rollout's harness container runs Chromium beside the harness (gui.ts).
   const browser = gui.browser.length > 0;
   const site = gui.site.length > 0;
-  const harnessResources = rolloutResources(experiment, browser);
-  const verifyResources = rolloutResources(experiment, false);
+  const harnessResources = environment?.resources ?? rolloutResources(experiment, browser);
+  const verifyResources = environment?.resources ?? rolloutResources(experiment, false);
+  // The bundle, read-only, at the path its step runner names; the task image's own PATH, HOME on a volume.
+  const bundleMount = mount("forge-bundle", BUNDLE_DIR, true);
+  const taskEnv = [{ name: "FORGE_TASK_IMAGE", value: image }];
   const P = POD_PATHS;
   const containers: (IContainer & { dependencies?: string[] })[] = [
     {
@@ -316,19 +371,21 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
       image,
       dependencies: ["register"],
       workingDir: P.workspace,
-      ...forgeStep("harness", "--state", P.state, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
+      ...bundleStep("harness", "--state", P.state, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
+      env: [...taskEnv, { name: "HOME", value: `${P.state}/home` }],
       resources: harnessResources,
       securityContext: restrictedContainer({ readOnlyRoot: false }),
       // No experiment volume (the tests are in it), no verdict or control volume, no token; and
       // never the site's log (only the site sidecar and verify mount it).
-      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("harness-out", P.harnessOut), ...(browser ? [mount("dshm", "/dev/shm")] : [])],
+      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("harness-out", P.harnessOut), bundleMount, ...(browser ? [mount("dshm", "/dev/shm")] : [])],
     },
     {
       name: "verify",
       image,
       dependencies: ["harness"],
       workingDir: P.scratch,
-      ...forgeStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--item", ITEM_FILE, ...(site ? ["--site-log", POD_SITE_LOG_DIR] : [])),
+      env: [...taskEnv, { name: "HOME", value: `${P.scratch}/home` }],
+      ...bundleStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--item", ITEM_FILE, ...(site ? ["--site-log", POD_SITE_LOG_DIR] : [])),
       resources: verifyResources,
       securityContext: restrictedContainer({ readOnlyRoot: false }),
       // The workspace read-only (the verifier works on a copy); not the harness's state (its key).
@@ -340,6 +397,7 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
         mount("scratch", P.scratch),
         mount("item", ITEM_DIR, true),
         experimentMount,
+        bundleMount,
         // What the agent did on the site, read-only: the reward of a browser task comes from it.
         ...(site ? [mount("site-log", POD_SITE_LOG_DIR, true)] : []),
       ],
@@ -356,8 +414,17 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
       volumeMounts: [mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict, true), mount("control", P.control), mount("item", ITEM_DIR, true), mount("forge-tmp", "/tmp"), experimentMount, resultsMount],
     },
   ];
+  // The bundle's init container: copies /opt/forge into the emptyDir (Argo's executor pattern).
+  const copyBundle: IContainer = {
+    name: "bundle",
+    image: bundle,
+    command: [`${BUNDLE_DIR}/bin/busybox`, "cp", "-a", `${BUNDLE_DIR}/.`, `${BUNDLE_COPY_MOUNT}/`],
+    resources: smallResources,
+    securityContext: restrictedContainer({ readOnlyRoot: true }),
+    volumeMounts: [mount("forge-bundle", BUNDLE_COPY_MOUNT)],
+  };
   return {
-    name: "rollout",
+    name: environment?.template ?? "rollout",
     inputs: { parameters: ["index", "run", "iteration"].map((name) => ({ name })) },
     metadata: {
       labels: { [LABEL_ROLE]: "rollout", [LABEL_EXPERIMENT]: experiment.metadata.name, [LABEL_ITERATION]: param("iteration") },
@@ -376,9 +443,9 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
     automountServiceAccountToken: false,
     executor: { serviceAccountName: objectNames(experiment).serviceAccount },
     securityContext: restrictedPod(),
-    volumes: [...emptyDirs("workspace", "state", "harness-out", "verdict", "scratch", "control", "item", "forge-tmp"), ...guiVolumes(gui)],
-    // The site server of a browser task's rollout, before and beside the four containers (gui.ts).
-    ...(site ? { initContainers: [siteSidecar(experiment, { planMount, index: param("index"), stepCommand: forgeStep })] } : {}),
+    volumes: [...emptyDirs("workspace", "state", "harness-out", "verdict", "scratch", "control", "item", "forge-tmp", "forge-bundle"), ...guiVolumes(gui)],
+    // The bundle first; the site server of a browser task's rollout before and beside the four containers (gui.ts).
+    initContainers: [copyBundle, ...(site ? [siteSidecar(experiment, { planMount, index: param("index"), stepCommand: forgeStep })] : [])],
     // No in-pod container retries: register, harness and verify never fail (they leave their
     // outcome in a file) and finish retries its proxy calls itself; a failure that remains is
     // the pod's, retried as a new try above.
@@ -661,15 +728,17 @@ function exitTemplate(experiment: Experiment): Template {
  * step number). A DAG rather than a steps list: equivalent here, and its tasks are objects that
  * the Argo CRD schema validates (a steps list is a list of lists the published schema mangles).
  */
-function iterationTemplate(experiment: Experiment, iteration: number): Template {
+function iterationTemplate(experiment: Experiment, iteration: number, environments: RolloutEnvironment[]): Template {
   const value = String(iteration);
   const iterationArg = { name: "iteration", value };
+  // Several task images: one fan-out per image (its range of the plan); else the plan's own.
+  const fanOut = environments.length > 1 ? environmentFanOut(value, environments) : { tasks: fanOutTasks(value), dependencies: fanOutDependencies };
   const tasks: Task[] = [
-    ...fanOutTasks(value),
+    ...fanOut.tasks,
     {
       name: "report",
       template: "report",
-      dependencies: fanOutDependencies,
+      dependencies: fanOut.dependencies,
       arguments: { parameters: [{ name: "run", value: "{{workflow.name}}" }, iterationArg] },
     },
   ];
@@ -746,6 +815,7 @@ export function describeExperiment(experiment: Experiment): string {
 export function renderWorkflowTemplate(experiment: Experiment, options: WorkflowOptions): WorkflowTemplate {
   const names = objectNames(experiment);
   const iterations = iterationCount(experiment);
+  const environments = rolloutEnvironments(experiment, options.environments);
   const templates: Template[] = [
     {
       name: "experiment",
@@ -757,9 +827,9 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
         })),
       },
     },
-    ...Array.from({ length: iterations }, (_, i) => iterationTemplate(experiment, i)),
+    ...Array.from({ length: iterations }, (_, i) => iterationTemplate(experiment, i, environments)),
     planTemplate(experiment),
-    rolloutTemplate(experiment, options.namespace, options.gui),
+    ...(environments.length > 0 ? environments.map((environment) => rolloutTemplate(experiment, options.namespace, options.gui, environment)) : [rolloutTemplate(experiment, options.namespace, options.gui)]),
     ...shardTemplates(experiment),
     reportTemplate(experiment),
     analyzeTemplate(experiment),
