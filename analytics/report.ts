@@ -228,10 +228,16 @@ export type WriteReportOptions = PageOptions & {
  * @example
  * await writeReport(connection, "data", analysis, "report.html")
  */
-export async function writeReport(_connection: DuckDBConnection, dataDir: string, analysis: Analysis, path: string, options: WriteReportOptions = {}): Promise<{ pages: number; pagesDir: string }> {
+export async function writeReport(
+  _connection: DuckDBConnection,
+  dataDir: string,
+  analysis: Analysis,
+  path: string,
+  options: WriteReportOptions = {},
+): Promise<{ pages: number; pagesDir: string; byRollout: Map<string, PageSummary> }> {
   const dir = `${path.replace(/\.html?$/i, "")}.rollouts`;
   const ids = new Set(analysis.rollouts.map((row) => String(row.rollout_id)));
   const byRollout = await writeRolloutPages(options.records ?? readRecords(dataDir), ids, dir, { ...options, reportHref: `../${pathBasename(path)}` });
   await writeFile(path, renderReport(analysis, { dir, byRollout }));
-  return { pages: byRollout.size, pagesDir: dir };
+  return { pages: byRollout.size, pagesDir: dir, byRollout };
 }

@@ -45,7 +45,7 @@ export async function fakeLog(): Promise<FakeLog> {
 export const chromiumPath = "/usr/bin/chromium";
 
 /**
- * Opens a local HTML file in headless Chromium: the DOM after scripts ran, and a screenshot.
+ * Opens a local HTML file (or an http URL) in headless Chromium: the DOM after scripts ran, and a screenshot.
  *
  * @example
  * const { dom } = await headlessChromium("/tmp/report.html", "/tmp/report.png");
@@ -57,7 +57,7 @@ export async function headlessChromium(file: string, screenshot: string, windowS
       [
         chromiumPath, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage", `--user-data-dir=${profile}`, `--window-size=${windowSize}`,
-        `--screenshot=${screenshot}`, "--dump-dom", `file://${file}`,
+        `--screenshot=${screenshot}`, "--dump-dom", /^https?:\/\//.test(file) ? file : `file://${file}`,
       ],
       { stdout: "pipe", stderr: "pipe" },
     );

@@ -42,7 +42,9 @@ function samplesSql(dataDir: string): string {
 
 /** The derived views, in dependency order; they read only `raw_*` and each other. */
 export const viewSql: readonly string[] = [
-  `CREATE OR REPLACE VIEW rollouts AS
+  // Every rollout; `rollouts` (what every metric reads) leaves out a trainer's validation
+  // rollouts (label openforge.dev/validation), which `validation_rollouts` reports apart.
+  `CREATE OR REPLACE VIEW all_rollouts AS
    WITH reg AS (
      SELECT * EXCLUDE (rn, segment) FROM (
        SELECT *, row_number() OVER (PARTITION BY rollout_id ORDER BY created_unix_ms DESC) AS rn FROM raw_rollout_records)
@@ -56,6 +58,7 @@ export const viewSql: readonly string[] = [
             reg.group_id, reg.attempt, reg.harness, reg.policy_version, reg.created_unix_ms, reg.labels_json,
             label_of(reg.labels_json, 'openforge.dev/commit') AS commit,
             label_of(reg.labels_json, 'openforge.dev/model') AS model_label,
+            coalesce(label_of(reg.labels_json, 'openforge.dev/validation') = 'true', false) AS validation,
             -- The experiment's metric settings as forge run recorded them (NULL: not recorded).
             TRY_CAST(label_of(reg.labels_json, 'openforge.dev/pass-threshold') AS DOUBLE) AS recorded_threshold,
             label_of(reg.labels_json, 'openforge.dev/missing-trials') AS recorded_missing_trials,
@@ -71,9 +74,11 @@ export const viewSql: readonly string[] = [
           -- The reward as pass@k scores it: a rollout that is not ok scores 0 (docs/metrics.md).
           CASE WHEN is_valid(status) THEN CASE WHEN status = 'ok' THEN coalesce(reward, 0) ELSE 0.0 END END AS score
    FROM joined`,
+  `CREATE OR REPLACE VIEW rollouts AS SELECT * FROM all_rollouts WHERE NOT validation`,
+  `CREATE OR REPLACE VIEW validation_rollouts AS SELECT * FROM all_rollouts WHERE validation`,
   `CREATE OR REPLACE VIEW calls AS
-   SELECT c.* EXCLUDE (segment), r.experiment, r.iteration, r.harness, r.task_id
-   FROM raw_call_records c LEFT JOIN rollouts r USING (rollout_id)`,
+   SELECT c.* EXCLUDE (segment), r.experiment, r.iteration, r.harness, r.task_id, r.validation
+   FROM raw_call_records c LEFT JOIN all_rollouts r USING (rollout_id)`,
   `CREATE OR REPLACE VIEW call_bodies AS SELECT * FROM raw_call_bodies`,
   // Each tool use with its result: matched by id and occurrence (the n-th use of an id gets the
   // n-th result of that id), so harnesses that reuse ids per turn are not confused.

@@ -22,6 +22,7 @@ const commands: CommandTable = {
   render: { summary: "print an experiment's Kubernetes manifests", load: async () => (await import("../workflows/cli.ts")).renderCommand },
   submit: { summary: "submit an experiment to Argo Workflows", load: async () => (await import("../workflows/cli.ts")).submitCommand },
   watch: { summary: "follow a submitted workflow", load: async () => (await import("../workflows/cli.ts")).watchCommand },
+  images: { summary: "build and push the images the tasks run in (images build)", load: async () => (await import("../workflows/cli.ts")).imagesCommand },
   export: { summary: "export trajectories (verl | sft | jsonl)", load: async () => (await import("../trajectories/cli.ts")).exportCommand },
   analyze: { summary: "metrics and reports over a data dir", load: async () => (await import("../analytics/cli.ts")).analyzeCommand },
   sql: { summary: "query a data dir or analytics database with DuckDB SQL", load: async () => (await import("../analytics/cli.ts")).sqlCommand },

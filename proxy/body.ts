@@ -48,6 +48,18 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
 }
 
 /**
+ * The 413 for a request whose declared Content-Length is over `maxBytes`, before anything reads
+ * it (proxy/server.ts answers it ahead of routing, whatever the size); undefined otherwise.
+ *
+ * @example
+ * declaredTooLarge(new Request("http://x/", { method: "POST", body: "x".repeat(10) }), 4)?.status; // 413
+ */
+export function declaredTooLarge(request: Request, maxBytes: number): ProxyHttpError | undefined {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  return Number.isFinite(declared) && declared > maxBytes ? tooLarge(declared, maxBytes) : undefined;
+}
+
+/**
  * Parses body bytes as a JSON object; 400 naming the parse error otherwise.
  *
  * @example

@@ -1,6 +1,8 @@
 /** Serves the proxy with Bun.serve. */
 import { createProxy, type Proxy } from "./app.ts";
 import { DEFAULTS, type ProxyOptions } from "./options.ts";
+import { declaredTooLarge } from "./body.ts";
+import { errorResponse } from "./errors.ts";
 
 export interface StartedProxy {
   /** `http://HOST:PORT`. */
@@ -33,6 +35,7 @@ export function parseListen(listen: string): { hostname: string; port: number } 
 export async function startProxy(options: ProxyOptions): Promise<StartedProxy> {
   const { hostname, port } = parseListen(options.listen ?? DEFAULTS.listen);
   const proxy = await createProxy(options);
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
   let server: ReturnType<typeof Bun.serve>;
   try {
     server = Bun.serve({
@@ -41,9 +44,19 @@ export async function startProxy(options: ProxyOptions): Promise<StartedProxy> {
       // Idle connections are closed (a kept-alive connection holds a descriptor for nothing);
       // requests the proxy is working on are exempt while they run (proxy/connections.ts).
       idleTimeout: proxy.state.connections.idleTimeoutS,
-      // Bodies are limited by the proxy itself (413 with a clear error), a bit above for headers.
-      maxRequestBodySize: (options.maxBodyBytes ?? DEFAULTS.maxBodyBytes) + 1024 * 1024,
-      fetch: proxy.fetch,
+      // Bodies are limited by the proxy itself (413 with a clear error): Bun's own cap answers a
+      // declared length over it with an empty 413 before the proxy sees the request, so it is
+      // lifted, and a declared length over --max-body-bytes is refused here, ahead of routing
+      // (a chunked body is cut at the limit as it is read: body.ts).
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+      fetch: (request, bun) => {
+        const tooLarge = declaredTooLarge(request, maxBodyBytes);
+        if (!tooLarge) return proxy.fetch(request, bun);
+        // The body is not read: the connection cannot carry another request after it.
+        const refusal = errorResponse(tooLarge);
+        refusal.headers.set("connection", "close");
+        return refusal;
+      },
     });
   } catch (error) {
     await proxy.close();

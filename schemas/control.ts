@@ -44,6 +44,12 @@ export const RegisterRolloutSchema = z.strictObject({
 });
 export type RegisterRollout = z.infer<typeof RegisterRolloutSchema>;
 
+/**
+ * The Rollout label that marks a trainer's validation rollout (veRL's `_validate` pass): kept
+ * out of training exports and reported apart in analytics.
+ */
+export const VALIDATION_LABEL = "openforge.dev/validation";
+
 export const FinishRolloutSchema = z.strictObject({
   reward: z.number().finite(),
   status: z.enum(["ok", "failed", "infra_error", "timeout"]),
@@ -52,6 +58,18 @@ export const FinishRolloutSchema = z.strictObject({
   metrics: z.record(z.string(), z.number().finite()).optional(),
 });
 export type FinishRollout = z.infer<typeof FinishRolloutSchema>;
+
+/**
+ * Cancels a rollout whose trainer gave up on it (a session that timed out or failed): its new
+ * calls are refused (409), those in flight aborted and recorded, then the result written.
+ */
+export const CancelRolloutSchema = z.strictObject({
+  /** Why: recorded as the result's error. */
+  reason: z.string().min(1).max(2000),
+  /** The result's status: infra_error (default: not the policy's doing) or timeout. */
+  status: z.enum(["infra_error", "timeout"]).optional(),
+});
+export type CancelRollout = z.infer<typeof CancelRolloutSchema>;
 
 export const PauseSchema = z.strictObject({
   timeout_ms: z.number().int().min(0).optional(),

@@ -47,7 +47,7 @@ describe("parseExperimentText", () => {
     expect(experiment.spec.training.iterations).toBe(1);
     expect(experiment.spec.training.weightSync.strategy).toBe("update-from-disk");
     expect(experiment.spec.training.checkpoints).toEqual({ mountPath: "/checkpoints", size: "200Gi" });
-    expect(experiment.spec.metrics).toEqual({ k: [1], passThreshold: 1, missingTrials: "exclude" });
+    expect(experiment.spec.metrics).toEqual({ k: [1], passThreshold: 1, missingTrials: "exclude", argoArtifacts: true });
     expect(experiment.spec.proxy.port).toBe(8080);
   });
 

@@ -126,7 +126,11 @@ const HarnessSchema = z
   .strictObject({
     name: z.enum(HARNESS_NAMES, { error: `expected one of ${HARNESS_NAMES.join(", ")}` }),
     options: z.record(z.string(), z.unknown()).default({}),
-    /** Container image with the harness installed (Kubernetes only). */
+    /**
+     * The harness bundle image (Kubernetes only): its /opt/forge is copied into each rollout pod
+     * and the harness and verifier run from it inside the task's image (images/harness-bundle;
+     * default ghcr.io/openforge/harness-bundle:0.1.0, docs/argo.md "Images").
+     */
     image: z.string().min(1).optional(),
     /** argv of the program, for `name: command`. */
     command: z.array(z.string(), { error: "expected a list of strings (the argv)" }).min(1).optional(),
@@ -142,8 +146,21 @@ const EnvironmentSchema = z.strictObject({
   tasks: z.union([text("a task directory or .jsonl path"), z.array(TaskSpecSchema).min(1)], {
     error: "expected a task directory path, a .jsonl file path, or a list of tasks",
   }),
-  /** Image the task runs in (Kubernetes only); the harness binary is copied in from harness.image. */
+  /**
+   * Image a task runs in when it names none of its own (task.toml `docker_image`, an
+   * environment/Dockerfile); Kubernetes only. The harness and the verifier are copied in from
+   * the harness bundle (harness.image). The default is built from images/task-base (docs/argo.md, "Images").
+   */
   image: z.string().min(1).default("ghcr.io/openforge/task-base:0.1.0"),
+  /**
+   * Repository `forge images build` pushes the tasks' environment/Dockerfile images to, each as
+   * REGISTRY:env-HASH (the environment folder's hash); needed by tasks with a Dockerfile on Kubernetes.
+   */
+  registry: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._\-/:]*[a-z0-9]$/, { error: "expected an image repository without a tag, e.g. registry.example.com/forge-tasks" })
+    .refine((value) => !/:[^/]*$/.test(value) || /^[^/]+:\d+\/.+/.test(value), { error: "expected an image repository without a tag (the tag is each environment's hash)" })
+    .optional(),
   /** The headless browser of browser tasks (`task.toml [environment] browser = true`, docs/gui.md). */
   browser: z
     .strictObject({
@@ -169,7 +186,19 @@ const RolloutsSchema = z.strictObject({
    * 1 CPU and 2Gi, and 3Gi for the harness of a browser experiment (Chromium beside the harness,
    * docs/gui.md "On Argo"); what is set here applies to every rollout.
    */
-  resources: z.strictObject({ cpu: quantity("cpu").optional(), memory: quantity("memory").optional() }).default({}),
+  resources: z
+    .strictObject({
+      cpu: quantity("cpu").optional(),
+      memory: quantity("memory").optional(),
+      /**
+       * Local executor: what the workspace and HOME may hold together (default 10Gi); past it the
+       * harness is killed and the rollout ends failed with a "disk limit" error.
+       */
+      disk: quantity("disk").optional(),
+      /** Local executor, sandboxed: the size of the sandbox's /tmp, a tmpfs (default 1Gi). */
+      tmp: quantity("tmp").optional(),
+    })
+    .default({}),
   sandbox: z.enum(["auto", "bwrap", "none"], { error: 'expected "auto", "bwrap" or "none"' }).default("auto"),
   /**
    * On Argo, an iteration with more rollouts than this runs them in child Workflows of at most
@@ -217,10 +246,27 @@ const CheckpointsSchema = z.strictObject({
   nfs: z.strictObject({ server: text("the NFS server"), path: z.string().regex(/^\//, { error: "expected the export's absolute path" }) }).optional(),
 });
 
+/** Environment variables of the veRL step that forge sets itself (workflows/argo/workflow.ts). */
+export const TRAIN_ENV_RESERVED = ["PYTHONPATH", "HYDRA_FULL_ERROR", "TENSORBOARD_DIR", "WANDB_RUN_ID", "WANDB_RESUME", "WANDB_DIR"] as const;
+
+/** One environment variable of the train step from a Kubernetes Secret (never its value in the experiment). */
+const SecretEnvSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "expected an environment variable name (letters, digits, _)" }).refine((name) => !(TRAIN_ENV_RESERVED as readonly string[]).includes(name), {
+    error: `forge sets this variable itself (${TRAIN_ENV_RESERVED.join(", ")})`,
+  }),
+  /** The Secret, in the experiment's namespace. */
+  secret: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { error: "expected a Secret name" }),
+  key: z.string().regex(/^[-._a-zA-Z0-9]+$/, { error: "expected a key of the Secret" }),
+});
+
 const TrainingSchema = z.strictObject({
   algorithm: z.enum(TRAINING_ALGORITHMS, { error: `expected one of ${TRAINING_ALGORITHMS.join(", ")}` }).default("grpo"),
   iterations: positiveInt().default(1),
-  verlImage: z.string().min(1).default("verlai/verl:vllm011.latest"),
+  /**
+   * The veRL step's image: veRL 0.9.1 with its verl-core extra on veRL's CUDA image
+   * (images/verl; veRL's own images uninstall veRL itself, docs/argo.md "Images").
+   */
+  verlImage: z.string().min(1).default("ghcr.io/openforge/verl:0.9.1"),
   /** Hydra overrides passed to `python -m verl.trainer.main_ppo`, e.g. `actor_rollout_ref.actor.optim.lr=1e-6`. */
   overrides: z
     .array(z.string().regex(/^[+~]{0,2}[A-Za-z0-9_.\-/]+=/, { error: "expected a hydra override key=value" }), {
@@ -253,6 +299,17 @@ const TrainingSchema = z.strictObject({
    * $FORGE_CHECKPOINT); iterations after the first run only with it (docs/local-executor.md).
    */
   localCommand: z.array(z.string().min(1), { error: "expected a command as a list of strings" }).min(1).optional(),
+  /**
+   * veRL's trackers (`trainer.logger`): console and TensorBoard (on the data volume, one run per
+   * Workflow) by default; `wandb` needs WANDB_API_KEY from a Secret in `secretEnv`. One run
+   * across iterations either way (docs/metrics.md, "Training curves").
+   */
+  trackers: z
+    .array(z.enum(["console", "tensorboard", "wandb"], { error: 'expected "console", "tensorboard" or "wandb"' }))
+    .min(1)
+    .default(["console", "tensorboard"]),
+  /** The train step's environment from Kubernetes Secrets, e.g. `{name: WANDB_API_KEY, secret: wandb, key: api-key}`. */
+  secretEnv: z.array(SecretEnvSchema).default([]),
   weightSync: WeightSyncSchema.default({ strategy: "update-from-disk", timeoutSeconds: 600 }),
   checkpoints: CheckpointsSchema.default({ mountPath: "/checkpoints", size: "200Gi" }),
 });
@@ -267,6 +324,13 @@ const MetricsSchema = z.strictObject({
    * missing trial as a failure, as tau-bench does (docs/metrics.md).
    */
   missingTrials: z.enum(["exclude", "fail"], { error: 'expected "exclude" or "fail"' }).default("exclude"),
+  /**
+   * On Argo, each iteration's analyze step saves the HTML report, the pass@k table and the
+   * analysis as output artifacts the UI shows (docs/argo.md, "Analyse a run"); that needs an
+   * artifact repository configured for the namespace (without one that step ends in Error, which
+   * the run continues past). false: figures and gauges only.
+   */
+  argoArtifacts: z.boolean({ error: "expected true or false" }).default(true),
 });
 
 const ProxySchema = z.strictObject({
@@ -301,6 +365,10 @@ export const ExperimentSpecSchema = z
     proxy: ProxySchema.default(ProxySchema.parse({})),
   })
   .superRefine((spec, ctx) => {
+    const { trackers, secretEnv } = spec.training;
+    if (trackers.includes("wandb") && !secretEnv.some((e) => e.name === "WANDB_API_KEY")) {
+      ctx.addIssue({ code: "custom", path: ["training", "trackers"], message: "wandb needs its key: add {name: WANDB_API_KEY, secret: SECRET, key: KEY} to training.secretEnv" });
+    }
     spec.metrics.k.forEach((k, index) => {
       if (k > spec.rollouts.k) {
         ctx.addIssue({ code: "custom", path: ["metrics", "k", index], message: `pass@${k} needs rollouts.k ≥ ${k} (rollouts.k is ${spec.rollouts.k})` });

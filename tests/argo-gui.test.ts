@@ -85,8 +85,10 @@ describe("GUI rollout pods, rendered", () => {
     const pod = podOf(rollout);
     expect(() => pod.validate()).not.toThrow();
 
-    const [site] = rollout.initContainers;
-    expect(rollout.initContainers).toHaveLength(1);
+    // The harness bundle's copy first (images/harness-bundle), then the site.
+    const [bundle, site] = rollout.initContainers;
+    expect(rollout.initContainers).toHaveLength(2);
+    expect(bundle.name).toBe("bundle");
     expect(site).toMatchObject({ name: "site", image: "ghcr.io/openforge/forge:0.1.0", restartPolicy: "Always" });
     expect(site.args).toEqual(["site", "--experiment", "/experiment/experiment.yaml", "--plan-dir", "/plan", "--index", "{{inputs.parameters.index}}", "--port", "8000", "--site-log", "/site-log", "--ready-file", "/tmp/site-ready"]);
     // Ready when it listens; an exec probe, since an HTTP probe would reach the pod IP (not
@@ -99,10 +101,12 @@ describe("GUI rollout pods, rendered", () => {
     expect(mountsOf(site)["site-log"].readOnly).toBeUndefined();
 
     const byName = Object.fromEntries(rollout.containerSet.containers.map((c: Any) => [c.name, c]));
-    expect(Object.keys(mountsOf(byName.harness)).sort()).toEqual(["dshm", "harness-out", "state", "workspace"]);
+    expect(Object.keys(mountsOf(byName.harness)).sort()).toEqual(["dshm", "forge-bundle", "harness-out", "state", "workspace"]);
     expect(mountsOf(byName.harness).dshm.mountPath).toBe("/dev/shm");
-    expect(byName.harness.resources).toEqual({ requests: { cpu: "1", memory: "3Gi" }, limits: { memory: "3Gi" } });
-    expect(byName.verify.resources).toEqual({ requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "2Gi" } });
+    // The tasks' task.toml cpus = 1 (request and limit), memory raised to what Chromium needs.
+    expect(byName.harness.resources).toEqual({ requests: { cpu: "1", memory: "3Gi" }, limits: { cpu: "1", memory: "3Gi" } });
+    // The verifier runs with the task's resources too (as in Harbor, where it shares the agent's container).
+    expect(byName.verify.resources).toEqual(byName.harness.resources);
     expect(mountsOf(byName.verify)["site-log"]).toEqual({ name: "site-log", mountPath: "/logs/site", readOnly: true });
     expect(byName.verify.args.slice(-2)).toEqual(["--site-log", "/logs/site"]);
     expect(rollout.volumes).toContainEqual({ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "1Gi" } });
@@ -136,27 +140,28 @@ describe("GUI rollout pods, rendered", () => {
     expect(policy.spec.ingress).toEqual([]);
   });
 
-  test("spec.rollouts.resources overrides the GUI defaults, field by field; a plain experiment's pod is unchanged", () => {
+  test("task.toml resources win over spec.rollouts.resources, never below the browser's memory; a plain experiment's pod is unchanged", () => {
     const experiment = parseExperimentFile(GUI_FIXTURE);
     experiment.spec.rollouts.resources = { cpu: "4" };
+    // The fixture's tasks say cpus = 1, memory_mb = 2048 (task.toml [environment]): that is what
+    // their pods request and are limited to, memory raised to the 3Gi measured with Chromium.
     const harness = rolloutOf(render(experiment, GUI_FIXTURE)).containerSet.containers.find((c: Any) => c.name === "harness");
-    expect(harness.resources).toEqual({ requests: { cpu: "4", memory: "3Gi" }, limits: { memory: "3Gi" } });
-    experiment.spec.rollouts.resources = { cpu: "500m", memory: "1536Mi" };
-    const small = rolloutOf(render(experiment, GUI_FIXTURE)).containerSet.containers.find((c: Any) => c.name === "harness");
-    expect(small.resources).toEqual({ requests: { cpu: "500m", memory: "1536Mi" }, limits: { memory: "1536Mi" } });
+    expect(harness.resources).toEqual({ requests: { cpu: "1", memory: "3Gi" }, limits: { cpu: "1", memory: "3Gi" } });
+    const verify = rolloutOf(render(experiment, GUI_FIXTURE)).containerSet.containers.find((c: Any) => c.name === "verify");
+    expect(verify.resources).toEqual(harness.resources);
     const plain = rolloutOf(render(parseExperimentFile(PLAIN_FIXTURE), PLAIN_FIXTURE));
-    expect(plain.initContainers).toBeUndefined();
+    expect(plain.initContainers.map((c: Any) => c.name)).toEqual(["bundle"]);
     expect(plain.volumes.map((v: Any) => v.name)).not.toContain("dshm");
     expect(plain.containerSet.containers.find((c: Any) => c.name === "harness").resources).toEqual({ requests: { cpu: "1", memory: "1Gi" }, limits: { memory: "1Gi" } });
   });
 
-  test("a browser experiment without a harness image or Chromium's path in it is refused, naming both fields", () => {
+  test("a browser experiment without Chromium's path in the task's image is refused, naming the field (node and the MCP server come with the bundle)", () => {
     const experiment = parseExperimentFile(GUI_FIXTURE);
     delete experiment.spec.harness.image;
     delete experiment.spec.environment.browser.executablePath;
-    expect(() => render(experiment, GUI_FIXTURE)).toThrow(/browser tasks \(add-to-cart, newsletter-signup, opening-hours and 1 more\).*spec\.harness\.image.*spec\.environment\.browser\.executablePath/);
-    experiment.spec.harness.image = "harness:1";
-    expect(() => render(experiment, GUI_FIXTURE)).toThrow(/set spec\.environment\.browser\.executablePath \(Chromium's path/);
+    expect(() => render(experiment, GUI_FIXTURE)).toThrow(/browser tasks \(add-to-cart, newsletter-signup, opening-hours and 1 more\).*set spec\.environment\.browser\.executablePath \(Chromium's path in the task's image/);
+    experiment.spec.environment.browser.executablePath = "/usr/bin/chromium";
+    expect(() => render(experiment, GUI_FIXTURE)).not.toThrow();
   });
 });
 
@@ -181,7 +186,7 @@ describe("forge submit of a browser experiment (fake API server)", () => {
       expect(submitted.workflow).toMatch(/^gui-argo-[0-9a-f]{8}$/);
       const stored = k8s.get("/apis/argoproj.io/v1alpha1/namespaces/forge/workflowtemplates/gui-argo")!;
       const rollout = (stored.spec as Any).templates.find((t: Any) => t.name === "rollout");
-      expect(rollout.initContainers[0]).toMatchObject({ name: "site", restartPolicy: "Always" });
+      expect(rollout.initContainers[1]).toMatchObject({ name: "site", restartPolicy: "Always" });
       const proxyArgs = (k8s.get("/apis/apps/v1/namespaces/forge/deployments/gui-argo-proxy")!.spec as Any).template.spec.containers[0].args;
       expect(proxyArgs).toContain("--max-body-bytes");
       // A plain experiment has no sidecar and never asks.
@@ -321,7 +326,7 @@ describe("GUI rollout pod steps, as processes", () => {
     const config = JSON.parse(Object.entries(invocation.files as Record<string, string>).find(([path]) => path.endsWith(".claude-mcp.json"))![1]);
     expect(config.mcpServers.browser.command).toBe("node");
     expect(config.mcpServers.browser.args).toEqual([
-      "/app/node_modules/@playwright/mcp/cli.js",
+      "/opt/forge/app/node_modules/@playwright/mcp/cli.js",
       "--headless",
       "--isolated",
       "--executable-path",
@@ -339,7 +344,7 @@ describe("GUI rollout pod steps, as processes", () => {
     expect(invocation.env.FORGE_SITE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(invocation.command[2]).toContain(invocation.env.FORGE_SITE_URL);
     const outcome = JSON.parse(readFileSync(join(done.harnessOut, "harness-result.json"), "utf8"));
-    expect(outcome.error).toContain("Chromium (spec.environment.browser.executablePath) is not in harness:1 (looked for /opt/no-such/chromium)");
+    expect(outcome.error).toContain("Chromium (spec.environment.browser.executablePath) is not in the task's image (looked for /opt/no-such/chromium)");
     expect(done.finish.code).toBe(75);
     expect(done.result).toMatchObject({ status: "infra_error" });
   });

@@ -98,9 +98,10 @@ describe("forge render", () => {
       "rollouts<plan",
       "shards<plan",
       "report<rollouts,shards",
+      "analyze<report",
       "export<report",
       "admit<export",
-      "train<admit",
+      "train<admit,analyze",
       "sync<train",
       "prune<train",
     ]);
@@ -120,8 +121,8 @@ describe("forge render", () => {
     const shards = iteration.dag.tasks[2];
     expect(shards).toMatchObject({ template: "rollout-shard-workflow", withParam: "{{tasks.plan.outputs.parameters.shards}}" });
     // The train step trains on the groups the admit step let through.
-    expect(iteration.dag.tasks[6].arguments.parameters).toEqual([{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }]);
-    const sync = iteration.dag.tasks[7];
+    expect(iteration.dag.tasks.find((t: AnyTemplate) => t.name === "train").arguments.parameters).toEqual([{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }]);
+    const sync = iteration.dag.tasks.find((t: AnyTemplate) => t.name === "sync");
     expect(sync.arguments.parameters).toContainEqual({ name: "policy-version", value: "2" });
     expect(sync.arguments.parameters).toContainEqual({ name: "checkpoint", value: "/checkpoints/{{workflow.name}}/global_step_2/actor/huggingface" });
   });
@@ -143,10 +144,22 @@ describe("forge render", () => {
     expect(main.args[0]).toBe("finish");
     expect(main.env).toContainEqual(token);
     // Task code (harness, verifier) runs in containers with no token and no secret at all.
+    // Their env: only which image they run in (for the bundle's preflight message) and HOME.
     for (const c of [harness, verify]) {
-      expect(c.env).toBeUndefined();
+      expect(c.env.map((e: AnyTemplate) => e.name)).toEqual(["FORGE_TASK_IMAGE", "HOME"]);
+      expect(c.env.some((e: AnyTemplate) => e.valueFrom)).toBe(false);
       expect(c.envFrom).toBeUndefined();
     }
+    // Harness and verifier run inside the task's image, from the harness bundle that the init
+    // container copied into an emptyDir (images/harness-bundle; docs/argo.md, "Images").
+    expect([harness.image, verify.image]).toEqual(["ghcr.io/openforge/task-base:0.1.0", "ghcr.io/openforge/task-base:0.1.0"]);
+    expect(harness.env[0]).toEqual({ name: "FORGE_TASK_IMAGE", value: "ghcr.io/openforge/task-base:0.1.0" });
+    for (const c of [harness, verify]) expect(c.command).toEqual(["/opt/forge/bin/busybox", "sh", "/opt/forge/bin/forge-step"]);
+    expect(rollout.initContainers.map((c: AnyTemplate) => [c.name, c.image, c.command.join(" ")])).toEqual([
+      ["bundle", "ghcr.io/openforge/harness-bundle:0.1.0", "/opt/forge/bin/busybox cp -a /opt/forge/. /forge-bundle/"],
+    ]);
+    expect(rollout.initContainers[0].securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
+    expect(rollout.volumes).toContainEqual({ name: "forge-bundle", emptyDir: {} });
     // Each try registers its own id: {{retries}} is Argo's retry number; the rollout is the plan's item at its index.
     for (const c of [register, main]) expect(c.args.slice(-10)).toEqual(["--run", "{{inputs.parameters.run}}", "--iteration", "{{inputs.parameters.iteration}}", "--index", "{{inputs.parameters.index}}", "--item", "/item/item.json", "--retry", "{{retries}}"]);
     expect(register.args).toContain("--plan-dir");
@@ -156,10 +169,10 @@ describe("forge render", () => {
     expect(harness.args).toEqual(["harness", "--state", "/forge", "--workspace", "/workspace", "--harness-out", "/harness-out", "--timeout-seconds", "300", "--sandbox", "auto"]);
     const mounts = (c: AnyTemplate) => Object.fromEntries(c.volumeMounts.map((m: AnyTemplate) => [m.mountPath, m.readOnly ? "ro" : "rw"]));
     // The harness never mounts the tests (in /experiment), the verdict or the control volume.
-    expect(mounts(harness)).toEqual({ "/workspace": "rw", "/forge": "rw", "/harness-out": "rw" });
+    expect(mounts(harness)).toEqual({ "/workspace": "rw", "/forge": "rw", "/harness-out": "rw", "/opt/forge": "ro" });
     // The verifier reads the workspace (and works on a copy), writes only its verdict and scratch; no harness state (the rollout's key).
     // Which task it is comes from /item, which only register writes (the verifier reads it).
-    expect(mounts(verify)).toEqual({ "/workspace": "ro", "/harness-out": "ro", "/verdict": "rw", "/verify": "rw", "/item": "ro", "/experiment": "ro" });
+    expect(mounts(verify)).toEqual({ "/workspace": "ro", "/harness-out": "ro", "/verdict": "rw", "/verify": "rw", "/item": "ro", "/experiment": "ro", "/opt/forge": "ro" });
     expect(mounts(main)).toEqual({ "/harness-out": "ro", "/verdict": "ro", "/control": "rw", "/item": "ro", "/tmp": "rw", "/experiment": "ro", "/results": "rw" });
     expect(mounts(register)).toEqual({ "/workspace": "rw", "/forge": "rw", "/control": "rw", "/item": "rw", "/tmp": "rw", "/experiment": "ro", "/plan": "ro" });
     // Only the iteration's own plan and results directories of the data volume.
@@ -214,7 +227,7 @@ describe("forge render", () => {
     const keys = args.slice(2).map((a) => a.slice(0, a.indexOf("=")));
     expect(new Set(keys).size).toBe(keys.length);
     expect(train.container.resources.limits).toEqual({ "nvidia.com/gpu": "2" });
-    expect(train.container.image).toBe("verlai/verl:vllm011.latest");
+    expect(train.container.image).toBe("ghcr.io/openforge/verl:0.9.1");
     expect(args).toContain("actor_rollout_ref.rollout.agent.default_agent_loop=forge_agent");
     expect(train.initContainers[0].args).toEqual([
       "verl-config", "--out", "/forge/verl", "--batch", "/data/exports/{{workflow.name}}/iteration-1/batch.parquet",
@@ -329,8 +342,10 @@ describe("forge render", () => {
     expect(containers[0].args).toContain("http://127.0.0.1:8000");
     expect(containers[1].args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--model", "sim"]);
     const names = templates(objects).map((t) => t.name);
-    expect(names).toEqual(["experiment", "iteration-0", "plan", "rollout", "rollout-shard-workflow", "rollout-shard", "report", "exit-handler"]);
-    expect(template(objects, "rollout").containerSet.containers[1].image).toBe("ghcr.io/openforge/harness-claude-code:0.1.0");
+    expect(names).toEqual(["experiment", "iteration-0", "plan", "rollout", "rollout-shard-workflow", "rollout-shard", "report", "analyze", "exit-handler"]);
+    // The harness runs in the task's image; the harness comes from the bundle (the init container).
+    expect(template(objects, "rollout").containerSet.containers[1].image).toBe("ghcr.io/openforge/task-base:0.1.0");
+    expect(template(objects, "rollout").initContainers[0].image).toBe("ghcr.io/openforge/harness-bundle:0.1.0");
   });
 
   test("task files too large for a ConfigMap: the error says what to do", () => {
@@ -352,7 +367,7 @@ test("the quickstart renders: simulator beside the proxy, records and exports, n
   const quickstart = join(import.meta.dir, "..", "examples", "quickstart", "experiment.yaml");
   const objects = renderExperiment(parseExperimentFile(quickstart), { namespace: "forge", experimentPath: quickstart });
   for (const object of objects) expect(() => new MODELS[object.kind]!(object as never).validate()).not.toThrow();
-  expect(template(objects, "iteration-0").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report", "export"]);
+  expect(template(objects, "iteration-0").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report", "analyze", "export"]);
   const sim = byKind(objects, "Deployment").spec.template.spec.containers[1];
   expect(sim.args).toEqual(["--listen", "127.0.0.1:8000", "--seed", "7", "--model", "forge-sim/qwen3-sim", "--script", "/experiment/simulator.yaml"]);
   const config = byKind(objects, "ConfigMap");
@@ -510,7 +525,7 @@ describe("async iterations (training.async)", () => {
       "iteration-3-rollouts": ["iteration-2-rollouts", "iteration-1-train"],
       "iteration-3-train": ["iteration-3-rollouts", "iteration-2-train"],
     });
-    expect(template(objects, "iteration-2-rollouts").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report"]);
+    expect(template(objects, "iteration-2-rollouts").dag.tasks.map((t: AnyTemplate) => t.name)).toEqual(["plan", "rollouts", "shards", "report", "analyze"]);
     expect(template(objects, "iteration-2-rollouts").parallelism).toBe(16);
     const step = template(objects, "iteration-2-train").dag.tasks;
     expect(step[0]).toMatchObject({ name: "export" });

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { parseExperimentFile } from "../schemas/index.ts";
 import { ARGO_LIMITS, checkArgoLimits, type ScaleReport } from "../workflows/argo/limits.ts";
 import { PLAN_OUTPUT_NAMES } from "../workflows/argo/fanout.ts";
+import { analyzeFigures } from "../workflows/argo/analyze.ts";
 import { renderExperiment, type KubeObject } from "../workflows/argo/render.ts";
 import { runStep } from "../workflows/argo/step.ts";
 
@@ -51,15 +52,22 @@ spec:
   training: {iterations: 2${async ? ", async: true" : ""}}
 `,
   );
-  const objects = renderExperiment(parseExperimentFile(path), { namespace: "forge", experimentPath: path });
+  const experiment = parseExperimentFile(path);
+  const objects = renderExperiment(experiment, { namespace: "forge", experimentPath: path });
   // The plan step as the pod runs it (its experiment file is the one the ConfigMap mounts).
   const outputs = join(dir, "outputs");
   const code = await runStep(["plan", "--experiment", path, "--iteration", "0", "--plan-dir", join(dir, "plan"), "--results-dir", join(dir, "results"), "--outputs", outputs]);
   expect(code).toBe(0);
   const plan = Object.fromEntries(PLAN_OUTPUT_NAMES.map((name) => [name, readFileSync(join(outputs, name), "utf8")]));
   const runtime = {
-    // report and admit write a number each (pass rate with 3 decimals, the batch size).
-    outputs: { plan, report: { "pass-rate": "0.000" }, admit: { "train-batch-size": String(tasks) } },
+    // report and admit write a number each (pass rate with 3 decimals, the batch size); analyze
+    // one per figure (a double in full).
+    outputs: {
+      plan,
+      report: { "pass-rate": "0.000" },
+      admit: { "train-batch-size": String(tasks) },
+      analyze: Object.fromEntries(analyzeFigures(experiment).map((figure) => [figure.parameter, "0.30000000000000004"])),
+    },
     retries: 2,
   };
   return { objects, plan, runtime, dir };
@@ -120,7 +128,8 @@ test("browser tasks with sites (the rollout pod with the site sidecar, the brows
   const { runtime, objects } = await renderAtScale({ rollouts: 2_000, k: 4, gui: true });
   const rollout = (objects.find((o) => o.kind === "WorkflowTemplate") as unknown as { spec: { templates: Record<string, any>[] } }).spec.templates.find((t) => t.name === "rollout")!;
   expect(rollout.volumes.map((v: { name: string }) => v.name)).toEqual(expect.arrayContaining(["dshm", "site-log"]));
-  expect(rollout.initContainers[0].restartPolicy).toBe("Always");
+  // After the harness bundle's copy, the site sidecar.
+  expect(rollout.initContainers.map((c: { name: string; restartPolicy?: string }) => [c.name, c.restartPolicy])).toEqual([["bundle", undefined], ["site", "Always"]]);
   const report = checkArgoLimits(objects, runtime);
   expectWithinLimits(report);
   expect(report.workflows.filter((w) => /-i\d-s\d+$/.test(w.workflow))).toHaveLength(4);

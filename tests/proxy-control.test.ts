@@ -187,9 +187,10 @@ describe("modes and token status", () => {
       expect(call!.tokenStatus).toBe(TokenStatus.MISSING);
       expect(call!.completionTokenIds).toEqual([]);
       const metrics = await (await fetch(`${h.proxy.url}/metrics`)).text();
-      expect(metrics).toContain('forge_proxy_token_missing_total{protocol="chat"} 1');
-      expect(metrics).toContain('forge_proxy_calls_total{protocol="chat",status="OK",code="200"} 1');
-      expect(metrics).toMatch(/forge_proxy_call_duration_seconds_count\{protocol="chat"\} 1/);
+      const scope = 'experiment="test",iteration="0",policy_version="0"';
+      expect(metrics).toContain(`forge_proxy_token_missing_total{${scope},protocol="chat"} 1`);
+      expect(metrics).toContain(`forge_proxy_calls_total{${scope},protocol="chat",status="OK",code="200"} 1`);
+      expect(metrics).toContain(`forge_proxy_call_duration_seconds_count{${scope},protocol="chat"} 1`);
     } finally {
       await h.close();
       await plain.stop(true);

@@ -11,7 +11,7 @@ import { afterAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { RolloutStatus, type Record as ForgeRecord } from "../schemas/index.ts";
+import { CallStatus, RolloutStatus, TokenMode, type Record as ForgeRecord } from "../schemas/index.ts";
 import { ExperimentSchema } from "../schemas/index.ts";
 import { openSegmentLog, readRecords } from "../records/index.ts";
 import { scratchDir } from "../records/testing.ts";
@@ -19,6 +19,7 @@ import { exportTrajectories, trajectoryOf } from "../trajectories/index.ts";
 import { rolloutRecords } from "../trajectories/testing.ts";
 import { verlCommand } from "../workflows/argo/index.ts";
 import { startProxyHarness } from "../proxy/testing.ts";
+import { tokenInOptions } from "../proxy/index.ts";
 import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
 import { oraclePython } from "./reference/oracle.ts";
 
@@ -138,17 +139,31 @@ test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop ag
   writeFileSync(setupPath, JSON.stringify(setup));
 
   // Online: the proxy, whose own upstream must serve nothing here, and a simulator playing
-  // veRL's inference server at an address veRL's load balancer hands the loop. The weight
-  // change between the two steps restarts that server, same address, other weights.
+  // veRL's inference server at an address veRL's load balancer hands the loop, its weights
+  // labelled with their version as vLLM labels them. Each weight sync restarts that server,
+  // same address, other weights, the next version; `alive` keeps when each instance served.
   const h = await startProxyHarness({ sim: { script: SCRIPT } });
+  // The same in token-in mode (docs/token-in.md): online token-in against veRL's server.
+  const ti = await startProxyHarness({ sim: { script: SCRIPT }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } });
   const port = await freePort();
-  const servers: StartedPolicySimulator[] = [await startPolicySimulator({ seed: 11, script: SCRIPT, hostname: "127.0.0.1", port })];
+  const servers: StartedPolicySimulator[] = [];
+  const alive: { from: number; to: number }[] = [];
+  const startServer = async () => {
+    const version = servers.length;
+    const server = await startPolicySimulator({ seed: 11 + version, script: SCRIPT, hostname: "127.0.0.1", port });
+    const labelled = await fetch(`${server.url}/update_weight_version`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ new_version: String(version) }) });
+    expect(labelled.status).toBe(200);
+    servers.push(server);
+    alive.push({ from: Date.now(), to: Infinity });
+  };
+  await startServer();
   const weights = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     async fetch() {
       await servers.at(-1)!.stop();
-      servers.push(await startPolicySimulator({ seed: 12, script: SCRIPT, hostname: "127.0.0.1", port }));
+      alive.at(-1)!.to = Date.now();
+      await startServer();
       return new Response("{}", { headers: { "content-type": "application/json" } });
     },
   });
@@ -157,6 +172,7 @@ test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop ag
     const { code, out } = await runSuite(["tests.test_units", "tests.test_replay", "tests.test_config", "tests.test_online"], {
       FORGE_TEST_SETUP: setupPath,
       FORGE_TEST_PROXY_URL: h.proxy.url,
+      FORGE_TEST_TOKEN_IN_PROXY_URL: ti.proxy.url,
       FORGE_ADMIN_TOKEN: h.adminToken,
       FORGE_TEST_VERL_SERVER: `127.0.0.1:${port}`,
       FORGE_TEST_WEIGHTS_URL: `http://127.0.0.1:${weights.port}/`,
@@ -167,46 +183,124 @@ test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop ag
     console.log(out.match(/veRL suite.*$/m)![0]);
     expect(out).toContain("OK");
     expect(code).toBe(0);
-
-    // Every call of every rollout the loop ran was served by veRL's server, never the proxy's
-    // own upstream, and recorded with the version of the weights of its step.
-    expect(h.sims[0]!.samples).toHaveLength(0);
-    const steps = JSON.parse(await Bun.file(onlineOut).text()) as { global_steps: number; uids: string[]; outputs: { rollout_id: string; sample_id: string; min_global_steps: number }[] }[];
-    const records = await h.records();
-    const registered = records.flatMap((r) => (r.kind.case === "rollout" ? [r.kind.value] : []));
-    const results = new Map(records.flatMap((r) => (r.kind.case === "rolloutResult" ? [[r.kind.value.rolloutId, r.kind.value] as const] : [])));
-    expect(registered).toHaveLength(8);
-    const calls = await h.calls();
-    const decoder = new TextDecoder();
-    for (const [i, step] of steps.entries()) {
-      const server = servers[i]!;
-      const mine = registered.filter((r) => step.uids.includes(r.group));
-      expect(mine).toHaveLength(4);
-      const stepCalls = calls.filter((c) => mine.some((r) => r.rolloutId === c.rolloutId));
-      expect(stepCalls.length).toBe(server.samples.length); // this step's weights served every call of the step
-      for (const call of stepCalls) {
-        expect(call.upstream).toBe(server.url);
-        expect(call.policyVersion).toBe(step.global_steps - 1);
-        const sent = JSON.parse(decoder.decode(call.upstreamRequestBody.length > 0 ? call.upstreamRequestBody : call.upstreamRequestPatch));
-        expect(sent).toMatchObject({ temperature: 0.7, top_p: 0.95, top_k: -1 }); // veRL's rollout config, not the harness's 0.1
-      }
-      const infra = mine.filter((r) => results.get(r.rolloutId)?.status === RolloutStatus.INFRA_ERROR);
-      expect(infra).toHaveLength(i === 0 ? 0 : 1);
-      const returned = new Set(step.outputs.map((o) => o.rollout_id));
-      for (const r of mine) expect(returned.has(r.rolloutId)).toBe(!infra.includes(r)); // the infra error is masked: no output
-      for (const o of step.outputs) {
-        // each output is a sample the records assemble to, with that rollout's reward
-        const t = (await trajectoryOf(readRecords(h.dataDir), o.rollout_id))!;
-        expect(t.samples.map((x) => x.sample_id)).toContain(o.sample_id);
-        expect(o.min_global_steps).toBe(step.global_steps - 1);
-      }
-    }
+    const online = JSON.parse(await Bun.file(onlineOut).text());
+    await checkOnline(h, { ...online, steps: online.steps.filter((s: OnlineStep) => !s.token_in) }, servers, alive);
+    await checkTokenIn(ti, online.steps.find((s: OnlineStep) => s.token_in)!, servers, alive);
   } finally {
     weights.stop(true);
     for (const s of servers) await s.stop().catch(() => {});
     await h.close();
+    await ti.close();
   }
 }, 900_000);
+
+type OnlineStep = { global_steps: number; validate: boolean; legacy?: boolean; token_in?: boolean; uids: string[]; outputs: { rollout_id: string; sample_id: string; min_global_steps: number; max_global_steps: number }[] };
+
+/**
+ * What the proxy recorded against what served each call: every call of every rollout the loop
+ * ran was served by veRL's server (never the proxy's own upstream) and is recorded with the
+ * version of the server instance that answered it (the weights' label, not a step count); the
+ * validation pass is labelled, served by the weights its step trained and left out of the
+ * training export; the timed-out rollout was cancelled and nothing of it is recorded after its
+ * result.
+ */
+/**
+ * The token-in step: every rollout one sample with 0 drift tokens although the harness dropped
+ * its reasoning, every call token-in, served by veRL's server (the version it reported) with
+ * veRL's sampling; the proxy's own upstream served nothing.
+ */
+async function checkTokenIn(ti: Awaited<ReturnType<typeof startProxyHarness>>, step: OnlineStep, servers: StartedPolicySimulator[], alive: { from: number; to: number }[]) {
+  expect(ti.sims[0]!.samples).toHaveLength(0);
+  const registered = (await ti.records()).flatMap((r) => (r.kind.case === "rollout" ? [r.kind.value] : []));
+  expect(registered.filter((r) => step.uids.includes(r.group))).toHaveLength(4);
+  const calls = await ti.calls();
+  expect(calls.length).toBeGreaterThan(4);
+  for (const call of calls) {
+    const server = alive.findIndex((w) => call.startUnixMs >= w.from && call.startUnixMs <= w.to);
+    expect([call.tokenMode, call.upstream, call.servedWeightVersion, call.policyVersion, call.policyVersionMismatch]).toEqual([TokenMode.TOKEN_IN, servers[server]!.url, "2", 2, ""]);
+    expect(JSON.parse(new TextDecoder().decode(call.engineRequest))).toMatchObject({ temperature: 0.7, top_p: 0.95 });
+  }
+  for (const r of registered) {
+    const t = (await trajectoryOf(readRecords(ti.dataDir), r.rolloutId, { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] }))!;
+    expect({ samples: t.samples.length, drift: t.stats.drift_tokens, fork: t.stats.fork }).toEqual({ samples: 1, drift: 0, fork: 0 });
+  }
+  expect(step.outputs.map((o) => o.min_global_steps)).toEqual([2, 2, 2, 2]);
+}
+
+async function checkOnline(h: Awaited<ReturnType<typeof startProxyHarness>>, online: { steps: OnlineStep[]; hang_log: string }, servers: StartedPolicySimulator[], alive: { from: number; to: number }[]) {
+  expect(h.sims[0]!.samples).toHaveLength(0);
+  const records = await h.records();
+  const registered = records.flatMap((r) => (r.kind.case === "rollout" ? [r.kind.value] : []));
+  const results = new Map(records.flatMap((r) => (r.kind.case === "rolloutResult" ? [[r.kind.value.rolloutId, r.kind.value] as const] : [])));
+  // 3 V1 training steps x 2 rows x rollout.n 2, the validation pass's 2 rows x val_kwargs.n 1,
+  // and the legacy trainer's step (4) and validation pass (2).
+  expect(registered).toHaveLength(20);
+  const calls = await h.calls();
+  const served = (at: number) => alive.findIndex((w) => at >= w.from && at <= w.to);
+  const decoder = new TextDecoder();
+  for (const call of calls) {
+    const server = served(call.startUnixMs);
+    expect(server).toBeGreaterThanOrEqual(0);
+    expect(call.upstream).toBe(servers[server]!.url);
+    expect(call.policyVersion).toBe(server);
+    // An answered call carries the label its server reported; one aborted by the cancel has none.
+    if (call.status === CallStatus.OK) expect([call.servedWeightVersion, call.policyVersionMismatch]).toEqual([String(server), ""]);
+  }
+  // Each server instance answered exactly the calls recorded in its window.
+  // (Samples of the token-in proxy's rollouts, checked in checkTokenIn, are left aside.)
+  const ids = new Set(registered.map((r) => r.rolloutId));
+  for (const [i, server] of servers.entries()) expect(calls.filter((c) => served(c.startUnixMs) === i).length).toBe(server.samples.filter((x) => ids.has(x.rollout ?? "")).length);
+  // The version a step's outputs carry is that of the weights serving it: 0, then 1 after the
+  // first sync (the validation pass and step 2), then 2 (step 3 and the legacy trainer's step
+  // and validation pass, whose global_steps 4 is only in meta_info).
+  const expected = [0, 1, 1, 2, 2, 2];
+  expect(online.steps).toHaveLength(expected.length);
+  for (const [i, step] of online.steps.entries()) {
+    const mine = registered.filter((r) => step.uids.includes(r.group));
+    expect(mine.length).toBe(step.validate ? 2 : 4);
+    for (const r of mine) {
+      expect(r.labels["openforge.dev/validation"]).toBe(step.validate ? "true" : undefined);
+      // Read from veRL's server actor (V1 steps) or, with no actor, vLLM's label (legacy steps here).
+      expect(r.labels["verl.version_source"]).toBe(step.legacy ? "weight_info" : "actor");
+      for (const call of calls.filter((c) => c.rolloutId === r.rolloutId)) {
+        expect(call.policyVersion).toBe(expected[i]!);
+        const sent = JSON.parse(decoder.decode(call.upstreamRequestBody.length > 0 ? call.upstreamRequestBody : call.upstreamRequestPatch));
+        // veRL's rollout config (val_kwargs in the validation pass), not the harness's 0.1
+        expect(sent).toMatchObject(step.validate ? { temperature: 0.3, top_p: 0.8 } : { temperature: 0.7, top_p: 0.95, top_k: -1 });
+      }
+    }
+    for (const o of step.outputs) {
+      const t = (await trajectoryOf(readRecords(h.dataDir), o.rollout_id))!;
+      expect(t.samples.map((x) => x.sample_id)).toContain(o.sample_id);
+      expect([o.min_global_steps, o.max_global_steps]).toEqual([expected[i]!, expected[i]!]);
+    }
+  }
+  // Validation rollouts are not training data.
+  const validation = new Set(registered.filter((r) => r.labels["openforge.dev/validation"] === "true").map((r) => r.rolloutId));
+  expect(validation.size).toBe(4);
+  const out = join(scratch.dir, "online-export.parquet");
+  const manifest = await exportTrajectories(readRecords(h.dataDir), { format: "verl", out, experiment: "verl-online" });
+  expect(manifest.filter.validation_rollouts).toBe(4);
+  const rows = (await Bun.file(out.replace(/\.parquet$/, ".jsonl")).text()).trim().split("\n").map((l) => JSON.parse(l) as { rollout_id: string });
+  expect(rows.length).toBeGreaterThan(0);
+  for (const row of rows) expect(validation.has(row.rollout_id)).toBe(false);
+  // The timed-out session: cancelled (status timeout), and no call of it after its result.
+  const cancelled = registered.filter((r) => results.get(r.rolloutId)?.metrics["forge.cancelled"] === 1);
+  expect(cancelled).toHaveLength(1);
+  const id = cancelled[0]!.rolloutId;
+  expect(results.get(id)!.status).toBe(RolloutStatus.TIMEOUT);
+  const order = records.flatMap((r) => ((r.kind.case === "modelCall" || r.kind.case === "rolloutResult") && r.kind.value.rolloutId === id ? [r.kind.case] : []));
+  expect(order.at(-1)).toBe("rolloutResult");
+  expect(order.filter((k) => k === "rolloutResult")).toHaveLength(1);
+  // Whatever the orphan tried after the cancel was refused (409), never served.
+  const cancelledAt = results.get(id)!.finishedUnixMs / 1000;
+  for (const line of online.hang_log.trim().split("\n").filter(Boolean)) {
+    const [at, status] = line.split(" ");
+    if (Number(at) > cancelledAt) expect(status).not.toBe("200");
+  }
+  const infra = registered.filter((r) => results.get(r.rolloutId)?.status === RolloutStatus.INFRA_ERROR);
+  expect(infra).toHaveLength(1);
+}
 
 const SCRIPT = {
   thinking: true,

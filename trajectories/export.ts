@@ -11,7 +11,7 @@ import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { once } from "node:events";
 import { DuckDBInstance } from "@duckdb/node-api";
-import type { ModelCall, Record } from "../schemas/index.ts";
+import { VALIDATION_LABEL, type ModelCall, type Record } from "../schemas/index.ts";
 import { callImageRefs } from "./images.ts";
 import { assembleTrajectory } from "./assemble.ts";
 import { columnsSql, groupColumns, sftColumns, verlColumns } from "./columns.ts";
@@ -81,7 +81,8 @@ export type ExportManifest = {
   sidecar_jsonl: string | null;
   options: { min_group_size: number; reward_policy: string; gamma: number; timeouts: string; sft_min_reward: number | null };
   records: number;
-  filter: { experiment: string | null; iteration: number | null; skipped_rollouts: number };
+  /** `validation_rollouts`: rollouts labelled as a trainer's validation (VALIDATION_LABEL), never trained on. */
+  filter: { experiment: string | null; iteration: number | null; skipped_rollouts: number; validation_rollouts: number };
   rollouts: { seen: number; valid: number; excluded: { [reason: string]: number }; late_calls: number; max_open: number };
   groups: { seen: number; kept: number; dropped: { group: string; valid_rollouts: number }[] };
   samples: number;
@@ -220,7 +221,7 @@ export async function exportTrajectories(
       timeouts: options.timeouts ?? "score",
       sft_min_reward: format === "sft" ? sftMinReward : null,
     },
-    filter: { experiment: options.experiment ?? null, iteration: options.iteration ?? null, skipped_rollouts: 0 },
+    filter: { experiment: options.experiment ?? null, iteration: options.iteration ?? null, skipped_rollouts: 0, validation_rollouts: 0 },
     records: 0,
     rollouts: { seen: 0, valid: 0, excluded: {}, late_calls: 0, max_open: 0 },
     groups: { seen: 0, kept: 0, dropped: [] },
@@ -272,6 +273,11 @@ export async function exportTrajectories(
       const r = collected.rollout;
       if ((options.experiment !== undefined && r?.experiment !== options.experiment) || (options.iteration !== undefined && r?.iteration !== options.iteration)) {
         manifest.filter.skipped_rollouts++;
+        continue;
+      }
+      if (r?.labels[VALIDATION_LABEL] === "true") {
+        // A trainer's validation pass (its own sampling, the trained weights): measured, not trained on.
+        manifest.filter.validation_rollouts++;
         continue;
       }
       const t = assembleTrajectory(collected.calls, collected.rollout, collected.result, options, collected.content);

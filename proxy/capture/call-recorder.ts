@@ -8,6 +8,7 @@ import { CallStatus, create, Engine, LogprobsMode, ModelCallSchema, Protocol, Re
 import { createContentWriter, RecorderError, type ContentWriterOptions, type SegmentLog } from "../../records/index.ts";
 import { promptDelta } from "../../records/index.ts";
 import { tokenVerdict, type TokenCapture } from "./tokens.ts";
+import { servedVersion } from "./served-version.ts";
 import { engineEnum, type EngineInfo } from "../engines/kinds.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
@@ -104,6 +105,8 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
       const delta = prompt ? promptDelta(prompt, call.rollout.recent) : undefined;
       const endPerf = performance.now();
       const u = cap.usage;
+      // Served by the rollout's own servers: the version they reported for this call's tokens.
+      const version = call.rollout.serving?.upstreams.length ? servedVersion(cap.weightVersions, call.policyVersion, call.status === CallStatus.OK && call.httpStatus === 200) : undefined;
       const modelCall = create(ModelCallSchema, {
         rolloutId: call.rollout.rollout.rolloutId,
         seq: call.seq,
@@ -114,7 +117,9 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         responseBody: call.responseBody,
         model: cap.model || call.model,
         upstream: call.upstream,
-        policyVersion: call.policyVersion,
+        policyVersion: version?.policyVersion ?? call.policyVersion,
+        servedWeightVersion: version?.served ?? "",
+        policyVersionMismatch: version?.mismatch ?? "",
         stream: call.stream,
         httpStatus: call.httpStatus,
         status: call.status,
@@ -172,14 +177,17 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
       registry.noteCall(call.rollout, modelCall, prompt);
       call.tokenIn?.recorded(modelCall, call.rollout);
       const statusName = CallStatus[call.status] ?? String(call.status);
+      // The series' experiment / iteration / policy_version labels (their text is cached per rollout).
+      const scope = { rollout: call.rollout.rollout, policyVersion: call.policyVersion };
       metrics.callFinished(
         { protocol: call.protocolName, status: statusName, http_status: call.httpStatus },
         modelCall.latencyMs / 1000,
         call.ttftMs === undefined ? undefined : call.ttftMs / 1000,
+        scope,
       );
-      metrics.tokens("prompt", u?.prompt_tokens ?? prompt?.length ?? 0);
-      metrics.tokens("completion", u?.completion_tokens ?? cap.completionTokenIds.length);
-      if (tokenStatus === TokenStatus.MISSING && call.status === CallStatus.OK) metrics.tokenMissing(call.protocolName);
+      metrics.tokens("prompt", u?.prompt_tokens ?? prompt?.length ?? 0, scope);
+      metrics.tokens("completion", u?.completion_tokens ?? cap.completionTokenIds.length, scope);
+      if (tokenStatus === TokenStatus.MISSING && call.status === CallStatus.OK) metrics.tokenMissing(call.protocolName, scope);
       return modelCall;
     },
   };

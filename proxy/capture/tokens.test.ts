@@ -12,7 +12,9 @@ describe("harnessWants", () => {
       usage: true,
       sglext: false,
       reasoning: true,
+      weightVersions: false,
     });
+    expect(harnessWants("chat", { return_weight_versions: true }).weightVersions).toBe(true);
     expect(harnessWants("completions", { logprobs: 0 }).logprobs).toBe(true);
     expect(harnessWants("chat", {}).usage).toBe(true); // non-stream answers always carry usage
     expect(harnessWants("chat", { return_output_ids_in_sglext: true, include_reasoning: false })).toMatchObject({ sglext: true, reasoning: false });

@@ -27,6 +27,8 @@ export interface HarnessWants {
   sglext?: boolean;
   /** false when the harness sent `include_reasoning: false` (the proxy then strips reasoning). */
   reasoning?: boolean;
+  /** vLLM's `weight_versions` spans (`return_weight_versions`). */
+  weightVersions?: boolean;
   /**
    * Completions `echo` in train mode against vLLM, which sends the echoed prompt's text as ""
    * when asked for ids: the prompt text the proxy puts back in front of choice 0's text.
@@ -48,6 +50,12 @@ export interface TokenCapture {
   upstreamError?: string;
   /** Whether the echoed prompt text was put back (the first text of choice 0 seen). */
   echoed?: boolean;
+  /**
+   * The weight-version labels the server reported for choice 0's tokens, in order (vLLM 0.33.0:
+   * `choices[i].weight_versions` spans, with `return_weight_versions`; SGLang 0.5.23:
+   * `metadata.weight_version`). Undefined when it reported none.
+   */
+  weightVersions?: string[];
 }
 
 /**
@@ -102,6 +110,8 @@ export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapt
     if (e) capture.upstreamError ??= e.message;
   }
   if (body.sglext && typeof body.sglext === "object" && captureSglext(body, capture, wants)) changed = true;
+  const sglangVersion = body.metadata?.weight_version;
+  if (typeof sglangVersion === "string" && sglangVersion !== "") capture.weightVersions ??= [sglangVersion];
   if (!Array.isArray(body.choices)) return changed;
   for (const choice of body.choices) {
     if (!choice || typeof choice !== "object") continue;
@@ -138,6 +148,13 @@ export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapt
       }
     }
     if (first && typeof choice.finish_reason === "string" && choice.finish_reason !== "") capture.finishReason = choice.finish_reason;
+    if (Array.isArray(choice.weight_versions)) {
+      if (first) noteWeightVersions(capture, choice.weight_versions);
+      if (!wants.weightVersions) {
+        choice.weight_versions = null;
+        changed = true;
+      }
+    }
     if (wants.reasoning === false && kind === "chat" && stripReasoning(choice.message ?? choice.delta)) changed = true;
     if (first && wants.echoPrompt !== undefined && !capture.echoed && typeof choice.text === "string") {
       choice.text = wants.echoPrompt + choice.text;
@@ -146,6 +163,16 @@ export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapt
     }
   }
   return changed;
+}
+
+/** vLLM's spans (`[{version, start, end}]`, only on a choice's last chunk) as the list of their labels. */
+function noteWeightVersions(capture: TokenCapture, spans: unknown[]): void {
+  const labels = capture.weightVersions ?? [];
+  for (const span of spans) {
+    const version = (span as { version?: unknown } | null)?.version;
+    if (typeof version === "string" && labels.at(-1) !== version) labels.push(version);
+  }
+  if (labels.length > 0) capture.weightVersions = labels;
 }
 
 /** SGLang's response-level ids: `sglext.input_ids` and `sglext.output_ids[choice]`. */
@@ -213,6 +240,7 @@ export function harnessWants(kind: CaptureKind, body: any): HarnessWants {
     usage: body.stream !== true || body.stream_options?.include_usage === true,
     sglext: body.return_input_ids_in_sglext === true || body.return_output_ids_in_sglext === true,
     reasoning: body.include_reasoning !== false,
+    weightVersions: body.return_weight_versions === true,
   };
 }
 

@@ -18,6 +18,8 @@ import { ProxyHttpError } from "../errors.ts";
 import { decodeUtf8Chunks } from "../body.ts";
 import type { RolloutState } from "../state/rollouts.ts";
 import { withSampling } from "../state/serving.ts";
+import { enterCall, leaveCall } from "../state/cancel.ts";
+import { refuseFinished } from "../routes/auth.ts";
 import type { FrontDoor, PipelineContext, PreparedCall } from "./types.ts";
 import { jsonAsStream, SSE_HEADERS, streamAnswer } from "./stream-answer.ts";
 
@@ -52,11 +54,21 @@ export async function runModelCall(
   let policyVersion: number;
   try {
     policyVersion = await ctx.gate.enter(request.signal);
-    // Served by its own upstreams: the version of their weights, as registered.
+    // Served by its own upstreams: the version they were registered with (the call records
+    // the one the server reports, capture/served-version.ts).
     if (rollout.serving?.upstreams.length) policyVersion = rollout.rollout.policyVersion;
   } catch (error) {
     ctx.admitted.count--;
     throw error;
+  }
+  // A rollout cancelled meanwhile (it may have waited at the pause gate) takes no more calls;
+  // one cancelled during the call aborts it (state/cancel.ts).
+  const signal = rollout.result ? undefined : enterCall(rollout, request.signal);
+  if (!signal) {
+    ctx.admitted.count--;
+    ctx.gate.leave();
+    refuseFinished(rollout);
+    throw new ProxyHttpError(409, `rollout "${rollout.rollout.rolloutId}" finished: it takes no more model calls`, "invalid_request_error", "rollout_finished");
   }
   ctx.metrics.inFlight(1);
   let left = false;
@@ -66,9 +78,10 @@ export async function runModelCall(
     ctx.admitted.count--;
     ctx.gate.leave();
     ctx.metrics.inFlight(-1);
+    leaveCall(rollout);
   };
   try {
-    const response = await callUpstream(ctx, rollout, door, prepared, requestBody, request, policyVersion, leave);
+    const response = await callUpstream(ctx, rollout, door, prepared, requestBody, request, policyVersion, leave, signal);
     return response;
   } catch (error) {
     leave();
@@ -85,6 +98,7 @@ async function callUpstream(
   request: Request,
   policyVersion: number,
   leave: () => void,
+  signal: AbortSignal,
 ): Promise<Response> {
   const train = ctx.mode === "train";
   const engine = ctx.engine;
@@ -92,9 +106,9 @@ async function callUpstream(
   const callId = `call-${crypto.randomUUID()}`;
   // Token-in mode (docs/token-in.md): the proxy renders the prompt ids and the engine gets them.
   const tokenIn = ctx.tokenIn && train && prepared.upstreamPath === CHAT_PATH && !prepared.upstreamHeaders
-    ? await ctx.tokenIn.prepare({ rollout, chat: prepared.upstreamBody, callId, engine, client: ctx.client, signal: request.signal })
+    ? await ctx.tokenIn.prepare({ rollout, chat: prepared.upstreamBody, callId, engine, client: ctx.client, signal })
     : undefined;
-  const upstreamBody = tokenIn ? tokenIn.chatBody : withSampling(train ? engine.adapter.trainRequest(prepared.capture, prepared.upstreamBody) : evalRequest(prepared.upstreamPath, prepared.upstreamBody), rollout.serving?.sampling);
+  const upstreamBody = tokenIn ? tokenIn.chatBody : withServedVersion(withSampling(train ? engine.adapter.trainRequest(prepared.capture, prepared.upstreamBody) : evalRequest(prepared.upstreamPath, prepared.upstreamBody), rollout.serving?.sampling), rollout, engine.adapter.kind);
   const unchanged = prepared.passthrough && upstreamBody === prepared.upstreamBody;
   // An untranslated train-mode call differs from what the harness sent only by the fields
   // the engine adapter set: record those, not the whole (possibly 200 KB) body a second time, and
@@ -105,6 +119,12 @@ async function callUpstream(
   const upstreamBytes = unchanged
     ? requestBody
     : ((patch && appendFieldsBody(requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(restoreHidden(upstreamBody))));
+  // The harness is gone before anything went upstream (Bun 1.4.5 closes a connection that
+  // sends its next request before this one is answered, and aborts this one: docs/proxy.md,
+  // Pipelining): nothing is served, so nothing is recorded. One turn of the event loop first
+  // (microseconds), so Bun has read the rest of the packet this request came in.
+  await new Promise((resolve) => setImmediate(resolve));
+  if (request.signal.aborted) throw new ProxyHttpError(499, "the harness disconnected before the call was sent upstream", "invalid_request_error", "client_aborted");
   const seq = ctx.registry.nextSeq(rollout);
   const capture = newCapture();
   const base: FinishedCall = {
@@ -148,8 +168,8 @@ async function callUpstream(
   };
 
   const sent = tokenIn
-    ? await ctx.client.send(rollout.rollout.rolloutId, tokenIn.path, tokenIn.bytes, "POST", request.signal, undefined, rollout.serving?.upstreams)
-    : await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", request.signal, prepared.upstreamHeaders, rollout.serving?.upstreams);
+    ? await ctx.client.send(rollout.rollout.rolloutId, tokenIn.path, tokenIn.bytes, "POST", signal, undefined, rollout.serving?.upstreams)
+    : await ctx.client.send(rollout.rollout.rolloutId, prepared.upstreamPath, upstreamBytes, "POST", signal, prepared.upstreamHeaders, rollout.serving?.upstreams);
   base.upstreamAttempts = sent.attempts;
   base.upstream = sent.upstream?.url ?? "";
   if ("error" in sent) {
@@ -222,12 +242,24 @@ async function callUpstream(
     const out = prepared.translateJson ? JSON.stringify(prepared.translateJson(json)) : changed ? JSON.stringify(json) : text;
     const bytes = encoder.encode(out);
     const failed = capture.upstreamError !== undefined;
-    // Recorded before the harness sees it: an unrecorded answer is never served.
+    // Recorded before the harness sees it: an unrecorded answer is never served. One whose
+    // harness is already gone is not recorded as answered.
+    if (request.signal.aborted) return errorAnswer(499, "the harness disconnected before the answer was delivered", "invalid_request_error", "client_aborted", CallStatus.CLIENT_ABORTED);
     recordOrThrow(ctx, { ...base, responseBody: bytes, httpStatus: 200, status: failed ? CallStatus.UPSTREAM_ERROR : CallStatus.OK, error: failed ? `upstream ${base.upstream} answered with an error: ${capture.upstreamError}` : "" });
     leave();
     return new Response(bytes, { status: 200, headers: { "content-type": "application/json", ...callHeaders } });
   }
   return streamAnswer(ctx, base, wants === prepared.wants ? prepared : { ...prepared, wants }, response, sent.abort, request, leave, callHeaders);
+}
+
+/**
+ * A call served by the rollout's own servers asks vLLM (0.33.0) for the weight version of its
+ * tokens (`return_weight_versions`): the call is recorded with what served it
+ * (capture/served-version.ts). SGLang reports it unasked.
+ */
+function withServedVersion(body: Record<string, any>, rollout: RolloutState, kind: string): Record<string, any> {
+  if (!rollout.serving?.upstreams.length || kind === "sglang" || body.return_weight_versions === true) return body;
+  return { ...body, return_weight_versions: true };
 }
 
 function recordOrThrow(ctx: PipelineContext, call: FinishedCall): ModelCall {

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { ProxyHttpError } from "../errors.ts";
 import { presentedKey, secretEquals, keyMatchesSha256 } from "../state/keys.ts";
 import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
+import { cancelling } from "../state/cancel.ts";
 
 /**
  * The rollout of a model call: from `/r/:rollout/...` (its key must match) or from the key. A
@@ -39,6 +40,10 @@ export function resolveRollout(c: Context, registry: RolloutRegistry): RolloutSt
  * refuseFinished(state); // throws ProxyHttpError 409 rollout_finished once state.result is set
  */
 export function refuseFinished(state: RolloutState): void {
+  const why = cancelling(state);
+  if (why !== undefined && !state.result) {
+    throw new ProxyHttpError(409, `rollout "${state.rollout.rolloutId}" was cancelled (${why}): it takes no more model calls`, "invalid_request_error", "rollout_finished");
+  }
   const result = state.result;
   if (!result) return;
   const at = result.finishedUnixMs > 0 ? ` at ${new Date(result.finishedUnixMs).toISOString()}` : "";

@@ -11,7 +11,8 @@
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { create, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus, toJson } from "../../schemas/index.ts";
-import { FinishRolloutSchema, PauseSchema, RegisterRolloutSchema, ResumeSchema, zodProblems } from "../../schemas/index.ts";
+import { CancelRolloutSchema, FinishRolloutSchema, PauseSchema, RegisterRolloutSchema, ResumeSchema, zodProblems } from "../../schemas/index.ts";
+import { cancelCalls } from "../state/cancel.ts";
 import { parseJsonObject, readJsonBody } from "../body.ts";
 import { ProxyHttpError } from "../errors.ts";
 import type { CallRecorder } from "../capture/call-recorder.ts";
@@ -166,6 +167,40 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     state.result = result;
     registry.forgetHistory(state);
     return c.json({ rollout_id: id, calls: state.calls, synced: true });
+  });
+
+  /**
+   * Cancel (a trainer's session timed out or failed): new calls 409 at once, calls in flight
+   * aborted and recorded, then the result (status infra_error or timeout, metric
+   * `forge.cancelled` 1) is written and synced, so no call of the rollout follows it in the
+   * log. A rollout that already has its result keeps it (200, `cancelled: false`).
+   */
+  app.post("/control/rollouts/:id/cancel", async (c) => {
+    const id = c.req.param("id");
+    const state = registry.get(id);
+    if (!state) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+    const body = await parsed(c, CancelRolloutSchema);
+    const finished = () => c.json({ rollout_id: id, cancelled: false, calls: state.calls, result: toJson(RolloutResultSchema, state.result!, { useProtoFieldName: true }) });
+    if (state.result) return finished();
+    const { aborted, drained } = await cancelCalls(state, body.reason, 10_000);
+    if (state.result) return finished(); // a finish that was already writing won
+    const result = create(RolloutResultSchema, {
+      rolloutId: id,
+      reward: 0,
+      status: STATUS[body.status ?? "infra_error"],
+      finishedUnixMs: Date.now(),
+      error: `cancelled: ${body.reason}${drained ? "" : ` (${aborted} call(s) still in flight after 10 s)`}`,
+      metrics: { "forge.cancelled": 1 },
+    });
+    appendOr503(recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
+    try {
+      await log.sync();
+    } catch (error) {
+      throw new ProxyHttpError(503, `the cancel was written but could not be fsynced: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
+    }
+    state.result = result;
+    registry.forgetHistory(state);
+    return c.json({ rollout_id: id, cancelled: true, calls: state.calls, aborted, drained });
   });
 
   app.get("/control/rollouts/:id", (c) => {

@@ -38,6 +38,7 @@ export function mountOpsRoutes(
   });
   app.get("/metrics", (c) => {
     o.metrics.setWaiting(o.gate.waiting);
+    o.metrics.setPolicyVersion(o.gate.policyVersion);
     return c.body(o.metrics.render(), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
   });
 }

@@ -10,6 +10,7 @@ import { keyMatchesSha256, keySha256 } from "./keys.ts";
 import type { IdsMemo } from "../capture/answer-json.ts";
 import { servingOf, type RolloutServing } from "./serving.ts";
 import type { RecordedCalls, RolloutChains } from "./chains.ts";
+import type { RolloutLive } from "./cancel.ts";
 
 export interface RolloutState {
   rollout: Rollout;
@@ -26,6 +27,8 @@ export interface RolloutState {
   serving?: RolloutServing;
   /** Token-in mode: the rollout's chains of canonical token ids (state/chains.ts). */
   chains?: RolloutChains;
+  /** Its calls in flight and their abort switch, once it had a call (state/cancel.ts). */
+  live?: RolloutLive;
 }
 
 export interface RolloutRegistry {

@@ -99,6 +99,11 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   const promptIds = idArray(plan.prompt);
   const promptText = JSON.stringify(promptIds);
   const req = engineRequest(kind, chat, promptIds, { maxModelLen: input.maxModelLen, topLogprobs });
+  if (kind === "vllm" && rollout.serving?.upstreams.length) {
+    // Served by the rollout's own servers: the call records the version they report (capture/served-version.ts).
+    (req.body as Record<string, unknown>).return_weight_versions = true;
+    (req.recorded as Record<string, unknown>).return_weight_versions = true;
+  }
   let answer: SentAnswer | undefined;
   const context: ChatAnswerContext = {
     model,

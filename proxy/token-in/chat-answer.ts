@@ -134,6 +134,7 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
         finish_reason: d.finishReason,
         stop_reason: d.stopString ?? (typeof finish.stopReason === "number" ? finish.stopReason : null),
         token_ids: step.ids,
+        ...(step.weightVersions ? { weight_versions: step.weightVersions } : {}),
       },
     ],
     system_fingerprint: FINGERPRINT,
@@ -231,6 +232,7 @@ export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Arr
       finish_reason: last ? result.finishReason : null,
       ...(last ? { stop_reason: result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null) } : {}),
       token_ids: heldIds,
+      ...(last && step.weightVersions ? { weight_versions: step.weightVersions } : {}),
     };
     heldIds = [];
     heldLogprobs = [];

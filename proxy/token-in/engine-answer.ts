@@ -20,6 +20,8 @@ export interface EngineStep {
   promptIds?: readonly number[] | Uint32Array;
   /** On the last step. */
   finish?: StepFinish;
+  /** vLLM's `weight_versions` spans (asked for with `return_weight_versions`; on the last step). */
+  weightVersions?: unknown[];
 }
 
 export interface StepFinish extends EngineFinish {
@@ -64,6 +66,7 @@ function vllmReader(top: boolean): EngineAnswerReader {
         step.top = ids.map((_, i) => Object.entries((lp.top_logprobs[i] ?? {}) as Record<string, number>).map(([token, logprob]) => ({ token, logprob })));
       }
       if (Array.isArray(choice.prompt_token_ids) || choice.prompt_token_ids instanceof Uint32Array) step.promptIds = choice.prompt_token_ids;
+      if (Array.isArray(choice.weight_versions)) step.weightVersions = choice.weight_versions;
       if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
         const stopReason = choice.stop_reason ?? null;
         const reason = choice.finish_reason;

@@ -67,6 +67,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       let attempts = 0;
       let last: UpstreamFailure | undefined;
       for (const upstream of ranked) {
+        // Already gone: its abort event has fired, and a listener added now would never hear it.
+        if (clientSignal?.aborted) return { error: new ProxyHttpError(499, "client disconnected", "invalid_request_error", "client_aborted"), upstream, attempts, kind: "aborted" };
         attempts++;
         const controller = new AbortController();
         const onClientAbort = () => controller.abort(new Error("client disconnected"));

@@ -42,6 +42,17 @@ function allIds(c: SampledChoice, holey: boolean | undefined): number[] {
   return holey ? c.g.ids.slice(0, -1) : c.g.ids;
 }
 
+/**
+ * `weight_versions` with `return_weight_versions`: the label of the weights that sampled the
+ * choice's output tokens `[start, end)` (`outputs.py` WeightVersionSpan; vLLM's engine labels
+ * every step with its current version, "default" until one is set), else null. The simulator's
+ * weights do not change during an answer: one span.
+ */
+function weightVersions(body: { [key: string]: unknown }, c: SampledChoice, ctx: SimContext) {
+  if (body.return_weight_versions !== true) return null;
+  return [{ version: ctx.engine.weightVersion, start: 0, end: c.g.ids.length }];
+}
+
 export const vllmFlavour: EngineFlavour = {
   name: "vllm",
   error: vllmError,
@@ -75,7 +86,7 @@ export const vllmFlavour: EngineFlavour = {
           stop_reason: c.g.stopReason,
           token_ids: ids ? allIds(c, ctx.engine.faults.holeyIds) : null,
           routed_experts: null,
-          weight_versions: null,
+          weight_versions: weightVersions(a.body, c, ctx),
         };
       }),
       service_tier: null,
@@ -122,7 +133,7 @@ export const vllmFlavour: EngineFlavour = {
         finish_reason: last ? (d.finishReason ?? finishReasonOf(c)) : null,
         ...(last ? { stop_reason: c.g.stopReason } : {}),
         token_ids: ids ? chunkIds(c, d.start, d.end, k, ctx.engine.faults.holeyIds) : null,
-        ...(last ? { weight_versions: null } : {}),
+        ...(last ? { weight_versions: weightVersions(body, c, ctx) } : {}),
       };
       const done = generated.reduce((x, y) => x + y, 0);
       yield {
@@ -162,7 +173,7 @@ export const vllmFlavour: EngineFlavour = {
         prompt_logprobs: null,
         prompt_token_ids: ids ? a.promptIds : null,
         routed_experts: null,
-        weight_versions: null,
+        weight_versions: weightVersions(body, c, ctx),
       })),
       service_tier: null,
       system_fingerprint: FINGERPRINT,
@@ -200,7 +211,7 @@ export const vllmFlavour: EngineFlavour = {
             stop_reason: last ? c.g.stopReason : null,
             prompt_token_ids: ids && k === 0 ? a.promptIds : null,
             token_ids: ids ? chunkIds(c, d.start, d.end, k, ctx.engine.faults.holeyIds) : null,
-            weight_versions: null,
+            weight_versions: last ? weightVersions(body, c, ctx) : null,
           },
         ],
       };

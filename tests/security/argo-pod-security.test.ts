@@ -29,7 +29,7 @@ describe("restricted pods", () => {
   test("every workflow pod and container: non-root, no escalation, no capabilities, RuntimeDefault seccomp", () => {
     const objects = render();
     const list = pods(objects);
-    expect(list.map((p) => p.name).sort()).toEqual(["admit", "exit-handler", "export", "plan", "prune-checkpoints", "report", "rollout", "sync", "train-0", "train-1"]);
+    expect(list.map((p) => p.name).sort()).toEqual(["admit", "analyze", "exit-handler", "export", "plan", "prune-checkpoints", "report", "rollout", "sync", "train-0", "train-1"]);
     const forgeImage = "ghcr.io/openforge/forge:0.1.0";
     for (const { name, pod, containers } of list) {
       expect({ name, ...pod.securityContext }).toEqual({ name, runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } });
@@ -42,8 +42,8 @@ describe("restricted pods", () => {
           allowPrivilegeEscalation: false,
           privileged: false,
           capabilities: { drop: ["ALL"] },
-          // This project's own code runs on a read-only root; task code and veRL keep a writable one.
-          readOnlyRootFilesystem: c.image === forgeImage,
+          // This project's own code (and the bundle's copy) runs on a read-only root; task code and veRL keep a writable one.
+          readOnlyRootFilesystem: c.image === forgeImage || c.name === "bundle",
           seccompProfile: { type: "RuntimeDefault" },
         });
         // A read-only root still has a writable /tmp and HOME there.
@@ -84,12 +84,16 @@ describe("restricted pods", () => {
     expect(rollout.automountServiceAccountToken).toBe(false);
     const byName = Object.fromEntries(rollout.containerSet.containers.map((c: Any) => [c.name, c]));
     for (const name of ["harness", "verify"]) {
-      expect(byName[name].env).toBeUndefined();
+      // Only the image's name (for the bundle's preflight) and HOME; nothing from a Secret.
+      expect(byName[name].env.map((e: Any) => e.name)).toEqual(["FORGE_TASK_IMAGE", "HOME"]);
+      expect(byName[name].env.some((e: Any) => e.valueFrom)).toBe(false);
       expect(byName[name].envFrom).toBeUndefined();
       expect(byName[name].volumeMounts.map((m: Any) => m.name)).not.toContain("control");
     }
     // The harness cannot reach the verifier's output or the tests; the verifier cannot reach the rollout's key.
-    expect(byName.harness.volumeMounts.map((m: Any) => m.name).sort()).toEqual(["harness-out", "state", "workspace"]);
+    expect(byName.harness.volumeMounts.map((m: Any) => m.name).sort()).toEqual(["forge-bundle", "harness-out", "state", "workspace"]);
+    // The bundle read-only: task code cannot change the step runner the verifier runs from.
+    for (const name of ["harness", "verify"]) expect(byName[name].volumeMounts.find((m: Any) => m.name === "forge-bundle")).toEqual({ name: "forge-bundle", mountPath: "/opt/forge", readOnly: true });
     expect(byName.verify.volumeMounts.map((m: Any) => m.name)).not.toContain("state");
     // Only register and main hold the token, and they run no task code.
     const withToken = rollout.containerSet.containers.filter((c: Any) => (c.env ?? []).some((e: Any) => e.name === "FORGE_ADMIN_TOKEN")).map((c: Any) => c.name);

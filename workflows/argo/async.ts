@@ -16,8 +16,12 @@ import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1Template a
 import type { IComGithubArgoprojArgoWorkflowsV4PkgApisWorkflowV1alpha1DAGTask as Task } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1/DAGTask";
 import type { Experiment } from "../../schemas/index.ts";
 
-/** The tasks of an iteration that are its rollouts; everything else is its training step. */
-const ROLLOUT_TASKS = new Set(["plan", "rollouts", "shards", "report"]);
+/**
+ * The tasks of an iteration that are its rollouts (and their analysis, which needs only them);
+ * everything else is its training step.
+ */
+const ROLLOUT_TASK = /^(plan|rollouts|rollouts-e\d+|shards|report|analyze)$/;
+const ROLLOUT_TASKS = { has: (name: string) => ROLLOUT_TASK.test(name) };
 
 /**
  * The templates with every `iteration-i` split into `iteration-i-rollouts` and

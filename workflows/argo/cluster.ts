@@ -38,6 +38,16 @@ export function adminTokenEnv(experiment: Experiment) {
 }
 
 /**
+ * The scrape annotations of the proxy's pods: Prometheus's conventional `prometheus.io/*`.
+ *
+ * @example
+ * prometheusScrape(8080) // { "prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics" }
+ */
+export function prometheusScrape(port: number): Record<string, string> {
+  return { "prometheus.io/scrape": "true", "prometheus.io/port": String(port), "prometheus.io/path": "/metrics" };
+}
+
+/**
  * The proxy Deployment: one replica (one writer per segment log), Recreate so an old pod
  * releases the log's LOCK before the new one opens it.
  *
@@ -123,7 +133,9 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
       strategy: { type: "Recreate" },
       selector: { matchLabels: selector },
       template: {
-        metadata: { labels: { ...baseLabels(experiment, "proxy"), ...selector } },
+        // Prometheus's kubernetes_sd pod role keeps pods with these annotations in the common
+        // scrape config (docs/metrics.md, "Prometheus"); /metrics needs no token.
+        metadata: { labels: { ...baseLabels(experiment, "proxy"), ...selector }, annotations: prometheusScrape(proxy.port) },
         spec: {
           // The restricted settings of the workflow's pods (security.ts): non-root, no
           // capabilities, RuntimeDefault seccomp, read-only root with /tmp on an emptyDir.

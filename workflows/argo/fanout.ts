@@ -125,6 +125,31 @@ export function fanOutTasks(iteration: string): Task[] {
 /** What the report step waits for: whichever fan-out ran (the other is Skipped). */
 export const fanOutDependencies = ["rollouts", "shards"];
 
+/** One environment's rollouts: an index range of the plan and the rollout template that runs them in its image. */
+export type EnvironmentRange = { template: string; start: number; count: number };
+
+/**
+ * The fan-out when the tasks run in several images (task-images.ts): one task per environment,
+ * over its index range of the plan (the plan orders rollouts by environment), with its own
+ * rollout template. Not split into child Workflows (workflow.ts refuses more rollouts than
+ * rollouts.maxPerWorkflow with several images).
+ *
+ * @example
+ * environmentFanOut("0", [{ template: "rollout-e0", start: 0, count: 8 }, { template: "rollout-e1", start: 8, count: 4 }]).map((t) => t.name) // ["plan", "rollouts-e0", "rollouts-e1"]
+ */
+export function environmentFanOut(iteration: string, environments: EnvironmentRange[]): { tasks: Task[]; dependencies: string[] } {
+  const [plan] = fanOutTasks(iteration);
+  const tasks = environments.map((environment, index) => ({
+    name: `rollouts-e${index}`,
+    template: environment.template,
+    dependencies: ["plan"],
+    withSequence: { start: String(environment.start), count: String(environment.count) },
+    continueOn: { failed: true, error: true },
+    arguments: rolloutArguments("{{workflow.name}}", iteration),
+  }));
+  return { tasks: [plan!, ...tasks], dependencies: tasks.map((task) => task.name) };
+}
+
 /**
  * The name of shard `shard`'s child Workflow (fixed, so `apply` of a re-run finds it).
  *

@@ -29,13 +29,15 @@ function experimentDir(extra = ""): string {
 const experimentIn = (dir: string) => parseExperimentText(readFileSync(join(dir, "experiment.yaml"), "utf8"), join(dir, "experiment.yaml"));
 
 describe("GUI rollout pods", () => {
-  test("which tasks need a browser and a site; a browser experiment must name its harness image", () => {
+  test("which tasks need a browser and a site; a browser experiment must name Chromium's path in the task's image", () => {
     const dir = experimentDir();
     const experiment = experimentIn(dir);
     const needs = guiNeeds(loadExperimentTasks(experiment, dir));
     expect(needs).toEqual({ browser: ["shop"], site: ["shop"] });
-    expect(() => checkGuiExperiment(experiment, needs)).toThrow(/browser tasks \(shop\).*set spec\.harness\.image/);
-    expect(() => checkGuiExperiment(experimentIn(experimentDir(", image: h:1")), needs)).not.toThrow();
+    // Node and the MCP server come with the harness bundle; Chromium must be in the task's image.
+    expect(() => checkGuiExperiment(experiment, needs)).not.toThrow();
+    delete experiment.spec.environment.browser.executablePath;
+    expect(() => checkGuiExperiment(experiment, needs)).toThrow(/browser tasks \(shop\).*set spec\.environment\.browser\.executablePath/);
     expect(() => checkGuiExperiment(experiment, { browser: [], site: ["shop"] })).not.toThrow();
     expect(guiVolumes({ browser: [], site: ["shop"] }).map((v) => v.name)).toEqual(["site-log", "site-tmp"]);
   });
@@ -48,13 +50,13 @@ describe("GUI rollout pods", () => {
     expect(rolloutResources(experiment, true).requests).toEqual({ cpu: "1", memory: "5Gi" });
   });
 
-  test("the pod's browser: node from PATH, the CLI at /app, the image's Chromium, --no-sandbox; checked before the harness starts", () => {
+  test("the pod's browser: node from PATH, the CLI in the bundle (/opt/forge/app), the image's Chromium, --no-sandbox; checked before the harness starts", () => {
     const experiment = experimentIn(experimentDir(", image: h:1"));
     const { server, preflight } = podBrowserServer(experiment, "/forge/home");
     expect(server.command).toBe("node");
-    expect(server.args[0]).toBe("/app/node_modules/@playwright/mcp/cli.js");
+    expect(server.args[0]).toBe("/opt/forge/app/node_modules/@playwright/mcp/cli.js");
     expect(server.args.at(-1)).toBe("--no-sandbox");
-    expect(preflight.map((need) => need.path)).toEqual(["/usr/bin/chromium", "node", "/app/node_modules/@playwright/mcp/cli.js"]);
+    expect(preflight.map((need) => need.path)).toEqual(["/usr/bin/chromium", "node", "/opt/forge/app/node_modules/@playwright/mcp/cli.js"]);
     delete experiment.spec.environment.browser.executablePath;
     expect(() => podBrowserServer(experiment, "/forge/home")).toThrow(/spec\.environment\.browser\.executablePath: not set/);
   });

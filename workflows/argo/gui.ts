@@ -32,8 +32,8 @@ export const POD_SITE_LOG_DIR = SITE_LOG_DIR;
 export const SITE_STATE_DIR = "/site-log";
 /** The sidecar's own /tmp, where it marks itself ready for its startup probe. */
 export const SITE_READY_FILE = "/tmp/site-ready";
-/** @playwright/mcp's CLI in the harness image (this repository at /app with `bun install`, docs/argo.md "Images"). */
-export const POD_PLAYWRIGHT_MCP_CLI = `${FORGE_APP_DIR}/node_modules/@playwright/mcp/cli.js`;
+/** @playwright/mcp's CLI in the harness bundle (this repository at /opt/forge/app, images/harness-bundle; docs/argo.md "Images"). */
+export const POD_PLAYWRIGHT_MCP_CLI = "/opt/forge/app/node_modules/@playwright/mcp/cli.js";
 
 /**
  * Requests/limits of a GUI rollout's harness container when `spec.rollouts.resources` does not
@@ -70,16 +70,15 @@ const listed = (ids: string[]) => (ids.length > 3 ? `${ids.slice(0, 3).join(", "
  * and the forge image that prepares the invocation cannot look for it there.
  *
  * @example
- * checkGuiExperiment(experiment, { browser: ["shop"], site: ["shop"] }); // throws naming spec.harness.image
+ * checkGuiExperiment(experiment, { browser: ["shop"], site: ["shop"] }); // throws naming spec.environment.browser.executablePath
  */
 export function checkGuiExperiment(experiment: Experiment, needs: GuiNeeds): void {
   if (needs.browser.length === 0) return;
-  const missing = [
-    ...(experiment.spec.harness.image ? [] : ["spec.harness.image (an image with the harness CLI, Node ≥ 18, Chromium and this repository at /app with `bun install`, which brings @playwright/mcp)"]),
-    ...(experiment.spec.environment.browser.executablePath ? [] : ["spec.environment.browser.executablePath (Chromium's path in that image, e.g. /usr/bin/chromium)"]),
-  ];
-  if (missing.length > 0) {
-    throw new Error(`browser tasks (${listed(needs.browser)}) run Chromium in the harness container on Argo: set ${missing.join(" and ")}; docs/gui.md, "On Argo"`);
+  // Node and @playwright/mcp come with the harness bundle (images/harness-bundle); Chromium is the task image's.
+  if (!experiment.spec.environment.browser.executablePath) {
+    throw new Error(
+      `browser tasks (${listed(needs.browser)}) run Chromium in the harness container on Argo, inside the task's image: set spec.environment.browser.executablePath (Chromium's path in the task's image, e.g. /usr/bin/chromium); docs/gui.md, "On Argo"`,
+    );
   }
 }
 
@@ -109,7 +108,8 @@ export function rolloutResources(experiment: Experiment, gui: boolean) {
  */
 export function podBrowserServer(experiment: Experiment, home: string, cli: string = POD_PLAYWRIGHT_MCP_CLI): { server: McpServer; preflight: { path: string; why: string }[] } {
   const { executablePath, viewport } = experiment.spec.environment.browser;
-  const image = experiment.spec.harness.image ?? "the harness image";
+  const image = "the task's image";
+  const bundle = experiment.spec.harness.image ?? "ghcr.io/openforge/harness-bundle:0.1.0";
   if (!executablePath) throw new Error(`spec.environment.browser.executablePath: not set; a browser task on Argo needs Chromium's path in ${image} (docs/gui.md, "On Argo")`);
   const args = browserMcpArgs({ cli, executablePath, viewport, outputDir: `${home}/.playwright-mcp`, chromiumSandbox: false });
   return {
@@ -117,7 +117,7 @@ export function podBrowserServer(experiment: Experiment, home: string, cli: stri
     preflight: [
       { path: executablePath, why: `Chromium (spec.environment.browser.executablePath) is not in ${image}` },
       { path: "node", why: `node (≥ 18, for @playwright/mcp) is not on PATH in ${image}` },
-      { path: cli, why: `@playwright/mcp is not installed in ${image} (this repository at ${FORGE_APP_DIR} with \`bun install\`)` },
+      { path: cli, why: `@playwright/mcp is not in the harness bundle ${bundle} (images/harness-bundle puts this repository's at /opt/forge/app)` },
     ],
   };
 }

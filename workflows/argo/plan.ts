@@ -6,20 +6,22 @@
  */
 import type { Experiment } from "../../schemas/index.ts";
 import { loadExperimentTasks, safeTaskId } from "../tasks/index.ts";
+import { orderedTaskIds } from "./task-images.ts";
 
 /** One rollout of the plan: the task and which of its k attempts. */
 export type PlannedRollout = { task_id: string; attempt: string };
 
 /**
  * Lists the task ids of an experiment with the area's task loader (workflows/tasks): a
- * directory of Harbor task directories, one task directory, a JSONL list, or the inline list.
+ * directory of Harbor task directories, one task directory, a JSONL list, or the inline list;
+ * grouped by the image and resources they run in (task-images.ts), so each environment's
+ * rollouts are one index range of the plan, as the rendered fan-out expects.
  *
  * @example
  * listTaskIds(experiment, dirname(experimentPath)) // ["count-lines", "fix-typo"]
  */
 export function listTaskIds(experiment: Experiment, baseDir: string): string[] {
-  const tasks = loadExperimentTasks(experiment, baseDir);
-  return tasks.map((task) => task.id);
+  return orderedTaskIds(experiment, loadExperimentTasks(experiment, baseDir));
 }
 
 /**

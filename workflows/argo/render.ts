@@ -21,6 +21,7 @@ import { loadExperimentTasks } from "../tasks/index.ts";
 import { checkGuiExperiment, guiNeeds } from "./gui.ts";
 import { renderProxyStatefulSet } from "./proxy-shards.ts";
 import { renderWorkflow, renderWorkflowTemplate } from "./workflow.ts";
+import { taskEnvironments } from "./task-images.ts";
 
 /** Any rendered object: what the Kubernetes API accepts (apiVersion, kind, metadata, …). */
 export type KubeObject = { apiVersion: string; kind: string; metadata: { name?: string; generateName?: string; namespace?: string; labels?: Record<string, string> }; [key: string]: unknown };
@@ -108,7 +109,8 @@ export function renderExperiment(experiment: Experiment, options: RenderOptions)
     ...(experiment.spec.proxy.shards > 1 ? renderProxyStatefulSet(experiment, namespace, items) : [renderProxyDeployment(experiment, namespace, items)]),
     renderProxyService(experiment, namespace),
     renderRolloutNetworkPolicy(experiment, namespace, options.apiServerCidrs),
-    renderWorkflowTemplate(experiment, { namespace, commit: options.commit, configItems: items, taskCount: tasks.length, gui }),
+    // Each task's image and resources (task-images.ts), in the plan's order.
+    renderWorkflowTemplate(experiment, { namespace, commit: options.commit, configItems: items, taskCount: tasks.length, gui, environments: taskEnvironments(experiment, tasks, gui.browser.length > 0) }),
     renderWorkflow(experiment, { namespace, commit: options.commit, generateName: options.generateName }),
   ];
   // toJSON drops undefined fields, so the YAML and the API bodies carry only what was set.

@@ -55,6 +55,22 @@ export type HarnessOutcome = {
 /** /verdict/verifier.json */
 type VerifierOutcome = { exit_code: number | null; signal: string | null; timed_out: boolean; duration_ms: number; error?: string; skipped?: string; output: string };
 
+/** This repository's root, wherever this step runs from: /app in the forge image, /opt/forge/app in the harness bundle. */
+const APP_DIR = join(import.meta.dir, "..", "..");
+
+/**
+ * The invocation as the harness container runs it: register resolved it in the forge image (Bun
+ * at its process.execPath, this repository at its APP_DIR); the harness runs from the bundle
+ * inside the task's image (images/harness-bundle), where both are elsewhere. Paths of the one are
+ * mapped to the other in the command and the environment (forge-react runs `bun main.ts`).
+ */
+export function relocateInvocation(invocation: HarnessInvocation & { runtime?: { bun: string; app: string } }, here = { bun: process.execPath, app: APP_DIR }): HarnessInvocation {
+  const from = invocation.runtime;
+  if (!from || (from.bun === here.bun && from.app === here.app)) return invocation;
+  const map = (value: string) => (value === from.bun ? here.bun : value.startsWith(`${from.app}/`) ? `${here.app}${value.slice(from.app.length)}` : value);
+  return { ...invocation, command: invocation.command.map(map), env: Object.fromEntries(Object.entries(invocation.env).map(([k, v]) => [k, map(v)])) };
+}
+
 /** Exit codes of a launcher that could not run the harness (as in workflows/local/rollout.ts). */
 const LAUNCHER_EXIT_CODES: Record<number, string> = { 126: "found but not executable", 127: "not found" };
 
@@ -135,7 +151,7 @@ export async function registerStep(options: { experiment: Experiment; experiment
       ...(task.browser ? { browser: podBrowserServer(experiment, home, options.playwrightMcpCli) } : {}),
       ...(task.siteDir ? { siteUrl: options.siteUrl ?? POD_SITE_URL } : {}),
     });
-    writeFileSync(join(options.state, "harness.json"), JSON.stringify(invocation));
+    writeFileSync(join(options.state, "harness.json"), JSON.stringify({ ...invocation, runtime: { bun: process.execPath, app: APP_DIR } }));
     writeFileSync(join(options.state, "rollout.json"), JSON.stringify({ rollout_id: registration.rollout_id, timeoutSeconds: task.agentTimeoutSeconds }));
     write({ registered: true, rollout_id: registration.rollout_id });
     console.log(`registered ${registration.rollout_id} (task ${options.taskId}, try ${options.retry}, policy version ${registration.policy_version ?? "?"})`);
@@ -219,7 +235,7 @@ export async function harnessStep(options: { state: string; workspace: string; h
     console.log(`harness: not run (${outcome.skipped})`);
     return;
   }
-  const invocation = JSON.parse(readFileSync(invocationFile, "utf8")) as HarnessInvocation;
+  const invocation = relocateInvocation(JSON.parse(readFileSync(invocationFile, "utf8")) as HarnessInvocation);
   // A task's own timeout (task.toml [agent] timeout_sec) may shorten the experiment's, not
   // lengthen it: the pod's activeDeadlineSeconds is derived from rollouts.timeoutSeconds.
   const rollout = JSON.parse(readFileSync(join(options.state, "rollout.json"), "utf8")) as { timeoutSeconds?: number };

@@ -2,7 +2,7 @@
 /**
  * Entry point of the workflow's pods: `bun workflows/argo/step.ts STEP [flags]`, with STEP one
  * of plan | register | harness | verify | finish (the rollout pod: rollout-steps.ts) | site (a
- * browser task's site sidecar: site-step.ts) | report |
+ * browser task's site sidecar: site-step.ts) | report | analyze (analyze.ts) |
  * admit | sync | verl-config | exit (pod.ts). Not a `forge` subcommand because only the rendered
  * pods call it. Exit codes: 0 done, 1 failed, 2 bad usage, 75 infrastructure error (the rollout
  * template retries it as a new try).
@@ -18,8 +18,10 @@ import { finishStep, harnessStep, POD_PATHS, registerStep, verifyStep } from "./
 import { INFRA_EXIT_CODE, overrideValue } from "./workflow.ts";
 import { pruneCheckpoints } from "./checkpoints.ts";
 import { startSiteSidecar } from "./site-step.ts";
+import { analyzeStep } from "./analyze.ts";
+import { reportRolloutProgress } from "./progress.ts";
 
-const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|finish|site|report|admit|sync|verl-config|prune-checkpoints|exit [flags]`;
+const USAGE = `usage: bun workflows/argo/step.ts plan|register|harness|verify|finish|site|report|analyze|admit|sync|verl-config|prune-checkpoints|exit [flags]`;
 
 const options = {
   experiment: { type: "string" },
@@ -69,6 +71,10 @@ const options = {
   "playwright-mcp-cli": { type: "string" },
   port: { type: "string" },
   "ready-file": { type: "string" },
+  data: { type: "string" },
+  k: { type: "string" },
+  "missing-trials": { type: "string" },
+  figures: { type: "string" },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>["values"];
@@ -252,6 +258,23 @@ export async function runStep(argv: string[]): Promise<number> {
         await reportStep({ results, iteration: Number(need(values, "iteration")), workflow: need(values, "workflow"), namespace: need(values, "namespace"), out: need(values, "out") });
         return 0;
       }
+      case "analyze": {
+        const ks = need(values, "k").split(",").map(Number);
+        if (ks.some((k) => !Number.isInteger(k) || k < 1)) throw new UsageErrorLocal(`--k must be positive integers separated by commas, got "${values.k}"`);
+        const missingTrials = need(values, "missing-trials");
+        if (missingTrials !== "exclude" && missingTrials !== "fail") throw new UsageErrorLocal(`--missing-trials must be exclude or fail, got "${missingTrials}"`);
+        await analyzeStep({
+          data: need(values, "data"),
+          run: need(values, "run"),
+          iteration: Number(need(values, "iteration")),
+          out: need(values, "out"),
+          ks,
+          threshold: Number(need(values, "pass-threshold")),
+          missingTrials,
+          ...(values.figures !== undefined ? { figures: values.figures } : {}),
+        });
+        return 0;
+      }
       case "sync":
         await syncStep({
           proxy: need(values, "proxy"),
@@ -300,4 +323,9 @@ export async function runStep(argv: string[]): Promise<number> {
   }
 }
 
-if (import.meta.main) process.exitCode = await runStep(process.argv.slice(2));
+if (import.meta.main) {
+  const argv = process.argv.slice(2);
+  process.exitCode = await runStep(argv);
+  // A rollout pod's stage done: its progress in the Argo UI (progress.ts).
+  if (process.exitCode === 0) reportRolloutProgress(argv[0]);
+}

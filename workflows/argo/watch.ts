@@ -101,7 +101,8 @@ export function summarizeWorkflow(workflow: WorkflowObject, nodes?: Record<strin
     else if (phase === "Running") progress.running++;
     else if (phase === "Failed" || phase === "Error") progress.failed++;
     else progress.pending++;
-    if (node.templateName === "rollout") {
+    // "rollout", or "rollout-eN" when the tasks run in several images (workflow.ts).
+    if (node.templateName === "rollout" || /^rollout-e\d+$/.test(node.templateName ?? "")) {
       progress.rolloutsTotal++;
       if (FINAL.has(phase)) progress.rolloutsDone++;
     }

@@ -4,7 +4,8 @@
  * Shape (see docs/argo.md): the entrypoint is a DAG of iterations generated at render time
  * (not a recursive template, so the UI shows one node per iteration and nothing depends on
  * recursion depth), each depending on the previous one. Each iteration (a DAG): plan → rollouts (withParam over the plan, one pod each,
- * bounded by `parallelism`) → report (pass rate onto the workflow) → in train mode export → admit (the groups that survived) →
+ * bounded by `parallelism`) → report (pass rate onto the workflow), and beside the rest `analyze` (the HTML report and pass@k
+ * table as artifacts, figures as Prometheus gauges: analyze.ts) → in train mode export → admit (the groups that survived) →
  * train (veRL) → weight sync. An exit handler annotates the final state.
  */
 import { Workflow, WorkflowTemplate } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1";
@@ -14,7 +15,9 @@ import type { IContainer } from "kubernetes-models/v1/Container";
 import type { Experiment } from "../../schemas/index.ts";
 import { adminTokenEnv, experimentVolume, inferenceNamespace, type ConfigItem } from "./cluster.ts";
 import { READ_ONLY_ROOT_ENV, restrictedContainer, restrictedPod, restrictTemplate } from "./security.ts";
-import { fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates } from "./fanout.ts";
+import { environmentFanOut, fanOutDependencies, fanOutTasks, planTemplate, reportTemplate, shardTemplates, type EnvironmentRange } from "./fanout.ts";
+import type { ContainerResources, TaskEnvironment } from "./task-images.ts";
+import { analyzeFiguresPath, analyzeTemplate } from "./analyze.ts";
 import { withShardLogs } from "./proxy-shards.ts";
 import { splitForAsync } from "./async.ts";
 import { guiVolumes, POD_SITE_LOG_DIR, rolloutResources, siteSidecar, type GuiNeeds } from "./gui.ts";
@@ -54,7 +57,43 @@ export type WorkflowOptions = {
   taskCount?: number;
   /** Browser tasks and tasks with a site: their rollout pods get the browser and the site sidecar (gui.ts). */
   gui?: GuiNeeds;
+  /**
+   * The images and resources the tasks run in, in plan order (task-images.ts taskEnvironments);
+   * without them every rollout runs in spec.environment.image with spec.rollouts.resources.
+   */
+  environments?: TaskEnvironment[];
 };
+
+/** One rollout template's task image and resources, and the index range of the plan it runs. */
+export type RolloutEnvironment = EnvironmentRange & { image: string; resources: ContainerResources };
+
+/**
+ * The rollout templates of the experiment: one ("rollout") when all tasks share an image and
+ * resources, else one per environment ("rollout-e0", …) over its range of the plan. Several
+ * images and more rollouts than rollouts.maxPerWorkflow is refused (child Workflows run one
+ * rollout template).
+ *
+ * @example
+ * rolloutEnvironments(experiment, environments).map((e) => e.template) // ["rollout"]
+ */
+export function rolloutEnvironments(experiment: Experiment, environments: TaskEnvironment[] | undefined): RolloutEnvironment[] {
+  const { k, maxPerWorkflow } = experiment.spec.rollouts;
+  if (!environments || environments.length === 0) return [];
+  const several = environments.length > 1;
+  const total = environments.reduce((sum, environment) => sum + environment.taskIds.length * k, 0);
+  if (several && total > maxPerWorkflow) {
+    throw new Error(
+      `spec.environment.tasks: ${total} rollouts in ${environments.length} task images exceed spec.rollouts.maxPerWorkflow (${maxPerWorkflow}); an iteration split into child Workflows runs one image: split the task set by image into experiments, or raise maxPerWorkflow (docs/argo.md, "Images")`,
+    );
+  }
+  let start = 0;
+  return environments.map((environment, index) => {
+    const count = environment.taskIds.length * k;
+    const range = { template: several ? `rollout-e${index}` : "rollout", image: environment.image, resources: environment.resources, start, count };
+    start += count;
+    return range;
+  });
+}
 
 /** veRL's `algorithm.adv_estimator` for each training.algorithm (PPO is GAE with a critic). */
 const ADV_ESTIMATOR: Record<Experiment["spec"]["training"]["algorithm"], string> = {
@@ -81,10 +120,23 @@ const dataMount = { name: "data", mountPath: DATA_DIR };
 const checkpointsMount = (experiment: Experiment) => ({ name: "checkpoints", mountPath: experiment.spec.training.checkpoints.mountPath });
 const experimentMount = { name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true };
 
-/** The harness image: the user's, else the one published per harness (docs/argo.md, "Images"). */
+/** The harness bundle image (images/harness-bundle): the user's, else the published one (docs/argo.md, "Images"). */
 export function harnessImage(experiment: Experiment): string {
-  return experiment.spec.harness.image ?? `ghcr.io/openforge/harness-${experiment.spec.harness.name}:0.1.0`;
+  return experiment.spec.harness.image ?? DEFAULT_BUNDLE_IMAGE;
 }
+
+/** images/harness-bundle, as images/build.sh --registry ghcr.io/openforge --tag 0.1.0 builds it. */
+export const DEFAULT_BUNDLE_IMAGE = "ghcr.io/openforge/harness-bundle:0.1.0";
+
+/**
+ * Where the bundle's /opt/forge is in the rollout pod: the init container copies it into the
+ * `forge-bundle` emptyDir, which the harness and verify containers mount read-only at the same
+ * path inside the task's image (the step runner and its scripts name /opt/forge).
+ */
+export const BUNDLE_DIR = "/opt/forge";
+const BUNDLE_COPY_MOUNT = "/forge-bundle";
+/** What the harness and verify containers run: the bundle's busybox runs its step runner (images/harness-bundle/forge-step). */
+const bundleStep = (...args: string[]) => ({ command: [`${BUNDLE_DIR}/bin/busybox`, "sh", `${BUNDLE_DIR}/bin/forge-step`], args });
 
 /** Prompt / response lengths when the experiment's overrides do not set `data.max_*_length`. */
 export const DEFAULT_PROMPT_LENGTH = 8192;
@@ -185,7 +237,8 @@ export function verlCommand(experiment: Experiment, iteration: number, options: 
     "trainer.save_freq=1",
     "trainer.test_freq=-1",
     "trainer.val_before_train=False",
-    "trainer.logger=['console']",
+    // veRL's trackers (training.trackers); their environment is the train step's (trainTemplate).
+    `trainer.logger=[${training.trackers.map((t) => `'${t}'`).join(",")}]`,
     "trainer.project_name=openforge",
     `trainer.experiment_name=${experiment.metadata.name}`,
   ];
@@ -279,10 +332,12 @@ const mount = (name: string, mountPath: string, readOnly = false) => ({ name, mo
  * or sites (`gui`), the site server runs beside them as a native sidecar and the harness gets
  * the browser's /dev/shm and resources (gui.ts).
  */
-function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeeds = { browser: [], site: [] }): Template {
+function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeeds = { browser: [], site: [] }, environment?: RolloutEnvironment): Template {
   const { rollouts } = experiment.spec;
   const proxy = proxyUrl(experiment, namespace);
-  const image = harnessImage(experiment);
+  const bundle = harnessImage(experiment);
+  // The task's image (task-images.ts); without a task list at hand, spec.environment.image.
+  const image = environment?.image ?? experiment.spec.environment.image;
   const experimentFile = `${EXPERIMENT_DIR}/experiment.yaml`;
   // The pod derives the rollout id and group from the run, the iteration and its plan item
   // (plan.ts rolloutIdentity), which register reads from the plan on the data volume and leaves
@@ -294,8 +349,11 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
   // A browser rollout's harness container runs Chromium beside the harness (gui.ts).
   const browser = gui.browser.length > 0;
   const site = gui.site.length > 0;
-  const harnessResources = rolloutResources(experiment, browser);
-  const verifyResources = rolloutResources(experiment, false);
+  const harnessResources = environment?.resources ?? rolloutResources(experiment, browser);
+  const verifyResources = environment?.resources ?? rolloutResources(experiment, false);
+  // The bundle, read-only, at the path its step runner names; the task image's own PATH, HOME on a volume.
+  const bundleMount = mount("forge-bundle", BUNDLE_DIR, true);
+  const taskEnv = [{ name: "FORGE_TASK_IMAGE", value: image }];
   const P = POD_PATHS;
   const containers: (IContainer & { dependencies?: string[] })[] = [
     {
@@ -313,19 +371,21 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
       image,
       dependencies: ["register"],
       workingDir: P.workspace,
-      ...forgeStep("harness", "--state", P.state, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
+      ...bundleStep("harness", "--state", P.state, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
+      env: [...taskEnv, { name: "HOME", value: `${P.state}/home` }],
       resources: harnessResources,
       securityContext: restrictedContainer({ readOnlyRoot: false }),
       // No experiment volume (the tests are in it), no verdict or control volume, no token; and
       // never the site's log (only the site sidecar and verify mount it).
-      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("harness-out", P.harnessOut), ...(browser ? [mount("dshm", "/dev/shm")] : [])],
+      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("harness-out", P.harnessOut), bundleMount, ...(browser ? [mount("dshm", "/dev/shm")] : [])],
     },
     {
       name: "verify",
       image,
       dependencies: ["harness"],
       workingDir: P.scratch,
-      ...forgeStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--item", ITEM_FILE, ...(site ? ["--site-log", POD_SITE_LOG_DIR] : [])),
+      env: [...taskEnv, { name: "HOME", value: `${P.scratch}/home` }],
+      ...bundleStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--item", ITEM_FILE, ...(site ? ["--site-log", POD_SITE_LOG_DIR] : [])),
       resources: verifyResources,
       securityContext: restrictedContainer({ readOnlyRoot: false }),
       // The workspace read-only (the verifier works on a copy); not the harness's state (its key).
@@ -337,6 +397,7 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
         mount("scratch", P.scratch),
         mount("item", ITEM_DIR, true),
         experimentMount,
+        bundleMount,
         // What the agent did on the site, read-only: the reward of a browser task comes from it.
         ...(site ? [mount("site-log", POD_SITE_LOG_DIR, true)] : []),
       ],
@@ -353,8 +414,17 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
       volumeMounts: [mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict, true), mount("control", P.control), mount("item", ITEM_DIR, true), mount("forge-tmp", "/tmp"), experimentMount, resultsMount],
     },
   ];
+  // The bundle's init container: copies /opt/forge into the emptyDir (Argo's executor pattern).
+  const copyBundle: IContainer = {
+    name: "bundle",
+    image: bundle,
+    command: [`${BUNDLE_DIR}/bin/busybox`, "cp", "-a", `${BUNDLE_DIR}/.`, `${BUNDLE_COPY_MOUNT}/`],
+    resources: smallResources,
+    securityContext: restrictedContainer({ readOnlyRoot: true }),
+    volumeMounts: [mount("forge-bundle", BUNDLE_COPY_MOUNT)],
+  };
   return {
-    name: "rollout",
+    name: environment?.template ?? "rollout",
     inputs: { parameters: ["index", "run", "iteration"].map((name) => ({ name })) },
     metadata: {
       labels: { [LABEL_ROLE]: "rollout", [LABEL_EXPERIMENT]: experiment.metadata.name, [LABEL_ITERATION]: param("iteration") },
@@ -373,9 +443,9 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
     automountServiceAccountToken: false,
     executor: { serviceAccountName: objectNames(experiment).serviceAccount },
     securityContext: restrictedPod(),
-    volumes: [...emptyDirs("workspace", "state", "harness-out", "verdict", "scratch", "control", "item", "forge-tmp"), ...guiVolumes(gui)],
-    // The site server of a browser task's rollout, before and beside the four containers (gui.ts).
-    ...(site ? { initContainers: [siteSidecar(experiment, { planMount, index: param("index"), stepCommand: forgeStep })] } : {}),
+    volumes: [...emptyDirs("workspace", "state", "harness-out", "verdict", "scratch", "control", "item", "forge-tmp", "forge-bundle"), ...guiVolumes(gui)],
+    // The bundle first; the site server of a browser task's rollout before and beside the four containers (gui.ts).
+    initContainers: [copyBundle, ...(site ? [siteSidecar(experiment, { planMount, index: param("index"), stepCommand: forgeStep })] : [])],
     // No in-pod container retries: register, harness and verify never fail (they leave their
     // outcome in a file) and finish retries its proxy calls itself; a failure that remains is
     // the pod's, retried as a new try above.
@@ -507,16 +577,31 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
         ),
         mirrorVolumeMounts: true,
       },
+      // Forge's figures of the iteration (the analyze step's) into the same TensorBoard run, at
+      // the step veRL logs this iteration at; never holds up training (docs/metrics.md).
+      ...(training.trackers.includes("tensorboard")
+        ? [
+            {
+              name: "forge-figures",
+              image: training.verlImage,
+              command: ["sh", "-c", 'python3 -m forge_verl.figures || echo "forge figures: not written (see above)"'],
+              env: [
+                { name: "PYTHONPATH", value: VERL_DIR },
+                { name: "FORGE_FIGURES", value: analyzeFiguresPath(iteration) },
+                { name: "FORGE_FIGURES_WAIT_SECONDS", value: "0" },
+                { name: "TENSORBOARD_DIR", value: tensorboardDir() },
+              ],
+              volumeMounts: [dataMount, { name: "forge", mountPath: VERL_DIR }],
+            },
+          ]
+        : []),
     ],
     container: {
       name: "main",
       image: training.verlImage,
       command: [command!],
       args,
-      env: [
-        { name: "PYTHONPATH", value: VERL_DIR },
-        { name: "HYDRA_FULL_ERROR", value: "1" },
-      ],
+      env: [{ name: "PYTHONPATH", value: VERL_DIR }, { name: "HYDRA_FULL_ERROR", value: "1" }, ...trackerEnv(experiment)],
       resources: {
         requests: { cpu: String(8 * training.gpus), memory: `${64 * training.gpus}Gi`, "nvidia.com/gpu": String(training.gpus) },
         limits: { "nvidia.com/gpu": String(training.gpus) },
@@ -529,7 +614,32 @@ function trainTemplate(experiment: Experiment, iteration: number, verl: VerlOpti
       { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } },
     ],
     tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+    // No archiveLogs here: without an artifact repository Argo fails the pod for it ("You need to
+    // configure artifact storage"); the pod is kept instead (podGC's labelSelector).
   };
+}
+
+/** veRL's TensorBoard directory: on the data volume, one per Workflow (one run across iterations). */
+const tensorboardDir = () => `${DATA_DIR}/tensorboard/{{workflow.name}}`;
+
+/**
+ * The train step's tracker environment: TensorBoard's directory, and for W&B one run per
+ * Workflow resumed by every iteration's step (WANDB_RUN_ID + WANDB_RESUME=allow, which
+ * wandb.init reads: veRL 0.9.1's tracking.py passes no id), then `training.secretEnv` from Secrets.
+ */
+function trackerEnv(experiment: Experiment) {
+  const { trackers, secretEnv } = experiment.spec.training;
+  return [
+    ...(trackers.includes("tensorboard") ? [{ name: "TENSORBOARD_DIR", value: tensorboardDir() }] : []),
+    ...(trackers.includes("wandb")
+      ? [
+          { name: "WANDB_RUN_ID", value: "{{workflow.name}}" },
+          { name: "WANDB_RESUME", value: "allow" },
+          { name: "WANDB_DIR", value: `${DATA_DIR}/wandb/{{workflow.name}}` },
+        ]
+      : []),
+    ...secretEnv.map((e) => ({ name: e.name, valueFrom: { secretKeyRef: { name: e.secret, key: e.key } } })),
+  ];
 }
 
 /** Deletes all but the newest `training.keepCheckpoints` veRL checkpoints (veRL's own pruning only knows its process's saves). */
@@ -618,18 +728,29 @@ function exitTemplate(experiment: Experiment): Template {
  * step number). A DAG rather than a steps list: equivalent here, and its tasks are objects that
  * the Argo CRD schema validates (a steps list is a list of lists the published schema mangles).
  */
-function iterationTemplate(experiment: Experiment, iteration: number): Template {
+function iterationTemplate(experiment: Experiment, iteration: number, environments: RolloutEnvironment[]): Template {
   const value = String(iteration);
   const iterationArg = { name: "iteration", value };
+  // Several task images: one fan-out per image (its range of the plan); else the plan's own.
+  const fanOut = environments.length > 1 ? environmentFanOut(value, environments) : { tasks: fanOutTasks(value), dependencies: fanOutDependencies };
   const tasks: Task[] = [
-    ...fanOutTasks(value),
+    ...fanOut.tasks,
     {
       name: "report",
       template: "report",
-      dependencies: fanOutDependencies,
+      dependencies: fanOut.dependencies,
       arguments: { parameters: [{ name: "run", value: "{{workflow.name}}" }, iterationArg] },
     },
   ];
+  // The iteration's analysis for the UI and Prometheus; nothing waits for it, and its failure
+  // (no artifact repository, a damaged log) never stops the run.
+  tasks.push({
+    name: "analyze",
+    template: "analyze",
+    dependencies: ["report"],
+    continueOn: { failed: true, error: true },
+    arguments: { parameters: [{ name: "run", value: "{{workflow.name}}" }, iterationArg] },
+  });
   if (experiment.spec.policy.mode === "train") {
     tasks.push({ name: "export", template: "export", dependencies: ["report"], arguments: { parameters: [iterationArg] } });
   }
@@ -638,7 +759,8 @@ function iterationTemplate(experiment: Experiment, iteration: number): Template 
     tasks.push({
       name: "train",
       template: `train-${iteration}`,
-      dependencies: ["admit"],
+      // After analyze too (which continues on failure), so its figures are there for the trackers.
+      dependencies: ["admit", "analyze"],
       arguments: { parameters: [{ name: "train-batch-size", value: "{{tasks.admit.outputs.parameters.train-batch-size}}" }] },
     });
     if (experiment.spec.training.weightSync.strategy !== "none") {
@@ -693,6 +815,7 @@ export function describeExperiment(experiment: Experiment): string {
 export function renderWorkflowTemplate(experiment: Experiment, options: WorkflowOptions): WorkflowTemplate {
   const names = objectNames(experiment);
   const iterations = iterationCount(experiment);
+  const environments = rolloutEnvironments(experiment, options.environments);
   const templates: Template[] = [
     {
       name: "experiment",
@@ -704,11 +827,12 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
         })),
       },
     },
-    ...Array.from({ length: iterations }, (_, i) => iterationTemplate(experiment, i)),
+    ...Array.from({ length: iterations }, (_, i) => iterationTemplate(experiment, i, environments)),
     planTemplate(experiment),
-    rolloutTemplate(experiment, options.namespace, options.gui),
+    ...(environments.length > 0 ? environments.map((environment) => rolloutTemplate(experiment, options.namespace, options.gui, environment)) : [rolloutTemplate(experiment, options.namespace, options.gui)]),
     ...shardTemplates(experiment),
     reportTemplate(experiment),
+    analyzeTemplate(experiment),
     exitTemplate(experiment),
   ];
   const verl = options.taskCount === undefined ? {} : { taskCount: options.taskCount };
@@ -730,8 +854,14 @@ export function renderWorkflowTemplate(experiment: Experiment, options: Workflow
       onExit: "exit-handler",
       serviceAccountName: names.serviceAccount,
       arguments: { parameters: [{ name: "commit", value: options.commit ?? "" }] },
-      // Keep failed pods for their logs; delete succeeded ones (10,000 rollout pods add up).
-      podGC: { strategy: "OnPodSuccess", deleteDelayDuration: "5m" },
+      // Keep failed pods for their logs; delete succeeded ones (10,000 rollout pods add up), but
+      // not the train pods: their log is where veRL prints loss and KL, and the UI reads it from
+      // the pod (they go with the Workflow, ttlStrategy).
+      podGC: {
+        strategy: "OnPodSuccess",
+        deleteDelayDuration: "5m",
+        labelSelector: { matchExpressions: [{ key: LABEL_ROLE, operator: "NotIn", values: ["train"] }] },
+      },
       ttlStrategy: { secondsAfterSuccess: 7 * 24 * 3600 },
       podMetadata: { labels: { [LABEL_EXPERIMENT]: names.experiment, "app.kubernetes.io/part-of": "openforge" } },
       volumes: [

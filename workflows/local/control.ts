@@ -4,6 +4,9 @@ export type Registration = { rollout_id: string; api_key: string; openai_base_ur
 export type RolloutStatus = "ok" | "failed" | "infra_error" | "timeout";
 export type FinishBody = { reward: number; status: RolloutStatus; verifier_output?: string; error?: string; metrics?: Record<string, number> };
 
+/** How long a control call waits out an admin throttle another client at its address caused. */
+const THROTTLED_WAIT_S = 120;
+
 /** The control API answered with an error or could not be reached. */
 export class ControlError extends Error {
   override name = "ControlError";
@@ -25,16 +28,27 @@ export function controlClient(proxyUrl: string, adminToken?: string): ControlCli
   const base = proxyUrl.replace(/\/$/, "");
   const post = async (path: string, body: unknown): Promise<unknown> => {
     let response: Response;
-    try {
-      response = await fetch(`${base}${path}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...(adminToken ? { authorization: `Bearer ${adminToken}` } : {}) },
-        body: JSON.stringify(body),
-      });
-    } catch (error) {
-      throw new ControlError(`control API ${base}${path}: cannot connect: ${(error as Error).message}`);
+    let text: string;
+    for (let waited = 0; ; ) {
+      try {
+        response = await fetch(`${base}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...(adminToken ? { authorization: `Bearer ${adminToken}` } : {}) },
+          body: JSON.stringify(body),
+        });
+      } catch (error) {
+        throw new ControlError(`control API ${base}${path}: cannot connect: ${(error as Error).message}`);
+      }
+      text = await response.text();
+      // Someone else at this address guessed admin tokens (an unsandboxed harness shares
+      // loopback with the executor): the right token is refused too until the bucket refills.
+      // Wait as told rather than lose a rollout's result to it.
+      const retryAfter = Number(response.headers.get("retry-after")) || 1;
+      if (response.status !== 429 || !text.includes("admin_attempts_throttled") || waited >= THROTTLED_WAIT_S) break;
+      const wait = Math.min(Math.max(1, retryAfter), THROTTLED_WAIT_S - waited);
+      await Bun.sleep(wait * 1000);
+      waited += wait;
     }
-    const text = await response.text();
     if (!response.ok) throw new ControlError(`control API POST ${path}: HTTP ${response.status}: ${text.slice(0, 500)}`);
     return text ? JSON.parse(text) : {};
   };

@@ -13,6 +13,7 @@ import { progressReporter, type ProgressState } from "./progress.ts";
 import { runRollout, type RolloutContext, type RolloutOutcome, type RolloutPlan } from "./rollout.ts";
 import { resolveSandbox, type SandboxMode } from "./sandbox.ts";
 import { passed } from "./passk.ts";
+import { DEFAULT_DISK_LIMITS, quantityBytes } from "./disk-limit.ts";
 import type { BrowserSettings } from "../gui/browser.ts";
 
 export type LocalRunOptions = {
@@ -52,6 +53,8 @@ export type LocalRunOptions = {
   labels?: Record<string, string>;
   /** `spec.environment.browser`: the browser of browser tasks (docs/gui.md). */
   browser?: BrowserSettings;
+  /** `spec.rollouts.resources.disk` / `.tmp` (Kubernetes quantities); defaults DEFAULT_DISK_LIMITS. */
+  diskLimits?: { disk?: string; tmp?: string };
 };
 
 export type LocalRunResult = { outcomes: RolloutOutcome[]; durationMs: number; sandbox: "bwrap" | "none"; aborted: boolean };
@@ -117,6 +120,10 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     signal: options.signal,
     labels: options.labels ?? {},
     ...(options.browser ? { browser: options.browser } : {}),
+    diskLimits: {
+      disk: quantityBytes(options.diskLimits?.disk ?? DEFAULT_DISK_LIMITS.disk),
+      tmp: quantityBytes(options.diskLimits?.tmp ?? DEFAULT_DISK_LIMITS.tmp),
+    },
   };
   const state: ProgressState = { total: plans.length, done: 0, running: 0, passed: 0, failed: 0, timedOut: 0, infra: 0 };
   const bar = progressReporter(options.progress ?? process.stderr, { quiet: options.quiet });

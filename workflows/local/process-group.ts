@@ -11,6 +11,8 @@ export type GroupResult = {
   timedOut: boolean;
   /** Killed because the run was aborted (Ctrl-C). */
   aborted: boolean;
+  /** Killed because the caller's `stop` fired (a disk limit). */
+  stopped?: boolean;
   durationMs: number;
   /** The spawn itself failed (binary missing, …). */
   spawnError?: string;
@@ -26,6 +28,8 @@ export type GroupOptions = {
   /** Between SIGTERM and SIGKILL. */
   graceMs?: number;
   signal?: AbortSignal;
+  /** Kills the group at once (SIGKILL, no grace) when it fires: the caller's own reason (a disk limit). */
+  stop?: AbortSignal;
 };
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {
@@ -78,7 +82,15 @@ export async function runProcessGroup(options: GroupOptions): Promise<GroupResul
   };
   if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener("abort", onAbort);
+  let stopped = false;
+  const onStop = () => {
+    stopped = true;
+    killGroup(pid, "SIGKILL");
+  };
+  if (options.stop?.aborted) onStop();
+  options.stop?.addEventListener("abort", onStop);
   const exitCode = await child.exited;
+  options.stop?.removeEventListener("abort", onStop);
   clearTimeout(timer);
   if (killTimer) clearTimeout(killTimer);
   options.signal?.removeEventListener("abort", onAbort);
@@ -87,5 +99,5 @@ export async function runProcessGroup(options: GroupOptions): Promise<GroupResul
   liveGroups.delete(pid);
   closeSync(out);
   closeSync(err);
-  return { exitCode: child.signalCode ? null : exitCode, signal: child.signalCode ? String(child.signalCode) : null, timedOut, aborted, durationMs: performance.now() - started };
+  return { exitCode: child.signalCode ? null : exitCode, signal: child.signalCode ? String(child.signalCode) : null, timedOut, aborted, ...(stopped ? { stopped } : {}), durationMs: performance.now() - started };
 }

@@ -8,7 +8,8 @@
  * Status: infra_error (registration, workspace or spawn failed, the harness's launcher failed
  * (exit 126/127), the verifier could not run or gave no valid reward, Ctrl-C), timeout (the
  * harness or the verifier ran past its limit), failed (the harness exited non-zero or was
- * killed), ok (the harness exited 0 and was verified; the reward says whether it passed).
+ * killed; or wrote more than the disk limit: error "disk limit: …", metric
+ * disk_limit_exceeded), ok (the harness exited 0 and was verified; the reward says whether it passed).
  */
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -19,7 +20,8 @@ import type { Task } from "../tasks/index.ts";
 import type { ControlClient, FinishBody, RolloutStatus } from "./control.ts";
 import { runProcessGroup, type GroupResult } from "./process-group.ts";
 import { readReward } from "./reward.ts";
-import { sandboxArgv, type SandboxSpec } from "./sandbox.ts";
+import { diskUsage, watchDisk } from "./disk-limit.ts";
+import { SANDBOX_ENV, sandboxArgv, type SandboxSpec } from "./sandbox.ts";
 
 export type RolloutPlan = { rolloutId: string; task: Task; attempt: number; group: string };
 
@@ -46,6 +48,8 @@ export type RolloutContext = {
   labels: Record<string, string>;
   /** `spec.environment.browser`: the browser of tasks with `[environment] browser = true`. */
   browser?: BrowserSettings;
+  /** Bytes: `disk` for the workspace and HOME together, `tmp` for the sandbox's /tmp (disk-limit.ts). */
+  diskLimits: { disk: number; tmp: number };
 };
 
 export type RolloutOutcome = {
@@ -56,6 +60,8 @@ export type RolloutOutcome = {
   reward: number;
   verifier_output: string;
   error?: string;
+  /** The harness was killed for writing more than spec.rollouts.resources.disk (status failed). */
+  disk_limit_exceeded?: true;
   harness_exit_code: number | null;
   duration_ms: number;
   dir: string;
@@ -168,6 +174,7 @@ async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<t
   const sitePath = siteState ? (sandboxed ? SITE_LOG_DIR : siteState) : undefined;
   const env = {
     ...ctx.baseEnv,
+    ...(sandboxed ? SANDBOX_ENV : {}),
     HOME: home,
     FORGE_LOGS: logsPath,
     FORGE_TESTS: testsPath,
@@ -185,6 +192,7 @@ async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<t
       [outputDir, VERIFIER_LOGS],
     ],
     tmpfs: [home],
+    tmpBytes: ctx.diskLimits.tmp,
     cwd: dirs.workspace,
     // The verifier needs no network, and gets none.
     offline: true,
@@ -199,7 +207,8 @@ async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<t
     graceMs: ctx.graceMs,
     signal: ctx.signal,
   });
-  rmSync(workspaceCopy, { recursive: true, force: true });
+  // Scratch: the verifier's reward and logs are kept, not its copy of the workspace or its HOME.
+  for (const path of [workspaceCopy, home]) rmSync(path, { recursive: true, force: true });
   const output = `${copyNote ? `${copyNote}\n` : ""}${tail(join(dirs.logs, "verifier.stdout"))}${tail(join(dirs.logs, "verifier.stderr"))}`;
   if (result.spawnError) return { reward: 0, output, timedOut: false, infraError: `verifier: cannot start: ${result.spawnError}` };
   if (result.aborted) return { reward: 0, output, timedOut: false, infraError: "verifier: interrupted (Ctrl-C)" };
@@ -254,7 +263,11 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
       status: result.status,
       verifier_output: result.verifier_output,
       ...(result.error ? { error: result.error } : {}),
-      metrics: { duration_ms: result.duration_ms, ...(result.harness_exit_code !== null ? { harness_exit_code: result.harness_exit_code } : {}) },
+      metrics: {
+        duration_ms: result.duration_ms,
+        ...(result.harness_exit_code !== null ? { harness_exit_code: result.harness_exit_code } : {}),
+        ...(result.disk_limit_exceeded ? { disk_limit_exceeded: 1 } : {}),
+      },
     };
     try {
       await ctx.control.finish(plan.rolloutId, body);
@@ -305,20 +318,33 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
   const timeoutSeconds = plan.task.agentTimeoutSeconds ?? ctx.timeoutSeconds;
   const network = ctx.network && site?.bridge ? { ...ctx.network, also: [...(ctx.network.also ?? []), site.bridge] } : ctx.network;
   const argv = sandboxed
-    ? sandboxArgv({ writable: [dirs.workspace, dirs.home], readOnly: [dirname(FORGE_REACT_MAIN), ...(browser?.readOnlyPaths ?? [])], cwd: dirs.workspace, network }, launch.command)
+    ? sandboxArgv({ writable: [dirs.workspace, dirs.home], readOnly: [dirname(FORGE_REACT_MAIN), ...(browser?.readOnlyPaths ?? [])], cwd: dirs.workspace, network, tmpBytes: ctx.diskLimits.tmp }, launch.command)
     : launch.command;
+  // What stays on disk for the verifier is measured while the harness writes it.
+  const disk = watchDisk([dirs.workspace, dirs.home], ctx.diskLimits.disk);
   const harness = await runProcessGroup({
     argv,
     cwd: dirs.workspace,
-    env: { ...ctx.baseEnv, ...launch.env, FORGE_ROLLOUT_ID: plan.rolloutId, ...(site ? { FORGE_SITE_URL: site.url } : {}) },
+    env: { ...ctx.baseEnv, ...(sandboxed ? SANDBOX_ENV : {}), ...launch.env, FORGE_ROLLOUT_ID: plan.rolloutId, ...(site ? { FORGE_SITE_URL: site.url } : {}) },
     stdoutPath: join(dirs.logs, "harness.stdout"),
     stderrPath: join(dirs.logs, "harness.stderr"),
     timeoutMs: timeoutSeconds * 1000,
     graceMs: ctx.graceMs,
     signal: ctx.signal,
+    stop: disk.over,
   });
+  disk.stop();
   // The site stops with the harness: nothing reaches it once the verifier reads its log.
   await site?.close();
+  // Measured once more now that nothing writes: a burst between two checks counts too.
+  const diskUsed = harness.stopped ? disk.seenBytes() : await diskUsage([dirs.workspace, dirs.home]);
+  if (diskUsed > ctx.diskLimits.disk && !harness.aborted) {
+    // Nothing to verify: the policy filled the disk. What it wrote goes (it is over the limit by
+    // definition); the logs stay.
+    for (const path of [dirs.workspace, dirs.home]) rmSync(path, { recursive: true, force: true });
+    const error = `disk limit: the workspace and HOME held ${diskUsed} bytes, over spec.rollouts.resources.disk (${ctx.diskLimits.disk} bytes); the harness was ${harness.stopped ? "killed" : "done"}, its workspace and HOME removed, the verifier not run`;
+    return finish({ ...outcome("failed", 0, "", harness.exitCode, error), disk_limit_exceeded: true });
+  }
   const status = statusOf(harness);
   if (harness.spawnError) return finish(outcome("infra_error", 0, "", null, `harness: cannot start ${launch.command[0]}: ${harness.spawnError}`));
   if (harness.aborted) return finish(outcome("infra_error", 0, "", harness.exitCode, "interrupted (Ctrl-C) while the harness ran"));

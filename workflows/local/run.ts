@@ -152,6 +152,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
       harness: experiment.spec.harness.name,
       harnessOptions: experiment.spec.harness.options,
       browser: experiment.spec.environment.browser,
+      diskLimits: { disk: experiment.spec.rollouts.resources.disk, tmp: experiment.spec.rollouts.resources.tmp },
       harnessCommand: experiment.spec.harness.command,
       model: experiment.spec.policy.model,
       proxyUrl: services.proxyUrl,
@@ -180,7 +181,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunE
         async: training.async,
         maxStaleness: training.maxStaleness,
         runRollouts: async (i) => void parts.push(await rolloutsOf(i)),
-        train: (i) => trainLocally({ experiment, experimentPath: options.experimentPath, dataDir: options.dataDir, proxyUrl: services.proxyUrl, adminToken: services.adminToken!, control, iteration: i, log }),
+        train: (i) => trainLocally({ experiment, experimentPath: options.experimentPath, dataDir: options.dataDir, proxyUrl: services.proxyUrl, adminToken: services.adminToken!, control, iteration: i, run, log }),
         log,
         signal: options.signal,
       });

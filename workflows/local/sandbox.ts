@@ -1,13 +1,15 @@
 /**
  * The bubblewrap sandbox of a rollout: its own user namespace with every capability dropped
- * (so it holds when forge runs as root, in containers and CI), no new privileges, its own
- * filesystem view (system directories read-only, the workspace and a private HOME read-write,
- * a fresh /tmp, /proc and /dev), its own PID, IPC and UTS namespaces, and its own network
+ * (so it holds when forge runs as root, in containers and CI) in which task code is uid 1000,
+ * no new privileges, its own filesystem view (system directories read-only, a /etc of its own
+ * with none of the host's secrets, the workspace and a private HOME read-write, a fresh /tmp,
+ * /proc and /dev), its own PID, IPC and UTS namespaces, and its own network
  * namespace whose only way out is the proxy (see bridge.ts: the proxy's port on the namespace's
  * loopback is forwarded over a unix socket).
  */
-import { existsSync, lstatSync, readlinkSync } from "node:fs";
-import { dirname } from "node:path";
+import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export type SandboxMode = "auto" | "bwrap" | "none";
@@ -17,11 +19,12 @@ export const ALLOW_ROOT_UNSANDBOXED_ENV = "FORGE_ALLOW_ROOT_UNSANDBOXED";
 
 /**
  * Flags that make the sandbox hold for any caller, root included: a user namespace (a root
- * caller keeps its capabilities without one, and could remount a read-only bind read-write),
+ * caller keeps its capabilities without one, and could remount a read-only bind read-write) in
+ * which task code is uid/gid 1000 (SANDBOX_USER), not root,
  * all capabilities dropped, no further user namespaces inside, and the process namespaces.
  * bwrap itself sets no_new_privs.
  */
-const HOLDING_FLAGS = ["--unshare-user", "--cap-drop", "ALL", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--new-session", "--die-with-parent"];
+const HOLDING_FLAGS = ["--unshare-user", "--uid", "1000", "--gid", "1000", "--cap-drop", "ALL", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--new-session", "--die-with-parent"];
 
 type Bwrap = { path: string; flags: string[] };
 
@@ -145,9 +148,82 @@ export type SandboxSpec = {
   offline?: boolean;
   /** Fresh empty directories (the verifier's HOME). */
   tmpfs?: string[];
+  /** The size of the sandbox's /tmp and of its /dev/shm (tmpfs each) in bytes; unlimited when unset (tmpfs's default: half the RAM). */
+  tmpBytes?: number;
 };
 
-const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"];
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"];
+
+/** Who task code is inside the sandbox (bwrap --uid/--gid), named in the synthesized /etc/passwd. */
+export const SANDBOX_USER = { name: "forge", uid: 1000, gid: 1000 };
+
+/** The login variables of SANDBOX_USER, for task code run in the sandbox (Bun's os.userInfo reads USER). */
+export const SANDBOX_ENV = { USER: SANDBOX_USER.name, LOGNAME: SANDBOX_USER.name };
+
+/**
+ * What of the host's /etc the sandbox shows, read-only: what programs need to run (the dynamic
+ * linker's cache, CA certificates and OpenSSL's config, locale and time zone, Debian's
+ * alternatives links, fonts, MIME and terminal data, the shells' and Python's system config).
+ * Nothing else: no shadow or gshadow, no ssh keys, no ssl/private, no package managers'
+ * credentials (npmrc, pip.conf), no machine-id.
+ */
+const HOST_ETC = [
+  "alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "chromium", "chromium.d", "debian_version", "fonts",
+  "gai.conf", "host.conf", "inputrc", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "locale.alias", "locale.gen", "localtime",
+  "magic", "magic.mime", "mime.types", "networks", "os-release", "profile", "profile.d", "protocols", "services",
+  "shells", "ssl/certs", "ssl/openssl.cnf", "terminfo", "timezone", "xdg", "xml", "sgml",
+];
+
+/** The /etc files written for the sandbox: its user, loopback names, no DNS server. */
+function synthesizedEtc(): Record<string, string> {
+  const { name, uid, gid } = SANDBOX_USER;
+  return {
+    // The home in passwd is /tmp (the sandbox's own tmpfs): $HOME is set to the rollout's, and
+    // what looks the home up in passwd instead still gets a writable directory.
+    passwd: `root:x:0:0:root:/root:/usr/sbin/nologin\n${name}:x:${uid}:${gid}:forge rollout:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    group: `root:x:0:\n${name}:x:${gid}:\nnogroup:x:65534:\n`,
+    hosts: "127.0.0.1\tlocalhost rollout\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    hostname: "rollout\n",
+    // No network but loopback: no name server to ask.
+    "resolv.conf": "# the rollout's sandbox has no network but the proxy bridge on loopback\n",
+    "nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\nnetworks: files\nprotocols: files\nservices: files\n",
+  };
+}
+
+let etcDir: string | undefined;
+/** The synthesized /etc files, written once per process to a private directory removed at exit. */
+function synthesizedEtcDir(): string {
+  if (etcDir && existsSync(etcDir)) return etcDir;
+  const dir = mkdtempSync(join(tmpdir(), "forge-sandbox-etc-"));
+  for (const [name, content] of Object.entries(synthesizedEtc())) writeFileSync(join(dir, name), content, { mode: 0o644 });
+  chmodSync(dir, 0o755);
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return (etcDir = dir);
+}
+
+/** The bwrap arguments of the sandbox's /etc: the synthesized files and HOST_ETC, read-only. */
+function etcArgs(): string[] {
+  // --dir makes it 0755 (--perms would need bwrap ≥ 0.5).
+  const args = ["--dir", "/etc"];
+  const dir = synthesizedEtcDir();
+  for (const name of Object.keys(synthesizedEtc())) args.push("--ro-bind", join(dir, name), `/etc/${name}`);
+  // Python's system config (/etc/python3.11/sitecustomize.py is linked from /usr/lib).
+  const pythons = existsSync("/etc") ? readdirSync("/etc").filter((name) => /^python3(\.\d+)?$/.test(name)) : [];
+  for (const name of [...new Set([...HOST_ETC, ...pythons])]) {
+    const path = `/etc/${name}`;
+    // A link (localtime → /usr/share/zoneinfo/…, os-release → ../usr/lib/os-release) is bound as
+    // what it points at; one that points nowhere is left out.
+    if (existsSync(path)) args.push("--ro-bind", path, path);
+  }
+  return args;
+}
+
+let sizeSupported: boolean | undefined;
+/** Whether this bwrap has `--size` (older releases lack it; Debian 12's 0.8 has it). */
+function bwrapHasSize(path: string): boolean {
+  sizeSupported ??= Bun.spawnSync([path, "--help"], { stdout: "pipe", stderr: "pipe" }).stdout.toString().includes("--size");
+  return sizeSupported;
+}
 
 /** The in-namespace forwarder (bridge-inner.ts), run with the Bun that runs forge. */
 const INNER_BRIDGE = fileURLToPath(new URL("./bridge-inner.ts", import.meta.url));
@@ -164,13 +240,17 @@ export function sandboxArgv(spec: SandboxSpec, argv: string[]): string[] {
   if (!bwrap) throw new SandboxError("bubblewrap is not available, or its sandbox does not hold here");
   const args = [bwrap.path, ...bwrap.flags, "--hostname", "rollout"];
   if (spec.network || spec.offline) args.push("--unshare-net");
+  args.push(...etcArgs());
   for (const dir of SYSTEM_DIRS) {
     if (!existsSync(dir)) continue;
     // Merged-/usr systems have /bin → usr/bin: recreate the link rather than bind it twice.
     if (lstatSync(dir).isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
     else args.push("--ro-bind", dir, dir);
   }
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+  // /tmp and /dev/shm are the sandbox's scratch: tmpfs, each capped at tmpBytes.
+  // An older bwrap without --size leaves them unlimited (docs/local-executor.md, "Limits (disk)").
+  const size = spec.tmpBytes && bwrapHasSize(bwrap.path) ? ["--size", String(spec.tmpBytes)] : [];
+  args.push("--proc", "/proc", "--dev", "/dev", ...size, "--tmpfs", "/dev/shm", ...size, "--tmpfs", "/tmp");
   const bunDir = dirname(process.execPath);
   const readOnly = [bunDir, ...spec.readOnly, ...(spec.network ? [dirname(INNER_BRIDGE)] : [])];
   for (const path of readOnly) args.push("--ro-bind", path, path);
@@ -180,7 +260,9 @@ export function sandboxArgv(spec: SandboxSpec, argv: string[]): string[] {
   for (const [source, target] of spec.writableAt ?? []) args.push("--bind", source, target);
   const forwards = spec.network ? [{ socket: spec.network.socket, port: spec.network.port }, ...(spec.network.also ?? [])] : [];
   for (const forward of forwards) args.push("--ro-bind", forward.socket, forward.socket);
-  args.push("--chdir", spec.cwd, "--");
+  // bwrap's own root and its /dev (tmpfs, holding the mount points and device nodes) would
+  // otherwise take writes without limit; the device nodes still work.
+  args.push("--remount-ro", "/dev", "--remount-ro", "/", "--chdir", spec.cwd, "--");
   if (spec.network) args.push(process.execPath, INNER_BRIDGE, ...forwards.flatMap((forward) => [String(forward.port), forward.socket]), "--");
   return [...args, ...argv];
 }

@@ -20,6 +20,8 @@ export type LocalStepOptions = {
   adminToken: string;
   control: ControlClient;
   iteration: number;
+  /** The run (forge run's id), which the iteration's figures are scored over (figures.ts). */
+  run?: string;
   log?: (line: string) => void;
 };
 
@@ -58,8 +60,21 @@ export async function trainLocally(options: LocalStepOptions): Promise<void> {
   if (!training.localCommand) throw new Error(`${options.experimentPath}: spec.training.localCommand is not set: iterations after the first need a local trainer (or run on Argo)`);
   mkdirSync(dirname(paths.log), { recursive: true });
   mkdirSync(dirname(paths.checkpoint), { recursive: true });
+  // Forge's figures of the iteration for the trainer's trackers (figures.ts), computed while the
+  // trainer starts: it waits for the file only if it asks for the figures. Never fails the step.
+  let trackers: Record<string, string> = {};
+  let figuresDone: Promise<unknown> = Promise.resolve();
+  if (options.run !== undefined) {
+    const run = options.run;
+    const { figuresPath, writeIterationFigures, trackerEnv } = await import("./figures.ts");
+    trackers = trackerEnv({ dataDir: options.dataDir, run, figures: figuresPath(options.dataDir, iteration), iteration }, process.env);
+    figuresDone = writeIterationFigures({ experiment, dataDir: options.dataDir, run, iteration, samples: manifest.samples }).catch((error: Error) =>
+      options.log?.(`iteration ${iteration}: forge's figures for the trackers were not written: ${error.message}`),
+    );
+  }
   const env = {
     ...process.env,
+    ...trackers,
     FORGE_BATCH: paths.batch,
     FORGE_GROUPS: groupDatasetPath(paths.batch),
     FORGE_ITERATION: String(iteration),
@@ -75,6 +90,7 @@ export async function trainLocally(options: LocalStepOptions): Promise<void> {
     child.once("error", (error) => fail(new Error(`spec.training.localCommand ${JSON.stringify(training.localCommand)}: ${error.message}`)));
     child.once("close", (exit) => out.end(() => done(exit)));
   });
+  await figuresDone;
   if (code !== 0) throw new Error(`iteration ${iteration}: spec.training.localCommand exited ${code}; its output is in ${paths.log}`);
   const version = iteration + 1;
   if (policy.upstreams.length > 0 && training.weightSync.strategy === "update-from-disk") {

@@ -13,8 +13,8 @@
  * The verifier writes its reward to $FORGE_LOGS/reward.txt or reward.json; its exit code
  * decides only when task.toml says `[verifier] reward = "exit-code"`.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
+import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { rewardRange, rewardSource } from "./reward-spec.ts";
 import { validateTaskToml } from "./task-toml.ts";
 import { TaskError, type Task } from "./types.ts";
@@ -30,6 +30,36 @@ function readTaskToml(file: string): Record<string, unknown> {
 }
 
 /**
+ * Refuses a task whose folder holds a link that leaves it: forge reads and copies task files
+ * with its own rights (root in a container), so `environment/key -> /etc/shadow` would hand the
+ * host's file to the harness and `instruction.md -> ~/.ssh/id_rsa` put it in the prompt. Links
+ * within the folder are fine.
+ */
+function refuseLinksOut(root: string): void {
+  const real = realpathSync(root);
+  const inside = (path: string) => path === real || path.startsWith(real.endsWith(sep) ? real : `${real}${sep}`);
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isSymbolicLink()) {
+        const target = readlinkSync(path);
+        let resolved: string;
+        try {
+          resolved = realpathSync(path);
+        } catch {
+          // Points nowhere (yet): judged by what it says.
+          resolved = resolve(dirname(join(real, relative(root, path))), target);
+        }
+        if (!inside(resolved)) {
+          throw new TaskError(`${path}: is a link to ${target}, outside the task folder ${root}; task files must be inside it (copy the file in instead of linking it)`);
+        }
+      } else if (entry.isDirectory()) walk(path);
+    }
+  };
+  walk(root);
+}
+
+/**
  * Loads one task directory.
  *
  * @example
@@ -39,6 +69,7 @@ function readTaskToml(file: string): Record<string, unknown> {
 export function loadTaskDir(dir: string): Task {
   const root = resolve(dir);
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new TaskError(`task ${root}: not a directory`);
+  refuseLinksOut(root);
   const instructionFile = join(root, "instruction.md");
   if (!existsSync(instructionFile)) throw new TaskError(`task ${root}: instruction.md is missing (it holds the prompt given to the harness)`);
   const instruction = readFileSync(instructionFile, "utf8").trim();

@@ -12,8 +12,11 @@ and awaits ``run(sampling_params, **row)``.
 Under the V1 trainer (veRL's default; its worker passes ``session_id``) ``run`` returns every
 sample of the trajectory, the final one last; under the legacy trainer it returns the final
 sample and counts the others as left out. A trajectory that is not the policy's doing (an
-infrastructure error, an unfinished rollout) or whose final sample does not fit veRL's lengths
-returns ``[]``: V1 stores nothing for that session and GRPO compares the group's other sessions.
+infrastructure error, an unfinished or cancelled rollout) returns ``[]``: V1 stores nothing for
+that session and GRPO compares the group's other sessions; a group left with one session is
+left out too (``drop_single_session_groups``). Overlong samples follow ``overlong``
+(samples.py). Online, the version of the weights is read from veRL's servers and validation
+passes are labelled (verl_state.py; docs/verl.md).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any, Optional
 
 from .batch import Batch
 from .images import BlobDir, inline_images
-from .online import OnlineClient, OnlineError, sampling_of, server_upstreams
+from .online import OnlineClient, OnlineError, OnlineTimeout, sampling_of, server_upstreams
+from .verl_state import VALIDATION_LABEL, GroupSettle, read_server_version, refuse_async_trainer, validating, _balancer_handles
 from .samples import Limits, trajectory_outputs
 from .verl_api import AgentLoopBase, AgentLoopOutput, register
 
@@ -36,6 +40,9 @@ _blob_dirs: dict[str, BlobDir] = {}
 
 #: Process-wide counts of what the loop left out (one agent-loop worker process each).
 COUNTERS: dict[str, int] = {}
+
+#: Sessions of each veRL row (uid) in this worker, to leave out a group that falls to one.
+_GROUPS = GroupSettle()
 
 #: Rollout statuses whose trajectory is left out of the loss (not the policy's failure).
 MASKED_STATUSES = frozenset({"infra_error", "unfinished"})
@@ -90,6 +97,9 @@ class ForgeAgentLoop(AgentLoopBase):
         experiment: Optional[str] = None,
         poll_interval_s: float = 1.0,
         timeout_s: float = 3600.0,
+        overlong: str = "truncate",
+        overlong_reward: float = 0.0,
+        drop_single_session_groups: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(trainer_config, server_manager, tokenizer, processor, dataset_cls, data_config, hf_model_type=hf_model_type, **kwargs)
@@ -100,7 +110,10 @@ class ForgeAgentLoop(AgentLoopBase):
         self.limits = Limits(
             prompt_length=_config_get(self.config, "actor_rollout_ref.rollout.prompt_length"),
             response_length=_config_get(self.config, "actor_rollout_ref.rollout.response_length"),
+            overlong=overlong,
+            overlong_reward=float(overlong_reward),
         )
+        self.drop_single_session_groups = bool(drop_single_session_groups)
         self.experiment = experiment or os.environ.get("FORGE_EXPERIMENT", "verl")
         # Fixed server URLs instead of veRL's own (a colocated vLLM outside veRL); default: ask veRL.
         self.upstreams = list(upstreams) if upstreams else None
@@ -108,6 +121,7 @@ class ForgeAgentLoop(AgentLoopBase):
             raise ValueError("forge_agent replay mode needs batch_path (agent loop YAML) or FORGE_BATCH: the `forge export --format verl` parquet")
         self.online: Optional[OnlineClient] = None
         if self.mode == "online":
+            refuse_async_trainer(self.config)
             url = proxy_url or os.environ.get("FORGE_PROXY_URL")
             if not url:
                 raise ValueError("forge_agent online mode needs proxy_url (agent loop YAML) or FORGE_PROXY_URL")
@@ -124,11 +138,26 @@ class ForgeAgentLoop(AgentLoopBase):
             )
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput] | AgentLoopOutput:
+        # Read before the first await: veRL's caller is still on the stack then.
+        validate = validating()
         several = "session_id" in kwargs  # the V1 worker numbers the n runs of a row; v0 does not
-        if self.mode == "replay":
-            outputs = self._replay(kwargs, several)
-        else:
-            outputs = await self._online(sampling_params, kwargs, several)
+        outputs: list[AgentLoopOutput] = []
+        try:
+            if self.mode == "replay":
+                outputs = self._replay(kwargs, several)
+            else:
+                outputs = await self._online(sampling_params, kwargs, several, bool(validate))
+        finally:
+            if several and self.drop_single_session_groups and not validate:
+                # Every session settles, also one that failed: its siblings must not wait for it.
+                # Siblings run up to timeout_s each (replay: at once).
+                wait_s = (self.online.timeout_s + 120.0) if self.online else 120.0
+                alone = await _GROUPS.settle(str(kwargs.get("uid")), self._sessions(), bool(outputs), wait_s)
+                if alone and outputs:
+                    # GRPO would give a group of one its raw reward as advantage (score / (1 + eps)).
+                    logger.warning("forge_agent: group %s has one session left: left out of the loss", kwargs.get("uid"))
+                    _count("single_session_groups")
+                    outputs = []
         if several:
             return outputs
         if not outputs:
@@ -136,6 +165,12 @@ class ForgeAgentLoop(AgentLoopBase):
             # left-out trajectory stops the step there (docs/verl.md, "Legacy trainer").
             raise RuntimeError("forge_agent: this trajectory is left out of the loss (see the log), which the legacy trainer (trainer.use_v1=False) cannot express; use veRL's default V1 trainer")
         return outputs[0]
+
+    def _sessions(self) -> int:
+        """Sessions per row: ``rollout.n`` (veRL's ``_run_prompt``; a row's ``__rollout_n__`` is
+        not visible to the loop)."""
+        n = _config_get(self.config, "actor_rollout_ref.rollout.n")
+        return int(n) if n else 1
 
     def _replay(self, kwargs: dict, several: bool) -> list[AgentLoopOutput]:
         batch = _batch(self.batch_path)  # type: ignore[arg-type]
@@ -149,35 +184,52 @@ class ForgeAgentLoop(AgentLoopBase):
         blobs = _blob_dir(batch.blob_dir)
         return trajectory_outputs(samples, reward=reward, limits=self.limits, several=several, images_of=lambda s: blobs.images(s.get("image_refs")), counters=COUNTERS)
 
-    async def _server_upstreams(self) -> list[str]:
+    async def _servers(self) -> tuple[list[str], list[Any]]:
+        """veRL's server addresses as OpenAI base URLs, and their Ray actor handles (None where
+        the balancer holds none, or for fixed ``upstreams``)."""
         if self.upstreams:
-            return server_upstreams(self.upstreams)
+            return server_upstreams(self.upstreams), [None] * len(self.upstreams)
         balancer = getattr(self.server_manager, "_load_balancer", None)
         if balancer is None:
             raise OnlineError("online mode: veRL's server manager has no load balancer to ask for its servers; set `upstreams` in the agent-loop YAML")
-        # veRL 0.9.1: GlobalRequestLoadBalancer keyed by each replica's "ip:port" (router.py).
+        # veRL 0.9.1: GlobalRequestLoadBalancer keyed by each replica's "ip:port" (router.py),
+        # holding each replica's server actor (add_servers: server_id -> actor handle).
         addresses = await balancer.get_all_servers.remote()
         if not addresses:
             raise OnlineError("online mode: veRL reports no inference server")
-        return server_upstreams(list(addresses))
+        handles = await balancer.__ray_call__.remote(_balancer_handles)
+        return server_upstreams(list(addresses)), [handles.get(a) for a in addresses]
 
-    async def _online(self, sampling_params: dict, kwargs: dict, several: bool) -> list[AgentLoopOutput]:
+    async def _online(self, sampling_params: dict, kwargs: dict, several: bool, validate: bool) -> list[AgentLoopOutput]:
         extra = kwargs.get("extra_info") or {}
-        # In sync mode the servers hold the weights of the previous step when a step dispatches.
-        global_steps = int(kwargs.get("global_steps", 1))
+        global_steps = kwargs.get("global_steps")
+        upstreams, handles = await self._servers()
+        # The version of the weights the servers hold, read from them (not from the step count).
+        version, source = await read_server_version(upstreams, handles)
+        labels = {"source": "verl", "data_source": str(kwargs.get("data_source", "")), "verl.version_source": source}
+        if global_steps is not None:
+            labels["verl.global_steps"] = str(int(global_steps))
+        if validate:
+            labels[VALIDATION_LABEL] = "true"
         spec: dict[str, Any] = {
             "experiment": extra.get("experiment") or self.experiment,
             "task_id": str(extra.get("task_id") or kwargs.get("task_id") or kwargs.get("index", "")),
             "group": str(kwargs.get("uid") or extra.get("group") or uuid.uuid4()),
-            "labels": {"source": "verl", "data_source": str(kwargs.get("data_source", "")), "verl.global_steps": str(global_steps)},
-            "upstreams": await self._server_upstreams(),
-            "policy_version": max(global_steps - 1, 0),
+            "labels": labels,
+            "upstreams": upstreams,
+            "policy_version": version,
             "sampling": sampling_of(sampling_params),
         }
         if "session_id" in kwargs:
             spec["labels"]["verl.session_id"] = str(kwargs["session_id"])
         assert self.online is not None
-        trajectory = await self.online.run_rollout(spec)
+        try:
+            trajectory = await self.online.run_rollout(spec)
+        except OnlineTimeout as error:
+            # Cancelled at the proxy and its harness ended: masked, like an infrastructure error.
+            logger.warning("forge_agent: %s", error)
+            _count("cancelled_trajectories")
+            return []
         status = str(trajectory.get("status") or "unfinished")
         samples = list(trajectory.get("samples") or [])
         if status in MASKED_STATUSES or not trajectory.get("valid", status == "ok") or not samples:
@@ -195,3 +247,4 @@ class ForgeAgentLoop(AgentLoopBase):
             images_of=lambda s: inline_images(s.get("image_refs"), blobs),
             counters=COUNTERS,
         )
+        return outputs

@@ -12,6 +12,11 @@ veRL's own inference servers.
    the registration as JSON and returns once it has accepted the run.
 3. ``GET {proxy}/control/rollouts/{id}`` is polled until the rollout has a result.
 4. ``GET {proxy}/control/rollouts/{id}/trajectory`` gives the assembled samples.
+
+A session that ends without a result (past ``timeout_s``, an orchestrator command that failed,
+veRL cancelling the task) cancels the rollout (``POST /control/rollouts/{id}/cancel``: the
+proxy answers its further calls 409, aborts those in flight and records nothing of it after the
+result) and ends the command's whole process session, harness included.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -104,8 +110,8 @@ class OnlineClient:
     async def register(self, spec: dict) -> dict:
         return await self._call("POST", "/control/rollouts", spec)
 
-    async def start(self, registration: dict, spec: dict) -> None:
-        values = {
+    def _values(self, registration: dict, spec: dict) -> dict:
+        return {
             "rollout_id": registration["rollout_id"],
             "task_id": spec.get("task_id", ""),
             "api_key": registration.get("api_key", ""),
@@ -113,32 +119,108 @@ class OnlineClient:
             "anthropic_base_url": registration.get("anthropic_base_url", ""),
             "proxy_url": self.proxy_url,
         }
+
+    async def start(self, registration: dict, spec: dict) -> Optional[asyncio.subprocess.Process]:
+        """Starts the run: the orchestrator command as a process of its own session (so that a
+        cancel ends it and everything it started), or the HTTP hook. Returns the process."""
+        values = self._values(registration, spec)
         if self.orchestrator_url:
             await asyncio.to_thread(_request, "POST", self.orchestrator_url, None, {**spec, **registration, **values})
-            return
+            return None
         argv = [part.format(**values) for part in self.orchestrator_command or []]
         env = {**os.environ, **{f"FORGE_{k.upper()}": str(v) for k, v in values.items()}}
-        proc = await asyncio.create_subprocess_exec(*argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await proc.communicate()
-        if proc.returncode != 0:
-            tail = out.decode(errors="replace")[-1000:]
-            raise OnlineError(f"orchestrator command {argv!r} exited {proc.returncode}: {tail}")
+        return await asyncio.create_subprocess_exec(*argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
 
-    async def wait(self, rollout_id: str) -> dict:
+    async def wait(self, rollout_id: str, proc: Optional[asyncio.subprocess.Process] = None, output: Optional[asyncio.Future] = None) -> dict:
+        """Polls the rollout until it has a result. Raises OnlineTimeout past ``timeout_s`` and
+        OnlineError when the orchestrator command (``output``: its ``communicate()``) exits
+        non-zero before a result."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             state = await self._call("GET", f"/control/rollouts/{rollout_id}")
             if state.get("result"):
                 return state
+            if output is not None and output.done() and proc is not None and proc.returncode not in (0, None):
+                tail = (output.result()[0] or b"").decode(errors="replace")[-1000:]
+                raise OnlineError(f"rollout {rollout_id}: orchestrator command exited {proc.returncode} without a result: {tail}")
             if time.monotonic() > deadline:
-                raise OnlineError(f"rollout {rollout_id}: no result after {self.timeout_s:.0f} s (is the executor reporting /finish?)")
+                raise OnlineTimeout(f"rollout {rollout_id}: no result after {self.timeout_s:.0f} s (timeout_s); cancelled")
             await asyncio.sleep(self.poll_interval_s)
+
+    async def cancel(self, rollout_id: str, reason: str, status: str = "infra_error") -> dict:
+        """``POST /control/rollouts/{id}/cancel``: the proxy refuses the rollout's further calls
+        (409), aborts those in flight and records nothing of it after the result."""
+        return await self._call("POST", f"/control/rollouts/{rollout_id}/cancel", {"reason": reason[:2000], "status": status})
 
     async def trajectory(self, rollout_id: str) -> dict:
         return await self._call("GET", f"/control/rollouts/{rollout_id}/trajectory?images=1")
 
     async def run_rollout(self, spec: dict) -> dict:
+        """Registers, starts and awaits one rollout; its trajectory. A session that ends without
+        the rollout's result (timeout, a failed orchestrator, veRL cancelling the task) cancels
+        it at the proxy and ends the orchestrator process and everything it started: no harness
+        is left calling the trainer's servers once they sleep or load the next weights."""
         registration = await self.register(spec)
-        await self.start(registration, spec)
-        await self.wait(registration["rollout_id"])
-        return await self.trajectory(registration["rollout_id"])
+        rollout_id = registration["rollout_id"]
+        proc: Optional[asyncio.subprocess.Process] = None
+        output: Optional[asyncio.Future] = None
+        done = False
+        try:
+            proc = await self.start(registration, spec)
+            # Its output is read all along (a full pipe would block it), kept for an error.
+            output = asyncio.ensure_future(proc.communicate()) if proc is not None else None
+            await self.wait(rollout_id, proc, output)
+            done = True
+        except BaseException as error:
+            status = "timeout" if isinstance(error, OnlineTimeout) else "infra_error"
+            await _shielded(self.cancel(rollout_id, f"the trainer's session ended without a result: {type(error).__name__}: {error}"[:2000], status))
+            raise
+        finally:
+            if proc is not None:
+                await _shielded(_end_process(proc, cancelled=not done))
+            if output is not None and not output.done():
+                output.cancel()
+        return await self.trajectory(rollout_id)
+
+
+class OnlineTimeout(OnlineError):
+    """The rollout had no result within ``timeout_s``; it was cancelled and its harness ended."""
+
+
+async def _shielded(coro: Any) -> None:
+    # Clean-up must run even when veRL cancels the session's task.
+    try:
+        await asyncio.shield(asyncio.ensure_future(coro))
+    except asyncio.CancelledError:
+        pass
+    except Exception as error:  # the original error matters more; say what clean-up failed
+        import logging
+
+        logging.getLogger(__name__).warning("forge_agent: clean-up failed: %s", error)
+
+
+async def _end_process(proc: asyncio.subprocess.Process, cancelled: bool, grace_s: float = 5.0, exit_grace_s: float = 60.0) -> None:
+    """Ends the orchestrator's process group (SIGTERM, SIGKILL after ``grace_s``). A command
+    whose rollout has its result is given ``exit_grace_s`` to exit on its own first (it may
+    still be copying results)."""
+    if proc.returncode is None and not cancelled:
+        try:
+            await asyncio.wait_for(proc.wait(), exit_grace_s)
+        except asyncio.TimeoutError:
+            pass
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if proc.returncode is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            await asyncio.wait_for(proc.wait(), grace_s)
+        except asyncio.TimeoutError:
+            continue
+    # Whatever it started in its session (a harness that ignored SIGTERM) goes too.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -8,11 +8,18 @@
   because V1's post-processing copies that key to the earlier outputs of a trajectory.
 - ``num_turns``, ``response_logprobs`` and ``reward_score`` are always passed: ``as_dict`` dumps
   only fields that were set, and every sample of a batch must have the same fields.
-- Overlong samples (``rollout.prompt_length`` / ``rollout.response_length``) are left out, not
-  cut: cutting a prompt trains on a context the policy never saw, and cutting a response would
-  move the reward onto a token the policy did not end on. A trajectory whose final sample is
-  overlong is left out whole. Both are counted. A sample with an empty response (an aborted
-  call) is left out the same way: veRL puts a reward on every output's last response token.
+- Overlong samples (longer than ``rollout.prompt_length`` / ``rollout.response_length``) follow
+  the ``overlong`` setting (docs/verl.md, "Overlong and empty samples"):
+  ``truncate`` (default, what veRL 0.9.1's own agent loops do: the response cut to
+  ``response_length`` with its mask and logprobs, ``response_ids[:response_length]``, the prompt
+  left-cut to ``prompt_length``, ``_cap_text_prompt_length``; the reward stays), ``penalize``
+  (cut the same way; a trajectory whose final sample was cut gets ``overlong_reward`` instead of
+  its reward, so a run the policy made too long is penalised), or ``drop`` (left out, not cut; a
+  trajectory whose final sample is overlong is left out whole, as at export). All are counted.
+- A sample with an empty response (an aborted call) carries no token to train or to put a reward
+  on (veRL puts it on every output's last response token): it is left out; an empty final
+  sample hands the reward to the trajectory's last non-empty sample (``drop``: the trajectory is
+  left out).
 """
 
 from __future__ import annotations
@@ -26,12 +33,22 @@ from .verl_api import AgentLoopMetrics, AgentLoopOutput
 logger = logging.getLogger(__name__)
 
 
+OVERLONG_POLICIES = ("truncate", "penalize", "drop")
+
+
 @dataclass
 class Limits:
-    """veRL's ``actor_rollout_ref.rollout.prompt_length`` / ``response_length`` (None: no limit)."""
+    """veRL's ``actor_rollout_ref.rollout.prompt_length`` / ``response_length`` (None: no limit)
+    and what to do with a sample that does not fit (``overlong``: truncate, penalize, drop)."""
 
     prompt_length: Optional[int] = None
     response_length: Optional[int] = None
+    overlong: str = "truncate"
+    overlong_reward: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.overlong not in OVERLONG_POLICIES:
+            raise ValueError(f"forge_agent: overlong must be one of {', '.join(OVERLONG_POLICIES)} (agent loop YAML), got {self.overlong!r}")
 
     def problem(self, sample: dict) -> Optional[str]:
         """Why a sample does not fit, or None. An empty response does not either: veRL puts
@@ -45,6 +62,18 @@ class Limits:
             return f"response has {r} tokens > rollout.response_length={self.response_length}"
         return None
 
+    def cut(self, sample: dict) -> dict:
+        """The sample cut to fit, as veRL's agent loops cut: the prompt from the left, the
+        response (with its mask and logprobs) from the right."""
+        out = dict(sample)
+        if self.prompt_length is not None and len(sample["prompt_ids"]) > self.prompt_length:
+            out["prompt_ids"] = list(sample["prompt_ids"])[-self.prompt_length :]
+        if self.response_length is not None and len(sample["response_ids"]) > self.response_length:
+            n = self.response_length
+            for key in ("response_ids", "response_mask", "response_logprobs"):
+                out[key] = list(sample[key])[:n]
+        return out
+
 
 @dataclass
 class Selection:
@@ -55,6 +84,9 @@ class Selection:
     left_out: int = 0
     auxiliary: int = 0
     dropped: Optional[str] = None
+    #: samples cut to fit (``truncate`` / ``penalize``), and whether the final one was
+    truncated: int = 0
+    final_overlong: bool = False
 
 
 def select_samples(samples: list[dict], limits: Limits, several: bool) -> Selection:
@@ -86,6 +118,8 @@ def _auxiliary(sample: dict) -> bool:
 def _select_agent(samples: list[dict], limits: Limits, several: bool) -> Selection:
     if not samples:
         return Selection(dropped="the trajectory has no agent sample")
+    if limits.overlong != "drop":
+        return _select_cut(samples, limits, several)
     final = samples[-1]
     problem = limits.problem(final)
     if problem is not None:
@@ -96,6 +130,19 @@ def _select_agent(samples: list[dict], limits: Limits, several: bool) -> Selecti
     return Selection(samples=kept + [final], overlong=len(samples) - 1 - len(kept))
 
 
+def _select_cut(samples: list[dict], limits: Limits, several: bool) -> Selection:
+    """``truncate`` / ``penalize``: overlong samples are cut to fit, empty ones left out (an
+    empty final hands the reward to the last non-empty sample)."""
+    nonempty = [s for s in samples if len(s["response_ids"]) > 0]
+    empty = len(samples) - len(nonempty)
+    if not nonempty:
+        return Selection(overlong=len(samples), dropped=f"final sample {_sid(samples[-1])}: the response is empty (and no earlier sample has one)")
+    cut = [s for s in nonempty if limits.problem(s) is not None]
+    final = nonempty[-1]
+    final_cut = limits.problem(final) is not None
+    chosen = nonempty if several else [final]
+    out = [limits.cut(s) if limits.problem(s) is not None else s for s in chosen]
+    return Selection(samples=out, overlong=empty + len(cut), left_out=0 if several else len(samples) - 1, truncated=len(cut), final_overlong=final_cut)
 def _sid(sample: dict) -> Any:
     return sample.get("sample_id") or (sample.get("extra_info") or {}).get("sample_id")
 
@@ -168,9 +215,10 @@ def trajectory_outputs(
     counters: Optional[dict] = None,
 ) -> list[AgentLoopOutput]:
     """The outputs of one trajectory (``[]`` when it is left out), counting what was left out
-    in ``counters`` (process-wide: ``overlong_samples``, ``overlong_trajectories``,
-    ``samples_left_out``, ``auxiliary_samples``) and on each output's ``extra_fields``
-    (``forge_overlong``, ``forge_left_out``, ``forge_auxiliary``)."""
+    or cut in ``counters`` (process-wide: ``overlong_samples``, ``overlong_trajectories``,
+    ``samples_left_out``, ``auxiliary_samples``, ``truncated_samples``,
+    ``penalized_trajectories``) and on each output's ``extra_fields`` (``forge_overlong``,
+    ``forge_left_out``, ``forge_auxiliary``, ``forge_truncated``)."""
     selection = select_samples(samples, limits, several)
     if counters is not None:
         counters["overlong_samples"] = counters.get("overlong_samples", 0) + selection.overlong
@@ -181,7 +229,14 @@ def trajectory_outputs(
     if selection.dropped is not None:
         logger.warning("forge_agent: trajectory left out of the loss: %s", selection.dropped)
         return []
-    counts = {"overlong": selection.overlong, "left_out": selection.left_out, "auxiliary": selection.auxiliary}
+    counts = {"overlong": selection.overlong, "left_out": selection.left_out, "auxiliary": selection.auxiliary, "truncated": selection.truncated}
+    if counters is not None and selection.truncated:
+        counters["truncated_samples"] = counters.get("truncated_samples", 0) + selection.truncated
+    if selection.final_overlong and limits.overlong == "penalize":
+        # The run the policy made too long: penalised, not merely cut.
+        reward = limits.overlong_reward
+        if counters is not None:
+            counters["penalized_trajectories"] = counters.get("penalized_trajectories", 0) + 1
     last = len(selection.samples) - 1
     return [
         sample_output(s, final=i == last, reward=reward, images=images_of(s), counts=counts)

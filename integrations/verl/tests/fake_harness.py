@@ -2,12 +2,17 @@
 (URLs and key from the FORGE_* variables ForgeAgentLoop's orchestrator command gets), then the
 verifier's verdict through the control API. It asks for temperature 0.1 on purpose: the proxy
 must send veRL's sampling instead. With FORGE_TEST_INFRA_MARKER set, the first run to create
-that file reports an infrastructure error after its first call. Standard library only."""
+that file reports an infrastructure error after its first call. With FORGE_TEST_HANG_MARKER set,
+the first run to create that file hangs after its first call, an orphan that goes on calling
+(each answer's status appended to <marker>.log, its pid in <marker>.pid) until it is killed.
+Standard library only."""
 
 import hashlib
 import json
 import os
 import sys
+import time
+import urllib.error
 import urllib.request
 
 
@@ -34,6 +39,7 @@ def main():
     finish = f"{os.environ['FORGE_PROXY_URL']}/control/rollouts/{rollout_id}/finish"
     admin = os.environ["FORGE_ADMIN_TOKEN"]
     marker = os.environ.get("FORGE_TEST_INFRA_MARKER")
+    hang = os.environ.get("FORGE_TEST_HANG_MARKER")
     messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Create hello.txt"}]
     tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]
     for turn in range(3):
@@ -41,6 +47,8 @@ def main():
         if turn == 0 and marker and first_to_claim(marker):
             post(finish, {"reward": 0, "status": "infra_error", "error": "sandbox lost (test)"}, admin)
             return
+        if turn == 0 and hang and first_to_claim(hang):
+            orphan(hang, f"{base}/chat/completions", {"model": "qwen3", "messages": messages}, key)
         m = answer["choices"][0]["message"]
         entry = {"role": "assistant", "content": m.get("content") or ""}
         if m.get("tool_calls"):
@@ -54,6 +62,22 @@ def main():
             messages.append({"role": "tool", "tool_call_id": tc["id"], "content": "ok"})
     reward = hashlib.sha256(rollout_id.encode()).digest()[0] % 2
     post(finish, {"reward": reward, "status": "ok" if reward else "failed"}, admin)
+
+
+def orphan(marker, url, body, key):
+    with open(f"{marker}.pid", "w") as f:
+        f.write(str(os.getpid()))
+    while True:
+        time.sleep(0.2)
+        try:
+            post(url, body, key)
+            status = 200
+        except urllib.error.HTTPError as error:
+            status = error.code
+        except OSError:
+            status = 0
+        with open(f"{marker}.log", "a") as f:
+            f.write(f"{time.time()} {status}\n")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ class ReplayThroughVeRL(unittest.TestCase):
     def setUpClass(cls):
         vh.ensure_ray()
         vh.clear()
-        yaml_path = vh.agent_loop_yaml([{"name": "forge_agent", "_target_": "forge_verl.agent_loop.ForgeAgentLoop", "mode": "replay", "batch_path": SETUP["batch"]}])
+        yaml_path = vh.agent_loop_yaml([{"name": "forge_agent", "_target_": "forge_verl.agent_loop.ForgeAgentLoop", "mode": "replay", "batch_path": SETUP["batch"], "overlong": "drop", "drop_single_session_groups": False}])
         # The Argo command, with this machine's paths for the pod's.
         overrides = vh.replace_overrides(
             SETUP["command"],
@@ -159,7 +159,7 @@ class ImagesReachMultiModalData(unittest.TestCase):
         from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
         from verl.utils.dataset.rl_dataset import RLHFDataset
 
-        yaml_path = vh.agent_loop_yaml([{"name": "forge_agent", "_target_": "forge_verl.agent_loop.ForgeAgentLoop", "mode": "replay", "batch_path": SETUP["batch"]}])
+        yaml_path = vh.agent_loop_yaml([{"name": "forge_agent", "_target_": "forge_verl.agent_loop.ForgeAgentLoop", "mode": "replay", "batch_path": SETUP["batch"], "overlong": "drop", "drop_single_session_groups": False}])
         cfg = vh.compose(
             vh.replace_overrides(
                 SETUP["command"],

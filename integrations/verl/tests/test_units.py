@@ -56,8 +56,8 @@ class Rules(unittest.TestCase):
         self.assertIn("no agent sample", sel.dropped)
         vh.checked("loop rules", 4)
 
-    def test_overlong(self):
-        limits = Limits(prompt_length=4, response_length=3)
+    def test_overlong_drop(self):
+        limits = Limits(prompt_length=4, response_length=3, overlong="drop")
         sel = select_samples([sample("r#0", 3, 9), sample("r#1", 3, 3, True)], limits, several=True)
         self.assertEqual(([s["sample_id"] for s in sel.samples], sel.overlong, sel.dropped), (["r#1"], 1, None))
         sel = select_samples([sample("r#0", 3, 1), sample("r#1", 5, 1, True)], limits, several=True)
@@ -66,10 +66,59 @@ class Rules(unittest.TestCase):
         vh.checked("loop rules", 2)
 
     def test_empty_responses_are_left_out(self):
-        sel = select_samples([sample("r#0", 3, 0), sample("r#1", 3, 2, True)], Limits(), several=True)
-        self.assertEqual(([s["sample_id"] for s in sel.samples], sel.overlong), (["r#1"], 1))
-        self.assertIn("empty", select_samples([sample("r#0", 3, 0, True)], Limits(), several=True).dropped)
-        vh.checked("loop rules", 2)
+        for policy in ("drop", "truncate"):
+            sel = select_samples([sample("r#0", 3, 0), sample("r#1", 3, 2, True)], Limits(overlong=policy), several=True)
+            self.assertEqual(([s["sample_id"] for s in sel.samples], sel.overlong), (["r#1"], 1))
+            self.assertIn("empty", select_samples([sample("r#0", 3, 0, True)], Limits(overlong=policy), several=True).dropped)
+        # truncate: an empty final hands the reward to the last sample with a response
+        outs = trajectory_outputs([sample("r#0", 3, 2), sample("r#1", 3, 0, True)], reward=1.0, limits=Limits(), several=True, images_of=lambda s: None)
+        self.assertEqual([(o.extra_fields["forge_sample_id"], o.reward_score) for o in outs], [("r#0", 1.0)])
+        vh.checked("loop rules", 5)
+
+    def test_overlong_truncate_is_verls_default_cut(self):
+        # veRL's agent loops: response_ids[:response_length] (with mask and logprobs), prompt_ids[-prompt_length:]
+        long = sample("r#1", 6, 5, True)
+        long["prompt_ids"] = [10, 11, 12, 13, 14, 15]
+        long["response_ids"] = [20, 21, 22, 23, 24]
+        long["response_mask"] = [1, 1, 0, 1, 1]
+        counters: dict = {}
+        outs = trajectory_outputs([sample("r#0", 3, 9), long], reward=1.0, limits=Limits(prompt_length=4, response_length=3), several=True, images_of=lambda s: None, counters=counters)
+        self.assertEqual([len(o.response_ids) for o in outs], [3, 3])
+        self.assertEqual((outs[1].prompt_ids, outs[1].response_ids, outs[1].response_mask), ([12, 13, 14, 15], [20, 21, 22], [1, 1, 0]))
+        self.assertEqual(outs[1].reward_score, 1.0)
+        self.assertEqual(counters["truncated_samples"], 2)
+        vh.checked("loop rules", 4)
+
+    def test_overlong_penalize_gives_the_cut_run_the_penalty(self):
+        counters: dict = {}
+        outs = trajectory_outputs([sample("r#0", 3, 2), sample("r#1", 3, 9, True)], reward=1.0, limits=Limits(response_length=3, overlong="penalize", overlong_reward=-1.0), several=True, images_of=lambda s: None, counters=counters)
+        self.assertEqual([o.reward_score for o in outs], [0.0, -1.0])
+        self.assertEqual(counters["penalized_trajectories"], 1)
+        # a non-final overlong sample is only cut: the run ended within the limit
+        outs = trajectory_outputs([sample("r#0", 3, 9), sample("r#1", 3, 2, True)], reward=1.0, limits=Limits(response_length=3, overlong="penalize"), several=True, images_of=lambda s: None)
+        self.assertEqual([o.reward_score for o in outs], [0.0, 1.0])
+        with self.assertRaises(ValueError):
+            Limits(overlong="cut")
+        vh.checked("loop rules", 4)
+
+    def test_a_group_that_falls_to_one_session_is_left_out(self):
+        import asyncio
+
+        from forge_verl.verl_state import GroupSettle
+
+        async def group(kept):
+            settle = GroupSettle()
+            return await asyncio.gather(*(settle.settle("uid", len(kept), k) for k in kept))
+
+        self.assertEqual(asyncio.run(group([True, False, False])), [True, True, True])
+        self.assertEqual(asyncio.run(group([True, True, False])), [False, False, False])
+        self.assertEqual(asyncio.run(group([True])), [False])  # rollout.n = 1: nothing to compare, kept
+
+        async def short_row():  # fewer sessions than rollout.n (__rollout_n__): kept after the wait
+            return await GroupSettle().settle("uid", 3, True, timeout_s=0.05)
+
+        self.assertFalse(asyncio.run(short_row()))
+        vh.checked("loop rules", 4)
 
     def test_inline_images_from_the_trajectory_route(self):
         import hashlib

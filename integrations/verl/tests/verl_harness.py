@@ -147,13 +147,14 @@ def ensure_ray() -> None:
     atexit.register(stop)
 
 
-def llm_client(cfg, addresses: list[str]):
+def llm_client(cfg, addresses: list[str], handles: Optional[list] = None):
     """veRL's LLMServerClient over veRL's load balancer actor holding these server addresses
-    (the agent loop asks it for them; nothing here generates through Ray)."""
+    and server actor handles (None: none; the agent loop asks it for them; nothing here
+    generates through Ray)."""
     from verl.workers.rollout.llm_server import LLMServerClient
     from verl.workers.rollout.router import get_router_handle
 
-    balancer = get_router_handle(servers={a: None for a in addresses})
+    balancer = get_router_handle(servers={a: (handles[i] if handles else None) for i, a in enumerate(addresses)})
     return LLMServerClient(cfg, load_balancer_handle=balancer)
 
 
@@ -191,6 +192,23 @@ def next_batch(cfg, loader, global_steps: int):
     me = types.SimpleNamespace(config=cfg, train_dataloader=loader, train_dataloader_it=None, global_steps=global_steps)
     me._fetch_one_gen_batch = types.MethodType(PPOTrainer._fetch_one_gen_batch, me)
     return PPOTrainer._next_train_batch(me)
+
+
+def val_batch(loader, global_steps: int):
+    """The batch veRL's ``PPOTrainer._validate`` hands the agent loop manager
+    (``trainer_base.py:1048-1066``): a dataloader batch with fresh uids, ``global_steps`` and
+    ``validate`` set."""
+    import uuid
+
+    import numpy as np
+    from verl.utils import tensordict_utils as tu
+
+    batch_dict = next(iter(loader))
+    batch_dict["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(batch_dict["raw_prompt"]))], dtype=object)
+    batch = tu.get_tensordict(batch_dict)
+    tu.assign_non_tensor_data(batch, "global_steps", global_steps)
+    tu.assign_non_tensor_data(batch, "validate", True)
+    return batch
 
 
 async def run_step(w, batch) -> None:
