@@ -10,7 +10,8 @@
  *   `|`, `&&`, `;`), and every flag in a README/docs table row whose first cell is a forge
  *   command (`| \`proxy\` | …`), appears in that command's `--help` (gitops: with its
  *   subcommands'); after `python/build-env.sh` or `python/check-pins.sh`, in that script's
- *   header. Flags of other programs (bwrap, vLLM, pip, …) are never after one of these.
+ *   header. Flags of other programs (bwrap, vLLM, pip, …) are never after one of these. And a
+ *   fenced block that starts `forge CMD … [--…` is CMD's synopsis: it lists all of its flags.
  * - Paths: any token, in code or prose, whose first segment is a top-level entry of this
  *   repository (`git ls-files`: `proxy/`, `docs/`, `package.json`, …) exists on disk (`*`
  *   globs must match a file). Other projects' paths are left out by two rules: a token inside
@@ -36,10 +37,8 @@ const OTHER_PROJECTS = /\b(veRL|verl|vLLM|vllm|SGLang|sglang|Argo|argo-workflows
 type Doc = { path: string; text: string; lines: string[] };
 type Code = { doc: string; line: number; text: string };
 
-const docs: Doc[] = DOCS.map((path) => {
-  const text = readFileSync(join(ROOT, path), "utf8");
-  return { path, text, lines: text.split("\n") };
-});
+const docOf = (path: string, text: string): Doc => ({ path, text, lines: text.split("\n") });
+const docs: Doc[] = DOCS.map((path) => docOf(path, readFileSync(join(ROOT, path), "utf8")));
 
 /** Fenced-block lines and inline code spans (which may cross a line break within a paragraph). */
 function codeOf(doc: Doc): Code[] {
@@ -152,17 +151,14 @@ function exportsOf(file: string, seen = new Set<string>()): Set<string> {
   return names;
 }
 
-const failures = (found: string[]) => {
-  const unique = [...new Set(found)];
-  expect(unique, `\n${unique.join("\n")}\n`).toEqual([]);
-};
+const failures = (found: string[]) => expect(found, `\n${found.join("\n")}\n`).toEqual([]);
 
 // --- the checks ---------------------------------------------------------------------------
 
 // Not `kubectl -n forge create`: a namespace named forge.
 const COMMAND = /(?:^|[\s(/"'])(?<!-n |--namespace[ =])forge(?:\.ts)?\s+([a-z][a-z-]*)/g;
 
-test("every `forge COMMAND` and `bun run SCRIPT` a doc names exists", () => {
+function commandFailures(docs: Doc[]): string[] {
   const found: string[] = [];
   for (const doc of docs) {
     for (const code of codeOf(doc)) {
@@ -174,10 +170,10 @@ test("every `forge COMMAND` and `bun run SCRIPT` a doc names exists", () => {
       }
     }
   }
-  failures(found);
-});
+  return [...new Set(found)];
+}
 
-test("every flag a doc gives a forge command (or python/build-env.sh) is in that command's --help", () => {
+function flagFailures(docs: Doc[]): string[] {
   const found: string[] = [];
   for (const doc of docs) {
     for (const code of codeOf(doc)) {
@@ -210,10 +206,28 @@ test("every flag a doc gives a forge command (or python/build-env.sh) is in that
       }
     }
   }
-  failures(found);
-});
+  return [...new Set(found)];
+}
 
-test("every repository path a doc names exists", () => {
+/** A fenced block that starts `forge CMD … [--…` is that command's synopsis: it lists every flag of its --help. */
+function synopsisFailures(docs: Doc[]): string[] {
+  const found: string[] = [];
+  for (const doc of docs) {
+    doc.lines.forEach((text, i) => {
+      if (!/^\s*(```|~~~)/.test(doc.lines[i - 1] ?? "")) return;
+      const m = /^forge ([a-z][a-z-]*) .*\[--/.exec(text);
+      if (!m || !commands.has(m[1]!)) return;
+      let block = "";
+      for (let j = i; j < doc.lines.length && !/^\s*(```|~~~)/.test(doc.lines[j]!); j++) block += `${doc.lines[j]}\n`;
+      const listed = flagsIn(block);
+      const missing = [...commands.get(m[1]!)!].filter((flag) => flag !== "--help" && !listed.has(flag));
+      if (missing.length > 0) found.push(`${doc.path}:${i + 1}: the synopsis of forge ${m[1]} leaves out ${missing.join(", ")} (forge ${m[1]} --help)`);
+    });
+  }
+  return found;
+}
+
+function pathFailures(docs: Doc[]): string[] {
   const found: string[] = [];
   const pathToken = /(?<![\w.@/~$-])((?:\.ci|[A-Za-z][\w.-]*)(?:\/[\w.*@-]+)*\/?)/g;
   for (const doc of docs) {
@@ -238,10 +252,10 @@ test("every repository path a doc names exists", () => {
       }
     }
   }
-  failures(found);
-});
+  return [...new Set(found)];
+}
 
-test("every function a doc says an area exports is exported there", () => {
+function exportFailures(docs: Doc[]): string[] {
   const found: string[] = [];
   const check = (doc: string, line: number, name: string, file: string) => {
     if (!exportsOf(join(ROOT, file)).has(name)) found.push(`${doc}:${line}: ${name}: not exported by ${file}`);
@@ -266,20 +280,22 @@ test("every function a doc says an area exports is exported there", () => {
       }
     }
     // docs/contracts.md: a section whose heading names faces declares what they export.
+    // Its ```ts blocks, that is: other blocks (shell, YAML) declare nothing.
     let faces: string[] = [];
-    let inFence = false;
+    let fence: string | undefined;
     doc.lines.forEach((text, i) => {
       if (/^#{1,6}\s/.test(text)) faces = [...text.matchAll(/`([\w/-]+\/index\.ts)`/g)].map((m) => m[1]!);
-      if (/^\s*```/.test(text)) inFence = !inFence;
-      else if (inFence && faces.length > 0) {
+      const open = /^\s*```\s*(\w*)/.exec(text);
+      if (open) fence = fence === undefined ? open[1]! : undefined;
+      else if ((fence === "ts" || fence === "typescript") && faces.length > 0) {
         for (const name of declaredNames(text)) {
           if (!faces.some((face) => exportsOf(join(ROOT, face)).has(name))) found.push(`${doc.path}:${i + 1}: ${name}: not exported by ${faces.join(" or ")}`);
         }
       }
     });
   }
-  failures(found);
-});
+  return [...new Set(found)];
+}
 
 /** The names a contracts code line declares: the leading identifier of each top-level item (`a(…): T;  b(…), c`), before any `//` comment. */
 function declaredNames(line: string): string[] {
@@ -299,3 +315,59 @@ function declaredNames(line: string): string[] {
   items.push(item);
   return items.map((it) => /^\s*([A-Za-z_$][\w$]*)/.exec(it)?.[1]).filter((n): n is string => n !== undefined);
 }
+
+// --- the docs ---------------------------------------------------------------------------------
+
+test("every `forge COMMAND` and `bun run SCRIPT` a doc names exists", () => failures(commandFailures(docs)));
+test("every flag a doc gives a forge command (or python/build-env.sh) is in that command's --help", () => failures(flagFailures(docs)));
+test("a command's synopsis in a doc lists every flag of its --help", () => failures(synopsisFailures(docs)));
+test("every repository path a doc names exists", () => failures(pathFailures(docs)));
+test("every function a doc says an area exports is exported there", () => failures(exportFailures(docs)));
+
+test("the checks catch a planted mistake of each kind, and leave other projects' names alone", () => {
+  const planted = docOf(
+    "docs/planted.md",
+    [
+      "# Planted", // 1
+      "Run `bun run forge frobnicate` or `bun run lint`.", // 2
+      "`forge run EXPERIMENT --parallelism 2 --no-such-flag` and `bash python/build-env.sh --turbo`.", // 3
+      "| `proxy` | the recording proxy (`--upstream URL`, `--upstreem URL`) |", // 4
+      "See `docs/no-such-page.md`, docs/also-missing.md and `tests/reference/*.nope.ts`.", // 5
+      "`startProxy` (…), exported from `records/index.ts`; `workflows/cli.ts` (`runCommand`, `flyCommand`)", // 6
+      "```ts", // 7
+      'import { startProxy, noSuchThing } from "./proxy/index.ts";', // 8
+      "```", // 9
+      "## Proxy (exported from `proxy/index.ts`)", // 10
+      "```ts", // 11
+      "createProxy(options): Promise<Proxy>;  ghostProxy(x), StartedProxy  // a comment naming nothing(", // 12
+      "```", // 13
+      // What must not be reported: a URL, another project's paths, a namespace named forge.
+      "https://github.com/volcengine/verl/blob/main/tests/special_e2e/run.sh; veRL's `tests/special_e2e/x.py`", // 14
+      "`kubectl -n forge create secret generic x`, rates of 1,000 records/s, a task's `tests/test.sh`", // 15
+      "```", // 16
+      "forge run EXPERIMENT [--data DIR] [--json]", // 17
+      "```", // 18
+    ].join("\n"),
+  );
+  expect(commandFailures([planted])).toEqual([
+    expect.stringMatching(/^docs\/planted\.md:2: `forge frobnicate`: no such command/),
+    expect.stringMatching(/^docs\/planted\.md:2: `bun run lint`: package\.json has no such script/),
+  ]);
+  expect(flagFailures([planted])).toEqual([
+    "docs/planted.md:3: `forge run … --no-such-flag`: `forge run --help` has no --no-such-flag",
+    "docs/planted.md:3: `python/build-env.sh --turbo`: the script has no --turbo",
+    "docs/planted.md:4: --upstreem in the row of `proxy`: not in forge proxy --help",
+  ]);
+  expect(synopsisFailures([planted])).toEqual([expect.stringMatching(/^docs\/planted\.md:17: the synopsis of forge run leaves out --parallelism, .*--proxy-shards.*--label/)]);
+  expect(pathFailures([planted])).toEqual([
+    "docs/planted.md:5: docs/no-such-page.md: no such file or directory",
+    "docs/planted.md:5: docs/also-missing.md: no such file or directory",
+    "docs/planted.md:5: tests/reference/*.nope.ts: matches no file",
+  ]);
+  expect(exportFailures([planted])).toEqual([
+    "docs/planted.md:8: noSuchThing: not exported by proxy/index.ts",
+    "docs/planted.md:6: startProxy: not exported by records/index.ts",
+    "docs/planted.md:6: flyCommand: not exported by workflows/cli.ts",
+    "docs/planted.md:12: ghostProxy: not exported by proxy/index.ts",
+  ]);
+});
