@@ -32,13 +32,17 @@ clean+=(PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# pip from a throwaway venv: a system Python may refuse pip install outright (PEP 668's
+# externally-managed marker, Debian's), and nothing is installed into it anyway.
+"${clean[@]}" "$py" -m venv "$work/venv" || { echo "check-pins: python -m venv failed (Debian: apt-get install python3.11-venv)" >&2; exit 1; }
+py=$work/venv/bin/python
 
 # resolve NAME REQ NODEPS: two dry runs, their reports in $work/NAME.{deps,nodeps}.json.
 resolve() {
   local name=$1 req=$2 nodeps=$3 log=$work/$1.log
-  "${clean[@]}" "$py" -m pip install --dry-run --ignore-installed --quiet --report "$work/$name.deps.json" \
+  "${clean[@]}" "$py" -m pip install --dry-run --ignore-installed --no-cache-dir --quiet --report "$work/$name.deps.json" \
     -r "python/$req" >"$log" 2>&1 &&
-  "${clean[@]}" "$py" -m pip install --dry-run --ignore-installed --no-deps --quiet --report "$work/$name.nodeps.json" \
+  "${clean[@]}" "$py" -m pip install --dry-run --ignore-installed --no-cache-dir --no-deps --quiet --report "$work/$name.nodeps.json" \
     -r "python/$nodeps" >>"$log" 2>&1
 }
 
