@@ -133,7 +133,7 @@ build() {
     return 0
   fi
   local start=$SECONDS
-  echo "build-env: building .venv/$name with $py ($pyver): $why. The first build takes 3-5 minutes and downloads ~4 GB (6 GB more for sglang-native); later runs only check its stamp."
+  echo "build-env: building .venv/$name with $py ($pyver): $why. The first build takes 3-5 minutes and ~4 GB on disk (6 GB more for sglang-native); later runs only check its stamp."
   rm -rf "$venv"
   mkdir -p "$root/.venv"
   "$py" -m venv "$venv" || die "python -m venv failed for .venv/$name (Debian: apt-get install python3.11-venv)"

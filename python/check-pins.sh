@@ -8,9 +8,9 @@
 #
 # For each venv python/build-env.sh builds, `pip install --dry-run --ignore-installed` resolves
 # its requirements (dependencies included) and then its --no-deps file, nothing installed; pip
-# fetches only the wheels' metadata where the index serves it. Then each pinned name==version
-# must be what pip chose, from an https URL (not a local file). The two venvs resolve at once:
-# about 2 minutes on a 2-core machine. Exits non-zero naming the file and the pin.
+# reads only the wheels' metadata (see fast-deps below). Then each pinned name==version must be
+# what pip chose, from an https URL (not a local file). The two venvs resolve at once. Exits
+# non-zero naming the file and the pin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,13 +36,17 @@ trap 'rm -rf "$work"' EXIT
 # externally-managed marker, Debian's), and nothing is installed into it anyway.
 "${clean[@]}" "$py" -m venv "$work/venv" || { echo "check-pins: python -m venv failed (Debian: apt-get install python3.11-venv)" >&2; exit 1; }
 py=$work/venv/bin/python
+# A pip that reads a wheel's metadata by HTTP range requests (--use-feature=fast-deps) where the
+# index serves no separate metadata file: tens of MB instead of every wheel (~8 GB, with CUDA
+# torch's nvidia-* wheels, measured with the venv's own pip 23).
+"${clean[@]}" "$py" -m pip install --quiet --no-cache-dir pip==26.3 || { echo "check-pins: could not install pip 26.3 from the package index" >&2; exit 1; }
 
 # resolve NAME REQ NODEPS: two dry runs, their reports in $work/NAME.{deps,nodeps}.json.
 resolve() {
   local name=$1 req=$2 nodeps=$3 log=$work/$1.log
-  "${clean[@]}" "$py" -m pip install --dry-run --ignore-installed --no-cache-dir --quiet --report "$work/$name.deps.json" \
+  "${clean[@]}" "$py" -m pip install --dry-run --ignore-installed --use-feature=fast-deps --no-cache-dir --quiet --report "$work/$name.deps.json" \
     -r "python/$req" >"$log" 2>&1 &&
-  "${clean[@]}" "$py" -m pip install --dry-run --ignore-installed --no-cache-dir --no-deps --quiet --report "$work/$name.nodeps.json" \
+  "${clean[@]}" "$py" -m pip install --dry-run --ignore-installed --use-feature=fast-deps --no-cache-dir --no-deps --quiet --report "$work/$name.nodeps.json" \
     -r "python/$nodeps" >>"$log" 2>&1
 }
 
