@@ -23,7 +23,8 @@
 #
 # pip is used as configured on the machine. `torch==2.13.0` takes a local CPU wheel where pip
 # finds one (a local version such as 2.13.0+cpu sorts after the index's 2.13.0), else the
-# package index's build (CUDA on Linux, ~3 GB more). For the CPU build elsewhere:
+# package index's build (CUDA on Linux: its nvidia-* wheels add several GB). For the CPU build
+# elsewhere:
 #   PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu bash python/build-env.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +39,7 @@ for arg in "$@"; do
     --without-sglang-native) with_native=0 ;; # the default; kept so older command lines still work
     --force) force=1 ;;
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
     *) echo "build-env: unknown argument: $arg (try --help)" >&2; exit 2 ;;
   esac
 done
