@@ -1,37 +1,45 @@
 #!/usr/bin/env bash
 # Builds the pinned Python reference environments that tests/reference/oracle.py runs in.
 #
-#   bash python/build-env.sh                           # .venv/reference and .venv/sglang-native
-#   bash python/build-env.sh --without-sglang-native   # .venv/reference only (saves ~2 min, 6 GB)
-#   bash python/build-env.sh --force                   # rebuild even when the stamp matches
+#   bash python/build-env.sh                        # .venv/reference (what `bun run test` needs)
+#   bash python/build-env.sh --with-sglang-native   # also .venv/sglang-native (opt-in; .ci/run builds it)
+#   bash python/build-env.sh --dry-run              # say what would be built, build nothing
+#   bash python/build-env.sh --force                # rebuild even when the stamp matches
 #
-# Idempotent: a venv whose .stamp holds the hash of its requirement files (and of the Python
-# version) is left alone. Anything else (no stamp, other hash, interrupted build) is deleted and
-# built anew. Exits non-zero with a line naming the package that failed.
+# Idempotent: a venv whose .stamp holds the hash of its requirement lines (comments aside) and of
+# the Python version is left alone, so `bun run test`, which runs this first, only checks the
+# stamp after the first build. Anything else (no stamp, other hash, interrupted build) is deleted
+# and built anew. Exits non-zero with a line naming the package that failed. Needs Python 3.11.
 #
 # .venv/reference: python/requirements.txt (with dependency resolution, which also checks that
 # the freeze is complete), then python/requirements-nodeps.txt with --no-deps (vLLM 0.33.0 and
 # SGLang 0.5.23, whose declared dependencies cannot be installed next to veRL on a CPU machine).
-# .venv/sglang-native: python/requirements-sglang-native.txt, then
+# Cold, it took 194 s and 4.2 GB on a 2-core machine with an empty pip cache.
+# .venv/sglang-native (opt-in, --with-sglang-native): python/requirements-sglang-native.txt, then
 # python/requirements-sglang-native-nodeps.txt with --no-deps: SGLang's native GenerateReqInput,
-# whose imports need torchvision, hence CUDA torch 2.14.1 (from the machine's local index). Built
-# by default: cold, it took 117 s and 6.0 GB on the 2-core machine (the reference venv: 194 s,
-# 4.2 GB, with an empty pip cache); --without-sglang-native leaves it out.
+# whose imports need torchvision, hence CUDA torch 2.14.1 (117 s and 6.0 GB more). Only
+# tests/reference/engine-requests.test.ts and oracle.test.ts use it; they skip its checks
+# without it unless FORGE_REQUIRE_SGLANG_NATIVE=1 (set by .ci/run).
 #
-# pip is used as configured on the machine (find-links /opt/wheels for torch's CPU wheel, the
-# local indexes for torch 2.14.1's CUDA wheels, PyPI for the rest).
+# pip is used as configured on the machine. `torch==2.13.0` takes a local CPU wheel where pip
+# finds one (a local version such as 2.13.0+cpu sorts after the index's 2.13.0), else the
+# package index's build (CUDA on Linux: its nvidia-* wheels add several GB). For the CPU build
+# elsewhere:
+#   PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu bash python/build-env.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-with_native=1
+with_native=0
 force=0
+dry_run=0
 for arg in "$@"; do
   case "$arg" in
     --with-sglang-native) with_native=1 ;;
-    --without-sglang-native) with_native=0 ;;
+    --without-sglang-native) with_native=0 ;; # the default; kept so older command lines still work
     --force) force=1 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --dry-run) dry_run=1 ;;
+    -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
     *) echo "build-env: unknown argument: $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,8 +55,20 @@ for cand in "${PYTHON:-}" python3.11 python3; do
     py=$(command -v "$cand"); break
   fi
 done
-[ -n "$py" ] || die "needs Python 3.11 (python3.11 or python3, or PYTHON=...); found none"
+if [ -z "$py" ]; then
+  found=$(for cand in "${PYTHON:-}" python3.11 python3; do
+    [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null
+  done | sort -u | paste -sd, - || true)
+  die "the reference environment needs Python 3.11 exactly (its pins are cp311 wheels); found ${found:-no python3}. Install Python 3.11 with its venv module (Debian/Ubuntu: apt-get install python3.11 python3.11-venv; or: uv python install 3.11, pyenv install 3.11) and rerun, or set PYTHON=/path/to/python3.11"
+fi
 pyver=$("$py" -c 'import sys; print(sys.version.split()[0])')
+
+# One build at a time (two `bun run test` at once): the second waits, then finds the stamp.
+if [ "$dry_run" = 0 ] && command -v flock >/dev/null 2>&1; then
+  mkdir -p "$root/.venv"
+  exec 9>"$root/.venv/.build-env.lock"
+  flock 9
+fi
 
 # Which package a failed pip run was about, from pip's own error lines.
 failing_package() {
@@ -97,14 +117,24 @@ build() {
   local name=$1 reqs=$2 nodeps=$3 modules=$4
   local venv=$root/.venv/$name stamp=$root/.venv/$name/.stamp
   local hash f
-  hash=$( { echo "python $pyver"; for f in $reqs $nodeps; do echo "== $f"; cat "$root/python/$f"; done; } \
+  # The requirement lines only: a comment edited does not rebuild the venv.
+  hash=$( { echo "python $pyver"; for f in $reqs $nodeps; do echo "== $f"; sed -e 's/[[:space:]]*#.*$//' -e '/^[[:space:]]*$/d' "$root/python/$f"; done; } \
     | sha256sum | cut -d' ' -f1)
   if [ "$force" = 0 ] && [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ]; then
-    echo "build-env: .venv/$name is up to date"
+    echo "build-env: .venv/$name is up to date (its stamp matches python/$reqs)"
+    return 0
+  fi
+  local why="not built yet"
+  if [ "$force" = 1 ]; then why="--force"
+  elif [ -f "$stamp" ]; then why="its requirements or Python changed since it was built"
+  elif [ -e "$venv" ]; then why="an earlier build did not finish"
+  fi
+  if [ "$dry_run" = 1 ]; then
+    echo "build-env: would build .venv/$name with $py ($pyver): $why (--dry-run: nothing built)"
     return 0
   fi
   local start=$SECONDS
-  echo "build-env: building .venv/$name with $py ($pyver)"
+  echo "build-env: building .venv/$name with $py ($pyver): $why. The first build takes 3-5 minutes and ~4 GB on disk (6 GB more for sglang-native); later runs only check its stamp."
   rm -rf "$venv"
   mkdir -p "$root/.venv"
   "$py" -m venv "$venv" || die "python -m venv failed for .venv/$name (Debian: apt-get install python3.11-venv)"

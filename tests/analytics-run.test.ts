@@ -4,7 +4,7 @@
  * them: separate processes, text output.
  */
 import { expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromiumPath, headlessChromium } from "../analytics/testing.ts";
@@ -32,6 +32,8 @@ test("the quickstart: forge run's pass@k block is forge analyze's, for the run a
     const runId = /--run (\S+)/.exec(run.out)?.[1];
     expect(runId).toBeDefined();
     expect(run.out).toContain("k = 1, 2, 4 (the experiment's metrics.k)");
+    // The quickstart runs token-in, the mode training should use, and says what that gives.
+    expect(run.out).toContain("token-in: one training sample per rollout (20 samples, 20 rollouts)");
     const tables = passTables(run.out);
     expect(tables).toMatch(/^quickstart\s+\S+\s+0\s+5\s+5\s+20\s+20\s/m);
 
@@ -48,7 +50,7 @@ test("the quickstart: forge run's pass@k block is forge analyze's, for the run a
     expect(analysis.runs.map((r: { model: string }) => r.model)).toEqual(["forge-sim/qwen3-sim"]);
 
     // The report over the run: a trajectory page per rollout, with the simulator's real token ids
-    // shown as Qwen3 text, and the realigned (drift) calls of the tasks whose reasoning was stripped.
+    // shown as Qwen3 text; token-in keeps every conversation's ids canonical, so no call drifts.
     const report = join(data, "report.html");
     const written = forge(["analyze", "--data", data, "--run", runId!, "--report", report, "--quiet"]);
     expect(written.code).toBe(0);
@@ -60,10 +62,30 @@ test("the quickstart: forge run's pass@k block is forge analyze's, for the run a
     // Every call's messages rebuilt from the stored bodies, none reported unreadable.
     expect(html.every((page) => page.includes('data-role="user"') && page.includes('class="tool-call"'))).toBe(true);
     expect(html.some((page) => /is not JSON|not held|class="error"/.test(page))).toBe(false);
-    const drift = pages.filter((_, i) => html[i]!.includes('class="call drift-point"'));
+    expect(html.some((page) => page.includes('class="call drift-point"'))).toBe(false);
+
+    // The same tasks in engine mode: the realigned (drift) calls of the tasks whose reasoning was
+    // stripped are shown, and the run says it exported more samples than rollouts.
+    const engineExperiment = join(data, "engine-experiment.yaml");
+    const quickstart = join(root, "examples", "quickstart");
+    writeFileSync(
+      engineExperiment,
+      readFileSync(join(quickstart, "experiment.yaml"), "utf8")
+        .replace(/^    tokenMode: token-in\n/m, "    tokenMode: engine\n")
+        .replace("script: ../policies/quickstart.yaml", `script: ${join(quickstart, "..", "policies", "quickstart.yaml")}`)
+        .replace("tasks: tasks", `tasks: ${join(quickstart, "tasks")}`),
+    );
+    const engineData = join(data, "engine");
+    const engineRun = forge(["run", engineExperiment, "--data", engineData, "--quiet"]);
+    expect(engineRun.code).toBe(0);
+    expect(engineRun.out).toMatch(/^engine mode: \d+ training samples from 20 rollouts; a rollout whose harness re-serialized its history forks into several/m);
+    const engineReport = join(engineData, "report.html");
+    expect(forge(["analyze", "--data", engineData, "--report", engineReport, "--quiet"]).code).toBe(0);
+    const enginePages = readdirSync(join(engineData, "report.rollouts"));
+    const drift = enginePages.filter((page) => readFileSync(join(engineData, "report.rollouts", page), "utf8").includes('class="call drift-point"'));
     expect(drift.length).toBeGreaterThan(0);
     if (existsSync(chromiumPath)) {
-      const shown = await headlessChromium(join(data, "report.rollouts", drift[0]!), join(data, "viewer.png"), "1200,2000");
+      const shown = await headlessChromium(join(engineData, "report.rollouts", drift[0]!), join(data, "viewer.png"), "1200,2000");
       expect(shown.code).toBe(0);
       expect(shown.dom).toContain("realign · sample 0");
       expect(statSync(join(data, "viewer.png")).size).toBeGreaterThan(20_000);

@@ -4,7 +4,7 @@
  * flag or the file and field; failures of the run itself exit 1.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -155,8 +155,44 @@ test("the README's test command is the one CI runs, and it gives bun test a --ti
   expect(ci.at(-1)).toBe("bun run test");
   expect(ci.filter((line) => /^\s*bun test\b/.test(line))).toEqual([]);
   const scripts = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
-  expect(scripts.test).toMatch(/^bun test --timeout \d{5,}$/);
+  // It builds (or, by its stamp, checks) the Python reference environment first (python/build-env.sh).
+  expect(scripts.test).toMatch(/^bash python\/build-env\.sh && bun test --timeout \d{5,}$/);
   // Bun 1.4.5 does not apply bunfig's [test] timeout; one left there would mislead.
   const bunfig = Bun.TOML.parse(readFileSync(join(ROOT, "bunfig.toml"), "utf8")) as { test?: { timeout?: number } };
   expect(bunfig.test?.timeout).toBeUndefined();
+});
+
+test("Bun is pinned where users install it: README, packageManager, engines and .ci/run name one version", () => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { packageManager: string; engines: { bun: string }; bin: Record<string, string> };
+  const version = /^bun@(\d+\.\d+\.\d+)$/.exec(pkg.packageManager)?.[1];
+  expect(version).toBeDefined();
+  expect(pkg.engines.bun).toBe(version!);
+  expect(Bun.version).toBe(version!);
+  expect(readFileSync(join(ROOT, "README.md"), "utf8")).toContain(`npm install -g bun@${version}`);
+  expect(readFileSync(join(ROOT, ".ci", "run"), "utf8")).toContain(`npm install -g bun@${version}`);
+  expect(pkg.bin).toEqual({ forge: "bin/forge" });
+});
+
+test("forge by name (package.json bin, linked onto PATH by `bun link`): the CLI, with Bun's request limit set before Bun starts", () => {
+  const dir = mkdtempSync(join(tmpdir(), "forge-bin-"));
+  try {
+    // Linked as `bun link` links it: a symlink elsewhere on PATH.
+    mkdirSync(join(dir, "bin"));
+    symlinkSync(join(ROOT, "bin", "forge"), join(dir, "bin", "forge"));
+    const real = Bun.spawnSync([join(dir, "bin", "forge"), "--help"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+    expect(real.exitCode).toBe(0);
+    expect(real.stdout.toString()).toStartWith("usage: forge COMMAND");
+    // What the wrapper hands Bun: a `bun` first on PATH that prints its environment and arguments.
+    mkdirSync(join(dir, "spy"));
+    writeFileSync(join(dir, "spy", "bun"), '#!/bin/sh\necho "limit=$BUN_CONFIG_MAX_HTTP_REQUESTS"; for a in "$@"; do echo "arg=$a"; done\n');
+    chmodSync(join(dir, "spy", "bun"), 0o755);
+    const env: Record<string, string | undefined> = { ...process.env, PATH: `${join(dir, "spy")}:${process.env.PATH}` };
+    delete env.BUN_CONFIG_MAX_HTTP_REQUESTS;
+    const spied = (extra: Record<string, string>) =>
+      Bun.spawnSync([join(dir, "bin", "forge"), "run", "a b.yaml"], { cwd: dir, env: { ...env, ...extra }, stdout: "pipe" }).stdout.toString().trim().split("\n");
+    expect(spied({})).toEqual(["limit=4096", `arg=${join(ROOT, "bin", "forge.ts")}`, "arg=run", "arg=a b.yaml"]);
+    expect(spied({ BUN_CONFIG_MAX_HTTP_REQUESTS: "8192" })[0]).toBe("limit=8192");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -10,7 +10,7 @@ const root = join(import.meta.dir, "..");
 const forge = (args: string[]) => Bun.spawnSync([process.execPath, join(root, "bin", "forge.ts"), ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
 
 describe("forge run", () => {
-  test("the quickstart end to end: 20 rollouts, veRL batch, pass@k from analytics", () => {
+  test("the quickstart end to end: 20 rollouts, token-in, one veRL sample each, pass@k from analytics", () => {
     const data = mkdtempSync(join(tmpdir(), "forge-run-"));
     try {
       const result = forge(["run", "examples/quickstart/experiment.yaml", "--data", data, "--json", "--quiet"]);
@@ -28,7 +28,8 @@ describe("forge run", () => {
       expect([run.run, run.tasks, run.tasks_scored]).toEqual([out.run, 5, 5]);
       expect(run["pass@1"]).toBeCloseTo(passed / 20);
       expect(out.pass.pass_by_task).toHaveLength(5);
-      expect(out.export.rows).toBeGreaterThan(0);
+      // The quickstart runs token-in (spec.policy.tokenMode): one training sample per rollout.
+      expect([out.export.rows, out.export.samples]).toEqual([20, 20]);
       expect(out.rollouts_per_minute).toBeGreaterThan(0);
     } finally {
       rmSync(data, { recursive: true, force: true });

@@ -574,7 +574,7 @@ def op_validate(req: dict) -> dict:
     except Exception as e:  # noqa: BLE001
         top = module.split(".")[0]
         hint = (" (sglang.GenerateReqInput imports only in the second venv .venv/sglang-native, "
-                "which python/build-env.sh builds: run .venv/sglang-native/bin/python "
+                "which `python/build-env.sh --with-sglang-native` builds: run .venv/sglang-native/bin/python "
                 "tests/reference/oracle.py, startOracle({ venv: \"sglang-native\" }) in TypeScript)"
                 if name == "sglang.GenerateReqInput" else "")
         raise OracleError(f"{top} is not importable: {type(e).__name__}: {e}{hint}") from e

@@ -2,7 +2,8 @@
  * Client for the reference oracle (tests/reference/oracle.py): a long-running Python process in
  * the pinned venv that python/build-env.sh builds, asked for reference answers by the real
  * transformers, vLLM 0.33.0, SGLang 0.5.23 and veRL 0.9.1 over JSON lines. See oracle.py for the
- * ops and their answers. A missing venv is an error, never a skip: CI builds it in .ci/run.
+ * ops and their answers. A missing .venv/reference is an error, never a skip (`bun run test` and
+ * .ci/run build it); the opt-in .venv/sglang-native's checks skip without it, saying so.
  */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -35,6 +36,18 @@ export function oraclePython(venv = "reference"): string {
     );
   }
   return python;
+}
+
+/**
+ * Why the checks that need .venv/sglang-native (SGLang's native GenerateReqInput and io_struct
+ * types; opt-in: `bash python/build-env.sh --with-sglang-native`, ~6 GB) are skipped here, or
+ * undefined when they run: the venv is built, or FORGE_REQUIRE_SGLANG_NATIVE=1 (.ci/run sets it,
+ * and builds the venv) makes a missing one an error instead of a skip.
+ */
+export function sglangNativeSkipReason(): string | undefined {
+  if (process.env.FORGE_REQUIRE_SGLANG_NATIVE === "1") return undefined;
+  if (existsSync(join(ROOT, ".venv", "sglang-native", ".stamp"))) return undefined;
+  return "skipped: .venv/sglang-native is not built (opt-in: `bash python/build-env.sh --with-sglang-native`, ~6 GB; CI builds it)";
 }
 
 export async function startOracle(opts: OracleOptions = {}): Promise<Oracle> {

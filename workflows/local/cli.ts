@@ -142,10 +142,17 @@ export async function runCommand(argv: string[]): Promise<number> {
     for (const o of result.local.outcomes) counts.set(o.status, (counts.get(o.status) ?? 0) + 1);
     console.log(`\n${experiment.metadata.name}: ${result.local.outcomes.length} rollouts in ${(result.local.durationMs / 1000).toFixed(1)} s (${result.rollouts_per_minute.toFixed(0)}/min), sandbox ${result.local.sandbox}; ${[...counts].map(([s, n]) => `${n} ${s}`).join(", ")}`);
     console.log(`data: ${result.data_dir}`);
-    if (result.export) console.log("error" in result.export ? `veRL export failed: ${result.export.error}` : `veRL batch: ${result.export.out} (${result.export.rows} rows, ${result.export.samples} samples)`);
+    if (result.export) console.log("error" in result.export ? `veRL export failed: ${result.export.error}` : `veRL batch: ${result.export.out} (${result.export.rows} rows, ${result.export.samples} samples)\n${samplesLine(experiment.spec.policy.tokenMode, result.export.samples, result.local.outcomes.length)}`);
     if (result.pass) console.log(`\n${result.pass.summary}\n\nthe same from the log: forge analyze --data ${result.data_dir} --run ${result.run} [--report report.html]`);
     else if (result.pass_error) console.log(`\npass@k unavailable: ${result.pass_error}`);
   }
   if (result.local.aborted) return 130;
   return 0;
+}
+
+/** One line on how the exported samples map to rollouts: token-in trains one per rollout; engine mode forks where a harness re-serialized its history (docs/token-in.md). */
+function samplesLine(tokenMode: "engine" | "token-in", samples: number, rollouts: number): string {
+  const counts = samples === rollouts ? `one training sample per rollout (${samples} samples, ${rollouts} rollouts)` : `${samples} training samples from ${rollouts} rollouts`;
+  if (tokenMode === "token-in") return `token-in: ${counts}`;
+  return `engine mode: ${counts}${samples > rollouts ? "; a rollout whose harness re-serialized its history forks into several, spec.policy.tokenMode: token-in trains one per rollout (docs/token-in.md)" : ""}`;
 }
