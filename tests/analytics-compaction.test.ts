@@ -93,7 +93,7 @@ describe("--db", () => {
       const rows = await queryRows(connection, "SELECT task_id, n, c, pass_at_k(n, c, 1) AS p1, pass_hat_k(n, c, 2) AS h2 FROM tasks");
       expect(rows).toEqual([{ task_id: "A", n: 2, c: 1, p1: 0.5, h2: 0 }]);
       const views = await queryRows(connection, "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY view_name");
-      expect(views.map((v) => v.view_name)).toEqual(["call_bodies", "calls", "rollout_behaviour", "rollouts", "tasks", "tool_calls", "tool_errors", "tool_files"]);
+      expect(views.map((v) => v.view_name)).toEqual(["all_rollouts", "call_bodies", "calls", "rollout_behaviour", "rollouts", "tasks", "tool_calls", "tool_errors", "tool_files", "validation_rollouts"]);
       expect(await queryRows(connection, "SELECT count(*) AS n FROM samples")).toEqual([{ n: 0 }]);
     } finally {
       connection.closeSync();
