@@ -11,6 +11,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
+import { sqlString } from "../lib/index.ts";
 import { createContentStore, dataDirsOf, listSegments as listLogSegments, readSegment, type Corruption } from "../records/index.ts";
 import type { Record } from "../schemas/index.ts";
 import { rowsOf } from "./rows.ts";
@@ -33,16 +34,6 @@ export const ROWS_VERSION = 2;
 export type SegmentReader = (logDir: string, segment: string, newest: boolean) => AsyncIterable<Record>;
 export type CompactProgress = { segment: string; index: number; total: number; records: number };
 export type CompactSummary = { compacted: string[]; reread: string[]; skipped: number; records: number };
-
-/**
- * Quotes a string as a SQL literal.
- *
- * @example
- * sqlString("it's") // "'it''s'"
- */
-export function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
 
 function pidAlive(pid: number): boolean {
   try {
