@@ -8,4 +8,4 @@ export { concatBytes } from "./bytes.ts";
 export { byteDecoder } from "./byte-level.ts";
 export { commonPrefix } from "./prefix.ts";
 export { sqlString } from "./sql.ts";
-export { createSseDecoder, parseSseText, sseEvent, type SseDecoder, type SseMessage } from "./sse.ts";
+export { createSseDecoder, parseSseJson, parseSseText, sseEvent, type SseDecoder, type SseJsonEvent, type SseMessage } from "./sse.ts";
