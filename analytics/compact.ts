@@ -11,7 +11,8 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
-import { createContentStore, dataDirsOf, listSegments as listLogSegments, readSegment, type Corruption } from "../records/index.ts";
+import { sqlString } from "../lib/index.ts";
+import { createContentStore, dataDirsOf, listSegments as listLogSegments, lockHeld, readSegment, type Corruption } from "../records/index.ts";
 import type { Record } from "../schemas/index.ts";
 import { rowsOf } from "./rows.ts";
 import { appendRow, createTableSql, tableNames, tables, type TableName } from "./tables.ts";
@@ -35,26 +36,6 @@ export type CompactProgress = { segment: string; index: number; total: number; r
 export type CompactSummary = { compacted: string[]; reread: string[]; skipped: number; records: number };
 
 /**
- * Quotes a string as a SQL literal.
- *
- * @example
- * sqlString("it's") // "'it''s'"
- */
-export function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/**
  * The segments of a log, oldest first (the recorder's listing); the newest is `open` while a
  * live process holds `LOCK`.
  *
@@ -63,13 +44,8 @@ function pidAlive(pid: number): boolean {
  */
 export async function listSegments(logDir: string): Promise<SegmentInfo[]> {
   const segments = await listLogSegments(logDir);
-  let writerAlive = false;
-  try {
-    const pid = Number.parseInt((await readFile(join(logDir, "LOCK"), "utf8")).split("\n")[0]!.trim(), 10);
-    writerAlive = Number.isInteger(pid) && pid > 0 && pidAlive(pid);
-  } catch {
-    writerAlive = false;
-  }
+  // The recorder's own check: a LOCK left by a dead writer whose pid was reused is not live.
+  const writerAlive = lockHeld(logDir);
   return segments.map(({ name, size }, index) => ({ name, size, open: writerAlive && index === segments.length - 1 }));
 }
 

@@ -6,7 +6,7 @@ export { analyzeCommand, sqlCommand } from "./cli.ts";
 export { analyze, defaultGroups, latestRun, recordedKs, type Analysis, type AnalysisOptions, type AnalysisRequest } from "./analysis.ts";
 export { compactLog, compactRecords, listSegments, readManifest, recorderSegmentReader } from "./compact.ts";
 export type { CompactOptions, CompactProgress, CompactSummary, Manifest, SegmentReader } from "./compact.ts";
-export { extractCall, parseSse, type CallView, type ToolResult, type ToolUse } from "./extract/index.ts";
+export { extractCall, type CallView, type ToolResult, type ToolUse } from "./extract/index.ts";
 export { classifyTool, isShellTool, patchPaths, planStateOf, resultError, scriptFacts, toolFacts, type ErrorSignal, type ResultError, type ToolFacts, type ToolKind } from "./classify.ts";
 export { parseShell, type ParsedScript, type SimpleCommand } from "./shell.ts";
 export { LABEL_COMMIT, LABEL_METRICS_K, LABEL_MISSING_TRIALS, LABEL_MODEL, LABEL_PASS_THRESHOLD, LABEL_ROLLOUTS_K, LABEL_RUN, runLabels, type RunLabelInput } from "./labels.ts";

@@ -3,6 +3,7 @@
  * behaviour metrics, reward distribution and token budgets.
  */
 import type { DuckDBConnection } from "@duckdb/node-api";
+import { sqlString } from "../lib/index.ts";
 
 export const groupKeys = ["experiment", "run", "iteration", "harness", "policy_version", "task"] as const;
 export type GroupKey = (typeof groupKeys)[number];
@@ -46,8 +47,6 @@ function groupList(by: GroupKey[]): string {
   return by.map(column).join(", ");
 }
 
-const sqlText = (text: string) => `'${text.replaceAll("'", "''")}'`;
-
 /**
  * The WHERE clause that limits rollouts to a scope (empty when the scope is everything).
  *
@@ -56,8 +55,8 @@ const sqlText = (text: string) => `'${text.replaceAll("'", "''")}'`;
  */
 export function scopeWhere(scope: Scope = {}): string {
   const parts: string[] = [];
-  if (scope.experiment !== undefined) parts.push(`experiment = ${sqlText(scope.experiment)}`);
-  if (scope.run !== undefined) parts.push(`run = ${sqlText(scope.run)}`);
+  if (scope.experiment !== undefined) parts.push(`experiment = ${sqlString(scope.experiment)}`);
+  if (scope.run !== undefined) parts.push(`run = ${sqlString(scope.run)}`);
   if (scope.iteration !== undefined) parts.push(`iteration = ${Math.trunc(scope.iteration)}`);
   return parts.length ? ` WHERE ${parts.join(" AND ")}` : "";
 }

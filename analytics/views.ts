@@ -6,7 +6,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { DuckDBConnection } from "@duckdb/node-api";
-import { sqlString } from "./compact.ts";
+import { sqlString } from "../lib/index.ts";
 import { verlColumns } from "../trajectories/index.ts";
 import { macroSql } from "./macros.ts";
 import { emptySelectSql, tableNames, tables, type Column } from "./tables.ts";

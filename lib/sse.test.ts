@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { createSseDecoder, parseSseText, sseEvent } from "./sse.ts";
+import { createSseDecoder, parseSseJson, parseSseText, sseEvent } from "./sse.ts";
 
 test("decodes events split at any byte, CRLF, comments, event names, multi-line data", () => {
   const text = ': keep-alive\r\nevent: message_start\r\ndata: {"a":\r\ndata: 1}\r\n\r\ndata: [DONE]\n\n';
@@ -21,4 +21,12 @@ test("framing round-trips through the decoder, multi-line data as several data l
 
 test("a bare CR ends a line too (the SSE grammar allows it)", () => {
   expect(parseSseText("data: a\r\rdata: b\r\r")).toEqual([{ data: "a" }, { data: "b" }]);
+});
+
+test("parseSseJson skips [DONE] and a torn last event", () => {
+  expect(parseSseJson('event: x\ndata: {"a":1}\n\ndata: [DONE]\n\ndata: {"b":')).toEqual([{ event: "x", data: { a: 1 } }]);
+});
+
+test("parseSseJson joins multi-line data and accepts CRLF, and skips an empty data line", () => {
+  expect(parseSseJson('data: {"a":\r\ndata: 2}\r\n\r\ndata:\n\n')).toEqual([{ event: null, data: { a: 2 } }]);
 });

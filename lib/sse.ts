@@ -62,6 +62,30 @@ export function parseSseText(text: string): SseMessage[] {
   return [...decoder.push(text), ...decoder.flush()];
 }
 
+/** An event whose `data:` payload was JSON, decoded. */
+export type SseJsonEvent = { event: string | null; data: unknown };
+
+/**
+ * The events of a whole stream's text with each `data:` payload JSON-decoded, as a reader of a
+ * recorded stream wants them. `[DONE]` and payloads that are not JSON are skipped: a stream cut
+ * mid-line still yields its whole events.
+ *
+ * @example
+ * parseSseJson('data: {"a":1}\n\ndata: [DONE]\n\n') // [{ event: null, data: { a: 1 } }]
+ */
+export function parseSseJson(text: string): SseJsonEvent[] {
+  const events: SseJsonEvent[] = [];
+  for (const m of parseSseText(text)) {
+    if (m.data === "[DONE]") continue;
+    try {
+      events.push({ event: m.event ?? null, data: JSON.parse(m.data) });
+    } catch {
+      // A torn last event of an aborted stream: what came before still stands.
+    }
+  }
+  return events;
+}
+
 /**
  * One event on the wire.
  *

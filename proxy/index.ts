@@ -12,7 +12,8 @@ export { DEFAULT_FRONT_DOORS, chatFrontDoor, completionsFrontDoor, translatedFro
 export { runModelCall, type PipelineContext } from "./doors/index.ts";
 export { ProxyHttpError, openAiErrorBody } from "./errors.ts";
 export { keySha256, newApiKey } from "./state/keys.ts";
-export { adapterFor, type EngineAdapter } from "./engines/adapter.ts";
+export type { EngineAdapter } from "./engines/adapter.ts";
+export { adapterFor } from "./engines/adapters.ts";
 export { ENGINE_SETTINGS, engineName, type EngineInfo, type EngineKind, type EngineSetting } from "./engines/kinds.ts";
 export { detectEngine, type Detection } from "./engines/detect.ts";
 export { MINIMUM_TRAIN_VERSION, PINNED_VERSIONS, atLeast } from "./engines/versions.ts";

@@ -28,6 +28,7 @@ export {
 } from "./segment-index.ts";
 export type { SegmentInfo } from "./segments.ts";
 export { quarantineDir, verifySegments, type Recovered } from "./recover.ts";
+export { lockHeld } from "./lock.ts";
 export { RecorderError } from "./errors.ts";
 export type { RecorderErrorCode } from "./errors.ts";
 export { fullPrompt, joinIds, startsWithIds, promptDelta, type PastCall, type PromptDelta, type TokenIds } from "./prompt-delta.ts";

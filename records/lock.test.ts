@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from "
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { RecorderError } from "./errors.ts";
+import { lockHeld } from "./lock.ts";
 import { openSegmentLog } from "./segment-log.ts";
 import { recordsOfEveryKind, scratchDir } from "./testing.ts";
 
@@ -107,5 +108,33 @@ describe("LOCK", () => {
     writeLock(["not a pid"]);
     const log = await openSegmentLog(scratch.dir);
     await log.close();
+  });
+});
+
+describe("lockHeld (what readers such as analytics ask)", () => {
+  const logDir = () => join(scratch.dir, "log");
+
+  test("true while a writer in this process has the log open, false once it closed", async () => {
+    expect(lockHeld(logDir())).toBe(false);
+    const log = await openSegmentLog(scratch.dir);
+    expect(lockHeld(logDir())).toBe(true);
+    await log.close();
+    expect(lockHeld(logDir())).toBe(false);
+  });
+
+  test("a live other process is a writer; a dead pid, a reused pid, a reboot and this pid without an open log are not", async () => {
+    const bootId = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    writeLock([process.ppid]);
+    expect(lockHeld(logDir())).toBe(true);
+    writeLock([await deadPid()]);
+    expect(lockHeld(logDir())).toBe(false);
+    writeLock([process.ppid, hostname(), bootId, "1"]);
+    expect(lockHeld(logDir())).toBe(false);
+    writeLock([process.ppid, hostname(), "00000000-0000-0000-0000-000000000000"]);
+    expect(lockHeld(logDir())).toBe(false);
+    writeLock([process.pid]);
+    expect(lockHeld(logDir())).toBe(false);
+    writeLock(["not a pid"]);
+    expect(lockHeld(logDir())).toBe(false);
   });
 });

@@ -87,6 +87,27 @@ export function holderAlive(holder: LockHolder, logDir: string, lockPath: string
 }
 
 /**
+ * Whether a live process holds the log's LOCK, by the check a writer makes before it takes one:
+ * false when there is no LOCK, or its holder died, was a zombie, had its pid reused, or ran
+ * before a reboot; a LOCK from another host counts while its heartbeat is fresh.
+ *
+ * @example
+ * lockHeld("data/log") // true while a proxy records into data/log
+ */
+export function lockHeld(logDir: string): boolean {
+  const path = join(logDir, "LOCK");
+  const text = readText(path);
+  if (text === undefined) return false;
+  let key: string;
+  try {
+    key = realpathSync(logDir);
+  } catch {
+    return false;
+  }
+  return holderAlive(parseLock(text), key, path);
+}
+
+/**
  * Takes the log's LOCK or throws RecorderError (code LOCKED) naming the directory and the pid
  * that holds it. A LOCK left by a dead process is taken over and returned as `stale`.
  *

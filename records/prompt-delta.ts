@@ -6,6 +6,7 @@
  * Ids may be plain arrays or Uint32Arrays (the proxy reads a long prompt's ids straight into
  * one); the suffix handed back is always a plain array (it is what the record stores).
  */
+import { commonPrefix } from "../lib/index.ts";
 
 /** Token ids as the proxy holds them. */
 export type TokenIds = readonly number[] | Uint32Array;
@@ -82,20 +83,4 @@ export function joinIds(prompt: TokenIds, completion: readonly number[]): Uint32
  */
 export function startsWithIds(ids: TokenIds, prefix: TokenIds): boolean {
   return prefix.length <= ids.length && commonPrefix(ids, prefix) === prefix.length;
-}
-
-/** Ids compared per native step when both sides are Uint32Arrays. */
-const BLOCK = 1024;
-
-function commonPrefix(a: TokenIds, b: TokenIds): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  if (n >= BLOCK && a instanceof Uint32Array && b instanceof Uint32Array) {
-    // Whole blocks by a native compare of their bytes (a 40k-id prompt: ~40 compares), then id by id.
-    const bytesA = Buffer.from(a.buffer, a.byteOffset, a.byteLength);
-    const bytesB = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-    while (i + BLOCK <= n && bytesA.compare(bytesB, i * 4, (i + BLOCK) * 4, i * 4, (i + BLOCK) * 4) === 0) i += BLOCK;
-  }
-  while (i < n && a[i] === b[i]) i++;
-  return i;
 }

@@ -11,6 +11,7 @@
  */
 import * as fs from "node:fs";
 import { join } from "node:path";
+import { syncDir, writeFileAtomic } from "./durable-file.ts";
 import { ioError } from "./errors.ts";
 import { newOutcome, scanFrames, type Damage } from "./scan.ts";
 
@@ -113,38 +114,27 @@ function quarantineRange(logDir: string, name: string, damage: Damage, cut: bool
   const target = join(dir, `${name}.at-${damage.offset}.len-${damage.length}`);
   if (fs.existsSync(target) && fs.statSync(target).size === damage.length) return target;
   const source = join(logDir, name);
-  const temp = `${target}.tmp`;
-  let from: number | undefined;
-  let to: number | undefined;
-  try {
-    fs.mkdirSync(dir, { recursive: true });
-    from = fs.openSync(source, "r");
-    to = fs.openSync(temp, "w", 0o644);
-    const chunk = Buffer.allocUnsafe(Math.min(damage.length, 1 << 20));
-    let done = 0;
-    while (done < damage.length) {
-      const n = fs.readSync(from, chunk, 0, Math.min(chunk.length, damage.length - done), damage.offset + done);
-      if (n === 0) break;
-      fs.writeSync(to, chunk, 0, n);
-      done += n;
-    }
-    fs.fsyncSync(to);
-    fs.closeSync(to);
-    to = undefined;
-    fs.renameSync(temp, target);
-    const line = { segment: name, offset: damage.offset, bytes: damage.length, kind: damage.kind, reason: damage.reason, cut, quarantined_unix_ms: Date.now() };
-    fs.appendFileSync(join(dir, "index.jsonl"), `${JSON.stringify(line)}\n`);
-    const dirFd = fs.openSync(dir, "r");
+  writeFileAtomic(target, "copy damaged bytes to", (to) => {
+    const from = fs.openSync(source, "r");
     try {
-      fs.fsyncSync(dirFd);
+      const chunk = Buffer.allocUnsafe(Math.min(damage.length, 1 << 20));
+      let done = 0;
+      while (done < damage.length) {
+        const n = fs.readSync(from, chunk, 0, Math.min(chunk.length, damage.length - done), damage.offset + done);
+        if (n === 0) break;
+        fs.writeSync(to, chunk, 0, n);
+        done += n;
+      }
     } finally {
-      fs.closeSync(dirFd);
+      fs.closeSync(from);
     }
+  });
+  const line = { segment: name, offset: damage.offset, bytes: damage.length, kind: damage.kind, reason: damage.reason, cut, quarantined_unix_ms: Date.now() };
+  try {
+    fs.appendFileSync(join(dir, "index.jsonl"), `${JSON.stringify(line)}\n`);
   } catch (error) {
     throw ioError("copy damaged bytes to", target, error);
-  } finally {
-    if (from !== undefined) fs.closeSync(from);
-    if (to !== undefined) fs.closeSync(to);
   }
+  syncDir(dir); // index.jsonl, when this line created it
   return target;
 }

@@ -16,7 +16,7 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { fromBinary, RolloutResultSchema, RolloutSchema, toBinary, TokenStatus, type Record, type Rollout, type RolloutResult } from "../schemas/index.ts";
-import { ioError } from "./errors.ts";
+import { writeFileAtomic } from "./durable-file.ts";
 import { checkedFrameLength, FRAME_HEADER_BYTES, FRAME_HEADER_BYTES_V1, SEGMENT_HEADER_BYTES, segmentVersion } from "./frame.ts";
 import { readSegment } from "./reader.ts";
 
@@ -138,29 +138,7 @@ export function createSegmentIndexer(segment: string, version: 1 | 2 = 2): Segme
  * writeSegmentIndex("data/log", indexer.index());
  */
 export function writeSegmentIndex(logDir: string, index: SegmentIndex): void {
-  const dir = segmentIndexDir(logDir);
-  const path = indexPath(logDir, index.segment);
-  const temp = `${path}.tmp-${process.pid}`;
-  let fd: number | undefined;
-  try {
-    fs.mkdirSync(dir, { recursive: true });
-    fd = fs.openSync(temp, "w", 0o644);
-    fs.writeSync(fd, JSON.stringify(index));
-    fs.fsyncSync(fd);
-    fs.closeSync(fd);
-    fd = undefined;
-    fs.renameSync(temp, path);
-    const dirFd = fs.openSync(dir, "r");
-    try {
-      fs.fsyncSync(dirFd);
-    } finally {
-      fs.closeSync(dirFd);
-    }
-  } catch (error) {
-    if (fd !== undefined) fs.closeSync(fd);
-    fs.rmSync(temp, { force: true });
-    throw ioError("write the segment index", path, error);
-  }
+  writeFileAtomic(indexPath(logDir, index.segment), "write the segment index", (fd) => fs.writeSync(fd, JSON.stringify(index)));
 }
 
 /**

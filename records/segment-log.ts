@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { crc32c } from "@node-rs/crc32";
 import type { Record } from "../schemas/index.ts";
+import { syncDir } from "./durable-file.ts";
 import { encodeRecord, type EncodedRecord } from "./encode-record.ts";
 import { RecorderError, ioError } from "./errors.ts";
 import { FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_MAGIC, writeFrameHeader } from "./frame.ts";
@@ -343,19 +344,6 @@ function createSegment(logDir: string, number: number): Segment {
     throw ioError("write the header of", path, error);
   }
   return { name, path, fd, size: SEGMENT_HEADER_BYTES, records: 0 };
-}
-
-/** fsyncs a directory so that files created or removed in it survive a machine crash. */
-function syncDir(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = fs.openSync(dir, "r");
-    fs.fsyncSync(fd);
-  } catch (error) {
-    throw ioError("fsync directory", dir, error);
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
 }
 
 /** The buffers left after the first `n` bytes of `parts` were written. */

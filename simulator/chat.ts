@@ -10,7 +10,7 @@ import { describeIssues } from "./errors.ts";
 import { generate } from "./generate.ts";
 import { hashId, hashIds, hashString, mix } from "./hash.ts";
 import { sampledLogprobs } from "./logprobs.ts";
-import type { SimContext } from "./options.ts";
+import type { SimContext } from "./context.ts";
 import { decideTurn, type TurnDecision } from "./policy.ts";
 import { ChatRequestSchema, readBody, stopList } from "./request.ts";
 import { sleep, sseResponse } from "./sse.ts";

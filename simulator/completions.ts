@@ -9,7 +9,7 @@ import { describeIssues } from "./errors.ts";
 import { coveredBytes, generate, visibleText } from "./generate.ts";
 import { hashIds, hashString, mix } from "./hash.ts";
 import { sampledLogprobs } from "./logprobs.ts";
-import type { SimContext } from "./options.ts";
+import type { SimContext } from "./context.ts";
 import { decideTurn } from "./policy.ts";
 import { CompletionRequestSchema, readBody, stopList, type CompletionRequestBody } from "./request.ts";
 import { sleep, sseResponse } from "./sse.ts";

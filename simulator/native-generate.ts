@@ -22,7 +22,7 @@
 import { coveredBytes, generate, visibleText } from "./generate.ts";
 import { hashIds, hashString, mix } from "./hash.ts";
 import { sampledLogprobs } from "./logprobs.ts";
-import type { SimContext } from "./options.ts";
+import type { SimContext } from "./context.ts";
 import { decideTurn } from "./policy.ts";
 import { sleep, sseResponse } from "./sse.ts";
 import { IM_END, loadTokenizer } from "./model.ts";

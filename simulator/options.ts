@@ -1,12 +1,10 @@
-/** Options of the policy simulator and their resolved form shared by the route handlers. */
+/** Options of the policy simulator, resolved into the SimContext (context.ts) the route handlers share. */
 import { parsePolicyScriptFile, PolicyScriptSchema, type PolicyScript, type PolicyScriptInput } from "../schemas/index.ts";
+import type { SimContext } from "./context.ts";
 import type { SimSample } from "./types.ts";
-import { createEngineSimState, ENGINE_FLAVOURS, type EngineFlavourName, type EngineSimState, type SimFaults } from "./flavours/state.ts";
+import { createEngineSimState, ENGINE_FLAVOURS, type EngineFlavourName, type SimFaults } from "./flavours/state.ts";
 import { flavourOf } from "./flavours/index.ts";
-import type { EngineFlavour } from "./flavours/types.ts";
-import type { ModelSpec } from "../model/index.ts";
 import { simModelSpec, type SimToolParser } from "./model.ts";
-import type { ToolCallFormat } from "./generate.ts";
 
 export const DEFAULT_SIM_MODEL = "forge-sim/qwen3-sim";
 
@@ -44,28 +42,6 @@ export interface PolicySimulatorOptions {
    * JSON, thinking) or `qwen3_coder` (Qwen3-Coder: its chat template, XML tool calls, no thinking).
    */
   toolCallParser?: SimToolParser;
-}
-
-export interface SimContext {
-  seed: number;
-  script: PolicyScript;
-  model: string;
-  chunkDelayMs: number;
-  ttftMs: number;
-  tokensPerChunk: number;
-  samples: SimSample[];
-  record(sample: SimSample): void;
-  log(line: string): void;
-  /** What the engine stand-in keeps: weights, version, pause. */
-  engine: EngineSimState;
-  /** How answers are written. */
-  flavour: EngineFlavour;
-  /** The model served: its template, tokenizer and parsers (model/). */
-  modelSpec: ModelSpec;
-  /** How the model writes tool calls. */
-  toolFormat: ToolCallFormat;
-  /** Whether the model thinks (it has a reasoning parser); a request may still turn it off. */
-  thinks: boolean;
 }
 
 export function resolveOptions(options: PolicySimulatorOptions): SimContext {

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { ChatRequestError, ChatTemplateError } from "../model/index.ts";
 import { describeIssues, errorResponse } from "./errors.ts";
 import { loadSimModel, type SimTokenizer } from "./model.ts";
-import type { SimContext } from "./options.ts";
+import type { SimContext } from "./context.ts";
 import { ChatRequestSchema, readBody } from "./request.ts";
 
 const MAX_MODEL_LEN = 131072;

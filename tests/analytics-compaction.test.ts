@@ -64,17 +64,24 @@ describe("incremental compaction", () => {
     const log = await fakeLog();
     await log.addSegment(scored({ id: "r1", task: "A" }, "ok", 1));
     await log.addSegment(scored({ id: "r2", task: "A" }, "ok", 1));
-    await writeFile(join(log.dir, "log", "LOCK"), `${process.pid}\n`);
-    expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(2);
-    expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(2);
-    expect(log.reads).toEqual(["seg-00000001.forge", "seg-00000002.forge", "seg-00000002.forge"]);
-    expect(Object.keys((await readManifest(join(log.dir, "parquet"))).segments)).toEqual(["seg-00000001.forge"]);
-    expect(await readdir(join(log.dir, "parquet", "rollout_records"))).toContain("seg-00000002.open.parquet");
+    // A live process other than this one names itself in LOCK (this process's own pid counts only
+    // while it has the log open itself).
+    const writer = Bun.spawn(["sleep", "600"]);
+    try {
+      await writeFile(join(log.dir, "log", "LOCK"), `${writer.pid}\n`);
+      expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(2);
+      expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(2);
+      expect(log.reads).toEqual(["seg-00000001.forge", "seg-00000002.forge", "seg-00000002.forge"]);
+      expect(Object.keys((await readManifest(join(log.dir, "parquet"))).segments)).toEqual(["seg-00000001.forge"]);
+      expect(await readdir(join(log.dir, "parquet", "rollout_records"))).toContain("seg-00000002.open.parquet");
 
-    await rm(join(log.dir, "log", "LOCK"));
-    expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(2);
-    expect((await readdir(join(log.dir, "parquet", "rollout_records"))).sort()).toEqual(["seg-00000001.parquet", "seg-00000002.parquet"]);
-    expect(log.reads).toHaveLength(4);
+      await rm(join(log.dir, "log", "LOCK"));
+      expect((await count(log.dir, { readSegment: log.readSegment })).rollouts).toBe(2);
+      expect((await readdir(join(log.dir, "parquet", "rollout_records"))).sort()).toEqual(["seg-00000001.parquet", "seg-00000002.parquet"]);
+      expect(log.reads).toHaveLength(4);
+    } finally {
+      writer.kill();
+    }
   });
 });
 

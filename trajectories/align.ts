@@ -2,14 +2,6 @@
  * Token alignment between what a sample holds and a new call's prompt (docs/trajectories.md).
  */
 
-/** Length of the longest common prefix of `a` and `b`. */
-export function commonPrefix(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
-
 export type RealignRule = {
   thinkOpen: number;
   thinkClose: number;

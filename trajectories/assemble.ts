@@ -4,7 +4,8 @@
  */
 import { requestBodyOf, type ContentStore } from "../records/index.ts";
 import { RolloutStatus, TokenStatus, type Rollout, type RolloutResult } from "../schemas/index.ts";
-import { commonPrefix, matchWithStrippedThink } from "./align.ts";
+import { commonPrefix } from "../lib/index.ts";
+import { matchWithStrippedThink } from "./align.ts";
 import { fingerprintsFor, matchFingerprint, type AuxiliaryFingerprint, type AuxiliaryKind } from "./auxiliary.ts";
 import { continuesConversation, requestView, type RequestView } from "./request-view.ts";
 import type {

@@ -3,6 +3,8 @@
  * The verl columns follow veRL's RLHFDataset (prompt, data_source, extra_info with index,
  * agent_name) and AgentLoopOutput (the token columns); see docs/verl.md.
  */
+import { sqlString } from "../lib/index.ts";
+
 const message = "STRUCT(role VARCHAR, content VARCHAR)";
 const toolCall = 'STRUCT(id VARCHAR, "type" VARCHAR, "function" STRUCT(name VARCHAR, arguments VARCHAR))';
 const sftMessage = `STRUCT(role VARCHAR, content VARCHAR, tool_calls ${toolCall}[], tool_call_id VARCHAR, name VARCHAR)`;
@@ -51,7 +53,7 @@ export const sftColumns: readonly (readonly [string, string])[] = [
 
 /** `{name: 'TYPE', ...}` for DuckDB's read_json. */
 export function columnsSql(columns: readonly (readonly [string, string])[]): string {
-  return `{${columns.map(([name, type]) => `'${name}': '${type.replace(/\s+/g, " ").replace(/'/g, "''")}'`).join(", ")}}`;
+  return `{${columns.map(([name, type]) => `'${name}': ${sqlString(type.replace(/\s+/g, " "))}`).join(", ")}}`;
 }
 
 /** The GRPO dataset of `groupRows`: one row per group, naming the samples its n copies replay. */

@@ -11,6 +11,7 @@ import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { once } from "node:events";
 import { DuckDBInstance } from "@duckdb/node-api";
+import { sqlString } from "../lib/index.ts";
 import { VALIDATION_LABEL, type ModelCall, type Record } from "../schemas/index.ts";
 import { callImageRefs } from "./images.ts";
 import { assembleTrajectory } from "./assemble.ts";
@@ -163,8 +164,6 @@ function extraInfo(s: TrajectorySample, t: RolloutTrajectory, calls: Map<string,
     ...samplingInfo(s.call_ids.flatMap((id) => calls.get(id) ?? [])),
   };
 }
-
-const sqlString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** The manifest path beside an output file: `batch.parquet` → `batch.manifest.json`. */
 export function manifestPath(out: string): string {

@@ -6,7 +6,7 @@
 export { assembleTrajectory, exclusionOf, groupOf, rolloutStatusName } from "./assemble.ts";
 export { collectRollouts, promptResolver, resolvePrompts } from "./resolve.ts";
 export type { CollectedRollout, CollectStats } from "./resolve.ts";
-export { commonPrefix, matchWithStrippedThink } from "./align.ts";
+export { matchWithStrippedThink } from "./align.ts";
 export { requestMessages, responseMessage } from "./messages.ts";
 export type { ChatMessage, ToolCall } from "./messages.ts";
 export { exportTrajectories, firstGroupRows, groupDatasetPath, manifestPath, sidecarPath } from "./export.ts";

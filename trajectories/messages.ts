@@ -2,7 +2,7 @@
  * Chat messages rebuilt from a call's recorded request and response bodies, in OpenAI chat shape:
  * the `prompt` column veRL's RLHFDataset reads and the `messages` column of the SFT export.
  */
-import { parseSseText } from "../lib/index.ts";
+import { parseSseJson } from "../lib/index.ts";
 import { requestBodyOf, type ContentStore } from "../records/index.ts";
 import { Protocol, type ModelCall } from "../schemas/index.ts";
 
@@ -130,16 +130,7 @@ export function requestMessagesOfBody(protocol: Protocol, body: Json): ChatMessa
 
 /** The JSON events of an SSE body (`[DONE]` skipped). */
 function sseEvents(text: string): Json[] {
-  const out: Json[] = [];
-  for (const { data } of parseSseText(text)) {
-    if (!data || data === "[DONE]") continue;
-    try {
-      out.push(JSON.parse(data));
-    } catch {
-      // a torn last event of an aborted stream: what came before still stands
-    }
-  }
-  return out;
+  return parseSseJson(text).map((e) => e.data);
 }
 
 function chatResponse(call: ModelCall): ChatMessage {

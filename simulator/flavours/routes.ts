@@ -20,7 +20,7 @@
  */
 import { readdirSync, statSync } from "node:fs";
 import type { Context, Hono } from "hono";
-import type { SimContext } from "../options.ts";
+import type { SimContext } from "../context.ts";
 import { sglangError } from "./sglang.ts";
 import { vllmError } from "./vllm.ts";
 import { handleNativeGenerate } from "../native-generate.ts";

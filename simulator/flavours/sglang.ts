@@ -14,11 +14,10 @@
  *   (first chunk) with `return_token_ids`; `echo` prepends the prompt text.
  * - Errors (`serving_base.py:119-142`): flat `{"object": "error", "message", "type", "param", "code"}`.
  */
-import type { SimContext } from "../options.ts";
 import { IM_END } from "../model.ts";
 import { chatLogprobs, completionLogprobs } from "./logprob-blocks.ts";
 import { chunkIds, decodeSteps, finalMessage, finishReasonOf } from "./steps.ts";
-import { NamedEvent, type ChatAnswer, type CompletionAnswer, type EngineFlavour, type SampledChoice } from "./types.ts";
+import { NamedEvent, type ChatAnswer, type CompletionAnswer, type EngineFlavour, type FlavourContext, type SampledChoice } from "./types.ts";
 
 /**
  * SGLang's error body (flat) and status; `type` is "BadRequest" for a request it refuses.
@@ -74,7 +73,7 @@ export const sglangFlavour: EngineFlavour = {
     return undefined;
   },
 
-  chatJson(a: ChatAnswer, ctx: SimContext) {
+  chatJson(a: ChatAnswer, ctx: FlavourContext) {
     const body = a.body as Record<string, any>;
     const returnIds = body.return_token_ids === true;
     const prompt = returnIds || body.return_prompt_token_ids === true;
@@ -106,7 +105,7 @@ export const sglangFlavour: EngineFlavour = {
     };
   },
 
-  async *chatStream(a: ChatAnswer, ctx: SimContext) {
+  async *chatStream(a: ChatAnswer, ctx: FlavourContext) {
     const body = a.body as Record<string, any>;
     const head = { id: this.answerId("chat"), object: "chat.completion.chunk", created: a.created, model: a.model };
     const chunk = (index: number, delta: Record<string, unknown>, logprobs: unknown = null, finish: string | null = null, matched: number | string | null = null) => ({
@@ -156,7 +155,7 @@ export const sglangFlavour: EngineFlavour = {
     if (body.stream_options?.include_usage === true) yield { ...head, choices: [], usage: usageOf(a.usage) };
   },
 
-  completionJson(a: CompletionAnswer, ctx: SimContext) {
+  completionJson(a: CompletionAnswer, ctx: FlavourContext) {
     const body = a.body;
     const returnIds = body.return_token_ids === true;
     const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
@@ -182,7 +181,7 @@ export const sglangFlavour: EngineFlavour = {
     };
   },
 
-  async *completionStream(a: CompletionAnswer, ctx: SimContext) {
+  async *completionStream(a: CompletionAnswer, ctx: FlavourContext) {
     const body = a.body;
     const returnIds = body.return_token_ids === true;
     const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;

@@ -6,9 +6,8 @@
 import type { ParsedMessage } from "../../model/index.ts";
 import { planDeltas, type StreamDelta } from "../deltas.ts";
 import { coveredBytes, visibleText } from "../generate.ts";
-import type { SimContext } from "../options.ts";
 import { sleep } from "../sse.ts";
-import type { SampledChoice } from "./types.ts";
+import type { FlavourContext, SampledChoice } from "./types.ts";
 
 export interface Step<C extends SampledChoice> {
   choice: C;
@@ -25,7 +24,7 @@ export interface Step<C extends SampledChoice> {
  * @example
  * for await (const step of decodeSteps(ctx, choices, signal)) yield chunkOf(step);
  */
-export async function* decodeSteps<C extends SampledChoice>(ctx: SimContext, choices: C[], signal: AbortSignal): AsyncGenerator<Step<C>> {
+export async function* decodeSteps<C extends SampledChoice>(ctx: FlavourContext, choices: C[], signal: AbortSignal): AsyncGenerator<Step<C>> {
   const plans = choices.map((c) => planDeltas(c.g, c.parser, ctx.tokensPerChunk));
   const longest = Math.max(0, ...plans.map((p) => p.length));
   for (let k = 0; k < longest; k++) {

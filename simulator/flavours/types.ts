@@ -4,11 +4,10 @@
  */
 import type { Generation } from "../generate.ts";
 import type { TokenLogprob } from "../logprobs.ts";
-import type { SimContext } from "../options.ts";
 import type { ChatRequestBody, CompletionRequestBody } from "../request.ts";
 import type { ChatOutputParser } from "../../model/index.ts";
 import type { SimTokenizer } from "../model.ts";
-import type { EngineFlavourName } from "./state.ts";
+import type { EngineFlavourName, EngineSimState } from "./state.ts";
 
 /** One sampled choice. */
 export interface SampledChoice {
@@ -62,16 +61,26 @@ export class NamedEvent {
   ) {}
 }
 
+/** What a flavour reads of the simulator's context (SimContext, context.ts, is one). */
+export interface FlavourContext {
+  /** What the engine stand-in keeps: weights, version, pause. */
+  engine: EngineSimState;
+  /** Tokens per stream chunk. */
+  tokensPerChunk: number;
+  /** Delay between stream chunks. */
+  chunkDelayMs: number;
+}
+
 export interface EngineFlavour {
   name: EngineFlavourName;
   /** An error as the engine writes it for its OpenAI routes. */
   error(status: number, message: string, param?: string | null): Response;
   /** The engine's own refusals of a chat request before generating (SGLang: ids on a stream). */
   checkChat(body: ChatRequestBody, request: Request): Response | undefined;
-  chatJson(answer: ChatAnswer, ctx: SimContext): unknown;
-  chatStream(answer: ChatAnswer, ctx: SimContext): AsyncGenerator<unknown>;
-  completionJson(answer: CompletionAnswer, ctx: SimContext): unknown;
-  completionStream(answer: CompletionAnswer, ctx: SimContext): AsyncGenerator<unknown>;
+  chatJson(answer: ChatAnswer, ctx: FlavourContext): unknown;
+  chatStream(answer: ChatAnswer, ctx: FlavourContext): AsyncGenerator<unknown>;
+  completionJson(answer: CompletionAnswer, ctx: FlavourContext): unknown;
+  completionStream(answer: CompletionAnswer, ctx: FlavourContext): AsyncGenerator<unknown>;
   /** Ids of answers: vLLM `chatcmpl-…` / `cmpl-…`, SGLang a bare hex id. */
   answerId(kind: "chat" | "completion"): string;
 }

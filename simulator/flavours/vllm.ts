@@ -15,10 +15,9 @@
  *   the prompt's logprobs first.
  * - Errors (`serve/engine/protocol.py:79-87`): `{"error": {"message", "type", "param", "code"}}`.
  */
-import type { SimContext } from "../options.ts";
 import { chatLogprobs, completionLogprobs } from "./logprob-blocks.ts";
 import { chunkIds, decodeSteps, finalMessage, finishReasonOf } from "./steps.ts";
-import type { ChatAnswer, CompletionAnswer, EngineFlavour, SampledChoice } from "./types.ts";
+import type { ChatAnswer, CompletionAnswer, EngineFlavour, FlavourContext, SampledChoice } from "./types.ts";
 
 const FINGERPRINT = "forge-policy-simulator";
 
@@ -48,7 +47,7 @@ function allIds(c: SampledChoice, holey: boolean | undefined): number[] {
  * every step with its current version, "default" until one is set), else null. The simulator's
  * weights do not change during an answer: one span.
  */
-function weightVersions(body: { [key: string]: unknown }, c: SampledChoice, ctx: SimContext) {
+function weightVersions(body: { [key: string]: unknown }, c: SampledChoice, ctx: FlavourContext) {
   if (body.return_weight_versions !== true) return null;
   return [{ version: ctx.engine.weightVersion, start: 0, end: c.g.ids.length }];
 }
@@ -59,7 +58,7 @@ export const vllmFlavour: EngineFlavour = {
   checkChat: () => undefined,
   answerId: (kind) => `${kind === "chat" ? "chatcmpl" : "cmpl"}-${crypto.randomUUID().replaceAll("-", "")}`,
 
-  chatJson(a: ChatAnswer, ctx: SimContext) {
+  chatJson(a: ChatAnswer, ctx: FlavourContext) {
     const ids = a.body.return_token_ids === true;
     return {
       id: this.answerId("chat"),
@@ -101,7 +100,7 @@ export const vllmFlavour: EngineFlavour = {
     };
   },
 
-  async *chatStream(a: ChatAnswer, ctx: SimContext) {
+  async *chatStream(a: ChatAnswer, ctx: FlavourContext) {
     const body = a.body;
     const ids = body.return_token_ids === true;
     const includeUsage = body.stream_options?.include_usage === true;
@@ -148,7 +147,7 @@ export const vllmFlavour: EngineFlavour = {
     if (includeUsage) yield { ...head, model: a.model, choices: [], usage: a.usage, system_fingerprint: FINGERPRINT };
   },
 
-  completionJson(a: CompletionAnswer, ctx: SimContext) {
+  completionJson(a: CompletionAnswer, ctx: FlavourContext) {
     const body = a.body;
     const ids = body.return_token_ids === true;
     // With return_token_ids vLLM does not detokenize the prompt, so an echo repeats "" (serving.py:590-592).
@@ -184,7 +183,7 @@ export const vllmFlavour: EngineFlavour = {
     };
   },
 
-  async *completionStream(a: CompletionAnswer, ctx: SimContext) {
+  async *completionStream(a: CompletionAnswer, ctx: FlavourContext) {
     const body = a.body;
     const ids = body.return_token_ids === true;
     const id = this.answerId("completion");
