@@ -9,7 +9,7 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CallStatus, RolloutStatus, TokenMode, type Record as ForgeRecord } from "../schemas/index.ts";
 import { ExperimentSchema } from "../schemas/index.ts";
@@ -168,6 +168,10 @@ test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop ag
     },
   });
   const onlineOut = join(scratch.dir, "online.json");
+  // veRL's TensorBoard tracker (the rendered train command's default logger) writes under the
+  // working directory unless TENSORBOARD_DIR says otherwise: the suite must leave the checkout clean.
+  const strayTensorboard = join(ROOT, "integrations", "verl", "tensorboard_log");
+  rmSync(strayTensorboard, { recursive: true, force: true });
   try {
     const { code, out } = await runSuite(["tests.test_units", "tests.test_replay", "tests.test_config", "tests.test_online"], {
       FORGE_TEST_SETUP: setupPath,
@@ -183,6 +187,7 @@ test("veRL suite: replay, GRPO, RLHFDataset, config and the 40-iteration loop ag
     console.log(out.match(/veRL suite.*$/m)![0]);
     expect(out).toContain("OK");
     expect(code).toBe(0);
+    expect(existsSync(strayTensorboard)).toBe(false);
     const online = JSON.parse(await Bun.file(onlineOut).text());
     await checkOnline(h, { ...online, steps: online.steps.filter((s: OnlineStep) => !s.token_in) }, servers, alive);
     await checkTokenIn(ti, online.steps.find((s: OnlineStep) => s.token_in)!, servers, alive);

@@ -65,6 +65,10 @@ def _verl_version() -> str:
 
 _work = Path(tempfile.mkdtemp(prefix="forge-verl-suite-"))
 atexit.register(lambda: shutil.rmtree(_work, ignore_errors=True))
+# veRL's TensorBoard tracker (the rendered train command's default logger) writes to
+# $TENSORBOARD_DIR, else to tensorboard_log/ under the working directory: the suite's fit() runs
+# log into its own scratch, as the train pod's do into the data volume, never into the checkout.
+os.environ.setdefault("TENSORBOARD_DIR", str(_work / "tensorboard"))
 
 
 def tiny_model_dir() -> str:
