@@ -47,20 +47,9 @@ done
 die() { echo "build-env: $*" >&2; exit 1; }
 
 # The pins are cp311 wheels: Python 3.11 exactly.
-py=""
-for cand in "${PYTHON:-}" python3.11 python3; do
-  [ -n "$cand" ] || continue
-  command -v "$cand" >/dev/null 2>&1 || continue
-  if "$cand" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' 2>/dev/null; then
-    py=$(command -v "$cand"); break
-  fi
-done
-if [ -z "$py" ]; then
-  found=$(for cand in "${PYTHON:-}" python3.11 python3; do
-    [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null
-  done | sort -u | paste -sd, - || true)
-  die "the reference environment needs Python 3.11 exactly (its pins are cp311 wheels); found ${found:-no python3}. Install Python 3.11 with its venv module (Debian/Ubuntu: apt-get install python3.11 python3.11-venv; or: uv python install 3.11, pyenv install 3.11) and rerun, or set PYTHON=/path/to/python3.11"
-fi
+# shellcheck source=python/python311.sh
+. "$root/python/python311.sh"
+py=$(find_python311 build-env)
 pyver=$("$py" -c 'import sys; print(sys.version.split()[0])')
 
 # One build at a time (two `bun run test` at once): the second waits, then finds the stamp.

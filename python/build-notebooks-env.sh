@@ -25,15 +25,9 @@ while [ $# -gt 0 ]; do
 done
 die() { echo "build-notebooks-env: $*" >&2; exit 1; }
 
-py=""
-for cand in "${PYTHON:-}" python3.11 python3; do
-  [ -n "$cand" ] || continue
-  command -v "$cand" >/dev/null 2>&1 || continue
-  if "$cand" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' 2>/dev/null; then
-    py=$(command -v "$cand"); break
-  fi
-done
-[ -n "$py" ] || die "needs Python 3.11 (python3.11 or python3, or PYTHON=...); found none"
+# shellcheck source=python/python311.sh
+. "$root/python/python311.sh"
+py=$(find_python311 build-notebooks-env)
 
 req=$root/python/requirements-notebooks.txt
 hash=$( { echo "python $("$py" -c 'import sys; print(sys.version.split()[0])')"; cat "$req"; } | sha256sum | cut -d' ' -f1)

@@ -14,15 +14,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-py=""
-for cand in "${PYTHON:-}" python3.11 python3; do
-  [ -n "$cand" ] || continue
-  command -v "$cand" >/dev/null 2>&1 || continue
-  if "$cand" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' 2>/dev/null; then
-    py=$(command -v "$cand"); break
-  fi
-done
-[ -n "$py" ] || { echo "check-pins: needs Python 3.11 (the pins are cp311 wheels); set PYTHON=/path/to/python3.11" >&2; exit 1; }
+# shellcheck source=python/python311.sh
+. python/python311.sh
+py=$(find_python311 check-pins)
 
 clean=(env)
 while IFS= read -r var; do clean+=(-u "$var"); done < <(compgen -e | grep '^PIP_' || true)
