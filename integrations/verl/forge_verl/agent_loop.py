@@ -29,7 +29,7 @@ from typing import Any, Optional
 from .batch import Batch
 from .images import BlobDir, inline_images
 from .online import OnlineClient, OnlineError, OnlineTimeout, sampling_of, server_upstreams
-from .verl_state import VALIDATION_LABEL, GroupSettle, read_server_version, refuse_async_trainer, validating, _balancer_handles
+from .verl_state import VALIDATION_LABEL, GroupSettle, config_get, read_server_version, refuse_async_trainer, validating, _balancer_handles
 from .samples import Limits, trajectory_outputs
 from .verl_api import AgentLoopBase, AgentLoopOutput, register
 
@@ -64,14 +64,6 @@ def _blob_dir(path: str) -> BlobDir:
 def _count(key: str, n: int = 1) -> None:
     COUNTERS[key] = COUNTERS.get(key, 0) + n
 
-
-def _config_get(config: Any, dotted: str) -> Optional[Any]:
-    node = config
-    for part in dotted.split("."):
-        if node is None:
-            return None
-        node = node.get(part) if hasattr(node, "get") else getattr(node, part, None)
-    return node
 
 
 @register("forge_agent")
@@ -108,8 +100,8 @@ class ForgeAgentLoop(AgentLoopBase):
             raise ValueError(f"forge_agent: mode must be replay or online, got {self.mode!r}")
         self.batch_path = batch_path or os.environ.get("FORGE_BATCH")
         self.limits = Limits(
-            prompt_length=_config_get(self.config, "actor_rollout_ref.rollout.prompt_length"),
-            response_length=_config_get(self.config, "actor_rollout_ref.rollout.response_length"),
+            prompt_length=config_get(self.config, "actor_rollout_ref.rollout.prompt_length"),
+            response_length=config_get(self.config, "actor_rollout_ref.rollout.response_length"),
             overlong=overlong,
             overlong_reward=float(overlong_reward),
         )
@@ -169,7 +161,7 @@ class ForgeAgentLoop(AgentLoopBase):
     def _sessions(self) -> int:
         """Sessions per row: ``rollout.n`` (veRL's ``_run_prompt``; a row's ``__rollout_n__`` is
         not visible to the loop)."""
-        n = _config_get(self.config, "actor_rollout_ref.rollout.n")
+        n = config_get(self.config, "actor_rollout_ref.rollout.n")
         return int(n) if n else 1
 
     def _replay(self, kwargs: dict, several: bool) -> list[AgentLoopOutput]:

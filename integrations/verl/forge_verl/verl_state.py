@@ -57,16 +57,21 @@ def validating(depth: int = 8) -> Optional[bool]:
     return None
 
 
+def config_get(config: Any, dotted: str) -> Any:
+    """A dotted key of veRL's config (an OmegaConf node, a dict or an object); None where a part is missing."""
+    node = config
+    for part in dotted.split("."):
+        if node is None:
+            return None
+        node = node.get(part) if hasattr(node, "get") else getattr(node, part, None)
+    return node
+
+
 def refuse_async_trainer(config: Any) -> None:
     """Raises ValueError naming the setting when veRL runs a trainer mode online mode cannot follow."""
 
     def get(dotted: str) -> Any:
-        node = config
-        for part in dotted.split("."):
-            if node is None:
-                return None
-            node = node.get(part) if hasattr(node, "get") else getattr(node, part, None)
-        return node
+        return config_get(config, dotted)
 
     if get("async_training") is not None:
         raise ValueError("forge_agent online mode: veRL's fully async policy (async_training) moves weights while rollouts run; use the sync trainer (verl.trainer.main_ppo, trainer.v1.trainer_mode=sync)")
