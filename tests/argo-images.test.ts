@@ -11,7 +11,7 @@
  * saying why, where they are absent.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { startProxy } from "../proxy/index.ts";
@@ -78,6 +78,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await proxy?.stop();
   await sim?.stop();
+  // Each pod's emptyDirs hold a copy of the bundle (~630 MB): gigabytes a run, never left behind.
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
 /** The experiment's files as the ConfigMap mounts them at /experiment. */
@@ -102,6 +104,8 @@ async function runRolloutPod(rollout: Any, options: { run: string; index: number
     const taskContainer = container.name === "harness" || container.name === "verify";
     runs[container.name] = await runContainer(container, { volumes, secrets: { FORGE_ADMIN_TOKEN: TOKEN }, ...(taskContainer && options.root ? { root: options.root } : {}) });
   }
+  // The pod is gone: so are its emptyDirs (its bundle copy among them); what it recorded is on `data`.
+  for (const volume of pod.volumes) if (volume.emptyDir) rmSync(volumes[volume.name]!, { recursive: true, force: true });
   return runs;
 }
 
