@@ -10,7 +10,7 @@
  */
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { z } from "zod";
-import { create, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus, toJson } from "../../schemas/index.ts";
+import { create, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus, toJson, type RolloutResult } from "../../schemas/index.ts";
 import { CancelRolloutSchema, FinishRolloutSchema, PauseSchema, RegisterRolloutSchema, ResumeSchema, zodProblems } from "../../schemas/index.ts";
 import { cancelCalls } from "../state/cancel.ts";
 import { parseJsonObject, readJsonBody } from "../body.ts";
@@ -20,7 +20,7 @@ import type { SegmentLog } from "../../records/index.ts";
 import { keySha256, newApiKey } from "../state/keys.ts";
 import { servingLabels } from "../state/serving.ts";
 import type { PauseGate } from "../state/pause.ts";
-import type { RolloutRegistry } from "../state/rollouts.ts";
+import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
 import type { LogIndex } from "../state/log-index.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import { requireAdmin, type AdminThrottle } from "./auth.ts";
@@ -61,6 +61,22 @@ const STATUS = { ok: RolloutStatus.OK, failed: RolloutStatus.FAILED, infra_error
 export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): void {
   const { registry, recorder, log, gate, metrics } = options;
   const { connections } = options;
+
+  /**
+   * A rollout's result, finish's or cancel's (`what` names it in the error): appended, and on
+   * stable storage before anyone hears the rollout ended; only then is it the rollout's result.
+   */
+  async function commitResult(state: RolloutState, result: RolloutResult, what: string): Promise<void> {
+    appendOr503(recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
+    try {
+      await log.sync();
+    } catch (error) {
+      throw new ProxyHttpError(503, `${what} was written but could not be fsynced: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
+    }
+    state.result = result;
+    registry.forgetHistory(state);
+  }
+
   app.use("/control/*", async (c, next) => {
     requireAdmin(c, options.adminToken, options.throttle, connections.clientAddress(c.req.raw));
     // A pause may wait for calls to drain, a finish for an fsync: not an idle connection.
@@ -157,15 +173,7 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
       error: body.error ?? "",
       metrics: body.metrics ?? {},
     });
-    appendOr503(recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
-    // The rollout's records are on stable storage before the executor hears "finished".
-    try {
-      await log.sync();
-    } catch (error) {
-      throw new ProxyHttpError(503, `the result was written but could not be fsynced: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
-    }
-    state.result = result;
-    registry.forgetHistory(state);
+    await commitResult(state, result, "the result");
     return c.json({ rollout_id: id, calls: state.calls, synced: true });
   });
 
@@ -192,14 +200,7 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
       error: `cancelled: ${body.reason}${drained ? "" : ` (${aborted} call(s) still in flight after 10 s)`}`,
       metrics: { "forge.cancelled": 1 },
     });
-    appendOr503(recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
-    try {
-      await log.sync();
-    } catch (error) {
-      throw new ProxyHttpError(503, `the cancel was written but could not be fsynced: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
-    }
-    state.result = result;
-    registry.forgetHistory(state);
+    await commitResult(state, result, "the cancel");
     return c.json({ rollout_id: id, cancelled: true, calls: state.calls, aborted, drained });
   });
 
