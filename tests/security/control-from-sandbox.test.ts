@@ -10,27 +10,26 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startProxy } from "../../proxy/index.ts";
+import { startProxyHarness, type ProxyHarness } from "../../proxy/testing.ts";
 import { readRecords } from "../../records/index.ts";
-import { startPolicySimulator } from "../../simulator/index.ts";
 import { controlClient } from "../../workflows/local/control.ts";
 import { runLocal } from "../../workflows/local/executor.ts";
 import { findBwrap } from "../../workflows/local/sandbox.ts";
 import { taskFromSpec } from "../../workflows/tasks/index.ts";
 
-const ADMIN = "control-from-sandbox-admin";
 let root: string;
-let sim: Awaited<ReturnType<typeof startPolicySimulator>>;
-let proxy: Awaited<ReturnType<typeof startProxy>>;
+let harness: ProxyHarness;
+let proxy: ProxyHarness["proxy"];
+let ADMIN: string;
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "forge-control-attack-"));
-  sim = await startPolicySimulator({ seed: 1 });
-  proxy = await startProxy({ listen: "127.0.0.1:0", upstreams: [sim.url], dataDir: join(root, "proxy-data"), adminToken: ADMIN, mode: "train", healthIntervalMs: 0, groupCommitMs: 5 });
+  harness = await startProxyHarness({ sim: { seed: 1 }, proxy: { mode: "train" }, dataDir: join(root, "proxy-data") });
+  proxy = harness.proxy;
+  ADMIN = harness.adminToken;
 });
 afterAll(async () => {
-  await proxy?.stop();
-  await sim?.stop();
+  await harness?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
