@@ -177,8 +177,8 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
       registry.noteCall(call.rollout, modelCall, prompt);
       call.tokenIn?.recorded(modelCall, call.rollout);
       const statusName = CallStatus[call.status] ?? String(call.status);
-      // The series' experiment / iteration / policy_version labels (their text is cached per rollout).
-      const scope = { rollout: call.rollout.rollout, policyVersion: call.policyVersion };
+      // The series' experiment / iteration / policy_version labels (text cached per rollout); the version is the recorded one, i.e. what served the call.
+      const scope = { rollout: call.rollout.rollout, policyVersion: modelCall.policyVersion };
       metrics.callFinished(
         { protocol: call.protocolName, status: statusName, http_status: call.httpStatus },
         modelCall.latencyMs / 1000,
