@@ -104,195 +104,229 @@ function sameItem(a: Item, b: Item): boolean {
  * call.commit();
  */
 export function createContentWriter(options: ContentWriterOptions = {}): ContentWriter {
-  const minBody = options.minBody ?? 1024;
-  const minPiece = options.minPiece ?? 32;
-  const maxLiteral = options.maxLiteral ?? 256;
-  const chunkBytes = options.chunkBytes ?? 1024;
-  const minString = options.minString ?? 256;
-  const recentCalls = options.recentCalls ?? 4;
-  const maxPieces = options.maxPieces ?? 262_144;
+  return new SegmentContentWriter({
+    minBody: options.minBody ?? 1024,
+    minPiece: options.minPiece ?? 32,
+    maxLiteral: options.maxLiteral ?? 256,
+    chunkBytes: options.chunkBytes ?? 1024,
+    minString: options.minString ?? 256,
+    recentCalls: options.recentCalls ?? 4,
+    maxPieces: options.maxPieces ?? 262_144,
+  });
+}
+
+type Settings = { [K in keyof ContentWriterOptions]-?: number };
+
+/** What every rollout stored in the current segment, least recently used first. */
+class SegmentContentWriter implements ContentWriter {
   // Insertion order = least recently used first.
-  const rollouts = new Map<string, RolloutContent>();
-  let segment = "";
-  let pieces = 0;
+  private readonly rollouts = new Map<string, RolloutContent>();
+  private segment = "";
+  /** Pieces remembered over all rollouts. */
+  pieces = 0;
 
-  const stateOf = (rolloutId: string): RolloutContent => {
-    let state = rollouts.get(rolloutId);
-    if (state) rollouts.delete(rolloutId);
-    else state = newRollout();
-    rollouts.set(rolloutId, state);
-    return state;
-  };
+  constructor(readonly settings: Settings) {}
 
-  const trim = (keep: string) => {
-    for (const [id, state] of rollouts) {
-      if (pieces <= maxPieces || id === keep) break;
-      rollouts.delete(id);
-      pieces -= state.pieces;
+  begin(rolloutId: string, seq: number, callSegment: string): CallContent {
+    if (callSegment !== this.segment) {
+      this.rollouts.clear();
+      this.pieces = 0;
+      this.segment = callSegment;
     }
-  };
+    return new CallContentWriter(this, rolloutId, this.stateOf(rolloutId), seq);
+  }
 
-  return {
-    begin(rolloutId, seq, callSegment) {
-      if (callSegment !== segment) {
-        rollouts.clear();
-        pieces = 0;
-        segment = callSegment;
+  forget(rolloutId: string): void {
+    const state = this.rollouts.get(rolloutId);
+    if (!state) return;
+    this.rollouts.delete(rolloutId);
+    this.pieces -= state.pieces;
+  }
+
+  stats(): { rollouts: number; pieces: number; segment: string } {
+    return { rollouts: this.rollouts.size, pieces: this.pieces, segment: this.segment };
+  }
+
+  /** Forgets the least recently used rollouts (but `keep`) while over `maxPieces`. */
+  trim(keep: string): void {
+    for (const [id, state] of this.rollouts) {
+      if (this.pieces <= this.settings.maxPieces || id === keep) break;
+      this.rollouts.delete(id);
+      this.pieces -= state.pieces;
+    }
+  }
+
+  private stateOf(rolloutId: string): RolloutContent {
+    let state = this.rollouts.get(rolloutId);
+    if (state) this.rollouts.delete(rolloutId);
+    else state = newRollout();
+    this.rollouts.set(rolloutId, state);
+    return state;
+  }
+}
+
+/** One call's content: the pieces it stores first, and what it adds to its rollout's state once committed. */
+class CallContentWriter implements CallContent {
+  readonly content: Uint8Array[] = [];
+  readonly files: string[] = [];
+  private readonly newText = new Map<bigint, TextEntry>();
+  private readonly newFiles = new Map<string, PieceRef>();
+  private readonly built: { [kind in BodyKind]?: Item[] } = {};
+  private committed = false;
+
+  constructor(
+    private readonly writer: SegmentContentWriter,
+    private readonly rolloutId: string,
+    private readonly state: RolloutContent,
+    private readonly seq: number,
+  ) {}
+
+  store(body: Uint8Array, kind: BodyKind): StoredBody | undefined {
+    if (body.length < this.writer.settings.minBody) return undefined;
+    const items = this.itemsOf(body, kind);
+    this.built[kind] = items;
+    const { prefixSeq, prefixItems } = longestRecentPrefix(items, this.state.recent[kind]);
+    const { literal, numbers } = encodeItems(items.slice(prefixItems));
+    return create(StoredBodySchema, { prefixSeq, prefixItems, literal, items: numbers, length: body.length });
+  }
+
+  commit(): void {
+    if (this.committed) return;
+    this.committed = true;
+    const state = this.state;
+    for (const [key, entry] of this.newText) state.text.set(key, entry);
+    for (const [sha256, ref] of this.newFiles) state.files.set(sha256, ref);
+    state.pieces += this.content.length;
+    this.writer.pieces += this.content.length;
+    for (const kind of ["request", "upstream"] as const) {
+      const items = this.built[kind];
+      if (!items) continue;
+      const recent = state.recent[kind];
+      recent.push({ seq: this.seq, items });
+      if (recent.length > this.writer.settings.recentCalls) recent.shift();
+    }
+    this.writer.trim(this.rolloutId);
+  }
+
+  private textRef(bytes: Uint8Array): PieceRef {
+    const key = Bun.hash.xxHash3(bytes, keySeed);
+    const check = Bun.hash.xxHash3(bytes, checkSeed);
+    const known = this.state.text.get(key) ?? this.newText.get(key);
+    if (known && known.length === bytes.length && known.check === check) return known;
+    const entry: TextEntry = { seq: this.seq, index: this.content.length, length: bytes.length, check };
+    this.content.push(bytes);
+    // A colliding key of another length or check keeps the first entry: this piece is stored, not referenced.
+    if (!known) this.newText.set(key, entry);
+    return entry;
+  }
+
+  private fileRef(text: Uint8Array, kind: BodyKind): PieceRef | undefined {
+    const file = base64File(text);
+    if (!file) return undefined;
+    if (kind === "request" && !this.files.includes(file.sha256)) this.files.push(file.sha256);
+    const known = this.state.files.get(file.sha256) ?? this.newFiles.get(file.sha256);
+    if (known) return known;
+    const ref = { seq: this.seq, index: this.content.length };
+    this.content.push(file.data);
+    this.newFiles.set(file.sha256, ref);
+    return ref;
+  }
+
+  /** The body as items: literal runs and pieces, cut at its message boundaries. */
+  private itemsOf(body: Uint8Array, kind: BodyKind): Item[] {
+    const { minPiece, minString, maxLiteral, chunkBytes } = this.writer.settings;
+    const spans = bodySpans(body, { minPiece, minString }) ?? { pieces: [{ start: 0, end: body.length, element: false }] as PieceSpan[], cuts: [] as CutSpan[] };
+    const items: Item[] = [];
+    // Literal runs are kept as ranges of `body` until the end, then copied (they are small).
+    const ranges = new Map<Item, Span>();
+    const literal = (start: number, end: number): void => {
+      if (end <= start) return;
+      if (end - start >= maxLiteral) return text(start, end);
+      const last = items[items.length - 1];
+      const range = last && ranges.get(last);
+      if (range && range.end === start && end - range.start < maxLiteral) {
+        range.end = end;
+        return;
       }
-      const state = stateOf(rolloutId);
-      const content: Uint8Array[] = [];
-      const files: string[] = [];
-      const newText = new Map<bigint, TextEntry>();
-      const newFiles = new Map<string, PieceRef>();
-      const built: { [kind in BodyKind]?: Item[] } = {};
-      let committed = false;
+      const item: Item = { literal: undefined, seq: 0, index: 0, base64: false };
+      items.push(item);
+      ranges.set(item, { start, end });
+    };
+    const piece = (start: number, end: number) => {
+      const ref = this.textRef(body.subarray(start, end));
+      items.push({ literal: undefined, seq: ref.seq, index: ref.index, base64: false });
+    };
+    const text = (start: number, end: number, chunked = false): void => {
+      if (end - start < minPiece) return literal(start, end);
+      // Cut points depend only on the bytes since the run's start, so a run that grew by
+      // appending is cut where it was before.
+      while (chunked && end - start > 2 * chunkBytes) {
+        const from = start + chunkBytes;
+        const space = body.indexOf(SPACE, from);
+        const comma = body.indexOf(COMMA, from);
+        const cut = Math.min(space < 0 ? Infinity : space, comma < 0 ? Infinity : comma) + 1;
+        if (cut >= end) break;
+        piece(start, cut);
+        start = cut;
+      }
+      piece(start, end);
+    };
+    let cursor = 0;
+    let next = 0; // the next cut
+    for (const span of spans.pieces) {
+      literal(cursor, span.start);
+      const chunked = !span.element;
+      let at = span.start;
+      while (next < spans.cuts.length && spans.cuts[next]!.start < span.end) {
+        const cut = spans.cuts[next++]!;
+        if (cut.start < at) continue;
+        text(at, cut.start, chunked);
+        const ref = cut.base64 ? this.fileRef(body.subarray(cut.start, cut.end), kind) : undefined;
+        if (ref) items.push({ literal: undefined, seq: ref.seq, index: ref.index, base64: true });
+        else text(cut.start, cut.end, chunked);
+        at = cut.end;
+      }
+      text(at, span.end, chunked);
+      cursor = span.end;
+    }
+    literal(cursor, body.length);
+    for (const [item, range] of ranges) item.literal = body.slice(range.start, range.end);
+    return items;
+  }
+}
 
-      const textRef = (bytes: Uint8Array): PieceRef => {
-        const key = Bun.hash.xxHash3(bytes, keySeed);
-        const check = Bun.hash.xxHash3(bytes, checkSeed);
-        const known = state.text.get(key) ?? newText.get(key);
-        if (known && known.length === bytes.length && known.check === check) return known;
-        const entry: TextEntry = { seq, index: content.length, length: bytes.length, check };
-        content.push(bytes);
-        // A colliding key of another length or check keeps the first entry: this piece is stored, not referenced.
-        if (!known) newText.set(key, entry);
-        return entry;
-      };
+/** The recent call sharing the most leading items with `items` (the latest wins a tie). */
+function longestRecentPrefix(items: Item[], recent: Recent[]): { prefixSeq: number; prefixItems: number } {
+  let prefixSeq = 0;
+  let prefixItems = 0;
+  for (let r = recent.length - 1; r >= 0; r--) {
+    const past = recent[r]!;
+    const n = Math.min(items.length, past.items.length);
+    let k = 0;
+    while (k < n && sameItem(items[k]!, past.items[k]!)) k++;
+    if (k > prefixItems) {
+      prefixItems = k;
+      prefixSeq = past.seq;
+    }
+  }
+  return { prefixSeq, prefixItems };
+}
 
-      const fileRef = (text: Uint8Array, kind: BodyKind): PieceRef | undefined => {
-        const file = base64File(text);
-        if (!file) return undefined;
-        if (kind === "request" && !files.includes(file.sha256)) files.push(file.sha256);
-        const known = state.files.get(file.sha256) ?? newFiles.get(file.sha256);
-        if (known) return known;
-        const ref = { seq, index: content.length };
-        content.push(file.data);
-        newFiles.set(file.sha256, ref);
-        return ref;
-      };
-
-      const itemsOf = (body: Uint8Array, kind: BodyKind): Item[] => {
-        const spans = bodySpans(body, { minPiece, minString }) ?? { pieces: [{ start: 0, end: body.length, element: false }] as PieceSpan[], cuts: [] as CutSpan[] };
-        const items: Item[] = [];
-        // Literal runs are kept as ranges of `body` until the end, then copied (they are small).
-        const ranges = new Map<Item, Span>();
-        const literal = (start: number, end: number): void => {
-          if (end <= start) return;
-          if (end - start >= maxLiteral) return text(start, end);
-          const last = items[items.length - 1];
-          const range = last && ranges.get(last);
-          if (range && range.end === start && end - range.start < maxLiteral) {
-            range.end = end;
-            return;
-          }
-          const item: Item = { literal: undefined, seq: 0, index: 0, base64: false };
-          items.push(item);
-          ranges.set(item, { start, end });
-        };
-        const piece = (start: number, end: number) => {
-          const ref = textRef(body.subarray(start, end));
-          items.push({ literal: undefined, seq: ref.seq, index: ref.index, base64: false });
-        };
-        const text = (start: number, end: number, chunked = false): void => {
-          if (end - start < minPiece) return literal(start, end);
-          // Cut points depend only on the bytes since the run's start, so a run that grew by
-          // appending is cut where it was before.
-          while (chunked && end - start > 2 * chunkBytes) {
-            const from = start + chunkBytes;
-            const space = body.indexOf(SPACE, from);
-            const comma = body.indexOf(COMMA, from);
-            const cut = Math.min(space < 0 ? Infinity : space, comma < 0 ? Infinity : comma) + 1;
-            if (cut >= end) break;
-            piece(start, cut);
-            start = cut;
-          }
-          piece(start, end);
-        };
-        let cursor = 0;
-        let next = 0; // the next cut
-        for (const span of spans.pieces) {
-          literal(cursor, span.start);
-          const chunked = !span.element;
-          let at = span.start;
-          while (next < spans.cuts.length && spans.cuts[next]!.start < span.end) {
-            const cut = spans.cuts[next++]!;
-            if (cut.start < at) continue;
-            text(at, cut.start, chunked);
-            const ref = cut.base64 ? fileRef(body.subarray(cut.start, cut.end), kind) : undefined;
-            if (ref) items.push({ literal: undefined, seq: ref.seq, index: ref.index, base64: true });
-            else text(cut.start, cut.end, chunked);
-            at = cut.end;
-          }
-          text(at, span.end, chunked);
-          cursor = span.end;
-        }
-        literal(cursor, body.length);
-        for (const [item, range] of ranges) item.literal = body.slice(range.start, range.end);
-        return items;
-      };
-
-      return {
-        content,
-        files,
-        store(body, kind) {
-          if (body.length < minBody) return undefined;
-          const items = itemsOf(body, kind);
-          built[kind] = items;
-          // The recent call sharing the most leading items (the latest wins a tie).
-          let prefixSeq = 0;
-          let prefixItems = 0;
-          const recent = state.recent[kind];
-          for (let r = recent.length - 1; r >= 0; r--) {
-            const past = recent[r]!;
-            const n = Math.min(items.length, past.items.length);
-            let k = 0;
-            while (k < n && sameItem(items[k]!, past.items[k]!)) k++;
-            if (k > prefixItems) {
-              prefixItems = k;
-              prefixSeq = past.seq;
-            }
-          }
-          const own = items.slice(prefixItems);
-          let literalLength = 0;
-          for (const item of own) if (item.literal) literalLength += item.literal.length;
-          const literal = new Uint8Array(literalLength);
-          const numbers: number[] = [];
-          let at = 0;
-          for (const item of own) {
-            if (item.literal) {
-              literal.set(item.literal, at);
-              at += item.literal.length;
-              numbers.push(item.literal.length * 2);
-            } else {
-              numbers.push(item.index * 4 + (item.base64 ? 2 : 0) + 1, item.seq);
-            }
-          }
-          return create(StoredBodySchema, { prefixSeq, prefixItems, literal, items: numbers, length: body.length });
-        },
-        commit() {
-          if (committed) return;
-          committed = true;
-          for (const [key, entry] of newText) state.text.set(key, entry);
-          for (const [sha256, ref] of newFiles) state.files.set(sha256, ref);
-          state.pieces += content.length;
-          pieces += content.length;
-          for (const kind of ["request", "upstream"] as const) {
-            const items = built[kind];
-            if (!items) continue;
-            const recent = state.recent[kind];
-            recent.push({ seq, items });
-            if (recent.length > recentCalls) recent.shift();
-          }
-          trim(rolloutId);
-        },
-      };
-    },
-    forget(rolloutId) {
-      const state = rollouts.get(rolloutId);
-      if (!state) return;
-      rollouts.delete(rolloutId);
-      pieces -= state.pieces;
-    },
-    stats: () => ({ rollouts: rollouts.size, pieces, segment }),
-  };
+/** A StoredBody's literal bytes and item numbers for the items after the prefix (docs/record-format.md). */
+function encodeItems(own: Item[]): { literal: Uint8Array; numbers: number[] } {
+  let literalLength = 0;
+  for (const item of own) if (item.literal) literalLength += item.literal.length;
+  const literal = new Uint8Array(literalLength);
+  const numbers: number[] = [];
+  let at = 0;
+  for (const item of own) {
+    if (item.literal) {
+      literal.set(item.literal, at);
+      at += item.literal.length;
+      numbers.push(item.literal.length * 2);
+    } else {
+      numbers.push(item.index * 4 + (item.base64 ? 2 : 0) + 1, item.seq);
+    }
+  }
+  return { literal, numbers };
 }

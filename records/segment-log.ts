@@ -12,7 +12,7 @@ import { syncDir } from "./durable-file.ts";
 import { encodeRecord, type EncodedRecord } from "./encode-record.ts";
 import { RecorderError, ioError } from "./errors.ts";
 import { FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_MAGIC, writeFrameHeader } from "./frame.ts";
-import { LOCK_HEARTBEAT_MS, acquireLock } from "./lock.ts";
+import { LOCK_HEARTBEAT_MS, acquireLock, type Lock } from "./lock.ts";
 import { recoverSegments, type Recovered } from "./recover.ts";
 import { resolveLogDir, segmentFileName, segmentNamesSync, segmentNumber } from "./segments.ts";
 
@@ -105,7 +105,6 @@ const MiB = 1 << 20;
 export async function openSegmentLog(dir: string, options: SegmentLogOptions = {}): Promise<SegmentLog> {
   const groupCommitMs = options.groupCommitMs ?? 50;
   const segmentMaxBytes = options.segmentMaxBytes ?? 256 * MiB;
-  const io = options.io ?? nodeIo;
   if (!(groupCommitMs >= 0)) throw new RangeError(`openSegmentLog: groupCommitMs must be >= 0, got ${groupCommitMs}`);
   if (!(segmentMaxBytes > SEGMENT_HEADER_BYTES)) throw new RangeError(`openSegmentLog: segmentMaxBytes must be > 8, got ${segmentMaxBytes}`);
 
@@ -116,50 +115,163 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
     throw ioError("create log directory", logDir, error);
   }
   const lock = acquireLock(logDir);
-  let current: Segment;
-  let recovered: Recovered[];
   try {
     const names = segmentNamesSync(logDir);
-    recovered = await recoverSegments(logDir, options.verified ? names.filter((name) => !options.verified!.has(name)) : names, names.at(-1));
+    const recovered = await recoverSegments(logDir, options.verified ? names.filter((name) => !options.verified!.has(name)) : names, names.at(-1));
     const last = names.length > 0 ? segmentNumber(names[names.length - 1]!)! : 0;
-    current = createSegment(logDir, last + 1);
+    const current = createSegment(logDir, last + 1);
     syncDir(logDir);
+    return new SegmentLogWriter(logDir, lock, recovered, current, { groupCommitMs, segmentMaxBytes, io: options.io ?? nodeIo });
   } catch (error) {
     lock.release();
     throw error;
   }
+}
 
-  const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
-  const rolled: Segment[] = []; // rolled over, not yet fsynced and closed
-  let bytesWritten = SEGMENT_HEADER_BYTES;
-  let records = 0;
-  let fsyncs = 0;
-  let written = 0; // appends + rolls so far: what a sync has to cover
-  let synced = 0;
-  let dirDirty = false;
-  let failure: RecorderError | undefined; // after a failed fsync nothing is trusted until reopen
-  let closing: Promise<void> | undefined;
-  let chain: Promise<void> = Promise.resolve();
-  let syncing = false;
+/**
+ * The open log: the segment being written, the rolled ones waiting for their fsync, the
+ * group-commit timer and the first failure (after which nothing is trusted until reopen).
+ */
+class SegmentLogWriter implements SegmentLog {
+  private readonly header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+  private readonly rolled: Segment[] = []; // rolled over, not yet fsynced and closed
+  private bytesWritten = SEGMENT_HEADER_BYTES;
+  private records = 0;
+  private fsyncs = 0;
+  private written = 0; // appends + rolls so far: what a sync has to cover
+  private synced = 0;
+  private dirDirty = false;
+  private failure: RecorderError | undefined; // after a failed fsync nothing is trusted until reopen
+  private closing: Promise<void> | undefined;
+  private chain: Promise<void> = Promise.resolve();
+  private syncing = false;
+  private readonly timer: ReturnType<typeof setInterval> | undefined;
+  private readonly heartbeat: ReturnType<typeof setInterval>;
+  private readonly groupCommitMs: number;
+  private readonly segmentMaxBytes: number;
+  private readonly io: WriterIo;
 
-  const roll = (): void => {
-    const next = createSegment(logDir, segmentNumber(current.name)! + 1);
-    rolled.push(current);
-    current = next;
-    bytesWritten += SEGMENT_HEADER_BYTES;
-    dirDirty = true;
-    written += 1;
-  };
+  constructor(
+    readonly dir: string,
+    private readonly lock: Lock,
+    readonly recovered: Recovered[],
+    private current: Segment,
+    settings: { groupCommitMs: number; segmentMaxBytes: number; io: WriterIo },
+  ) {
+    this.groupCommitMs = settings.groupCommitMs;
+    this.segmentMaxBytes = settings.segmentMaxBytes;
+    this.io = settings.io;
+    this.timer = this.groupCommitMs > 0 ? setInterval(() => this.groupCommit(), this.groupCommitMs) : undefined;
+    this.timer?.unref();
+    this.heartbeat = setInterval(() => lock.heartbeat(), LOCK_HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  append(record: Record, options?: AppendOptions): AppendResult {
+    const logDir = this.dir;
+    if (this.closing) throw new RecorderError("CLOSED", logDir, `recorder: append after close of the log in ${logDir}`);
+    if (this.failure) throw this.failure;
+    if (record.kind.case === undefined) {
+      throw new RecorderError("BAD_RECORD", logDir, "recorder: append of an empty Record (kind not set): set one of model_call, blob, rollout, rollout_result");
+    }
+    if (options?.segment !== undefined && options.segment !== this.current.name) return { segment: this.current.name, offset: -1, bytes: 0 };
+    const payload = this.encode(record);
+    const frameBytes = FRAME_HEADER_BYTES + payload.length;
+    if (this.current.records > 0 && this.current.size + frameBytes > this.segmentMaxBytes) {
+      try {
+        this.roll();
+      } catch (error) {
+        throw error instanceof RecorderError ? error : ioError("start a new segment in", logDir, error);
+      }
+      if (options?.segment !== undefined) return { segment: this.current.name, offset: -1, bytes: 0 };
+    }
+    let crc = 0;
+    for (const part of payload.parts) crc = crc32c(part, crc);
+    writeFrameHeader(this.header, payload.length, crc);
+    const segment = this.current;
+    const offset = segment.size;
+    this.writeFrame(segment, payload, offset);
+    segment.size += frameBytes;
+    segment.records += 1;
+    this.bytesWritten += frameBytes;
+    this.records += 1;
+    this.written += 1;
+    if (this.groupCommitMs === 0) this.syncNow(segment);
+    return { segment: segment.name, offset, bytes: frameBytes };
+  }
+
+  sync(): Promise<void> {
+    if (this.closing) return this.closing; // close() syncs everything appended
+    if (this.failure) return Promise.reject(this.failure);
+    const run = this.chain.then(() => this.doSync());
+    this.chain = run.catch(() => {});
+    return run;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  stats(): SegmentLogStats {
+    return { bytesWritten: this.bytesWritten, records: this.records, segment: this.current.name, fsyncs: this.fsyncs };
+  }
+
+  /** The record's frame payload, or a BAD_RECORD error saying why it cannot be one. */
+  private encode(record: Record): EncodedRecord {
+    const logDir = this.dir;
+    let payload: EncodedRecord;
+    try {
+      payload = encodeRecord(record);
+    } catch (error) {
+      throw new RecorderError("BAD_RECORD", logDir, `recorder: record does not encode as forge.v1.Record (${(error as Error).message}); build it with create(RecordSchema, ...)`, { cause: error });
+    }
+    if (payload.length > MAX_PAYLOAD_BYTES) {
+      throw new RecorderError("BAD_RECORD", logDir, `recorder: record of ${payload.length} bytes is over the ${MAX_PAYLOAD_BYTES}-byte frame limit; store large data as smaller Blob records`);
+    }
+    return payload;
+  }
+
+  /** groupCommitMs 0: the append's own fsync. */
+  private syncNow(segment: Segment): void {
+    try {
+      this.io.fdatasyncSync(segment.fd);
+      this.fsyncs += 1;
+      this.synced = this.written;
+    } catch (error) {
+      this.failure = ioError("fsync", segment.path, error);
+      throw this.failure;
+    }
+  }
+
+  /** The group-commit timer's tick: one sync at a time, and none with nothing to sync. */
+  private groupCommit(): void {
+    if (this.syncing || this.failure || this.closing || (this.synced >= this.written && !this.dirDirty)) return;
+    this.syncing = true;
+    // A failure is kept in `failure`: the next append or sync reports it.
+    this.sync()
+      .catch(() => {})
+      .finally(() => (this.syncing = false));
+  }
+
+  private roll(): void {
+    const next = createSegment(this.dir, segmentNumber(this.current.name)! + 1);
+    this.rolled.push(this.current);
+    this.current = next;
+    this.bytesWritten += SEGMENT_HEADER_BYTES;
+    this.dirDirty = true;
+    this.written += 1;
+  }
 
   // Writes the frame at `offset`, looping on short writes. On failure the partial frame is cut
   // off again so the segment stays a sequence of whole frames.
-  const writeFrame = (segment: Segment, payload: EncodedRecord, offset: number): void => {
-    let parts: Uint8Array[] = [header, ...payload.parts];
+  private writeFrame(segment: Segment, payload: EncodedRecord, offset: number): void {
+    let parts: Uint8Array[] = [this.header, ...payload.parts];
     let position = offset;
     const end = offset + FRAME_HEADER_BYTES + payload.length;
     try {
       while (position < end) {
-        const n = io.writev(segment.fd, parts, position);
+        const n = this.io.writev(segment.fd, parts, position);
         if (n <= 0) throw Object.assign(new Error("write returned 0 bytes"), { code: "EIO" });
         position += n;
         parts = skip(parts, n);
@@ -168,9 +280,9 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
       const cause = ioError("append to", segment.path, error);
       if (position > offset) {
         try {
-          io.ftruncate(segment.fd, offset);
+          this.io.ftruncate(segment.fd, offset);
         } catch (truncateError) {
-          failure = new RecorderError(
+          this.failure = new RecorderError(
             "FAILED",
             segment.path,
             `recorder: a failed append left a partial frame in ${segment.path} at offset ${offset} that could not be cut (${(truncateError as NodeJS.ErrnoException).code ?? truncateError}); reopen the log, which cuts it`,
@@ -180,150 +292,69 @@ export async function openSegmentLog(dir: string, options: SegmentLogOptions = {
       }
       throw cause;
     }
-  };
+  }
 
-  const doSync = async (): Promise<void> => {
-    if (failure) throw failure;
-    if (synced >= written && !dirDirty) return;
-    const target = written;
-    let at = current.path;
+  private async doSync(): Promise<void> {
+    if (this.failure) throw this.failure;
+    if (this.synced >= this.written && !this.dirDirty) return;
+    const target = this.written;
+    let at = this.current.path;
     try {
       // Rolled segments leave `rolled` only once synced and closed, so close() finds any left.
-      while (rolled.length > 0) {
-        const old = rolled[0]!;
+      while (this.rolled.length > 0) {
+        const old = this.rolled[0]!;
         at = old.path;
-        await io.fdatasync(old.fd);
+        await this.io.fdatasync(old.fd);
         fs.closeSync(old.fd);
-        rolled.shift();
-        fsyncs += 1;
+        this.rolled.shift();
+        this.fsyncs += 1;
       }
       // Read `current` only now: segments rolled while the loop awaited were synced and closed
       // by it. One rolled during this last await stays open in `rolled` until the next sync.
-      const segment = current;
+      const segment = this.current;
       at = segment.path;
-      await io.fdatasync(segment.fd);
-      fsyncs += 1;
-      if (dirDirty) {
-        dirDirty = false;
-        syncDir(logDir);
+      await this.io.fdatasync(segment.fd);
+      this.fsyncs += 1;
+      if (this.dirDirty) {
+        this.dirDirty = false;
+        syncDir(this.dir);
       }
-      synced = Math.max(synced, target);
+      this.synced = Math.max(this.synced, target);
     } catch (error) {
-      failure ??= new RecorderError(
+      this.failure ??= new RecorderError(
         "FAILED",
         at,
         `recorder: fsync of ${at} failed (${(error as NodeJS.ErrnoException).code ?? error}); records since the last successful fsync may not be on disk. Fix the disk, then reopen the log`,
         { cause: error },
       );
-      throw failure;
+      throw this.failure;
     }
-  };
+  }
 
-  const sync = (): Promise<void> => {
-    if (closing) return closing; // close() syncs everything appended
-    if (failure) return Promise.reject(failure);
-    const run = chain.then(doSync);
-    chain = run.catch(() => {});
-    return run;
-  };
-
-  const timer =
-    groupCommitMs > 0
-      ? setInterval(() => {
-          if (syncing || failure || closing || (synced >= written && !dirDirty)) return;
-          syncing = true;
-          // A failure is kept in `failure`: the next append or sync reports it.
-          sync()
-            .catch(() => {})
-            .finally(() => (syncing = false));
-        }, groupCommitMs)
-      : undefined;
-  timer?.unref();
-  const heartbeat = setInterval(() => lock.heartbeat(), LOCK_HEARTBEAT_MS);
-  heartbeat.unref();
-
-  return {
-    dir: logDir,
-    recovered,
-    append(record, options) {
-      if (closing) throw new RecorderError("CLOSED", logDir, `recorder: append after close of the log in ${logDir}`);
-      if (failure) throw failure;
-      if (record.kind.case === undefined) {
-        throw new RecorderError("BAD_RECORD", logDir, "recorder: append of an empty Record (kind not set): set one of model_call, blob, rollout, rollout_result");
-      }
-      if (options?.segment !== undefined && options.segment !== current.name) return { segment: current.name, offset: -1, bytes: 0 };
-      let payload: EncodedRecord;
+  private async shutDown(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    clearInterval(this.heartbeat);
+    let error: unknown;
+    try {
+      await this.chain;
+      await this.doSync();
+    } catch (e) {
+      error = e;
+    }
+    for (const old of this.rolled.splice(0)) fs.closeSync(old.fd);
+    fs.closeSync(this.current.fd);
+    // A segment that never got a record is removed: restarts would otherwise leave a trail of them.
+    if (this.current.records === 0 && !error) {
       try {
-        payload = encodeRecord(record);
-      } catch (error) {
-        throw new RecorderError("BAD_RECORD", logDir, `recorder: record does not encode as forge.v1.Record (${(error as Error).message}); build it with create(RecordSchema, ...)`, { cause: error });
+        fs.unlinkSync(this.current.path);
+        syncDir(this.dir);
+      } catch {
+        // Harmless: an empty segment reads as no records.
       }
-      if (payload.length > MAX_PAYLOAD_BYTES) {
-        throw new RecorderError("BAD_RECORD", logDir, `recorder: record of ${payload.length} bytes is over the ${MAX_PAYLOAD_BYTES}-byte frame limit; store large data as smaller Blob records`);
-      }
-      const frameBytes = FRAME_HEADER_BYTES + payload.length;
-      const wanted = options?.segment;
-      if (current.records > 0 && current.size + frameBytes > segmentMaxBytes) {
-        try {
-          roll();
-        } catch (error) {
-          throw error instanceof RecorderError ? error : ioError("start a new segment in", logDir, error);
-        }
-        if (wanted !== undefined) return { segment: current.name, offset: -1, bytes: 0 };
-      }
-      let crc = 0;
-      for (const part of payload.parts) crc = crc32c(part, crc);
-      writeFrameHeader(header, payload.length, crc);
-      const segment = current;
-      const offset = segment.size;
-      writeFrame(segment, payload, offset);
-      segment.size += frameBytes;
-      segment.records += 1;
-      bytesWritten += frameBytes;
-      records += 1;
-      written += 1;
-      if (groupCommitMs === 0) {
-        try {
-          io.fdatasyncSync(segment.fd);
-          fsyncs += 1;
-          synced = written;
-        } catch (error) {
-          failure = ioError("fsync", segment.path, error);
-          throw failure;
-        }
-      }
-      return { segment: segment.name, offset, bytes: frameBytes };
-    },
-    sync,
-    close() {
-      closing ??= (async () => {
-        if (timer) clearInterval(timer);
-        clearInterval(heartbeat);
-        let error: unknown;
-        try {
-          await chain;
-          await doSync();
-        } catch (e) {
-          error = e;
-        }
-        for (const old of rolled.splice(0)) fs.closeSync(old.fd);
-        fs.closeSync(current.fd);
-        // A segment that never got a record is removed: restarts would otherwise leave a trail of them.
-        if (current.records === 0 && !error) {
-          try {
-            fs.unlinkSync(current.path);
-            syncDir(logDir);
-          } catch {
-            // Harmless: an empty segment reads as no records.
-          }
-        }
-        lock.release();
-        if (error) throw error;
-      })();
-      return closing;
-    },
-    stats: () => ({ bytesWritten, records, segment: current.name, fsyncs }),
-  };
+    }
+    this.lock.release();
+    if (error) throw error;
+  }
 }
 
 /** Creates segment `number` (never an existing file) with its header. */
