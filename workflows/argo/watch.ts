@@ -298,15 +298,101 @@ async function follow(kc: KubeConfig, options: WatchOptions, spec: Follow, signa
  * process.exitCode = final.phase === "Succeeded" ? 0 : 1;
  */
 export async function watchWorkflow(kc: KubeConfig, options: WatchOptions): Promise<WorkflowProgress> {
-  const refreshMs = options.offloadRefreshMs ?? 5000;
-  // Per Workflow: its last progress; offloaded nodes read from the Argo Server, by version.
-  const progress = new Map<string, WorkflowProgress>();
-  const offloaded = new Map<string, { version: string; at: number; nodes: Record<string, WorkflowNode> }>();
-  const unreadable = new Map<string, string>();
-  let top: WorkflowProgress | undefined;
-  let last: WorkflowProgress | undefined;
+  const tracker = new ProgressTracker(options);
+  const stop = new AbortController();
+  const abort = () => stop.abort();
+  options.signal?.addEventListener("abort", abort, { once: true });
+  const parentSelector = `${LABEL_PARENT}=${options.name}`;
+  const children = follow(
+    kc,
+    options,
+    {
+      selector: { labelSelector: parentSelector },
+      onWorkflow: async (workflow) => {
+        tracker.progress.set(workflow.metadata.name, await tracker.summarize(workflow));
+        tracker.report();
+        return false;
+      },
+      // A child removed (its TTL) keeps its last counts: its pods did run.
+      onDeleted: () => {},
+    },
+    stop.signal,
+  ).catch((error: unknown) => {
+    // Without the right to list by label the top Workflow is still followed.
+    tracker.unreadable.set(parentSelector, `child workflows: ${(error as Error).message}`);
+  });
+  try {
+    await follow(
+      kc,
+      options,
+      {
+        selector: { fieldSelector: `metadata.name=${options.name}` },
+        onWorkflow: async (workflow) => {
+          const top = await tracker.summarize(workflow);
+          tracker.setTop(top);
+          return FINAL.has(top.phase);
+        },
+        onDeleted: () => {
+          throw new Error(`workflow ${options.namespace}/${options.name} was deleted`);
+        },
+        onEmpty: async () => {
+          const top = await archivedWorkflow(options);
+          tracker.setTop(top);
+          if (!FINAL.has(top.phase)) throw new Error(`workflow ${options.namespace}/${options.name} is not in the cluster and the Argo Server has it ${top.phase || "without a phase"}`);
+          return true;
+        },
+      },
+      stop.signal,
+    );
+  } finally {
+    stop.abort();
+    options.signal?.removeEventListener("abort", abort);
+    await children;
+  }
+  // The children's last counts are in `last`; a final top-level phase ends the watch.
+  if (!tracker.last) throw new Error("watch stopped before the workflow was seen");
+  return tracker.last;
+}
 
-  const summarize = async (workflow: WorkflowObject): Promise<WorkflowProgress> => {
+/** A watched workflow that is gone from the cluster, from the Argo Server's archive (if it archives). */
+async function archivedWorkflow(options: WatchOptions): Promise<WorkflowProgress> {
+  if (!options.argoServer) throw new Error(`workflow ${options.namespace}/${options.name} not found (forge submit prints its name; pass --argo-server to look in the workflow archive)`);
+  let archived: WorkflowObject;
+  try {
+    archived = await getFromArgoServer(options.argoServer, options.namespace, options.name);
+  } catch (error) {
+    throw new Error(`workflow ${options.namespace}/${options.name} not found in the cluster, nor by the Argo Server: ${(error as Error).message}`);
+  }
+  return summarizeWorkflow(archived);
+}
+
+/** The progress of a workflow and its children, each the last seen; offloaded nodes read from the Argo Server, by version. */
+class ProgressTracker {
+  readonly progress = new Map<string, WorkflowProgress>();
+  private readonly offloaded = new Map<string, { version: string; at: number; nodes: Record<string, WorkflowNode> }>();
+  readonly unreadable = new Map<string, string>();
+  private top: WorkflowProgress | undefined;
+  last: WorkflowProgress | undefined;
+
+  constructor(private readonly options: WatchOptions) {}
+
+  /** The top-level workflow's progress: recorded, then reported with its children's. */
+  setTop(top: WorkflowProgress): void {
+    this.top = top;
+    this.progress.set(this.options.name, top);
+    this.report();
+  }
+
+  report(): void {
+    if (!this.top) return;
+    const children = [...this.progress.entries()].filter(([name]) => name !== this.options.name).map(([, p]) => p);
+    this.last = combineProgress(this.top, children, [...this.unreadable.values()]);
+    this.options.onProgress?.(this.last);
+  }
+
+  async summarize(workflow: WorkflowObject): Promise<WorkflowProgress> {
+    const { options, offloaded, unreadable } = this;
+    const refreshMs = options.offloadRefreshMs ?? 5000;
     const name = workflow.metadata.name;
     const version = workflow.status?.offloadNodeStatusVersion;
     if (!version || workflow.status?.nodes || workflow.status?.compressedNodes) {
@@ -332,76 +418,5 @@ export async function watchWorkflow(kc: KubeConfig, options: WatchOptions): Prom
       }
     }
     return summarizeWorkflow(workflow, offloaded.get(name)?.nodes ?? {});
-  };
-
-  const report = () => {
-    if (!top) return;
-    const children = [...progress.entries()].filter(([name]) => name !== options.name).map(([, p]) => p);
-    last = combineProgress(top, children, [...unreadable.values()]);
-    options.onProgress?.(last);
-  };
-
-  const stop = new AbortController();
-  const abort = () => stop.abort();
-  options.signal?.addEventListener("abort", abort, { once: true });
-  const parentSelector = `${LABEL_PARENT}=${options.name}`;
-  const children = follow(
-    kc,
-    options,
-    {
-      selector: { labelSelector: parentSelector },
-      onWorkflow: async (workflow) => {
-        progress.set(workflow.metadata.name, await summarize(workflow));
-        report();
-        return false;
-      },
-      // A child removed (its TTL) keeps its last counts: its pods did run.
-      onDeleted: () => {},
-    },
-    stop.signal,
-  ).catch((error: unknown) => {
-    // Without the right to list by label the top Workflow is still followed.
-    unreadable.set(parentSelector, `child workflows: ${(error as Error).message}`);
-  });
-  try {
-    await follow(
-      kc,
-      options,
-      {
-        selector: { fieldSelector: `metadata.name=${options.name}` },
-        onWorkflow: async (workflow) => {
-          top = await summarize(workflow);
-          progress.set(options.name, top);
-          report();
-          return FINAL.has(top.phase);
-        },
-        onDeleted: () => {
-          throw new Error(`workflow ${options.namespace}/${options.name} was deleted`);
-        },
-        onEmpty: async () => {
-          // Gone from the cluster: the Argo Server still has it in its archive, if it archives.
-          if (!options.argoServer) throw new Error(`workflow ${options.namespace}/${options.name} not found (forge submit prints its name; pass --argo-server to look in the workflow archive)`);
-          let archived: WorkflowObject;
-          try {
-            archived = await getFromArgoServer(options.argoServer, options.namespace, options.name);
-          } catch (error) {
-            throw new Error(`workflow ${options.namespace}/${options.name} not found in the cluster, nor by the Argo Server: ${(error as Error).message}`);
-          }
-          top = summarizeWorkflow(archived);
-          progress.set(options.name, top);
-          report();
-          if (!FINAL.has(top.phase)) throw new Error(`workflow ${options.namespace}/${options.name} is not in the cluster and the Argo Server has it ${top.phase || "without a phase"}`);
-          return true;
-        },
-      },
-      stop.signal,
-    );
-  } finally {
-    stop.abort();
-    options.signal?.removeEventListener("abort", abort);
-    await children;
   }
-  // The children's last counts are in `last`; a final top-level phase ends the watch.
-  if (!last) throw new Error("watch stopped before the workflow was seen");
-  return last;
 }

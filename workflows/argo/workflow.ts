@@ -321,21 +321,14 @@ export const ROLLOUT_RETRY_EXPRESSION = 'lastRetry.exitCode != "1" && lastRetry.
 const emptyDirs = (...names: string[]) => names.map((name) => ({ name, emptyDir: {} }));
 const mount = (name: string, mountPath: string, readOnly = false) => ({ name, mountPath, ...(readOnly ? { readOnly: true } : {}) });
 
-/**
- * One pod per rollout, as a containerSet of four containers that share only what each needs
- * (rollout-steps.ts): `register` (forge image, admin token) registers this try and stages the
- * task; `harness` (harness image, no token) runs the harness; `verify` (harness image, no token)
- * runs the verifier on a copy of the workspace, writing to a volume the harness never had;
- * `main` (forge image, admin token) scores and reports. Containers of a pod do not share a PID
- * namespace (shareProcessNamespace stays off), so task code cannot read the token from /proc.
- * Infrastructure failures are retried as new tries (`--retry {{retries}}`). With browser tasks
- * or sites (`gui`), the site server runs beside them as a native sidecar and the harness gets
- * the browser's /dev/shm and resources (gui.ts).
- */
-function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeeds = { browser: [], site: [] }, environment?: RolloutEnvironment): Template {
+type RolloutContainer = IContainer & { dependencies?: string[] };
+
+/** What the rollout pod's containers share: the experiment's paths, ids, mounts and resources. */
+type RolloutPod = ReturnType<typeof rolloutPod>;
+
+function rolloutPod(experiment: Experiment, namespace: string, gui: GuiNeeds, environment: RolloutEnvironment | undefined) {
   const { rollouts } = experiment.spec;
   const proxy = proxyUrl(experiment, namespace);
-  const bundle = harnessImage(experiment);
   // The task's image (task-images.ts); without a task list at hand, spec.environment.image.
   const image = environment?.image ?? experiment.spec.environment.image;
   const experimentFile = `${EXPERIMENT_DIR}/experiment.yaml`;
@@ -355,65 +348,103 @@ function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeed
   const bundleMount = mount("forge-bundle", BUNDLE_DIR, true);
   const taskEnv = [{ name: "FORGE_TASK_IMAGE", value: image }];
   const P = POD_PATHS;
-  const containers: (IContainer & { dependencies?: string[] })[] = [
-    {
-      name: "register",
-      image: experiment.spec.proxy.image,
-      workingDir: FORGE_APP_DIR,
-      ...forgeStep("register", "--experiment", experimentFile, "--proxy", proxy, "--workspace", P.workspace, "--state", P.state, "--control", P.control, "--plan-dir", PLAN_MOUNT, ...ids),
-      env: [adminTokenEnv(experiment), ...READ_ONLY_ROOT_ENV],
-      resources: smallResources,
-      securityContext: restrictedContainer({ readOnlyRoot: true }),
-      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("control", P.control), mount("item", ITEM_DIR), mount("forge-tmp", "/tmp"), experimentMount, planMount],
-    },
-    {
-      name: "harness",
-      image,
-      dependencies: ["register"],
-      workingDir: P.workspace,
-      ...bundleStep("harness", "--state", P.state, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
-      env: [...taskEnv, { name: "HOME", value: `${P.state}/home` }],
-      resources: harnessResources,
-      securityContext: restrictedContainer({ readOnlyRoot: false }),
-      // No experiment volume (the tests are in it), no verdict or control volume, no token; and
-      // never the site's log (only the site sidecar and verify mount it).
-      volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("harness-out", P.harnessOut), bundleMount, ...(browser ? [mount("dshm", "/dev/shm")] : [])],
-    },
-    {
-      name: "verify",
-      image,
-      dependencies: ["harness"],
-      workingDir: P.scratch,
-      env: [...taskEnv, { name: "HOME", value: `${P.scratch}/home` }],
-      ...bundleStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--item", ITEM_FILE, ...(site ? ["--site-log", POD_SITE_LOG_DIR] : [])),
-      resources: verifyResources,
-      securityContext: restrictedContainer({ readOnlyRoot: false }),
-      // The workspace read-only (the verifier works on a copy); not the harness's state (its key).
-      // The item read-only: which task's tests run is register's word, not the harness's.
-      volumeMounts: [
-        mount("workspace", P.workspace, true),
-        mount("harness-out", P.harnessOut, true),
-        mount("verdict", P.verdict),
-        mount("scratch", P.scratch),
-        mount("item", ITEM_DIR, true),
-        experimentMount,
-        bundleMount,
-        // What the agent did on the site, read-only: the reward of a browser task comes from it.
-        ...(site ? [mount("site-log", POD_SITE_LOG_DIR, true)] : []),
-      ],
-    },
-    {
-      name: "main",
-      image: experiment.spec.proxy.image,
-      dependencies: ["verify"],
-      workingDir: FORGE_APP_DIR,
-      ...forgeStep("finish", "--experiment", experimentFile, "--proxy", proxy, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--control", P.control, "--results-dir", RESULTS_MOUNT, ...ids),
-      env: [adminTokenEnv(experiment), ...READ_ONLY_ROOT_ENV],
-      resources: smallResources,
-      securityContext: restrictedContainer({ readOnlyRoot: true }),
-      volumeMounts: [mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict, true), mount("control", P.control), mount("item", ITEM_DIR, true), mount("forge-tmp", "/tmp"), experimentMount, resultsMount],
-    },
-  ];
+  return { experiment, rollouts, proxy, image, experimentFile, ids, planMount, resultsMount, browser, site, harnessResources, verifyResources, bundleMount, taskEnv, P };
+}
+
+/** `register` (forge image, admin token): registers this try and stages the task. */
+function registerContainer(pod: RolloutPod): RolloutContainer {
+  const { experiment, proxy, experimentFile, ids, planMount, P } = pod;
+  return {
+    name: "register",
+    image: experiment.spec.proxy.image,
+    workingDir: FORGE_APP_DIR,
+    ...forgeStep("register", "--experiment", experimentFile, "--proxy", proxy, "--workspace", P.workspace, "--state", P.state, "--control", P.control, "--plan-dir", PLAN_MOUNT, ...ids),
+    env: [adminTokenEnv(experiment), ...READ_ONLY_ROOT_ENV],
+    resources: smallResources,
+    securityContext: restrictedContainer({ readOnlyRoot: true }),
+    volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("control", P.control), mount("item", ITEM_DIR), mount("forge-tmp", "/tmp"), experimentMount, planMount],
+  };
+}
+
+/** `harness` (the task image, no token): runs the harness. */
+function harnessContainer(pod: RolloutPod): RolloutContainer {
+  const { experiment, rollouts, image, browser, harnessResources, bundleMount, taskEnv, P } = pod;
+  return {
+    name: "harness",
+    image,
+    dependencies: ["register"],
+    workingDir: P.workspace,
+    ...bundleStep("harness", "--state", P.state, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--timeout-seconds", String(rollouts.timeoutSeconds), "--sandbox", rollouts.sandbox),
+    env: [...taskEnv, { name: "HOME", value: `${P.state}/home` }],
+    resources: harnessResources,
+    securityContext: restrictedContainer({ readOnlyRoot: false }),
+    // No experiment volume (the tests are in it), no verdict or control volume, no token; and
+    // never the site's log (only the site sidecar and verify mount it).
+    volumeMounts: [mount("workspace", P.workspace), mount("state", P.state), mount("harness-out", P.harnessOut), bundleMount, ...(browser ? [mount("dshm", "/dev/shm")] : [])],
+  };
+}
+
+/** `verify` (the task image, no token): runs the verifier on a copy of the workspace. */
+function verifyContainer(pod: RolloutPod): RolloutContainer {
+  const { image, experimentFile, browser, site, verifyResources, bundleMount, taskEnv, P } = pod;
+  return {
+    name: "verify",
+    image,
+    dependencies: ["harness"],
+    workingDir: P.scratch,
+    env: [...taskEnv, { name: "HOME", value: `${P.scratch}/home` }],
+    ...bundleStep("verify", "--experiment", experimentFile, "--workspace", P.workspace, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--scratch", P.scratch, "--item", ITEM_FILE, ...(site ? ["--site-log", POD_SITE_LOG_DIR] : [])),
+    resources: verifyResources,
+    securityContext: restrictedContainer({ readOnlyRoot: false }),
+    // The workspace read-only (the verifier works on a copy); not the harness's state (its key).
+    // The item read-only: which task's tests run is register's word, not the harness's.
+    volumeMounts: [
+      mount("workspace", P.workspace, true),
+      mount("harness-out", P.harnessOut, true),
+      mount("verdict", P.verdict),
+      mount("scratch", P.scratch),
+      mount("item", ITEM_DIR, true),
+      experimentMount,
+      bundleMount,
+      // What the agent did on the site, read-only: the reward of a browser task comes from it.
+      ...(site ? [mount("site-log", POD_SITE_LOG_DIR, true)] : []),
+    ],
+  };
+}
+
+/** `main` (forge image, admin token): scores and reports. */
+function mainContainer(pod: RolloutPod): RolloutContainer {
+  const { experiment, proxy, experimentFile, ids, resultsMount, P } = pod;
+  return {
+    name: "main",
+    image: experiment.spec.proxy.image,
+    dependencies: ["verify"],
+    workingDir: FORGE_APP_DIR,
+    ...forgeStep("finish", "--experiment", experimentFile, "--proxy", proxy, "--harness-out", P.harnessOut, "--verdict", P.verdict, "--control", P.control, "--results-dir", RESULTS_MOUNT, ...ids),
+    env: [adminTokenEnv(experiment), ...READ_ONLY_ROOT_ENV],
+    resources: smallResources,
+    securityContext: restrictedContainer({ readOnlyRoot: true }),
+    volumeMounts: [mount("harness-out", P.harnessOut, true), mount("verdict", P.verdict, true), mount("control", P.control), mount("item", ITEM_DIR, true), mount("forge-tmp", "/tmp"), experimentMount, resultsMount],
+  };
+}
+
+/**
+ * One pod per rollout, as a containerSet of four containers that share only what each needs
+ * (rollout-steps.ts): `register` (forge image, admin token) registers this try and stages the
+ * task; `harness` (harness image, no token) runs the harness; `verify` (harness image, no token)
+ * runs the verifier on a copy of the workspace, writing to a volume the harness never had;
+ * `main` (forge image, admin token) scores and reports. Containers of a pod do not share a PID
+ * namespace (shareProcessNamespace stays off), so task code cannot read the token from /proc.
+ * Infrastructure failures are retried as new tries (`--retry {{retries}}`). With browser tasks
+ * or sites (`gui`), the site server runs beside them as a native sidecar and the harness gets
+ * the browser's /dev/shm and resources (gui.ts).
+ */
+function rolloutTemplate(experiment: Experiment, namespace: string, gui: GuiNeeds = { browser: [], site: [] }, environment?: RolloutEnvironment): Template {
+  const { rollouts } = experiment.spec;
+  const pod = rolloutPod(experiment, namespace, gui, environment);
+  const { planMount, site } = pod;
+  const bundle = harnessImage(experiment);
+  const containers = [registerContainer(pod), harnessContainer(pod), verifyContainer(pod), mainContainer(pod)];
   // The bundle's init container: copies /opt/forge into the emptyDir (Argo's executor pattern).
   const copyBundle: IContainer = {
     name: "bundle",

@@ -218,6 +218,102 @@ async function verify(plan: RolloutPlan, ctx: RolloutContext, dirs: ReturnType<t
   return { reward: reading.reward, output: `${output}\n[reward ${reading.reward} from ${reading.source.replace(dirs.dir, "<rollout>")}]`, timedOut: false };
 }
 
+/** The rollout's result to result.json and to the proxy; a proxy that refuses it makes the outcome an infrastructure error. */
+async function finishRollout(plan: RolloutPlan, ctx: RolloutContext, dir: string, result: RolloutOutcome): Promise<RolloutOutcome> {
+  writeFileSync(join(dir, "result.json"), `${JSON.stringify(result, null, 2)}\n`);
+  const body: FinishBody = {
+    reward: result.reward,
+    status: result.status,
+    verifier_output: result.verifier_output,
+    ...(result.error ? { error: result.error } : {}),
+    metrics: {
+      duration_ms: result.duration_ms,
+      ...(result.harness_exit_code !== null ? { harness_exit_code: result.harness_exit_code } : {}),
+      ...(result.disk_limit_exceeded ? { disk_limit_exceeded: 1 } : {}),
+    },
+  };
+  try {
+    await ctx.control.finish(plan.rolloutId, body);
+  } catch (error) {
+    return { ...result, status: "infra_error", error: `${result.error ? `${result.error}; ` : ""}${(error as Error).message}` };
+  }
+  return result;
+}
+
+type Registration = Awaited<ReturnType<RolloutContext["control"]["register"]>>;
+
+/** A rollout ready to run: its directories, the harness's launch, its site and browser if the task has them. */
+type PreparedRollout = {
+  dirs: ReturnType<typeof prepareWorkspace> & { dir: string };
+  launch: ReturnType<typeof launchHarness>;
+  site: RolloutSite | undefined;
+  browser: (McpServer & { readOnlyPaths: string[] }) | undefined;
+};
+
+/** Stages the workspace, starts the task's site, and writes the harness's launch files; a site started is closed again on failure. */
+async function prepareRollout(plan: RolloutPlan, ctx: RolloutContext, dir: string, registration: Registration, contextWindow: number | undefined, sandboxed: boolean): Promise<PreparedRollout> {
+  let site: RolloutSite | undefined;
+  let browser: (McpServer & { readOnlyPaths: string[] }) | undefined;
+  try {
+    const dirs = { ...prepareWorkspace(dir, plan.task), dir };
+    if (plan.task.siteDir) site = await startRolloutSite({ siteDir: plan.task.siteDir, stateDir: join(dir, "site"), sandboxed, takenPorts: ctx.network ? [ctx.network.port, ...(ctx.network.also ?? []).map((forward) => forward.port)] : [] });
+    if (plan.task.browser) {
+      // Chromium's own sandbox needs user namespaces, which bwrap leaves none of (the rollout's
+      // sandbox takes its place), and refuses to start as root.
+      browser = browserMcpServer({ settings: ctx.browser ?? DEFAULT_BROWSER_SETTINGS, outputDir: join(dirs.home, ".playwright-mcp"), chromiumSandbox: !sandboxed && process.getuid?.() !== 0 });
+    }
+    const launch = launchHarness(ctx.harness, {
+      baseUrlOpenAI: registration.openai_base_url,
+      baseUrlAnthropic: registration.anthropic_base_url,
+      apiKey: registration.api_key,
+      model: ctx.model,
+      workspace: dirs.workspace,
+      homeDir: dirs.home,
+      prompt: site ? plan.task.instruction.replaceAll("{site_url}", site.url) : plan.task.instruction,
+      options: ctx.harnessOptions,
+      command: ctx.harnessCommand,
+      contextWindow,
+      ...(browser ? { mcpServers: [{ name: browser.name, command: browser.command, args: browser.args }] } : {}),
+    });
+    for (const file of launch.files) {
+      mkdirSync(dirname(file.path), { recursive: true });
+      writeFileSync(file.path, file.content);
+    }
+    return { dirs, launch, site, browser };
+  } catch (error) {
+    await site?.close();
+    throw error;
+  }
+}
+
+/** Runs the harness (sandboxed, under the disk limit, until its timeout), then stops the site; with the bytes it left on disk. */
+async function runHarness(plan: RolloutPlan, ctx: RolloutContext, prepared: PreparedRollout, sandboxed: boolean, timeoutSeconds: number) {
+  const { dirs, launch, site, browser } = prepared;
+  const network = ctx.network && site?.bridge ? { ...ctx.network, also: [...(ctx.network.also ?? []), site.bridge] } : ctx.network;
+  const argv = sandboxed
+    ? sandboxArgv({ writable: [dirs.workspace, dirs.home], readOnly: [dirname(FORGE_REACT_MAIN), ...(browser?.readOnlyPaths ?? [])], cwd: dirs.workspace, network, tmpBytes: ctx.diskLimits.tmp }, launch.command)
+    : launch.command;
+  // What stays on disk for the verifier is measured while the harness writes it.
+  const disk = watchDisk([dirs.workspace, dirs.home], ctx.diskLimits.disk);
+  const harness = await runProcessGroup({
+    argv,
+    cwd: dirs.workspace,
+    env: { ...ctx.baseEnv, ...(sandboxed ? SANDBOX_ENV : {}), ...launch.env, FORGE_ROLLOUT_ID: plan.rolloutId, ...(site ? { FORGE_SITE_URL: site.url } : {}) },
+    stdoutPath: join(dirs.logs, "harness.stdout"),
+    stderrPath: join(dirs.logs, "harness.stderr"),
+    timeoutMs: timeoutSeconds * 1000,
+    graceMs: ctx.graceMs,
+    signal: ctx.signal,
+    stop: disk.over,
+  });
+  disk.stop();
+  // The site stops with the harness: nothing reaches it once the verifier reads its log.
+  await site?.close();
+  // Measured once more now that nothing writes: a burst between two checks counts too.
+  const diskUsed = harness.stopped ? disk.seenBytes() : await diskUsage([dirs.workspace, dirs.home]);
+  return { harness, diskUsed };
+}
+
 /**
  * @example
  * const outcome = await runRollout({ rolloutId: "quick.i0.hello.0", task, attempt: 0, group: "hello@i0" }, ctx);
@@ -256,88 +352,22 @@ export async function runRollout(plan: RolloutPlan, ctx: RolloutContext): Promis
     return outcome("infra_error", 0, "", null, (error as Error).message);
   }
 
-  const finish = async (result: RolloutOutcome): Promise<RolloutOutcome> => {
-    writeFileSync(join(dir, "result.json"), `${JSON.stringify(result, null, 2)}\n`);
-    const body: FinishBody = {
-      reward: result.reward,
-      status: result.status,
-      verifier_output: result.verifier_output,
-      ...(result.error ? { error: result.error } : {}),
-      metrics: {
-        duration_ms: result.duration_ms,
-        ...(result.harness_exit_code !== null ? { harness_exit_code: result.harness_exit_code } : {}),
-        ...(result.disk_limit_exceeded ? { disk_limit_exceeded: 1 } : {}),
-      },
-    };
-    try {
-      await ctx.control.finish(plan.rolloutId, body);
-    } catch (error) {
-      return { ...result, status: "infra_error", error: `${result.error ? `${result.error}; ` : ""}${(error as Error).message}` };
-    }
-    return result;
-  };
+  const finish = (result: RolloutOutcome) => finishRollout(plan, ctx, dir, result);
 
   // The model's window as served, for adapters that must be told (pi); undefined when not reported.
   const contextWindow = await modelContextWindow(registration.openai_base_url, registration.api_key, ctx.model, ctx.signal);
   const sandboxed = ctx.sandbox === "bwrap";
-  let dirs;
-  let launch;
-  let site: RolloutSite | undefined;
-  let browser: (McpServer & { readOnlyPaths: string[] }) | undefined;
+  let prepared: PreparedRollout;
   try {
-    dirs = { ...prepareWorkspace(dir, plan.task), dir };
-    if (plan.task.siteDir) site = await startRolloutSite({ siteDir: plan.task.siteDir, stateDir: join(dir, "site"), sandboxed, takenPorts: ctx.network ? [ctx.network.port, ...(ctx.network.also ?? []).map((forward) => forward.port)] : [] });
-    if (plan.task.browser) {
-      // Chromium's own sandbox needs user namespaces, which bwrap leaves none of (the rollout's
-      // sandbox takes its place), and refuses to start as root.
-      browser = browserMcpServer({ settings: ctx.browser ?? DEFAULT_BROWSER_SETTINGS, outputDir: join(dirs.home, ".playwright-mcp"), chromiumSandbox: !sandboxed && process.getuid?.() !== 0 });
-    }
-    launch = launchHarness(ctx.harness, {
-      baseUrlOpenAI: registration.openai_base_url,
-      baseUrlAnthropic: registration.anthropic_base_url,
-      apiKey: registration.api_key,
-      model: ctx.model,
-      workspace: dirs.workspace,
-      homeDir: dirs.home,
-      prompt: site ? plan.task.instruction.replaceAll("{site_url}", site.url) : plan.task.instruction,
-      options: ctx.harnessOptions,
-      command: ctx.harnessCommand,
-      contextWindow,
-      ...(browser ? { mcpServers: [{ name: browser.name, command: browser.command, args: browser.args }] } : {}),
-    });
-    for (const file of launch.files) {
-      mkdirSync(dirname(file.path), { recursive: true });
-      writeFileSync(file.path, file.content);
-    }
+    prepared = await prepareRollout(plan, ctx, dir, registration, contextWindow, sandboxed);
   } catch (error) {
-    await site?.close();
     mkdirSync(dir, { recursive: true });
     return finish(outcome("infra_error", 0, "", null, `workspace: ${(error as Error).message}`));
   }
+  const { dirs, launch, site } = prepared;
 
   const timeoutSeconds = plan.task.agentTimeoutSeconds ?? ctx.timeoutSeconds;
-  const network = ctx.network && site?.bridge ? { ...ctx.network, also: [...(ctx.network.also ?? []), site.bridge] } : ctx.network;
-  const argv = sandboxed
-    ? sandboxArgv({ writable: [dirs.workspace, dirs.home], readOnly: [dirname(FORGE_REACT_MAIN), ...(browser?.readOnlyPaths ?? [])], cwd: dirs.workspace, network, tmpBytes: ctx.diskLimits.tmp }, launch.command)
-    : launch.command;
-  // What stays on disk for the verifier is measured while the harness writes it.
-  const disk = watchDisk([dirs.workspace, dirs.home], ctx.diskLimits.disk);
-  const harness = await runProcessGroup({
-    argv,
-    cwd: dirs.workspace,
-    env: { ...ctx.baseEnv, ...(sandboxed ? SANDBOX_ENV : {}), ...launch.env, FORGE_ROLLOUT_ID: plan.rolloutId, ...(site ? { FORGE_SITE_URL: site.url } : {}) },
-    stdoutPath: join(dirs.logs, "harness.stdout"),
-    stderrPath: join(dirs.logs, "harness.stderr"),
-    timeoutMs: timeoutSeconds * 1000,
-    graceMs: ctx.graceMs,
-    signal: ctx.signal,
-    stop: disk.over,
-  });
-  disk.stop();
-  // The site stops with the harness: nothing reaches it once the verifier reads its log.
-  await site?.close();
-  // Measured once more now that nothing writes: a burst between two checks counts too.
-  const diskUsed = harness.stopped ? disk.seenBytes() : await diskUsage([dirs.workspace, dirs.home]);
+  const { harness, diskUsed } = await runHarness(plan, ctx, prepared, sandboxed, timeoutSeconds);
   if (diskUsed > ctx.diskLimits.disk && !harness.aborted) {
     // Nothing to verify: the policy filled the disk. What it wrote goes (it is over the limit by
     // definition); the logs stay.
