@@ -137,25 +137,54 @@ function commandFacts(command: SimpleCommand): CommandFacts {
       return { writes: inner.writes, redirectWrites: [], reads: inner.reads, executes: inner.executes, check: inner.runsCheck, intent: inner.intents.join(" ") || null };
     }
   }
+  facts.check = runsCheck(program, args, operands, sub);
+  facts.executes.push(...scriptsRun(argv, program, args, operands, sub));
+  if (facts.executes.some((path) => checkFile.test(path))) facts.check = true;
+
+  addFileEffects(facts, command, program, args, operands, sub);
+
+  // Redirects: writes, except a check's output captured to a file (`pytest > out.txt`): scriptFacts
+  // drops the targets a check's redirects write.
+  for (const redirect of command.redirects) {
+    if (/^(>|>>|&>|&>>|>\||<>)$/.test(redirect.op) && !isDevice(redirect.target)) facts.redirectWrites.push(redirect.target);
+    else if (redirect.op === "<" && !isDevice(redirect.target)) facts.reads.push(redirect.target);
+  }
+
+  facts.intent = intentOf(facts, program, argv, operands, sub);
+  return facts;
+}
+
+/** Whether the command runs a check: a test runner, a type checker or linter, a check script. */
+function runsCheck(program: string, args: string[], operands: string[], sub: string): boolean {
+  let check = false;
   if (checkPrograms.test(program) || (program in checkSubcommands && checkSubcommands[program]!.test(sub))) {
     const runScript = /^(npm|pnpm|yarn|bun)$/.test(program) && /^(run|run-script)$/.test(sub);
-    facts.check = runScript ? checkScripts.test(operands[1] ?? "") : !(program === "bun" && sub === "run");
-    if (program === "bun" && sub === "run") facts.check = checkScripts.test(operands[1] ?? "") || checkFile.test(operands[1] ?? "");
+    check = runScript ? checkScripts.test(operands[1] ?? "") : !(program === "bun" && sub === "run");
+    if (program === "bun" && sub === "run") check = checkScripts.test(operands[1] ?? "") || checkFile.test(operands[1] ?? "");
   }
   if (/^python[0-9.]*$/.test(program)) {
     const m = args.indexOf("-m");
-    if (m >= 0 && /^(pytest|unittest|tox|nose|mypy|pyright|ruff|flake8|pylint|doctest)$/.test(args[m + 1] ?? "")) facts.check = true;
+    if (m >= 0 && /^(pytest|unittest|tox|nose|mypy|pyright|ruff|flake8|pylint|doctest)$/.test(args[m + 1] ?? "")) check = true;
   }
-  if (program === "node" && args.includes("--test")) facts.check = true;
+  if (program === "node" && args.includes("--test")) check = true;
+  return check;
+}
+
+/** The scripts the command runs as programs. */
+function scriptsRun(argv: string[], program: string, args: string[], operands: string[], sub: string): string[] {
+  const executes: string[] = [];
   // A script run as a program: `./test.sh`, `python main.py`, `bash run.sh`.
-  if (argv[0] !== undefined && argv[0].includes("/") && !interpreters.test(program)) facts.executes.push(argv[0]);
+  if (argv[0] !== undefined && argv[0].includes("/") && !interpreters.test(program)) executes.push(argv[0]);
   if (interpreters.test(program) && !args.some((arg) => /^-[a-z]*[ce]$/.test(arg) || arg === "-m")) {
     const script = operands[0];
-    if (script !== undefined && script !== "-" && !(program === "bun" && /^(test|run|install|add|x)$/.test(script))) facts.executes.push(script);
-    if (program === "bun" && sub === "run" && operands[1] && /\.[cm]?[jt]sx?$/.test(operands[1])) facts.executes.push(operands[1]);
+    if (script !== undefined && script !== "-" && !(program === "bun" && /^(test|run|install|add|x)$/.test(script))) executes.push(script);
+    if (program === "bun" && sub === "run" && operands[1] && /\.[cm]?[jt]sx?$/.test(operands[1])) executes.push(operands[1]);
   }
-  if (facts.executes.some((path) => checkFile.test(path))) facts.check = true;
+  return executes;
+}
 
+/** The files the command writes and reads, by what the program does with its operands. */
+function addFileEffects(facts: CommandFacts, command: SimpleCommand, program: string, args: string[], operands: string[], sub: string): void {
   switch (program) {
     case "sed":
     case "perl": {
@@ -216,22 +245,17 @@ function commandFacts(command: SimpleCommand): CommandFacts {
         facts.reads.push(...(files.length ? files : /^(ls|tree|find|du)$/.test(program) ? ["."] : []));
       }
   }
+}
 
-  // Redirects: writes, except a check's output captured to a file (`pytest > out.txt`): scriptFacts
-  // drops the targets a check's redirects write.
-  for (const redirect of command.redirects) {
-    if (/^(>|>>|&>|&>>|>\||<>)$/.test(redirect.op) && !isDevice(redirect.target)) facts.redirectWrites.push(redirect.target);
-    else if (redirect.op === "<" && !isDevice(redirect.target)) facts.reads.push(redirect.target);
-  }
-
-  if (program && !trivial.has(program)) {
-    if (facts.check) facts.intent = checkIntent(program, argv, operands, facts.executes);
-    else if (interpreters.test(program) && facts.executes.length) facts.intent = `${program} ${basename(facts.executes[0]!)}`;
-    else if (withSubcommand.has(program) && sub) facts.intent = `${program} ${sub}`;
-    else if (facts.reads.length && !facts.writes.length && !facts.redirectWrites.length) facts.intent = `${program}:${facts.reads.map(basename).join(",")}`;
-    else if (!facts.writes.length && !facts.redirectWrites.length) facts.intent = program;
-  }
-  return facts;
+/** What the command is for, in a few words (null for a trivial program or one that only writes). */
+function intentOf(facts: CommandFacts, program: string, argv: string[], operands: string[], sub: string): string | null {
+  if (!program || trivial.has(program)) return null;
+  if (facts.check) return checkIntent(program, argv, operands, facts.executes);
+  if (interpreters.test(program) && facts.executes.length) return `${program} ${basename(facts.executes[0]!)}`;
+  if (withSubcommand.has(program) && sub) return `${program} ${sub}`;
+  if (facts.reads.length && !facts.writes.length && !facts.redirectWrites.length) return `${program}:${facts.reads.map(basename).join(",")}`;
+  if (!facts.writes.length && !facts.redirectWrites.length) return program;
+  return null;
 }
 
 /**

@@ -135,69 +135,68 @@ function timeline(calls: ModelCall[], start: number, end: number): string {
   return `<div class="timeline" title="model calls over the rollout's time">${bars}</div>`;
 }
 
-/**
- * The viewer page of one rollout.
- *
- * @example
- * await Bun.write("r-1.html", renderRolloutPage({ rolloutId: "r-1", rollout, result, calls, trajectory, text: idTexter }));
- */
-export function renderRolloutPage(input: ViewerInput): string {
-  const { rolloutId, rollout, result, calls, trajectory, text, content } = input;
-  const kinds = new Map((trajectory?.kinds ?? []).map((k) => [k.call_id, k as unknown as { [key: string]: unknown } & { kind: string; sample: number }]));
-  const broken = new Map((trajectory?.broken ?? []).map((b) => [b.call_id, b]));
-  const start = rollout?.createdUnixMs || calls[0]?.startUnixMs || 0;
-  const end = Math.max(result?.finishedUnixMs ?? 0, ...calls.map((c) => c.endUnixMs), start + 1);
-  const status = result ? enumName(RolloutStatus, result.status).replace("rollout_status_", "") : "unfinished";
+type CallKind = { [key: string]: unknown } & { kind: string; sample: number };
+type BrokenNote = NonNullable<ViewerInput["trajectory"]>["broken"][number];
 
+/** One card per call; each shows only what is new since the last call when its request repeats the history. */
+function callCards(calls: ModelCall[], content: ViewerInput["content"], text: TokenTexter, kinds: Map<string, CallKind>, broken: Map<string, BrokenNote>, start: number): string[] {
   let previous: ChatMessage[] = [];
-  const cards = calls.map((call) => {
+  return calls.map((call) => {
     const request = safeMessages(() => requestMessages(call, content));
     const response = safeMessages(() => [responseMessage(call)]);
-    // Only what is new since the last call: its request repeats the history when nothing was rewritten.
-    const hadPrevious = previous.length > 0;
-    const continues = hadPrevious && previous.length <= request.messages.length && previous.every((m, i) => JSON.stringify(m) === JSON.stringify(request.messages[i]));
-    const fresh = continues ? request.messages.slice(previous.length) : request.messages;
+    const html = callCard(call, request, response, previous, { content, text, kind: kinds.get(call.callId), brokenNote: broken.get(call.callId), start });
     previous = [...request.messages, ...response.messages];
-    // The request's images in order, one per marker of its messages; the fresh messages show theirs.
-    const markers = (messages: ChatMessage[]) => messages.reduce((n, m) => n + (m.content.split(IMAGE_MARKER).length - 1), 0);
-    let refs: ReturnType<typeof callImageRefs> = { refs: [], urls: 0, bytes: new Map() };
-    try {
-      refs = callImageRefs(call, content);
-    } catch {
-      // An unreadable body is reported by requestMessages' error already.
-    }
-    const aligned = markers(request.messages) === refs.refs.length;
-    let nextImage = aligned ? markers(request.messages.slice(0, request.messages.length - fresh.length)) : refs.refs.length;
-    const takeImage = (): ShownImage | undefined => {
-      const sha256 = refs.refs[nextImage++];
-      return sha256 ? { sha256, bytes: refs.bytes.get(sha256) } : undefined;
-    };
-    // Markers that cannot be matched to the request's images (text that spells "<image>"): its images listed after it.
-    const unmatched = aligned ? "" : refs.refs.length > 0 ? `<div class="images-unmatched"><span class="label">images of this request</span>${[...new Set(refs.refs)].map((sha256) => imageHtml({ sha256, bytes: refs.bytes.get(sha256) })).join("")}</div>` : "";
-    const kind = kinds.get(call.callId);
-    const labels = extraLabels(kind);
-    const aux = labels.some(([key, value]) => /aux|role/i.test(key) && !/^(agent|main|false)$/i.test(value));
-    const classes = ["call", kind?.kind === "fork" ? "fork-point" : "", kind?.kind === "realign" ? "drift-point" : "", kind?.kind === "broken" ? "broken" : "", aux ? "aux" : ""].filter(Boolean).join(" ");
-    const brokenNote = broken.get(call.callId);
-    const usage = call.usage;
-    const facts = [
-      `${escapeXml(enumName(Protocol, call.protocol).replace("protocol_", ""))}${call.stream ? " · stream" : ""}`,
-      escapeXml(call.model),
-      `+${ms(call.startUnixMs - start)}`,
-      `latency ${ms(call.latencyMs)}`,
-      call.ttftMs > 0 ? `ttft ${ms(call.ttftMs)}` : "",
-      usage ? `${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens` : "no usage",
-      `status ${escapeXml(enumName(CallStatus, call.status).replace("call_status_", ""))}`,
-      `tokens ${escapeXml(enumName(TokenStatus, call.tokenStatus).replace("token_status_", ""))}`,
-      call.finishReason ? `finish ${escapeXml(call.finishReason)}` : "",
-    ].filter(Boolean);
-    const kindBadge = kind ? `<span class="kind kind-${escapeXml(kind.kind)}">${escapeXml(kind.kind)}${kind.kind === "fork" ? `: new sample ${kind.sample}` : ` · sample ${kind.sample}`}</span>` : "";
-    const labelBadges = labels.map(([key, value]) => `<span class="kind aux-label" data-label="${escapeXml(key)}">${escapeXml(key)}: ${escapeXml(value)}</span>`).join("");
-    const errors = [request.error, response.error, brokenNote ? `broken: ${brokenNote.reason}` : "", call.error ? `error: ${call.error}` : ""].filter(Boolean);
-    const completion = call.completionTokenIds.length
-      ? `<details><summary>completion tokens (${call.completionTokenIds.length})</summary>${tokenStrip(call.completionTokenIds, null, call.completionLogprobs, text)}</details>`
-      : "";
-    return `<section class="${classes}" id="call-${call.seq}" data-seq="${call.seq}" data-call-id="${escapeXml(call.callId)}">
+    return html;
+  });
+}
+
+type Shown = ReturnType<typeof safeMessages>;
+
+/** A call's card: its facts, errors, the fresh part of its request (with its images), its answer and completion tokens. */
+function callCard(call: ModelCall, request: Shown, response: Shown, previous: ChatMessage[], at: { content: ViewerInput["content"]; text: TokenTexter; kind: CallKind | undefined; brokenNote: BrokenNote | undefined; start: number }): string {
+  const { content, text, kind, brokenNote, start } = at;
+  // Only what is new since the last call: its request repeats the history when nothing was rewritten.
+  const hadPrevious = previous.length > 0;
+  const continues = hadPrevious && previous.length <= request.messages.length && previous.every((m, i) => JSON.stringify(m) === JSON.stringify(request.messages[i]));
+  const fresh = continues ? request.messages.slice(previous.length) : request.messages;
+  // The request's images in order, one per marker of its messages; the fresh messages show theirs.
+  const markers = (messages: ChatMessage[]) => messages.reduce((n, m) => n + (m.content.split(IMAGE_MARKER).length - 1), 0);
+  let refs: ReturnType<typeof callImageRefs> = { refs: [], urls: 0, bytes: new Map() };
+  try {
+    refs = callImageRefs(call, content);
+  } catch {
+    // An unreadable body is reported by requestMessages' error already.
+  }
+  const aligned = markers(request.messages) === refs.refs.length;
+  let nextImage = aligned ? markers(request.messages.slice(0, request.messages.length - fresh.length)) : refs.refs.length;
+  const takeImage = (): ShownImage | undefined => {
+    const sha256 = refs.refs[nextImage++];
+    return sha256 ? { sha256, bytes: refs.bytes.get(sha256) } : undefined;
+  };
+  // Markers that cannot be matched to the request's images (text that spells "<image>"): its images listed after it.
+  const unmatched = aligned ? "" : refs.refs.length > 0 ? `<div class="images-unmatched"><span class="label">images of this request</span>${[...new Set(refs.refs)].map((sha256) => imageHtml({ sha256, bytes: refs.bytes.get(sha256) })).join("")}</div>` : "";
+  const labels = extraLabels(kind);
+  const aux = labels.some(([key, value]) => /aux|role/i.test(key) && !/^(agent|main|false)$/i.test(value));
+  const classes = ["call", kind?.kind === "fork" ? "fork-point" : "", kind?.kind === "realign" ? "drift-point" : "", kind?.kind === "broken" ? "broken" : "", aux ? "aux" : ""].filter(Boolean).join(" ");
+  const usage = call.usage;
+  const facts = [
+    `${escapeXml(enumName(Protocol, call.protocol).replace("protocol_", ""))}${call.stream ? " · stream" : ""}`,
+    escapeXml(call.model),
+    `+${ms(call.startUnixMs - start)}`,
+    `latency ${ms(call.latencyMs)}`,
+    call.ttftMs > 0 ? `ttft ${ms(call.ttftMs)}` : "",
+    usage ? `${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens` : "no usage",
+    `status ${escapeXml(enumName(CallStatus, call.status).replace("call_status_", ""))}`,
+    `tokens ${escapeXml(enumName(TokenStatus, call.tokenStatus).replace("token_status_", ""))}`,
+    call.finishReason ? `finish ${escapeXml(call.finishReason)}` : "",
+  ].filter(Boolean);
+  const kindBadge = kind ? `<span class="kind kind-${escapeXml(kind.kind)}">${escapeXml(kind.kind)}${kind.kind === "fork" ? `: new sample ${kind.sample}` : ` · sample ${kind.sample}`}</span>` : "";
+  const labelBadges = labels.map(([key, value]) => `<span class="kind aux-label" data-label="${escapeXml(key)}">${escapeXml(key)}: ${escapeXml(value)}</span>`).join("");
+  const errors = [request.error, response.error, brokenNote ? `broken: ${brokenNote.reason}` : "", call.error ? `error: ${call.error}` : ""].filter(Boolean);
+  const completion = call.completionTokenIds.length
+    ? `<details><summary>completion tokens (${call.completionTokenIds.length})</summary>${tokenStrip(call.completionTokenIds, null, call.completionLogprobs, text)}</details>`
+    : "";
+  return `<section class="${classes}" id="call-${call.seq}" data-seq="${call.seq}" data-call-id="${escapeXml(call.callId)}">
 <h3>call ${call.seq} ${kindBadge}${labelBadges}</h3>
 <p class="facts">${facts.join(" · ")}</p>
 ${errors.map((e) => `<p class="error">${escapeXml(e ?? "")}</p>`).join("")}
@@ -206,40 +205,29 @@ ${continues || !hadPrevious ? "" : `<p class="note">history rewritten (not the p
 <div class="response">${response.messages.map((message) => messageHtml(message)).join("")}</div>
 ${completion}
 </section>`;
-  });
+}
 
-  const samples = (trajectory?.samples ?? []).map((sample) => {
-    // Each run of sampled tokens is one call's completion, in the order of call_ids.
-    const callStarts = new Map<number, string>();
-    let callIndex = 0;
-    sample.response_mask.forEach((m, i) => {
-      if (m === 1 && (i === 0 || sample.response_mask[i - 1] !== 1)) {
-        const id = sample.call_ids[callIndex++];
-        const seq = calls.find((c) => c.callId === id)?.seq;
-        if (seq !== undefined) callStarts.set(i, String(seq));
-      }
-    });
-    const aux = extraLabels(sample as unknown as { [key: string]: unknown }).filter(([key]) => /aux|role/i.test(key));
-    return `<section class="sample" data-sample="${sample.sample_index}">
+/** A training sample: its facts and its response tokens, each call's completion marked where it starts. */
+function sampleSection(sample: NonNullable<ViewerInput["trajectory"]>["samples"][number], calls: ModelCall[], text: TokenTexter): string {
+  // Each run of sampled tokens is one call's completion, in the order of call_ids.
+  const callStarts = new Map<number, string>();
+  let callIndex = 0;
+  sample.response_mask.forEach((m, i) => {
+    if (m === 1 && (i === 0 || sample.response_mask[i - 1] !== 1)) {
+      const id = sample.call_ids[callIndex++];
+      const seq = calls.find((c) => c.callId === id)?.seq;
+      if (seq !== undefined) callStarts.set(i, String(seq));
+    }
+  });
+  const aux = extraLabels(sample as unknown as { [key: string]: unknown }).filter(([key]) => /aux|role/i.test(key));
+  return `<section class="sample" data-sample="${sample.sample_index}">
 <h3>sample ${sample.sample_index}${sample.is_final ? " (final)" : ""} ${aux.map(([k, v]) => `<span class="kind aux-label">${escapeXml(k)}: ${escapeXml(v)}</span>`).join("")}</h3>
 <p class="facts">reward ${sample.reward} · ${sample.call_ids.length} call(s) · ${sample.prompt_ids.length} prompt + ${sample.response_ids.length} response tokens (${sample.response_mask.filter((m) => m === 1).length} sampled) · realigns ${sample.realigns} · drift ${sample.drift_tokens} tokens · policy ${sample.policy_versions.join(", ")}</p>
 ${tokenStrip(sample.response_ids, sample.response_mask, sample.response_logprobs, text, callStarts)}
 </section>`;
-  });
+}
 
-  const stats = trajectory?.stats;
-  const summary = [
-    `status <b class="status-${escapeXml(status)}">${escapeXml(status)}</b>`,
-    `reward ${result ? result.reward : "n/a"}`,
-    `${calls.length} call(s)`,
-    `time ${ms(end - start)}`,
-    stats ? `samples ${trajectory!.samples.length} · clean ${stats.clean} · realign ${stats.realign} · fork ${stats.fork} · broken ${stats.broken} · drift ${stats.drift_tokens} tokens` : "no trajectory",
-  ];
-  const title = `rollout ${rolloutId}`;
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${escapeXml(title)}</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 20px; color: #222; max-width: 1100px; }
+const PAGE_STYLE = `body { font-family: system-ui, sans-serif; margin: 20px; color: #222; max-width: 1100px; }
 pre { white-space: pre-wrap; word-break: break-word; background: #f7f7f7; padding: 6px; margin: 4px 0; font-size: 12px; }
 .call { border: 1px solid #ddd; border-radius: 6px; padding: 8px 12px; margin: 10px 0; }
 .call.fork-point { border-left: 6px solid #e15759; }
@@ -267,7 +255,38 @@ pre { white-space: pre-wrap; word-break: break-word; background: #f7f7f7; paddin
 figure.image { margin: 6px 0; }
 figure.image img { max-width: 640px; border: 1px solid #ccc; display: block; }
 figure.image figcaption, .image-missing { font-size: 11px; color: #666; }
-</style></head>
+`;
+
+/**
+ * The viewer page of one rollout.
+ *
+ * @example
+ * await Bun.write("r-1.html", renderRolloutPage({ rolloutId: "r-1", rollout, result, calls, trajectory, text: idTexter }));
+ */
+export function renderRolloutPage(input: ViewerInput): string {
+  const { rolloutId, rollout, result, calls, trajectory, text, content } = input;
+  const kinds = new Map((trajectory?.kinds ?? []).map((k) => [k.call_id, k as unknown as { [key: string]: unknown } & { kind: string; sample: number }]));
+  const broken = new Map((trajectory?.broken ?? []).map((b) => [b.call_id, b]));
+  const start = rollout?.createdUnixMs || calls[0]?.startUnixMs || 0;
+  const end = Math.max(result?.finishedUnixMs ?? 0, ...calls.map((c) => c.endUnixMs), start + 1);
+  const status = result ? enumName(RolloutStatus, result.status).replace("rollout_status_", "") : "unfinished";
+
+  const cards = callCards(calls, content, text, kinds, broken, start);
+  const samples = (trajectory?.samples ?? []).map((sample) => sampleSection(sample, calls, text));
+
+  const stats = trajectory?.stats;
+  const summary = [
+    `status <b class="status-${escapeXml(status)}">${escapeXml(status)}</b>`,
+    `reward ${result ? result.reward : "n/a"}`,
+    `${calls.length} call(s)`,
+    `time ${ms(end - start)}`,
+    stats ? `samples ${trajectory!.samples.length} · clean ${stats.clean} · realign ${stats.realign} · fork ${stats.fork} · broken ${stats.broken} · drift ${stats.drift_tokens} tokens` : "no trajectory",
+  ];
+  const title = `rollout ${rolloutId}`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeXml(title)}</title>
+<style>
+${PAGE_STYLE}</style></head>
 <body>
 <p>${input.reportHref ? `<a href="${escapeXml(input.reportHref)}">← report</a>` : ""}</p>
 <header id="rollout-header">
