@@ -43,105 +43,125 @@ const ESCAPES: Record<string, string> = { '"': '"', "\\": "\\", "/": "/", b: "\b
  * pyDumps(pyLoads('{"b":1,"1":2.0}')); // '{"b": 1, "1": 2.0}'
  */
 export function pyLoads(text: string): PyValue {
-  let pos = 0;
-  const fail = (message: string, at = pos): never => {
+  const reader = new PyJsonReader(text);
+  reader.skip();
+  const result = reader.value();
+  reader.skip();
+  if (reader.pos !== text.length) reader.fail("Extra data");
+  return result;
+}
+
+/** Python's JSON decoder over one text: a recursive descent from `pos`. */
+class PyJsonReader {
+  pos = 0;
+
+  constructor(private readonly text: string) {}
+
+  fail(message: string, at = this.pos): never {
     throw new PyJsonError(`${message}: line 1 column ${at + 1} (char ${at})`, at);
-  };
-  const skip = () => {
-    WS.lastIndex = pos;
-    WS.exec(text);
-    pos = WS.lastIndex;
-  };
-  const value = (): PyValue => {
+  }
+
+  skip(): void {
+    WS.lastIndex = this.pos;
+    WS.exec(this.text);
+    this.pos = WS.lastIndex;
+  }
+
+  value(): PyValue {
+    const text = this.text;
+    const pos = this.pos;
     const ch = text[pos];
-    if (ch === '"') return string();
-    if (ch === "{") return object();
-    if (ch === "[") return array();
-    if (text.startsWith("null", pos)) return (pos += 4), null;
-    if (text.startsWith("true", pos)) return (pos += 4), true;
-    if (text.startsWith("false", pos)) return (pos += 5), false;
-    if (text.startsWith("NaN", pos)) return (pos += 3), new PyFloat(NaN);
-    if (text.startsWith("Infinity", pos)) return (pos += 8), new PyFloat(Infinity);
-    if (text.startsWith("-Infinity", pos)) return (pos += 9), new PyFloat(-Infinity);
+    if (ch === '"') return this.string();
+    if (ch === "{") return this.object();
+    if (ch === "[") return this.array();
+    if (text.startsWith("null", pos)) return (this.pos += 4), null;
+    if (text.startsWith("true", pos)) return (this.pos += 4), true;
+    if (text.startsWith("false", pos)) return (this.pos += 5), false;
+    if (text.startsWith("NaN", pos)) return (this.pos += 3), new PyFloat(NaN);
+    if (text.startsWith("Infinity", pos)) return (this.pos += 8), new PyFloat(Infinity);
+    if (text.startsWith("-Infinity", pos)) return (this.pos += 9), new PyFloat(-Infinity);
     NUMBER.lastIndex = pos;
     const m = NUMBER.exec(text);
-    if (!m) return fail("Expecting value");
-    pos = NUMBER.lastIndex;
+    if (!m) return this.fail("Expecting value");
+    this.pos = NUMBER.lastIndex;
     if (m[1] === undefined && m[2] === undefined) return pyInt(m[0]);
     return new PyFloat(Number(m[0]));
-  };
-  const string = (): string => {
+  }
+
+  string(): string {
+    const text = this.text;
+    let pos = this.pos;
     const start = pos++;
     let out = "";
     let run = pos;
     for (;;) {
-      if (pos >= text.length) fail("Unterminated string starting at", start);
+      if (pos >= text.length) this.fail("Unterminated string starting at", start);
       const c = text.charCodeAt(pos);
       if (c === 0x22) {
         out += text.slice(run, pos++);
+        this.pos = pos;
         return out;
       }
-      if (c < 0x20) fail("Invalid control character at");
+      if (c < 0x20) this.fail("Invalid control character at", pos);
       if (c !== 0x5c) {
         pos++;
         continue;
       }
       out += text.slice(run, pos);
       const e = text[pos + 1];
-      if (e === undefined) fail("Unterminated string starting at", start);
+      if (e === undefined) this.fail("Unterminated string starting at", start);
       if (e === "u") {
         const hex = text.slice(pos + 2, pos + 6);
-        if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail("Invalid \\uXXXX escape", pos + 1);
+        if (!/^[0-9a-fA-F]{4}$/.test(hex)) this.fail("Invalid \\uXXXX escape", pos + 1);
         out += String.fromCharCode(parseInt(hex, 16));
         pos += 6;
       } else if (e! in ESCAPES) {
         out += ESCAPES[e!];
         pos += 2;
       } else {
-        fail("Invalid \\escape", pos);
+        this.fail("Invalid \\escape", pos);
       }
       run = pos;
     }
-  };
-  const object = (): PyDict => {
+  }
+
+  object(): PyDict {
+    const text = this.text;
     const map: PyDict = new Map();
-    pos++;
-    skip();
-    if (text[pos] === "}") return pos++, map;
+    this.pos++;
+    this.skip();
+    if (text[this.pos] === "}") return this.pos++, map;
     for (;;) {
-      if (text[pos] !== '"') fail("Expecting property name enclosed in double quotes");
-      const key = string();
-      skip();
-      if (text[pos] !== ":") fail("Expecting ':' delimiter");
-      pos++;
-      skip();
-      map.set(key, value());
-      skip();
-      if (text[pos] === "}") return pos++, map;
-      if (text[pos] !== ",") fail("Expecting ',' delimiter");
-      pos++;
-      skip();
+      if (text[this.pos] !== '"') this.fail("Expecting property name enclosed in double quotes");
+      const key = this.string();
+      this.skip();
+      if (text[this.pos] !== ":") this.fail("Expecting ':' delimiter");
+      this.pos++;
+      this.skip();
+      map.set(key, this.value());
+      this.skip();
+      if (text[this.pos] === "}") return this.pos++, map;
+      if (text[this.pos] !== ",") this.fail("Expecting ',' delimiter");
+      this.pos++;
+      this.skip();
     }
-  };
-  const array = (): PyValue[] => {
+  }
+
+  array(): PyValue[] {
+    const text = this.text;
     const list: PyValue[] = [];
-    pos++;
-    skip();
-    if (text[pos] === "]") return pos++, list;
+    this.pos++;
+    this.skip();
+    if (text[this.pos] === "]") return this.pos++, list;
     for (;;) {
-      list.push(value());
-      skip();
-      if (text[pos] === "]") return pos++, list;
-      if (text[pos] !== ",") fail("Expecting ',' delimiter");
-      pos++;
-      skip();
+      list.push(this.value());
+      this.skip();
+      if (text[this.pos] === "]") return this.pos++, list;
+      if (text[this.pos] !== ",") this.fail("Expecting ',' delimiter");
+      this.pos++;
+      this.skip();
     }
-  };
-  skip();
-  const result = value();
-  skip();
-  if (pos !== text.length) fail("Extra data");
-  return result;
+  }
 }
 
 /** Python's `json.loads`, or `undefined` where it raises. */

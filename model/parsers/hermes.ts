@@ -66,63 +66,10 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
     return null;
   };
 
-  /**
-   * Each `<tool_call>` region of the text as bounds [start, end) of its stripped JSON, and
-   * whether it is complete. Bounds rather than copies: a long call is re-read on every delta.
-   */
-  const callJsons = (text: string): { start: number; end: number; complete: boolean }[] => {
-    const out: { start: number; end: number; complete: boolean }[] = [];
-    let pos = 0;
-    for (;;) {
-      const start = text.indexOf(START, pos);
-      if (start < 0) break;
-      const jsonStart = start + START.length;
-      const end = text.indexOf(END, jsonStart);
-      if (end >= 0) {
-        const [a, b] = stripBounds(text, jsonStart, end);
-        out.push({ start: a, end: b, complete: true });
-        pos = end + END.length;
-      } else {
-        const overlap = partialTagOverlap(text.slice(Math.max(jsonStart, text.length - END.length)), END);
-        const [a, b] = stripBounds(text, jsonStart, text.length - overlap);
-        out.push({ start: a, end: b, complete: isCompleteJson(text, a, b) });
-        break;
-      }
-    }
-    return out;
-  };
-
-  /** The bounds of the arguments text of a call's JSON (after `"arguments":`), or undefined. */
-  const argsBounds = (text: string, start: number, end: number, complete: boolean): [number, number] | undefined => {
-    const m = searchIn(ARGUMENTS_G, text, start, end);
-    if (!m) return undefined;
-    let a = m.index + m[0].length;
-    let b = end;
-    if (complete) {
-      b = stripBounds(text, a, b, "end")[1];
-      if (b > a && text[b - 1] === "}") b = stripBounds(text, a, b - 1, "end")[1];
-    }
-    return [a, b];
-  };
-
   return {
     engineBased: false,
 
-    extractToolCalls(output) {
-      if (!output.includes(START)) return { toolsCalled: false, toolCalls: [], content: output };
-      const toolCalls = [];
-      for (const m of output.matchAll(CALL)) {
-        // Python's findall gives "" for an unmatched group; an empty first group falls to the second.
-        const body = m[1] ? m[1] : (m[2] ?? "");
-        const call = tryPyLoads(body);
-        if (!(call instanceof Map) || !call.has("name") || !call.has("arguments")) return { toolsCalled: false, toolCalls: [], content: output };
-        const name = call.get("name");
-        if (typeof name !== "string") return { toolsCalled: false, toolCalls: [], content: output };
-        toolCalls.push({ id: ctx.newToolCallId(), name, arguments: pyDumps(call.get("arguments")!) });
-      }
-      const content = output.slice(0, output.indexOf(START));
-      return { toolsCalled: true, toolCalls, content: content || null };
-    },
+    extractToolCalls: (output) => extractHermesToolCalls(output, ctx),
 
     extractToolCallsStreaming(args: StreamArgs): DeltaMessage | null {
       const text = args.currentText;
@@ -158,6 +105,62 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
       return calls.at(-1)!.argsSet ? "" : "{}";
     },
   };
+}
+
+/**
+ * Each `<tool_call>` region of the text as bounds [start, end) of its stripped JSON, and
+ * whether it is complete. Bounds rather than copies: a long call is re-read on every delta.
+ */
+function callJsons(text: string): { start: number; end: number; complete: boolean }[] {
+  const out: { start: number; end: number; complete: boolean }[] = [];
+  let pos = 0;
+  for (;;) {
+    const start = text.indexOf(START, pos);
+    if (start < 0) break;
+    const jsonStart = start + START.length;
+    const end = text.indexOf(END, jsonStart);
+    if (end >= 0) {
+      const [a, b] = stripBounds(text, jsonStart, end);
+      out.push({ start: a, end: b, complete: true });
+      pos = end + END.length;
+    } else {
+      const overlap = partialTagOverlap(text.slice(Math.max(jsonStart, text.length - END.length)), END);
+      const [a, b] = stripBounds(text, jsonStart, text.length - overlap);
+      out.push({ start: a, end: b, complete: isCompleteJson(text, a, b) });
+      break;
+    }
+  }
+  return out;
+}
+
+/** The bounds of the arguments text of a call's JSON (after `"arguments":`), or undefined. */
+function argsBounds(text: string, start: number, end: number, complete: boolean): [number, number] | undefined {
+  const m = searchIn(ARGUMENTS_G, text, start, end);
+  if (!m) return undefined;
+  let a = m.index + m[0].length;
+  let b = end;
+  if (complete) {
+    b = stripBounds(text, a, b, "end")[1];
+    if (b > a && text[b - 1] === "}") b = stripBounds(text, a, b - 1, "end")[1];
+  }
+  return [a, b];
+}
+
+/** The non-streaming extraction: every call read with json.loads, or none at all (the whole output is content). */
+function extractHermesToolCalls(output: string, ctx: ParserContext): ExtractedToolCalls {
+  if (!output.includes(START)) return { toolsCalled: false, toolCalls: [], content: output };
+  const toolCalls = [];
+  for (const m of output.matchAll(CALL)) {
+    // Python's findall gives "" for an unmatched group; an empty first group falls to the second.
+    const body = m[1] ? m[1] : (m[2] ?? "");
+    const call = tryPyLoads(body);
+    if (!(call instanceof Map) || !call.has("name") || !call.has("arguments")) return { toolsCalled: false, toolCalls: [], content: output };
+    const name = call.get("name");
+    if (typeof name !== "string") return { toolsCalled: false, toolCalls: [], content: output };
+    toolCalls.push({ id: ctx.newToolCallId(), name, arguments: pyDumps(call.get("arguments")!) });
+  }
+  const content = output.slice(0, output.indexOf(START));
+  return { toolsCalled: true, toolCalls, content: content || null };
 }
 
 /**

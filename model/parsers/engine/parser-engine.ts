@@ -10,7 +10,7 @@ import { pyDumps, tryPyLoads, type PyDict, type PyValue } from "../../pyjson.ts"
 import { pyStrip, pyRstrip } from "../../pystr.ts";
 import { coerceToSchemaType, extractTypesFromSchema } from "../coerce.ts";
 import type { DeltaMessage, DeltaToolCall, ExtractedToolCalls, ParserContext, ParseRequest, ReasoningParser, StreamArgs, ToolCall, ToolCallParser } from "../types.ts";
-import { streamingEngine, transitionKey, type EngineConfig, type ParserState, type SemanticEvent } from "./streaming-engine.ts";
+import { streamingEngine, transitionKey, type EngineConfig, type ParserState, type SemanticEvent, type StreamingEngine } from "./streaming-engine.ts";
 
 interface Slot {
   id: string;
@@ -42,57 +42,173 @@ export interface ParserEngine {
  * engine.extractReasoning("<think>\nhm\n</think>\n\nHi"); // ["\nhm\n", "\n\nHi"]
  */
 export function parserEngine(config: EngineConfig, ctx: ParserContext, initialTools: readonly unknown[] | null | undefined): ParserEngine {
-  let tools = initialTools ?? null;
-  const engine = streamingEngine(config, ctx);
-  const hasReasoning = "THINK_END" in config.tokenIdTerminals || "THINK_START" in config.terminals || "THINK_END" in config.terminals || config.initialState === "REASONING";
-  let reasoningEnded = !hasReasoning;
-  let promptClosesReasoning = false;
-  let streamingInitialized = false;
-  let slots: Slot[] = [];
-  let deferredContent = "";
-  let deferredReasoning = "";
-  let contentHasNonWs = false;
-  let suppressToolCalls = false;
+  return new GrammarParserEngine(config, ctx, initialTools ?? null);
+}
 
-  const idOf = (token: string | undefined) => (token === undefined ? undefined : ctx.tokenId(token));
-  const reasoningStartId = idOf(config.tokenIdTerminals.THINK_START);
-  const reasoningEndId = idOf(config.tokenIdTerminals.THINK_END);
-  const boundaryIds = new Set(config.turnBoundaryTokens.map((t) => ctx.tokenId(t)).filter((id): id is number => id !== undefined));
-  const reasoningEndIds = ((): Set<number> => {
-    const ends = new Map<string, ParserState>();
-    for (const [key, tr] of Object.entries(config.transitions)) {
-      const [state, terminal] = key.split(" ") as [ParserState, string];
-      if (state !== "REASONING") continue;
-      if (tr.events.includes("REASONING_END")) {
-        if (!ends.has(terminal)) ends.set(terminal, tr.next);
-      } else if (tr.next !== "REASONING") return new Set();
+/**
+ * The ids after which reasoning has ended: those of the terminals whose transition out of
+ * REASONING reports its end (none when reasoning can be left another way, or when an end into
+ * content has no token id).
+ */
+function reasoningEndIdsOf(config: EngineConfig, idOf: (token: string | undefined) => number | undefined): Set<number> {
+  const ends = new Map<string, ParserState>();
+  for (const [key, tr] of Object.entries(config.transitions)) {
+    const [state, terminal] = key.split(" ") as [ParserState, string];
+    if (state !== "REASONING") continue;
+    if (tr.events.includes("REASONING_END")) {
+      if (!ends.has(terminal)) ends.set(terminal, tr.next);
+    } else if (tr.next !== "REASONING") return new Set();
+  }
+  const ids = new Set<number>();
+  for (const [terminal, next] of ends) {
+    const id = idOf(config.tokenIdTerminals[terminal]);
+    if (id !== undefined) ids.add(id);
+    else if (next === "CONTENT") return new Set();
+  }
+  return ids;
+}
+
+/** One engine over one output: the streaming engine's events become deltas, tool-call slots fill as they stream. */
+class GrammarParserEngine implements ParserEngine {
+  private readonly engine: StreamingEngine;
+  private readonly hasReasoning: boolean;
+  private reasoningEndSeen: boolean;
+  private promptClosesReasoning = false;
+  private streamingInitialized = false;
+  private slots: Slot[] = [];
+  private deferredContent = "";
+  private deferredReasoning = "";
+  private contentHasNonWs = false;
+  private suppressToolCalls = false;
+  private readonly reasoningStartId: number | undefined;
+  private readonly reasoningEndId: number | undefined;
+  private readonly boundaryIds: Set<number>;
+  private readonly reasoningEndIds: Set<number>;
+
+  constructor(
+    private readonly config: EngineConfig,
+    private readonly ctx: ParserContext,
+    private tools: readonly unknown[] | null,
+  ) {
+    this.engine = streamingEngine(config, ctx);
+    this.hasReasoning = "THINK_END" in config.tokenIdTerminals || "THINK_START" in config.terminals || "THINK_END" in config.terminals || config.initialState === "REASONING";
+    this.reasoningEndSeen = !this.hasReasoning;
+    const idOf = (token: string | undefined) => (token === undefined ? undefined : ctx.tokenId(token));
+    this.reasoningStartId = idOf(config.tokenIdTerminals.THINK_START);
+    this.reasoningEndId = idOf(config.tokenIdTerminals.THINK_END);
+    this.boundaryIds = new Set(config.turnBoundaryTokens.map((t) => ctx.tokenId(t)).filter((id): id is number => id !== undefined));
+    this.reasoningEndIds = reasoningEndIdsOf(config, idOf);
+  }
+
+  get skipToolParsing(): boolean {
+    return this.engine.skipToolParsing;
+  }
+
+  set skipToolParsing(value: boolean) {
+    this.engine.skipToolParsing = value;
+  }
+
+  get reasoningEnded(): boolean {
+    return this.reasoningEndSeen;
+  }
+
+  extractReasoning(text: string): [string | null, string | null] {
+    this.reset();
+    const events = this.engine.feed(text);
+    events.push(...this.engine.finish());
+    let reasoning = "";
+    let content = "";
+    for (const ev of events) {
+      if (ev.type === "REASONING_CHUNK") reasoning += ev.value;
+      else if (ev.type === "TEXT_CHUNK") content += ev.value;
+      else if (ev.type === "REASONING_END") this.reasoningEndSeen = true;
     }
-    const ids = new Set<number>();
-    for (const [terminal, next] of ends) {
-      const id = idOf(config.tokenIdTerminals[terminal]);
-      if (id !== undefined) ids.add(id);
-      else if (next === "CONTENT") return new Set();
+    if (this.config.stripTrailingReasoningWhitespace) reasoning = pyRstrip(reasoning);
+    return [reasoning || null, content || null];
+  }
+
+  extractReasoningStreaming(delta: string, ids: readonly number[]): DeltaMessage | null {
+    this.initializeStreaming();
+    return this.stripTrailingReasoning(this.eventsToDelta(this.engine.feed(delta, ids)));
+  }
+
+  extractToolCallsFromContent(content: string, request: ParseRequest): ExtractedToolCalls {
+    this.checkSkipToolParsing(request);
+    const [, parsed, info] = this.singlePassParse(content, "CONTENT");
+    if (parsed !== null && info.content === null) return { ...info, content: parsed };
+    return info;
+  }
+
+  extractToolCallsStreaming(delta: string, ids: readonly number[], request: ParseRequest, initialState?: ParserState): DeltaMessage | null {
+    this.initializeStreaming(initialState);
+    this.checkSkipToolParsing(request);
+    return this.stripTrailingReasoning(this.eventsToDelta(this.engine.feed(delta, ids)));
+  }
+
+  finishStreaming(): DeltaMessage | null {
+    const events = this.engine.finish();
+    if (events.length > 0 || this.deferredContent) return this.eventsToDelta(events, true);
+    return null;
+  }
+
+  setPromptTokenIds(ids: readonly number[]): void {
+    this.promptClosesReasoning = this.config.initialState === "REASONING" && this.boundaryIds.size > 0 && this.isReasoningEnd(ids);
+  }
+
+  isReasoningEnd(ids: readonly number[]): boolean {
+    const config = this.config;
+    const wait = config.waitForReasoning ?? config.initialState === "REASONING";
+    const start = config.transitions[transitionKey(config.initialState, "THINK_START")];
+    const startOpens = start !== undefined && start.next === "REASONING";
+    for (let i = ids.length - 1; i >= 0; i--) {
+      const id = ids[i]!;
+      if (this.reasoningEndIds.has(id)) return true;
+      if (id === this.reasoningStartId) {
+        if (startOpens) return false;
+        break;
+      }
+      if (this.boundaryIds.has(id)) break;
     }
-    return ids;
-  })();
+    return !wait;
+  }
 
-  const reset = (initialState?: ParserState) => {
-    const promptClosed = initialState === undefined && promptClosesReasoning;
-    engine.reset(promptClosed ? "CONTENT" : initialState);
-    reasoningEnded = !hasReasoning || promptClosed;
-    slots = [];
-    deferredContent = "";
-    deferredReasoning = "";
-    contentHasNonWs = false;
-  };
-  const initializeStreaming = (initialState?: ParserState) => {
-    if (streamingInitialized) return;
-    streamingInitialized = true;
-    reset(initialState);
-  };
+  extractContentIds(ids: readonly number[]): number[] {
+    const config = this.config;
+    const { reasoningEndId, reasoningEndIds, boundaryIds } = this;
+    const wait = config.waitForReasoning ?? config.initialState === "REASONING";
+    if (!wait) return [...ids];
+    if (reasoningEndId !== undefined) for (let i = ids.length - 1; i >= 0; i--) if (ids[i] === reasoningEndId) return ids.slice(i + 1);
+    if (reasoningEndIds.size > 0) {
+      let turnStart = 0;
+      for (let i = ids.length - 1; i >= 0; i--) {
+        if (boundaryIds.has(ids[i]!)) {
+          turnStart = i + 1;
+          break;
+        }
+      }
+      for (let i = turnStart; i < ids.length; i++) if (reasoningEndIds.has(ids[i]!)) return ids.slice(i);
+    }
+    return [...ids];
+  }
 
-  const propertiesOf = (name: string): Record<string, unknown> => {
-    for (const tool of tools ?? []) {
+  private reset(initialState?: ParserState): void {
+    const promptClosed = initialState === undefined && this.promptClosesReasoning;
+    this.engine.reset(promptClosed ? "CONTENT" : initialState);
+    this.reasoningEndSeen = !this.hasReasoning || promptClosed;
+    this.slots = [];
+    this.deferredContent = "";
+    this.deferredReasoning = "";
+    this.contentHasNonWs = false;
+  }
+
+  private initializeStreaming(initialState?: ParserState): void {
+    if (this.streamingInitialized) return;
+    this.streamingInitialized = true;
+    this.reset(initialState);
+  }
+
+  private propertiesOf(name: string): Record<string, unknown> {
+    for (const tool of this.tools ?? []) {
       const fn = isObject(tool) ? tool.function : undefined;
       if (isObject(fn) && fn.name === name) {
         const props = isObject(fn.parameters) ? fn.parameters.properties : undefined;
@@ -100,70 +216,69 @@ export function parserEngine(config: EngineConfig, ctx: ParserContext, initialTo
       }
     }
     return {};
-  };
-  const toolNameKnown = (name: string) => (tools ?? []).some((t) => isObject(t) && isObject(t.function) && t.function.name === name);
-  const acceptToolName = (name: string) => Boolean(name) && (!config.validateToolNames || !tools || tools.length === 0 || toolNameKnown(name));
+  }
 
-  const streamableStringKeys = (properties: Record<string, unknown>): Set<string> | null => {
-    const keys = Object.keys(properties);
-    if (keys.length === 0) return null;
-    return new Set(keys.filter((k) => {
-      const types = extractTypesFromSchema(properties[k]);
-      return types.length === 1 && types[0] === "string";
-    }));
-  };
+  private toolNameKnown(name: string): boolean {
+    return (this.tools ?? []).some((t) => isObject(t) && isObject(t.function) && t.function.name === name);
+  }
+
+  private acceptToolName(name: string): boolean {
+    const tools = this.tools;
+    return Boolean(name) && (!this.config.validateToolNames || !tools || tools.length === 0 || this.toolNameKnown(name));
+  }
 
   /** _fix_arg_types: string values typed by the tool's schema. */
-  const fixArgTypes = (argsJson: string, name: string): string => {
+  private fixArgTypes(argsJson: string, name: string): string {
+    const tools = this.tools;
     if (!tools || tools.length === 0 || !name) return argsJson;
     const args = tryPyLoads(argsJson);
     if (!(args instanceof Map)) return argsJson;
-    const properties = propertiesOf(name);
+    const properties = this.propertiesOf(name);
     if (Object.keys(properties).length === 0) return argsJson;
     return coerceDict(args, properties) ? pyDumps(args) : argsJson;
-  };
+  }
 
-  const ensureToolId = (slot: Slot) => {
-    if (!slot.id) slot.id = ctx.newToolCallId();
-  };
+  private ensureToolId(slot: Slot): void {
+    if (!slot.id) slot.id = this.ctx.newToolCallId();
+  }
 
-  const emitName = (idx: number, deltas: DeltaToolCall[], name: string | null) => {
-    if (name === null || !acceptToolName(name)) return;
-    const slot = slots[idx]!;
+  private emitName(idx: number, deltas: DeltaToolCall[], name: string | null): void {
+    if (name === null || !this.acceptToolName(name)) return;
+    const slot = this.slots[idx]!;
     slot.name = name;
     slot.nameSent = true;
-    slot.stringKeys = streamableStringKeys(propertiesOf(name));
-    ensureToolId(slot);
+    slot.stringKeys = streamableStringKeys(this.propertiesOf(name));
+    this.ensureToolId(slot);
     deltas.push({ index: idx, id: slot.id, type: "function", function: { name } });
-  };
+  }
 
-  const tryExtractName = (idx: number): string | null => {
-    const m = /"name"\s*:\s*"([^"]*)"/.exec(slots[idx]!.args);
+  private tryExtractName(idx: number): string | null {
+    const m = /"name"\s*:\s*"([^"]*)"/.exec(this.slots[idx]!.args);
     return m && m[1] ? m[1] : null;
-  };
+  }
 
-  const computeArgDelta = (idx: number): string | null => {
-    const converter = config.argConverter;
-    const slot = slots[idx]!;
+  private computeArgDelta(idx: number): string | null {
+    const converter = this.config.argConverter;
+    const slot = this.slots[idx]!;
     if (!converter) return null;
-    if (!config.streamArgDeltas) return null;
+    if (!this.config.streamArgDeltas) return null;
     let current = converter(slot.args, true);
     if (!current) return null;
-    if (slot.name) current = fixArgTypes(current, slot.name);
+    if (slot.name) current = this.fixArgTypes(current, slot.name);
     const prev = slot.streamedJson;
     const safe = safeArgPrefix(current, slot.stringKeys);
     if (!safe) return null;
     if (prev && !safe.startsWith(prev)) return null;
     slot.streamedJson = safe;
     return safe.slice(prev.length) || null;
-  };
+  }
 
-  const flushArgConverter = (idx: number): string | null => {
-    const converter = config.argConverter;
+  private flushArgConverter(idx: number): string | null {
+    const converter = this.config.argConverter;
     if (!converter) return null;
-    const slot = slots[idx]!;
+    const slot = this.slots[idx]!;
     let final = converter(slot.args, false);
-    if (final) final = fixArgTypes(final, slot.name);
+    if (final) final = this.fixArgTypes(final, slot.name);
     const prev = slot.streamedJson;
     if (final && final.length > prev.length) {
       if (prev && !final.startsWith(prev)) return null;
@@ -171,99 +286,89 @@ export function parserEngine(config: EngineConfig, ctx: ParserContext, initialTo
       return final.slice(prev.length);
     }
     return null;
-  };
+  }
 
-  const handleArgChunk = (ev: SemanticEvent, deltas: DeltaToolCall[]) => {
-    const slot = slots[ev.toolIndex]!;
+  private handleArgChunk(ev: SemanticEvent, deltas: DeltaToolCall[]): void {
+    const slot = this.slots[ev.toolIndex]!;
     if (ev.value) slot.args += ev.value;
     if (!slot.nameSent) {
-      if (slot.name) emitName(ev.toolIndex, deltas, slot.name);
-      else if (ev.value) emitName(ev.toolIndex, deltas, tryExtractName(ev.toolIndex));
+      if (slot.name) this.emitName(ev.toolIndex, deltas, slot.name);
+      else if (ev.value) this.emitName(ev.toolIndex, deltas, this.tryExtractName(ev.toolIndex));
     } else if (ev.value) {
-      const diff = computeArgDelta(ev.toolIndex);
+      const diff = this.computeArgDelta(ev.toolIndex);
       if (diff) deltas.push({ index: ev.toolIndex, function: { arguments: diff } });
     }
-  };
+  }
 
-  const handleToolEnd = (ev: SemanticEvent, deltas: DeltaToolCall[]) => {
+  private handleToolEnd(ev: SemanticEvent, deltas: DeltaToolCall[]): void {
     const idx = ev.toolIndex;
-    if (idx >= slots.length) return;
-    let remaining = flushArgConverter(idx);
-    const slot = slots[idx]!;
+    if (idx >= this.slots.length) return;
+    let remaining = this.flushArgConverter(idx);
+    const slot = this.slots[idx]!;
     if (!slot.nameSent) {
-      const name = slot.name || tryExtractName(idx) || "";
-      if (acceptToolName(name)) {
+      const name = slot.name || this.tryExtractName(idx) || "";
+      if (this.acceptToolName(name)) {
         slot.name = name;
         slot.nameSent = true;
-        slot.stringKeys = streamableStringKeys(propertiesOf(name));
-        ensureToolId(slot);
+        slot.stringKeys = streamableStringKeys(this.propertiesOf(name));
+        this.ensureToolId(slot);
         deltas.push({ index: idx, id: slot.id, type: "function", function: { name, arguments: remaining ?? "" } });
         remaining = null;
       }
     }
     if (remaining && slot.nameSent) deltas.push({ index: idx, function: { arguments: remaining } });
-  };
+  }
 
-  const eventsToDelta = (events: SemanticEvent[], finished = false): DeltaMessage | null => {
-    if (events.length === 0 && !deferredContent) return null;
+  /** A tool event (unless tool calls are suppressed); whether it was one. */
+  private onToolEvent(ev: SemanticEvent, toolDeltas: DeltaToolCall[]): boolean {
+    switch (ev.type) {
+      case "TOOL_CALL_START":
+        while (this.slots.length <= ev.toolIndex) this.slots.push(newSlot());
+        return true;
+      case "TOOL_NAME":
+        this.slots[ev.toolIndex]!.name += ev.value;
+        return true;
+      case "ARG_VALUE_CHUNK":
+        this.handleArgChunk(ev, toolDeltas);
+        return true;
+      case "TOOL_CALL_END":
+        this.handleToolEnd(ev, toolDeltas);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  private eventsToDelta(events: SemanticEvent[], finished = false): DeltaMessage | null {
+    if (events.length === 0 && !this.deferredContent) return null;
     let toolDeltas: DeltaToolCall[] = [];
     const contentParts: string[] = [];
     const reasoningParts: string[] = [];
-    const carried = deferredContent;
+    const carried = this.deferredContent;
     let sawToolEvent = false;
-    const suppress = suppressToolCalls;
+    const suppress = this.suppressToolCalls;
     for (const ev of events) {
-      switch (ev.type) {
-        case "TEXT_CHUNK":
-          if (sawToolEvent) deferredContent += ev.value;
-          else contentParts.push(ev.value);
-          break;
-        case "REASONING_CHUNK":
-          reasoningParts.push(ev.value);
-          break;
-        case "REASONING_END":
-          reasoningEnded = true;
-          break;
-        case "TOOL_CALL_START":
-          if (!suppress) {
-            sawToolEvent = true;
-            while (slots.length <= ev.toolIndex) slots.push(newSlot());
-          }
-          break;
-        case "TOOL_NAME":
-          if (!suppress) {
-            sawToolEvent = true;
-            slots[ev.toolIndex]!.name += ev.value;
-          }
-          break;
-        case "ARG_VALUE_CHUNK":
-          if (!suppress) {
-            sawToolEvent = true;
-            handleArgChunk(ev, toolDeltas);
-          }
-          break;
-        case "TOOL_CALL_END":
-          if (!suppress) {
-            sawToolEvent = true;
-            handleToolEnd(ev, toolDeltas);
-          }
-          break;
-      }
+      if (ev.type === "TEXT_CHUNK") {
+        if (sawToolEvent) this.deferredContent += ev.value;
+        else contentParts.push(ev.value);
+      } else if (ev.type === "REASONING_CHUNK") reasoningParts.push(ev.value);
+      else if (ev.type === "REASONING_END") this.reasoningEndSeen = true;
+      else if (!suppress && this.onToolEvent(ev, toolDeltas)) sawToolEvent = true;
     }
     if (toolDeltas.length > 1) toolDeltas = coalesce(toolDeltas);
-    if (deferredContent && (!sawToolEvent || toolDeltas.length === 0)) {
-      const now = deferredContent.slice(carried.length);
+    if (this.deferredContent && (!sawToolEvent || toolDeltas.length === 0)) {
+      const now = this.deferredContent.slice(carried.length);
       if (carried) contentParts.unshift(carried);
       if (now) contentParts.push(now);
-      deferredContent = "";
+      this.deferredContent = "";
     }
     let content = contentParts.join("");
-    if (!contentHasNonWs && content) {
-      if (pyStrip(content)) contentHasNonWs = true;
-      else if (slots.length > 0) {
-        if (config.dropWhitespaceOnlyContentBeforeTools) content = "";
+    if (!this.contentHasNonWs && content) {
+      if (pyStrip(content)) this.contentHasNonWs = true;
+      else if (this.slots.length > 0) {
+        if (this.config.dropWhitespaceOnlyContentBeforeTools) content = "";
       } else if (!finished) {
-        deferredContent = content;
+        this.deferredContent = content;
         content = "";
       }
     }
@@ -274,29 +379,30 @@ export function parserEngine(config: EngineConfig, ctx: ParserContext, initialTo
     if (reasoning) delta.reasoning = reasoning;
     if (toolDeltas.length > 0) delta.toolCalls = toolDeltas;
     return delta;
-  };
+  }
 
-  const stripTrailingReasoning = (delta: DeltaMessage | null): DeltaMessage | null => {
-    if (!config.stripTrailingReasoningWhitespace) return delta;
+  private stripTrailingReasoning(delta: DeltaMessage | null): DeltaMessage | null {
+    if (!this.config.stripTrailingReasoningWhitespace) return delta;
     if (delta && delta.reasoning != null) {
-      const combined = deferredReasoning + delta.reasoning;
+      const combined = this.deferredReasoning + delta.reasoning;
       const trimmed = pyRstrip(combined);
-      deferredReasoning = combined.slice(trimmed.length);
+      this.deferredReasoning = combined.slice(trimmed.length);
       delta.reasoning = trimmed || null;
       if (delta.reasoning == null && delta.content == null && !delta.toolCalls?.length) return null;
-    } else if (deferredReasoning && reasoningEnded) deferredReasoning = "";
+    } else if (this.deferredReasoning && this.reasoningEndSeen) this.deferredReasoning = "";
     return delta;
-  };
+  }
 
-  const checkSkipToolParsing = (request: ParseRequest) => {
-    if (request.tools && request.tools.length > 0) tools = request.tools;
-    if (!engine.skipToolParsing && !suppressToolCalls && request.tool_choice === "none" && request.tools && request.tools.length > 0) suppressToolCalls = true;
-  };
+  private checkSkipToolParsing(request: ParseRequest): void {
+    if (request.tools && request.tools.length > 0) this.tools = request.tools;
+    if (!this.engine.skipToolParsing && !this.suppressToolCalls && request.tool_choice === "none" && request.tools && request.tools.length > 0) this.suppressToolCalls = true;
+  }
 
-  const buildExtractedResult = (...deltas: (DeltaMessage | null)[]): ExtractedToolCalls => {
+  private buildExtractedResult(...deltas: (DeltaMessage | null)[]): ExtractedToolCalls {
+    const config = this.config;
     const content = deltas.map((d) => d?.content ?? "").join("");
     const toolCalls: ToolCall[] = [];
-    for (const slot of slots) {
+    for (const slot of this.slots) {
       if (!slot.name && !slot.args) continue;
       let name = pyStrip(slot.name);
       const raw = slot.args;
@@ -304,130 +410,62 @@ export function parserEngine(config: EngineConfig, ctx: ParserContext, initialTo
       if (!name && pyStrip(raw)) [name, argsJson] = extractNameAndArgs(raw);
       else if (pyStrip(raw)) argsJson = config.argConverter ? config.argConverter(raw, false) : extractNameAndArgs(raw)[1];
       else argsJson = "{}";
-      if (acceptToolName(name)) {
-        ensureToolId(slot);
-        toolCalls.push({ id: slot.id, name, arguments: fixArgTypes(argsJson, name) });
+      if (this.acceptToolName(name)) {
+        this.ensureToolId(slot);
+        toolCalls.push({ id: slot.id, name, arguments: this.fixArgTypes(argsJson, name) });
       }
     }
-    return { toolsCalled: toolCalls.length > 0, toolCalls, content: stripContentWhitespace(content, toolCalls.length > 0) };
-  };
+    return { toolsCalled: toolCalls.length > 0, toolCalls, content: this.stripContentWhitespace(content, toolCalls.length > 0) };
+  }
 
-  const stripContentWhitespace = (content: string, toolsCalled: boolean): string | null => {
+  private stripContentWhitespace(content: string, toolsCalled: boolean): string | null {
     if (toolsCalled) {
-      if (config.stripContentWhitespaceWithTools) content = pyStrip(content);
-      else if (config.dropWhitespaceOnlyContentBeforeTools && !pyStrip(content)) content = "";
+      if (this.config.stripContentWhitespaceWithTools) content = pyStrip(content);
+      else if (this.config.dropWhitespaceOnlyContentBeforeTools && !pyStrip(content)) content = "";
     }
     return content || null;
-  };
-
-  const singlePassParse = (text: string, initialState?: ParserState): [string | null, string | null, ExtractedToolCalls] => {
-    reset(initialState);
-    const events = engine.feed(text);
-    events.push(...engine.finish());
-    const delta = eventsToDelta(events, true);
-    const info = buildExtractedResult();
-    let reasoning = delta?.reasoning ?? null;
-    if (reasoning && config.stripTrailingReasoningWhitespace) reasoning = pyRstrip(reasoning) || null;
-    let content = delta?.content ?? null;
-    if (content) content = stripContentWhitespace(content, info.toolsCalled);
-    return [reasoning, content, info];
-  };
-
-  const self: ParserEngine = {
-    get skipToolParsing() {
-      return engine.skipToolParsing;
-    },
-    set skipToolParsing(value: boolean) {
-      engine.skipToolParsing = value;
-    },
-    get reasoningEnded() {
-      return reasoningEnded;
-    },
-    extractReasoning(text) {
-      reset();
-      const events = engine.feed(text);
-      events.push(...engine.finish());
-      let reasoning = "";
-      let content = "";
-      for (const ev of events) {
-        if (ev.type === "REASONING_CHUNK") reasoning += ev.value;
-        else if (ev.type === "TEXT_CHUNK") content += ev.value;
-        else if (ev.type === "REASONING_END") reasoningEnded = true;
-      }
-      if (config.stripTrailingReasoningWhitespace) reasoning = pyRstrip(reasoning);
-      return [reasoning || null, content || null];
-    },
-    extractReasoningStreaming(delta, ids) {
-      initializeStreaming();
-      return stripTrailingReasoning(eventsToDelta(engine.feed(delta, ids)));
-    },
-    extractToolCallsFromContent(content, request) {
-      checkSkipToolParsing(request);
-      const [, parsed, info] = singlePassParse(content, "CONTENT");
-      if (parsed !== null && info.content === null) return { ...info, content: parsed };
-      return info;
-    },
-    extractToolCallsStreaming(delta, ids, request, initialState) {
-      initializeStreaming(initialState);
-      checkSkipToolParsing(request);
-      return stripTrailingReasoning(eventsToDelta(engine.feed(delta, ids)));
-    },
-    finishStreaming() {
-      const events = engine.finish();
-      if (events.length > 0 || deferredContent) return eventsToDelta(events, true);
-      return null;
-    },
-    setPromptTokenIds(ids) {
-      promptClosesReasoning = config.initialState === "REASONING" && boundaryIds.size > 0 && self.isReasoningEnd(ids);
-    },
-    isReasoningEnd(ids) {
-      const wait = config.waitForReasoning ?? config.initialState === "REASONING";
-      const start = config.transitions[transitionKey(config.initialState, "THINK_START")];
-      const startOpens = start !== undefined && start.next === "REASONING";
-      for (let i = ids.length - 1; i >= 0; i--) {
-        const id = ids[i]!;
-        if (reasoningEndIds.has(id)) return true;
-        if (id === reasoningStartId) {
-          if (startOpens) return false;
-          break;
-        }
-        if (boundaryIds.has(id)) break;
-      }
-      return !wait;
-    },
-    extractContentIds(ids) {
-      const wait = config.waitForReasoning ?? config.initialState === "REASONING";
-      if (!wait) return [...ids];
-      if (reasoningEndId !== undefined) for (let i = ids.length - 1; i >= 0; i--) if (ids[i] === reasoningEndId) return ids.slice(i + 1);
-      if (reasoningEndIds.size > 0) {
-        let turnStart = 0;
-        for (let i = ids.length - 1; i >= 0; i--) {
-          if (boundaryIds.has(ids[i]!)) {
-            turnStart = i + 1;
-            break;
-          }
-        }
-        for (let i = turnStart; i < ids.length; i++) if (reasoningEndIds.has(ids[i]!)) return ids.slice(i);
-      }
-      return [...ids];
-    },
-  };
-  return self;
-
-  function extractNameAndArgs(rawBody: string): [string, string] {
-    const body = pyStrip(rawBody);
-    const parsed = tryPyLoads(body);
-    if (!(parsed instanceof Map)) return ["", body];
-    const name = parsed.get("name");
-    for (const key of ["arguments", "parameters"]) {
-      if (parsed.has(key)) {
-        const v = parsed.get(key)!;
-        return [typeof name === "string" ? name : "", typeof v === "string" ? v : pyDumps(v)];
-      }
-    }
-    const rest: PyDict = new Map([...parsed].filter(([k]) => k !== "name"));
-    return [typeof name === "string" ? name : "", pyDumps(rest)];
   }
+
+  private singlePassParse(text: string, initialState?: ParserState): [string | null, string | null, ExtractedToolCalls] {
+    this.reset(initialState);
+    const events = this.engine.feed(text);
+    events.push(...this.engine.finish());
+    const delta = this.eventsToDelta(events, true);
+    const info = this.buildExtractedResult();
+    let reasoning = delta?.reasoning ?? null;
+    if (reasoning && this.config.stripTrailingReasoningWhitespace) reasoning = pyRstrip(reasoning) || null;
+    let content = delta?.content ?? null;
+    if (content) content = this.stripContentWhitespace(content, info.toolsCalled);
+    return [reasoning, content, info];
+  }
+}
+
+/** The keys of a tool's properties whose schema is only a string (their values stream as they grow); null without properties. */
+function streamableStringKeys(properties: Record<string, unknown>): Set<string> | null {
+  const keys = Object.keys(properties);
+  if (keys.length === 0) return null;
+  return new Set(
+    keys.filter((k) => {
+      const types = extractTypesFromSchema(properties[k]);
+      return types.length === 1 && types[0] === "string";
+    }),
+  );
+}
+
+/** A call's name and arguments JSON from its raw body (`{"name": …, "arguments"|"parameters": …}`, else the rest of the object). */
+function extractNameAndArgs(rawBody: string): [string, string] {
+  const body = pyStrip(rawBody);
+  const parsed = tryPyLoads(body);
+  if (!(parsed instanceof Map)) return ["", body];
+  const name = parsed.get("name");
+  for (const key of ["arguments", "parameters"]) {
+    if (parsed.has(key)) {
+      const v = parsed.get(key)!;
+      return [typeof name === "string" ? name : "", typeof v === "string" ? v : pyDumps(v)];
+    }
+  }
+  const rest: PyDict = new Map([...parsed].filter(([k]) => k !== "name"));
+  return [typeof name === "string" ? name : "", pyDumps(rest)];
 }
 
 /** Merges tool-call deltas that share an index into one per index. */

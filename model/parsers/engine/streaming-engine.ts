@@ -10,7 +10,7 @@
  * buffering) are left out.
  */
 import { CONTENT, incrementalLexer, lexerShape, type LexerShape, type LexToken } from "./lexer.ts";
-import { DROP, tokenScanner, type ScanItem } from "./token-scanner.ts";
+import { DROP, tokenScanner, type ScanItem, type TokenScanner } from "./token-scanner.ts";
 
 export type ParserState = "CONTENT" | "REASONING" | "TOOL_PREAMBLE" | "TOOL_NAME" | "TOOL_ARGS" | "TOOL_BETWEEN";
 export type EventType = "TEXT_CHUNK" | "REASONING_START" | "REASONING_CHUNK" | "REASONING_END" | "TOOL_CALL_START" | "TOOL_NAME" | "ARG_VALUE_CHUNK" | "TOOL_CALL_END";
@@ -145,120 +145,135 @@ function engineStatics(config: EngineConfig, tokenizer: EngineTokenizer): Engine
 }
 
 export function streamingEngine(config: EngineConfig, tokenizer: EngineTokenizer): StreamingEngine {
-  const { idTerminals, idTerminalNames, shape, transitions, toolTerminals, toolExitTerminals, reasoningMarkup, hasDrops } = engineStatics(config, tokenizer);
-  const scanner = tokenScanner(idTerminals, tokenizer.decodeToken);
-  const lexer = incrementalLexer(shape);
+  return new GrammarStreamingEngine(config, engineStatics(config, tokenizer), tokenizer);
+}
 
-  const engine: StreamingEngine = {
-    state: config.initialState,
-    skipToolParsing: false,
-    skipReasoningParsing: false,
-    feed(text, ids = []) {
-      if (ids.length > 0) everHadIds = true;
-      if (text && !lexer.buffer && !scanner.hasDeferred && !lexer.mayStartTerminal(text) && !ids.some((id) => idTerminals.has(id))) return emitForState(text);
-      const items = scanner.scan(text, ids);
-      if (items.length === 1 && items[0]!.kind === "text") {
-        const tokens = lexer.feed(items[0]!.text);
-        if (tokens.length === 1 && tokens[0]!.terminal === CONTENT) return emitForState(tokens[0]!.value);
-        return processLexTokens(tokens);
-      }
-      return processScanItems(items);
-    },
-    finish() {
-      const events = processScanItems(scanner.flushPending());
-      events.push(...processLexTokens(lexer.flush()));
-      if (TOOL_STATES.has(engine.state)) {
-        if (toolIndex >= 0) events.push({ type: "TOOL_CALL_END", value: "", toolIndex });
-        engine.state = "CONTENT";
-      } else if (engine.state === "REASONING") {
-        events.push({ type: "REASONING_END", value: "", toolIndex });
-        engine.state = "CONTENT";
-      }
-      return events;
-    },
-    reset(initialState) {
-      engine.state = initialState ?? config.initialState;
-      toolIndex = -1;
-      inSkippedToolSpan = false;
-      everHadIds = false;
-      scanner.reset();
-      lexer.reset();
-    },
-  };
-  let toolIndex = -1;
-  let inSkippedToolSpan = false;
-  let everHadIds = false;
+/** The grammar's state machine over one output: the scanner and lexer feed it terminals, it emits semantic events. */
+class GrammarStreamingEngine implements StreamingEngine {
+  state: ParserState;
+  skipToolParsing = false;
+  skipReasoningParsing = false;
+  private readonly scanner: TokenScanner;
+  private readonly lexer: ReturnType<typeof incrementalLexer>;
+  private toolIndex = -1;
+  private inSkippedToolSpan = false;
+  private everHadIds = false;
 
-  const processScanItems = (items: ScanItem[]): SemanticEvent[] => {
+  constructor(
+    private readonly config: EngineConfig,
+    private readonly statics: EngineStatics,
+    tokenizer: EngineTokenizer,
+  ) {
+    this.state = config.initialState;
+    this.scanner = tokenScanner(statics.idTerminals, tokenizer.decodeToken);
+    this.lexer = incrementalLexer(statics.shape);
+  }
+
+  feed(text: string, ids: readonly number[] = []): SemanticEvent[] {
+    const { lexer, scanner } = this;
+    if (ids.length > 0) this.everHadIds = true;
+    if (text && !lexer.buffer && !scanner.hasDeferred && !lexer.mayStartTerminal(text) && !ids.some((id) => this.statics.idTerminals.has(id))) return this.emitForState(text);
+    const items = scanner.scan(text, ids);
+    if (items.length === 1 && items[0]!.kind === "text") {
+      const tokens = lexer.feed(items[0]!.text);
+      if (tokens.length === 1 && tokens[0]!.terminal === CONTENT) return this.emitForState(tokens[0]!.value);
+      return this.processLexTokens(tokens);
+    }
+    return this.processScanItems(items);
+  }
+
+  finish(): SemanticEvent[] {
+    const events = this.processScanItems(this.scanner.flushPending());
+    events.push(...this.processLexTokens(this.lexer.flush()));
+    if (TOOL_STATES.has(this.state)) {
+      if (this.toolIndex >= 0) events.push({ type: "TOOL_CALL_END", value: "", toolIndex: this.toolIndex });
+      this.state = "CONTENT";
+    } else if (this.state === "REASONING") {
+      events.push({ type: "REASONING_END", value: "", toolIndex: this.toolIndex });
+      this.state = "CONTENT";
+    }
+    return events;
+  }
+
+  reset(initialState?: ParserState): void {
+    this.state = initialState ?? this.config.initialState;
+    this.toolIndex = -1;
+    this.inSkippedToolSpan = false;
+    this.everHadIds = false;
+    this.scanner.reset();
+    this.lexer.reset();
+  }
+
+  private processScanItems(items: ScanItem[]): SemanticEvent[] {
     const events: SemanticEvent[] = [];
     for (const item of items) {
       if (item.kind === "terminal") {
-        events.push(...processLexTokens(lexer.flush()));
-        events.push(...onTerminal(item.terminal, item.text));
-      } else if (!item.text && item.tokenCount) events.push(...emitForState(""));
-      else events.push(...processLexTokens(lexer.feed(item.text)));
+        events.push(...this.processLexTokens(this.lexer.flush()));
+        events.push(...this.onTerminal(item.terminal, item.text));
+      } else if (!item.text && item.tokenCount) events.push(...this.emitForState(""));
+      else events.push(...this.processLexTokens(this.lexer.feed(item.text)));
     }
     return events;
-  };
+  }
 
-  const processLexTokens = (tokens: LexToken[]): SemanticEvent[] => {
+  private processLexTokens(tokens: LexToken[]): SemanticEvent[] {
     const events: SemanticEvent[] = [];
     // Once ids were seen, the id-matched terminals count only by id: their text is content.
-    const strict = everHadIds ? idTerminalNames : undefined;
+    const strict = this.everHadIds ? this.statics.idTerminalNames : undefined;
     for (const tok of tokens) {
       if (tok.terminal === CONTENT || strict?.has(tok.terminal)) {
-        if (tok.value) events.push(...emitForState(tok.value));
-      } else events.push(...onTerminal(tok.terminal, tok.value));
+        if (tok.value) events.push(...this.emitForState(tok.value));
+      } else events.push(...this.onTerminal(tok.terminal, tok.value));
     }
     return events;
-  };
+  }
 
-  const emitForState = (text: string): SemanticEvent[] => {
-    const type = CONTENT_EVENTS[engine.state];
-    return type ? [{ type, value: text, toolIndex }] : [];
-  };
+  private emitForState(text: string): SemanticEvent[] {
+    const type = CONTENT_EVENTS[this.state];
+    return type ? [{ type, value: text, toolIndex: this.toolIndex }] : [];
+  }
 
-  const onTerminal = (terminal: string, value: string): SemanticEvent[] => {
-    const tr = transitions.get(transitionKey(engine.state, terminal));
+  private onTerminal(terminal: string, value: string): SemanticEvent[] {
+    const { transitions, hasDrops, toolExitTerminals, reasoningMarkup, toolTerminals } = this.statics;
+    const toolIndex = this.toolIndex;
+    const tr = transitions.get(transitionKey(this.state, terminal));
     if (!tr) {
       if (hasDrops && terminal === DROP) return [];
-      if (engine.skipToolParsing && toolExitTerminals.has(terminal)) inSkippedToolSpan = false;
-      return emitForState(value);
+      if (this.skipToolParsing && toolExitTerminals.has(terminal)) this.inSkippedToolSpan = false;
+      return this.emitForState(value);
     }
-    if (engine.skipReasoningParsing && reasoningMarkup.has(terminal)) return emitForState(value);
-    if (engine.skipToolParsing && toolTerminals.has(terminal)) {
+    if (this.skipReasoningParsing && reasoningMarkup.has(terminal)) return this.emitForState(value);
+    if (this.skipToolParsing && toolTerminals.has(terminal)) {
       const isOpener = TOOL_STATES.has(tr.next);
       const isExit = toolExitTerminals.has(terminal);
-      const plainCloser = isExit && !isOpener && !inSkippedToolSpan;
+      const plainCloser = isExit && !isOpener && !this.inSkippedToolSpan;
       if (!plainCloser) {
-        if (isOpener) inSkippedToolSpan = true;
-        else if (isExit) inSkippedToolSpan = false;
+        if (isOpener) this.inSkippedToolSpan = true;
+        else if (isExit) this.inSkippedToolSpan = false;
         // A tool marker that implicitly ends reasoning still reports it, so the reasoning
         // pass hands the block to the tool pass.
         if (tr.events.includes("REASONING_END")) {
-          engine.state = "CONTENT";
+          this.state = "CONTENT";
           return [
             { type: "REASONING_END", value, toolIndex },
             { type: "TEXT_CHUNK", value, toolIndex },
           ];
         }
-        const type = CONTENT_EVENTS[engine.state];
+        const type = CONTENT_EVENTS[this.state];
         return type ? [{ type, value, toolIndex }] : [];
       }
     }
-    return applyTransition(tr, value);
-  };
+    return this.applyTransition(tr, value);
+  }
 
-  const applyTransition = (tr: Transition, value: string): SemanticEvent[] => {
+  private applyTransition(tr: Transition, value: string): SemanticEvent[] {
     const events: SemanticEvent[] = [];
-    engine.state = tr.next;
+    this.state = tr.next;
     for (const type of tr.events) {
-      if (type === "TOOL_CALL_START") toolIndex++;
+      if (type === "TOOL_CALL_START") this.toolIndex++;
       if (type === "TEXT_CHUNK" && !value) continue;
-      events.push({ type, value, toolIndex });
+      events.push({ type, value, toolIndex: this.toolIndex });
     }
     return events;
-  };
-
-  return engine;
+  }
 }

@@ -21,34 +21,124 @@ export interface TokenScanner {
  * @param decodeToken the text of one token, special tokens kept
  */
 export function tokenScanner(terminals: ReadonlyMap<number, string>, decodeToken: (id: number) => string): TokenScanner {
-  const cache = new Map<number, string>();
-  const decode = (id: number) => {
-    let text = cache.get(id);
-    if (text === undefined) {
-      text = decodeToken(id);
-      cache.set(id, text);
-    }
-    return text;
-  };
-  type Terminal = Extract<ScanItem, { kind: "terminal" }>;
-  let deferred: Terminal[] = [];
-  let deferredPrefixCounts: number[] = [];
-  let deferredTrailingCount = 0;
-  let deferredPostText = "";
-  const text = (t: string, tokenCount = 0): ScanItem => ({ kind: "text", text: t, tokenCount });
+  return new IdTokenScanner(terminals, decodeToken);
+}
 
-  const resolveDeferred = (deltaText: string, currentCount: number): [ScanItem[], string, number] => {
-    const pending = deferred;
-    const prefixCounts = deferredPrefixCounts;
-    let trailing = deferredTrailingCount;
-    deferred = [];
-    deferredPrefixCounts = [];
-    deferredTrailingCount = 0;
+type Terminal = Extract<ScanItem, { kind: "terminal" }>;
+
+const text = (t: string, tokenCount = 0): ScanItem => ({ kind: "text", text: t, tokenCount });
+const joined = (items: ScanItem[]) => items.map((i) => i.text).join("");
+
+/** The scanner's state: terminals whose text has not come yet, with the token counts and text around them. */
+class IdTokenScanner implements TokenScanner {
+  private readonly cache = new Map<number, string>();
+  private deferred: Terminal[] = [];
+  private deferredPrefixCounts: number[] = [];
+  private deferredTrailingCount = 0;
+  private deferredPostText = "";
+
+  constructor(
+    private readonly terminals: ReadonlyMap<number, string>,
+    private readonly decodeToken: (id: number) => string,
+  ) {}
+
+  get hasDeferred(): boolean {
+    return this.deferred.length > 0;
+  }
+
+  scan(deltaText: string, deltaIds: readonly number[]): ScanItem[] {
+    const terminals = this.terminals;
+    let prefix: ScanItem[] = [];
+    let effective = deltaText;
+    let trailing = 0;
+    if (this.deferred.length > 0) [prefix, effective, trailing] = this.resolveDeferred(deltaText, deltaIds.length);
+    if (terminals.size === 0 || !deltaIds.some((id) => terminals.has(id))) {
+      if (effective) prefix.push(text(effective, trailing + deltaIds.length));
+      return prefix;
+    }
+    let results = this.split(deltaIds);
+    if (trailing) results.unshift(text("", trailing));
+    if (effective) results = this.recoverHoldback(effective, results);
+    else {
+      // No text to check against yet: the terminals wait for the text before them.
+      let prefixCount = 0;
+      for (const r of results) {
+        if (r.kind === "text") prefixCount += r.tokenCount;
+        else {
+          this.deferred.push(r);
+          this.deferredPrefixCounts.push(prefixCount);
+          prefixCount = 0;
+        }
+      }
+      this.deferredTrailingCount += prefixCount;
+      results = [];
+    }
+    return [...prefix, ...results];
+  }
+
+  flushPending(): ScanItem[] {
+    if (this.deferred.length === 0 && !this.deferredPostText) return [];
+    const results: ScanItem[] = [];
+    if (this.deferredPostText) {
+      results.push(text(this.deferredPostText, this.deferredPrefixCounts[0] ?? 0));
+      this.deferredPostText = "";
+    }
+    results.push(...this.deferred);
+    if (this.deferredTrailingCount) results.push(text("", this.deferredTrailingCount));
+    this.deferred = [];
+    this.deferredPrefixCounts = [];
+    this.deferredTrailingCount = 0;
+    return results;
+  }
+
+  reset(): void {
+    this.deferred = [];
+    this.deferredPrefixCounts = [];
+    this.deferredTrailingCount = 0;
+    this.deferredPostText = "";
+  }
+
+  private decode(id: number): string {
+    let decoded = this.cache.get(id);
+    if (decoded === undefined) {
+      decoded = this.decodeToken(id);
+      this.cache.set(id, decoded);
+    }
+    return decoded;
+  }
+
+  /** The ids as text runs (decoded token by token) and terminals. */
+  private split(deltaIds: readonly number[]): ScanItem[] {
+    const results: ScanItem[] = [];
+    let accum: string[] = [];
+    const flushText = () => {
+      const joinedText = accum.join("");
+      if (joinedText) results.push(text(joinedText, accum.length));
+      accum = [];
+    };
+    for (const id of deltaIds) {
+      const terminal = this.terminals.get(id);
+      if (terminal !== undefined) {
+        flushText();
+        results.push({ kind: "terminal", terminal, id, text: this.decode(id) });
+      } else accum.push(this.decode(id));
+    }
+    flushText();
+    return results;
+  }
+
+  private resolveDeferred(deltaText: string, currentCount: number): [ScanItem[], string, number] {
+    const pending = this.deferred;
+    const prefixCounts = this.deferredPrefixCounts;
+    let trailing = this.deferredTrailingCount;
+    this.deferred = [];
+    this.deferredPrefixCounts = [];
+    this.deferredTrailingCount = 0;
     const results: ScanItem[] = [];
     let remaining = deltaText;
-    if (deferredPostText) {
-      remaining = deferredPostText + remaining;
-      deferredPostText = "";
+    if (this.deferredPostText) {
+      remaining = this.deferredPostText + remaining;
+      this.deferredPostText = "";
     }
     pending.forEach((terminal, i) => {
       let prefixCount = prefixCounts[i]!;
@@ -62,24 +152,22 @@ export function tokenScanner(terminals: ReadonlyMap<number, string>, decodeToken
       } else {
         // Only the terminal's text gives a reliable split point: keep the text until it comes.
         if (remaining) {
-          deferredPostText += remaining;
+          this.deferredPostText += remaining;
           prefixCount += currentCount;
           remaining = "";
         }
-        deferred.push(terminal);
-        deferredPrefixCounts.push(prefixCount);
+        this.deferred.push(terminal);
+        this.deferredPrefixCounts.push(prefixCount);
       }
     });
-    if (deferred.length > 0) {
-      deferredTrailingCount = trailing;
+    if (this.deferred.length > 0) {
+      this.deferredTrailingCount = trailing;
       trailing = 0;
     }
     return [results, remaining, trailing];
-  };
+  }
 
-  const joined = (items: ScanItem[]) => items.map((i) => i.text).join("");
-
-  const rebuildFromAnchors = (deltaText: string, results: ScanItem[]): ScanItem[] => {
+  private rebuildFromAnchors(deltaText: string, results: ScanItem[]): ScanItem[] {
     const anchors = results.filter((i): i is Terminal => i.kind === "terminal");
     if (anchors.length === 0) return [text(deltaText)];
     const counts = new Array<number>(anchors.length + 1).fill(0);
@@ -110,92 +198,24 @@ export function tokenScanner(terminals: ReadonlyMap<number, string>, decodeToken
         const laterValid = positions.slice(i + 1).some((p) => p >= 0);
         // A dropped token's text may never come (the detokenizer stripped it): do not wait for it.
         if (!laterValid && consumed < deltaText.length && anchor.terminal !== DROP) {
-          deferredPostText += deltaText.slice(consumed);
+          this.deferredPostText += deltaText.slice(consumed);
           consumed = deltaText.length;
         }
-        deferred.push(anchor);
-        deferredPrefixCounts.push(counts[i]!);
+        this.deferred.push(anchor);
+        this.deferredPrefixCounts.push(counts[i]!);
       }
     });
     if (consumed < deltaText.length) out.push(text(deltaText.slice(consumed), counts.at(-1)!));
     return out;
-  };
+  }
 
-  const recoverHoldback = (deltaText: string, results: ScanItem[]): ScanItem[] => {
+  private recoverHoldback(deltaText: string, results: ScanItem[]): ScanItem[] {
     if (results.length === 0) return [text(deltaText)];
     const reconstructed = joined(results);
     if (!reconstructed) return [text(deltaText), ...results];
     const pos = deltaText.indexOf(reconstructed);
     if (pos > 0) return [text(deltaText.slice(0, pos)), ...results];
     if (pos === 0) return results;
-    return rebuildFromAnchors(deltaText, results);
-  };
-
-  return {
-    get hasDeferred() {
-      return deferred.length > 0;
-    },
-    scan(deltaText, deltaIds) {
-      let prefix: ScanItem[] = [];
-      let effective = deltaText;
-      let trailing = 0;
-      if (deferred.length > 0) [prefix, effective, trailing] = resolveDeferred(deltaText, deltaIds.length);
-      if (terminals.size === 0 || !deltaIds.some((id) => terminals.has(id))) {
-        if (effective) prefix.push(text(effective, trailing + deltaIds.length));
-        return prefix;
-      }
-      let results: ScanItem[] = [];
-      let accum: string[] = [];
-      const flushText = () => {
-        const joinedText = accum.join("");
-        if (joinedText) results.push(text(joinedText, accum.length));
-        accum = [];
-      };
-      for (const id of deltaIds) {
-        const terminal = terminals.get(id);
-        if (terminal !== undefined) {
-          flushText();
-          results.push({ kind: "terminal", terminal, id, text: decode(id) });
-        } else accum.push(decode(id));
-      }
-      flushText();
-      if (trailing) results.unshift(text("", trailing));
-      if (effective) results = recoverHoldback(effective, results);
-      else {
-        // No text to check against yet: the terminals wait for the text before them.
-        let prefixCount = 0;
-        for (const r of results) {
-          if (r.kind === "text") prefixCount += r.tokenCount;
-          else {
-            deferred.push(r);
-            deferredPrefixCounts.push(prefixCount);
-            prefixCount = 0;
-          }
-        }
-        deferredTrailingCount += prefixCount;
-        results = [];
-      }
-      return [...prefix, ...results];
-    },
-    flushPending() {
-      if (deferred.length === 0 && !deferredPostText) return [];
-      const results: ScanItem[] = [];
-      if (deferredPostText) {
-        results.push(text(deferredPostText, deferredPrefixCounts[0] ?? 0));
-        deferredPostText = "";
-      }
-      results.push(...deferred);
-      if (deferredTrailingCount) results.push(text("", deferredTrailingCount));
-      deferred = [];
-      deferredPrefixCounts = [];
-      deferredTrailingCount = 0;
-      return results;
-    },
-    reset() {
-      deferred = [];
-      deferredPrefixCounts = [];
-      deferredTrailingCount = 0;
-      deferredPostText = "";
-    },
-  };
+    return this.rebuildFromAnchors(deltaText, results);
+  }
 }
