@@ -153,29 +153,7 @@ async function build(spec: ModelSpec): Promise<Model> {
     return { ...pre, template };
   };
 
-  const renderPrepared = (prepared: PreparedChat): string => {
-    const { conversation, variables, continueFinalMessage, template } = prepared;
-    const vars: Record<string, PyValue> = {};
-    for (const [k, v] of specials) vars[k] = v;
-    for (const [k, v] of variables) vars[k] = v;
-    vars.messages = conversation;
-    if (!continueFinalMessage) return template.render(vars);
-    // transformers' continue_final_message: render with a tag after the last message, cut there.
-    const TAG = "CONTINUE_FINAL_MESSAGE_TAG ";
-    const last = conversation.at(-1);
-    const final = last?.get("content");
-    if (typeof final !== "string") throw new ChatRequestError('continue_final_message is set but the final message has no "content" to continue!');
-    if (!template.source.includes("content")) throw new ChatRequestError('continue_final_message is set to "content" but this is not an accepted field in the chat_template');
-    const tagged = new Map(last!);
-    tagged.set("content", final + TAG);
-    vars.messages = [...conversation.slice(0, -1), tagged];
-    const rendered = template.render(vars);
-    if (!rendered.includes(pyStrip(final)) || !rendered.includes(TAG.trim())) {
-      throw new ChatRequestError("continue_final_message is set but the final message does not appear in the chat after applying the chat template!");
-    }
-    const at = rendered.lastIndexOf(TAG.trim());
-    return rendered.slice(at, at + TAG.length) === TAG ? rendered.slice(0, at) : pyRstrip(rendered.slice(0, at));
-  };
+  const renderPrepared = (prepared: PreparedChat): string => renderWithVariables(prepared, specials);
   const renderPrompt = (request: ChatRenderRequest): { text: string; images: string[] } => {
     const prepared = prepare(request);
     return { text: renderPrepared(prepared), images: prepared.images };
@@ -217,29 +195,7 @@ async function build(spec: ModelSpec): Promise<Model> {
   const eos = specials.find(([k]) => k === "eos_token")?.[1];
   const eosToken = typeof eos === "string" ? eos : undefined;
 
-  // Each template is probed once, at its first appended rendering (model/suffix-probe.ts).
-  const suffixLocalTemplates = new Map<ChatTemplate, Window>();
-  const appendEnv: AppendEnv<PreparedChat> = {
-    render: renderPrepared,
-    tokenizer,
-    eosToken,
-    window: (prepared) => {
-      let local = suffixLocalTemplates.get(prepared.template);
-      if (local === undefined) {
-        const probes: PreparedChat[] = [];
-        for (const request of SUFFIX_PROBES) {
-          try {
-            probes.push({ ...prepare(request), template: prepared.template });
-          } catch {
-            // A request this model's preprocessing refuses probes nothing.
-          }
-        }
-        local = suffixLocal(probes, { render: renderPrepared, tokenizer, eosToken });
-        suffixLocalTemplates.set(prepared.template, local);
-      }
-      return local;
-    },
-  };
+  const appendEnv: AppendEnv<PreparedChat> = { render: renderPrepared, tokenizer, eosToken, window: suffixWindows(prepare, renderPrepared, tokenizer, eosToken) };
 
   let callIds = 0;
   const randomCallId = () => `chatcmpl-tool-${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}${(callIds++).toString(16)}`;
@@ -253,24 +209,73 @@ async function build(spec: ModelSpec): Promise<Model> {
     prepare,
     renderPrepared,
     appendedAfter: (prepared, answerIndex) => appendedAfter(prepared, answerIndex, appendEnv),
-    outputParser(options) {
-      const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, decodeToken: (id) => tokenizer.decode([id]), newToolCallId: options.newToolCallId ?? randomCallId };
-      // The kwargs vLLM builds the parser with: the request's, and enable_thinking from reasoning_effort.
-      const chatTemplateKwargs: Record<string, unknown> = { ...(options.chat_template_kwargs ?? {}) };
-      if (options.reasoning_effort != null && options.reasoning_effort !== "auto" && !("enable_thinking" in chatTemplateKwargs)) {
-        chatTemplateKwargs.enable_thinking = options.reasoning_effort !== "none";
-      }
-      const parserOptions = { tools: options.tools, chatTemplateKwargs };
-      const toolName = options.toolParser === undefined ? spec.toolParser : options.toolParser;
-      const reasoningName = options.reasoningParser === undefined ? spec.reasoningParser : options.reasoningParser;
-      return chatOutputParser({
-        request: options,
-        toolParser: toolName ? toolCallParserFactory(toolName)(ctx, parserOptions) : null,
-        reasoningParser: reasoningName ? reasoningParserFactory(reasoningName)(ctx, parserOptions) : null,
-        promptTokenIds: options.promptTokenIds,
-      });
-    },
+    outputParser: (options) => newOutputParser(spec, tokenizer, options, randomCallId),
   };
+}
+
+/** The prompt text of a prepared request: its template rendered with the special tokens, the request's variables and its messages. */
+function renderWithVariables(prepared: PreparedChat, specials: [string, PyValue][]): string {
+  const { conversation, variables, continueFinalMessage, template } = prepared;
+  const vars: Record<string, PyValue> = {};
+  for (const [k, v] of specials) vars[k] = v;
+  for (const [k, v] of variables) vars[k] = v;
+  vars.messages = conversation;
+  if (!continueFinalMessage) return template.render(vars);
+  // transformers' continue_final_message: render with a tag after the last message, cut there.
+  const TAG = "CONTINUE_FINAL_MESSAGE_TAG ";
+  const last = conversation.at(-1);
+  const final = last?.get("content");
+  if (typeof final !== "string") throw new ChatRequestError('continue_final_message is set but the final message has no "content" to continue!');
+  if (!template.source.includes("content")) throw new ChatRequestError('continue_final_message is set to "content" but this is not an accepted field in the chat_template');
+  const tagged = new Map(last!);
+  tagged.set("content", final + TAG);
+  vars.messages = [...conversation.slice(0, -1), tagged];
+  const rendered = template.render(vars);
+  if (!rendered.includes(pyStrip(final)) || !rendered.includes(TAG.trim())) {
+    throw new ChatRequestError("continue_final_message is set but the final message does not appear in the chat after applying the chat template!");
+  }
+  const at = rendered.lastIndexOf(TAG.trim());
+  return rendered.slice(at, at + TAG.length) === TAG ? rendered.slice(0, at) : pyRstrip(rendered.slice(0, at));
+}
+
+/** Each template's suffix-local window, probed once, at its first appended rendering (model/suffix-probe.ts). */
+function suffixWindows(prepare: (request: ChatRenderRequest) => PreparedChat, render: (prepared: PreparedChat) => string, tokenizer: Tokenizer, eosToken: string | undefined): (prepared: PreparedChat) => Window {
+  const suffixLocalTemplates = new Map<ChatTemplate, Window>();
+  return (prepared) => {
+    let local = suffixLocalTemplates.get(prepared.template);
+    if (local === undefined) {
+      const probes: PreparedChat[] = [];
+      for (const request of SUFFIX_PROBES) {
+        try {
+          probes.push({ ...prepare(request), template: prepared.template });
+        } catch {
+          // A request this model's preprocessing refuses probes nothing.
+        }
+      }
+      local = suffixLocal(probes, { render, tokenizer, eosToken });
+      suffixLocalTemplates.set(prepared.template, local);
+    }
+    return local;
+  };
+}
+
+/** A parser for one choice of one request: the spec's (or the request's) tool and reasoning parsers, built with the kwargs vLLM builds them with. */
+function newOutputParser(spec: ModelSpec, tokenizer: Tokenizer, options: OutputParserOptions, randomCallId: () => string): ChatOutputParser {
+  const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, decodeToken: (id) => tokenizer.decode([id]), newToolCallId: options.newToolCallId ?? randomCallId };
+  // The kwargs vLLM builds the parser with: the request's, and enable_thinking from reasoning_effort.
+  const chatTemplateKwargs: Record<string, unknown> = { ...(options.chat_template_kwargs ?? {}) };
+  if (options.reasoning_effort != null && options.reasoning_effort !== "auto" && !("enable_thinking" in chatTemplateKwargs)) {
+    chatTemplateKwargs.enable_thinking = options.reasoning_effort !== "none";
+  }
+  const parserOptions = { tools: options.tools, chatTemplateKwargs };
+  const toolName = options.toolParser === undefined ? spec.toolParser : options.toolParser;
+  const reasoningName = options.reasoningParser === undefined ? spec.reasoningParser : options.reasoningParser;
+  return chatOutputParser({
+    request: options,
+    toolParser: toolName ? toolCallParserFactory(toolName)(ctx, parserOptions) : null,
+    reasoningParser: reasoningName ? reasoningParserFactory(reasoningName)(ctx, parserOptions) : null,
+    promptTokenIds: options.promptTokenIds,
+  });
 }
 
 /** A template file given in place of the tokenizer configuration's (vLLM's `--chat-template`). */
