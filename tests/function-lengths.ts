@@ -29,14 +29,16 @@ const isIdStart = (c: string) => /[A-Za-z_$\u0080-\uffff]/.test(c);
 const isIdPart = (c: string) => /[A-Za-z0-9_$\u0080-\uffff]/.test(c);
 
 /** Whether a `/` after `prev` starts a regular expression (otherwise it divides). */
-function regexAllowed(prev: Token | undefined): boolean {
+function regexAllowed(prev: Token | undefined, beforePrev: Token | undefined): boolean {
   if (!prev) return true;
+  // `x! / 2`: a non-null assertion after an operand, then a division.
+  if (prev.kind === "punct" && prev.v === "!" && beforePrev && (beforePrev.kind === "id" || (beforePrev.kind === "punct" && (beforePrev.v === ")" || beforePrev.v === "]")))) return REGEX_AFTER_WORD.has(beforePrev.v);
   if (prev.kind === "id") return REGEX_AFTER_WORD.has(prev.v);
   if (prev.kind === "num" || prev.kind === "str" || prev.kind === "regex") return false;
   return !(prev.v === ")" || prev.v === "]" || prev.v === "}");
 }
 
-/** The file's tokens, without comments or whitespace; a template literal's text is a `str` token. */
+/** The file's tokens, without comments or whitespace; a quoted string is a `str` token of its text, a template literal's text one of a backtick. */
 export function tokenize(text: string): Token[] {
   const tokens: Token[] = [];
   // What each open `{` or `${` is, so a `}` knows whether it resumes a template literal.
@@ -50,18 +52,18 @@ export function tokenize(text: string): Token[] {
   };
   /** Scans template text from `i` (just after a backtick or a substitution's `}`). */
   const template = () => {
-    const start = line;
     let k = i;
     while (k < text.length) {
       const c = text[k]!;
       if (c === "\\") k += 2;
       else if (c === "`") {
         advance(k + 1);
-        push("str", "`", start);
+        // At the line it ends on: an arrow whose body ends with a multi-line template ends there.
+        push("str", "`", line);
         return;
       } else if (c === "$" && text[k + 1] === "{") {
         advance(k + 2);
-        push("str", "`", start);
+        push("str", "`", line);
         push("punct", "${", line);
         braces.push("${");
         return;
@@ -79,12 +81,12 @@ export function tokenize(text: string): Token[] {
     else if (c === '"' || c === "'") {
       let k = i + 1;
       while (k < text.length && text[k] !== c && text[k] !== "\n") k += text[k] === "\\" ? 2 : 1;
-      push("str", c, line);
+      push("str", text.slice(i + 1, k), line);
       advance(k + 1);
     } else if (c === "`") {
       advance(i + 1);
       template();
-    } else if (c === "/" && regexAllowed(tokens[tokens.length - 1])) {
+    } else if (c === "/" && regexAllowed(tokens[tokens.length - 1], tokens[tokens.length - 2])) {
       let k = i + 1;
       let inClass = false;
       while (k < text.length && text[k] !== "\n") {
@@ -206,6 +208,8 @@ function contextName(tokens: Token[], match: number[], k: number): string {
       const w = tokens[j]!;
       if (w.kind === "punct" && (w.v === ")" || w.v === "]" || w.v === "}") && match[j]! >= 0) j = match[j]!;
       else if (w.kind === "id" && ["const", "let", "var"].includes(tokens[j - 1]?.v ?? "")) return w.v;
+      // `name: Type = …` (a typed field or variable): the name before the annotation.
+      else if (t.v === "=" && w.v === ":" && tokens[j - 1]?.kind === "id") return tokens[j - 1]!.v;
       else if (w.kind === "punct" && [";", "{", "(", ","].includes(w.v)) break;
     }
     const name = tokens[k - 1];
@@ -262,6 +266,19 @@ function expressionEnd(tokens: Token[], match: number[], start: number): number 
 function isFunctionType(tokens: Token[], match: number[], k: number): boolean {
   const t = tokens[k];
   if (t?.v === ":" && tokens[k - 1]?.v === "?") return true;
+  // `Record<K, (p: P) => T>`: parameters inside a type's angle brackets.
+  if (t?.v === "," || t?.v === "<") {
+    let angle = 0;
+    for (let j = k; j >= 0; j--) {
+      const w = tokens[j]!;
+      if (w.kind !== "punct") continue;
+      if ((w.v === ")" || w.v === "]" || w.v === "}") && match[j]! >= 0) j = match[j]!;
+      else if (w.v === ">") angle++;
+      else if (w.v === "<" && angle-- === 0) return true;
+      else if (["(", "[", "{", ";", "=", "=>"].includes(w.v)) return false;
+    }
+    return false;
+  }
   if (t?.v === ":" && tokens[k - 1]?.v === ")") {
     // `cond ? f(x) : (y) => …` is a conditional's branch, not a return type.
     for (let j = k - 1; j >= 0; j--) {
