@@ -67,7 +67,7 @@ export interface PrepareInput {
  *
  * @example
  * const call = await prepareTokenInCall(model, { rollout, chat: prepared.upstreamBody, callId, engine: ctx.engine, maxModelLen: 32768 });
- * await client.send(rolloutId, call.path, call.bytes, "POST"); // then call.chatResponse(answer)
+ * await client.send({ rolloutId, path: call.path, method: "POST", body: call.bytes }); // then call.chatResponse(answer)
  */
 export async function prepareTokenInCall(model: Model, input: PrepareInput): Promise<TokenInCall> {
   const { rollout, callId, engine } = input;

@@ -80,7 +80,7 @@ const countTokensRoute: DoorRoute = {
     const id = rollout.rollout.rolloutId;
     const count = await countChatTokens(chat, {
       send: async (bytes) => {
-        const sent = await env.ctx.client.send(id, "/tokenize", bytes, "POST", c.req.raw.signal);
+        const sent = await env.ctx.client.send({ rolloutId: id, path: "/tokenize", method: "POST", body: bytes, signal: c.req.raw.signal });
         return "error" in sent ? undefined : sent.response;
       },
     });
