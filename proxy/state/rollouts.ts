@@ -10,7 +10,6 @@ import { keyMatchesSha256, keySha256 } from "./keys.ts";
 import type { IdsMemo } from "../capture/answer-json.ts";
 import { servingOf, type RolloutServing } from "./serving.ts";
 import type { RecordedCalls, RolloutChains } from "./chains.ts";
-import type { RolloutLive } from "./cancel.ts";
 
 export interface RolloutState {
   rollout: Rollout;
@@ -29,6 +28,18 @@ export interface RolloutState {
   chains?: RolloutChains;
   /** Its calls in flight and their abort switch, once it had a call (state/cancel.ts). */
   live?: RolloutLive;
+}
+
+/** A rollout's calls in flight and their abort switch (state/cancel.ts keeps them). */
+export interface RolloutLive {
+  /** Model calls of the rollout admitted and not yet recorded. */
+  inFlight: number;
+  /** Aborts the rollout's upstream requests. */
+  controller: AbortController;
+  /** Set once a cancel began: why. New calls are refused from then on. */
+  cancelling: string | undefined;
+  /** Resolved when inFlight falls to 0. */
+  idle: (() => void)[];
 }
 
 export interface RolloutRegistry {
