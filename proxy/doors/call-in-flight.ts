@@ -69,8 +69,9 @@ export class CallInFlight implements RecordableCall {
   ) {
     this.train = ctx.mode === "train";
     this.wants = prepared.wants;
+    const registered = rollout.rollout; // its Rollout record
     this.record = create(ModelCallSchema, {
-      rolloutId: rollout.rollout.rolloutId,
+      rolloutId: registered.rolloutId,
       callId: this.callId,
       protocol: door.protocol,
       model: prepared.model,
