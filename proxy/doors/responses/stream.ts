@@ -115,8 +115,8 @@ class ResponsesStream implements ResponsesStreamTranslator {
       return { type: "message", id: item.id, role: "assistant", status, content: [{ type: "output_text", text: item.text, annotations: [], logprobs: [] }] };
     }
     return this.summary
-        ? { type: "reasoning", id: item.id, summary: [{ type: "summary_text", text: item.text }], status }
-        : { type: "reasoning", id: item.id, summary: [], content: [{ type: "reasoning_text", text: item.text }], status };
+      ? { type: "reasoning", id: item.id, summary: [{ type: "summary_text", text: item.text }], status }
+      : { type: "reasoning", id: item.id, summary: [], content: [{ type: "reasoning_text", text: item.text }], status };
   }
 
   private close(out: ResponsesStreamEvent[], status = "completed"): void {
@@ -130,7 +130,7 @@ class ResponsesStream implements ResponsesStreamTranslator {
         const input = customInput(item.args);
         if (input !== "") this.emit(out, { type: "response.custom_tool_call_input.delta", ...base, delta: input });
         this.emit(out, { type: "response.custom_tool_call_input.done", ...base, input });
-    } else {
+      } else {
         this.emit(out, { type: "response.function_call_arguments.done", ...base, arguments: item.args });
       }
     } else if (item.kind === "message") {
@@ -141,7 +141,7 @@ class ResponsesStream implements ResponsesStreamTranslator {
       if (this.summary) {
         this.emit(out, { type: "response.reasoning_summary_text.done", ...base, summary_index: 0, text: item.text });
         this.emit(out, { type: "response.reasoning_summary_part.done", ...base, summary_index: 0, part: { type: "summary_text", text: item.text } });
-    } else {
+      } else {
         this.emit(out, { type: "response.reasoning_text.done", ...base, content_index: 0, text: item.text });
         this.emit(out, { type: "response.content_part.done", ...base, content_index: 0, part: { type: "reasoning_text", text: item.text } });
       }
