@@ -4,7 +4,7 @@
  * (docs/model.md). The policy simulator renders and parses through it; so can a proxy that
  * renders prompts itself.
  */
-export { loadModel, QWEN3, QWEN3_CODER, QWEN_VL_IMAGES, QWEN2_5_VL_IMAGES, ChatRequestError, ChatTemplateError, type Model, type ModelSpec, type OutputParserOptions, type PreparedChat } from "./model.ts";
+export { loadModel, QWEN3, QWEN3_CODER, QWEN_VL_IMAGES, QWEN2_5_VL_IMAGES, ChatRequestError, ChatTemplateError, type Model, type ModelImages, type ModelSpec, type OutputParserOptions, type PreparedChat } from "./model.ts";
 export { AppendError, type Appended } from "./append.ts";
 export { derenderChat, chatStreamDerenderer, type ChatStreamDerenderer, type DerenderOptions, type DerenderedMessage, type EngineFinish, type StreamStep } from "./derender.ts";
 export { preprocessChat, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
@@ -18,3 +18,4 @@ export { hermesToolParser } from "./parsers/hermes.ts";
 export { qwen3ReasoningParser, qwen3CoderToolParser, qwen3ArgConverter } from "./parsers/qwen3.ts";
 export type { DeltaMessage, DeltaToolCall, ToolCall, ExtractedToolCalls, ParseRequest, ParserContext, ParserOptions, ReasoningParser, ToolCallParser, StreamArgs } from "./parsers/types.ts";
 export { imageDimensions, imageTokenCount, pyRound, smartResize, ImageSizeError, QWEN2_VL_PROCESSOR, QWEN2_5_VL_PROCESSOR, type VisionProcessor } from "./vision.ts";
+export { qwen25VlDir, qwen25VlSpec, QWEN2_5_VL_PREPROCESSOR_CONFIG } from "./qwen2-5-vl.ts";

@@ -11,7 +11,7 @@ import { errorResponse, ProxyHttpError } from "./errors.ts";
 import { frontDoorsFor } from "./doors/index.ts";
 import type { PipelineContext } from "./doors/types.ts";
 import { createProxyMetrics, type ProxyMetrics } from "./metrics.ts";
-import { DEFAULTS, type ProxyOptions } from "./options.ts";
+import { withDefaults, type ProxyOptions, type ResolvedProxyOptions } from "./options.ts";
 import { mountControlRoutes } from "./routes/control.ts";
 import { createAdminThrottle } from "./routes/auth.ts";
 import { createConnectionGuard, type ConnectionGuard } from "./connections.ts";
@@ -78,51 +78,22 @@ export interface Proxy {
  * Bun.serve({ port: 0, fetch: proxy.fetch });
  */
 export async function createProxy(options: ProxyOptions): Promise<Proxy> {
-  const mode = options.mode ?? "train";
-  if (mode !== "train" && mode !== "eval") throw new Error(`mode must be train or eval, got "${mode}"`);
-  const upstreamProtocol = options.upstreamProtocol ?? "chat";
-  if (upstreamProtocol !== "chat" && mode === "train") {
-    throw new Error(`upstream protocol "${upstreamProtocol}" passes calls through to a vendor API, which returns no token ids: use it with mode eval (--mode eval)`);
-  }
-  const givenToken = options.adminToken ?? process.env.FORGE_ADMIN_TOKEN;
+  const o = withDefaults(options);
+  checkModes(o);
+  const givenToken = o.adminToken ?? process.env.FORGE_ADMIN_TOKEN;
   const adminToken = givenToken && givenToken !== "" ? givenToken : newApiKey().replace(/^fk-/, "fa-");
-  const upstreamApiKey = options.upstreamApiKey ?? process.env.FORGE_UPSTREAM_API_KEY ?? process.env.OPENAI_API_KEY;
-  const router = createUpstreamRouter({
-    urls: options.upstreams,
-    healthIntervalMs: options.healthIntervalMs ?? DEFAULTS.healthIntervalMs,
-    headers: upstreamApiKey ? { authorization: `Bearer ${upstreamApiKey}` } : undefined,
-  });
-  if (options.tokenIn && mode !== "train") throw new Error("token-in mode renders prompts for training and records the ids it sends: use it with mode train");
-  // The model's tokenizer and template load before the proxy serves (a bad directory fails the start).
-  const tokenIn = options.tokenIn ? createTokenIn(options.tokenIn) : undefined;
-  if (tokenIn) await tokenIn.model;
-  const engineSetting = options.engine ?? "auto";
-  if (!ENGINE_SETTINGS.includes(engineSetting)) throw new Error(`engine must be one of ${ENGINE_SETTINGS.join(", ")}, got "${engineSetting}"`);
-  const engine = createEngineState(engineSetting);
-  const engineCheck = { mode, headers: upstreamApiKey ? { authorization: `Bearer ${upstreamApiKey}` } : undefined, probe: options.engineProbe ?? true };
-  // A vendor API passed through (eval only) gets no engine-specific request, and an explicit
-  // engine with the probe turned off is taken at its word: nothing to check.
-  const skipCheck = upstreamProtocol !== "chat" || (engineSetting !== "auto" && engineCheck.probe === false);
-  if (!skipCheck) {
-    try {
-      await checkUpstreams(router.upstreams.map((u) => u.url), engine, engineCheck);
-      if (tokenIn && unfitEngine(engine)) throw new EngineRefused(unfitEngine(engine));
-    } catch (error) {
-      router.stop();
-      throw error;
-    }
-  }
-  const healthInterval = options.healthIntervalMs ?? DEFAULTS.healthIntervalMs;
-  const stopRecheck = healthInterval > 0 && !skipCheck ? recheckPending(engine, engineCheck, healthInterval) : () => {};
+  const upstreamApiKey = o.upstreamApiKey ?? process.env.FORGE_UPSTREAM_API_KEY ?? process.env.OPENAI_API_KEY;
+  const upstreams = await openUpstreams(o, upstreamApiKey);
+  const { router, engine, tokenIn, stopRecheck } = upstreams;
   // The token budget stays above a token-in ceiling set higher than its default (token-in/held.ts).
-  const registry = createRolloutRegistry(options.tokenIn?.maxHeldTokens ? { maxRecentTokens: Math.max(64 * 1024 * 1024, Math.ceil((options.tokenIn.maxHeldTokens * 4) / 3)) } : {});
+  const registry = createRolloutRegistry(o.tokenIn?.maxHeldTokens ? { maxRecentTokens: Math.max(64 * 1024 * 1024, Math.ceil((o.tokenIn.maxHeldTokens * 4) / 3)) } : {});
   let restoredLog: RestoredLog;
   try {
     // The rollouts come back from the segment indexes beside the log; only segments without a
     // valid index are read, and only rollouts still open have their calls read again
     // (state/log-index.ts). Damage was quarantined and reported by the open (log.recovered).
-    restoredLog = await restoreFromLog(options.dataDir, (verified) => openSegmentLog(options.dataDir, { groupCommitMs: options.groupCommitMs ?? DEFAULTS.groupCommitMs, io: options.recorderIo, verified }), registry, {
-      integrityCheckDelayMs: options.integrityCheckDelayMs ?? DEFAULTS.integrityCheckDelayMs,
+    restoredLog = await restoreFromLog(o.dataDir, (verified) => openSegmentLog(o.dataDir, { groupCommitMs: o.groupCommitMs, io: o.recorderIo, verified }), registry, {
+      integrityCheckDelayMs: o.integrityCheckDelayMs,
     });
   } catch (error) {
     router.stop();
@@ -132,28 +103,25 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
   const { index, restored } = restoredLog;
   // Every record is noted in the index as it is appended (what the trajectory route reads by).
   const log = indexedLog(restoredLog.log, index);
-  const connections = createConnectionGuard({
-    idleTimeoutS: options.connectionIdleTimeoutS ?? DEFAULTS.connectionIdleTimeoutS,
-    maxConnections: options.maxConnections ?? DEFAULTS.maxConnections,
-  });
-  let listenUrl = `http://${options.listen ?? DEFAULTS.listen}`;
-  const publicUrl = () => options.publicUrl ?? options.shards?.urls[options.shards.index] ?? listenUrl;
+  const connections = createConnectionGuard({ idleTimeoutS: o.connectionIdleTimeoutS, maxConnections: o.maxConnections });
+  let listenUrl = `http://${o.listen}`;
+  const publicUrl = () => o.publicUrl ?? o.shards?.urls[o.shards.index] ?? listenUrl;
   const metrics = createProxyMetrics();
-  const gate = createPauseGate({ boundMs: options.pauseBoundMs ?? DEFAULTS.pauseBoundMs, policyVersion: registry.maxPolicyVersion() });
+  const gate = createPauseGate({ boundMs: o.pauseBoundMs, policyVersion: registry.maxPolicyVersion() });
   const recorder = createCallRecorder(log, registry, metrics);
-  const client = createUpstreamClient({ router, apiKey: upstreamApiKey, firstByteTimeoutMs: options.firstByteTimeoutMs ?? DEFAULTS.firstByteTimeoutMs });
+  const client = createUpstreamClient({ router, apiKey: upstreamApiKey, firstByteTimeoutMs: o.firstByteTimeoutMs });
   const ctx: PipelineContext = {
-    mode,
+    mode: o.mode,
     engine,
     client,
     recorder,
     registry,
     gate,
     metrics,
-    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
-    maxResponseBytes: options.maxResponseBytes ?? DEFAULTS.maxResponseBytes,
-    maxConcurrentCalls: options.maxConcurrentCalls ?? DEFAULTS.maxConcurrentCalls,
-    maxStreamBytes: options.maxStreamBytes ?? DEFAULTS.maxStreamBytes,
+    idleTimeoutMs: o.idleTimeoutMs,
+    maxResponseBytes: o.maxResponseBytes,
+    maxConcurrentCalls: o.maxConcurrentCalls,
+    maxStreamBytes: o.maxStreamBytes,
     admitted: { count: 0 },
     connections,
     ...(tokenIn ? { tokenIn } : {}),
@@ -165,9 +133,9 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
     return errorResponse(new ProxyHttpError(500, `proxy error: ${(error as Error).message}`, "server_error", "proxy_error"));
   });
   app.notFound((c) => errorResponse(new ProxyHttpError(404, `no route ${c.req.method} ${c.req.path} on the forge proxy`, "not_found_error", "unknown_route")));
-  mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir, engine, mode });
-  mountControlRoutes(app, { adminToken, registry, recorder, log, index, gate, metrics, publicUrl, throttle: createAdminThrottle(options.adminThrottle), connections, ...shardControl(options.shards, registry, gate) });
-  mountModelRoutes(app, { ctx, registry, doors: options.frontDoors ?? frontDoorsFor(upstreamProtocol, { apiKey: upstreamApiKey }), maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes });
+  mountOpsRoutes(app, { recorder, metrics, gate, router, logDir: log.dir, engine, mode: o.mode });
+  mountControlRoutes(app, { adminToken, registry, recorder, log, index, gate, metrics, publicUrl, throttle: createAdminThrottle(o.adminThrottle), connections, ...shardControl(o.shards, registry, gate) });
+  mountModelRoutes(app, { ctx, registry, doors: o.frontDoors ?? frontDoorsFor(o.upstreamProtocol, { apiKey: upstreamApiKey }), maxBodyBytes: o.maxBodyBytes });
 
   return {
     app,
@@ -176,7 +144,7 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
       // Past the descriptor cap every request is refused at once, before any work.
       return connections.refusal() ?? app.fetch(request);
     },
-    state: { mode, adminToken, adminTokenGenerated: !givenToken, registry, gate, router, recorder, metrics, log, connections, restored, engine, index, integrity: restoredLog.integrity },
+    state: { mode: o.mode, adminToken, adminTokenGenerated: !givenToken, registry, gate, router, recorder, metrics, log, connections, restored, engine, index, integrity: restoredLog.integrity },
     setListenUrl(url) {
       listenUrl = url;
     },
@@ -191,6 +159,45 @@ export async function createProxy(options: ProxyOptions): Promise<Proxy> {
       index.seal();
     },
   };
+}
+
+/** Refuses settings that do not go together: a vendor passthrough or token-in in the wrong mode. */
+function checkModes(o: ResolvedProxyOptions): void {
+  if (o.mode !== "train" && o.mode !== "eval") throw new Error(`mode must be train or eval, got "${o.mode}"`);
+  if (o.upstreamProtocol !== "chat" && o.mode === "train") {
+    throw new Error(`upstream protocol "${o.upstreamProtocol}" passes calls through to a vendor API, which returns no token ids: use it with mode eval (--mode eval)`);
+  }
+  if (o.tokenIn && o.mode !== "train") throw new Error("token-in mode renders prompts for training and records the ids it sends: use it with mode train");
+  if (!ENGINE_SETTINGS.includes(o.engine)) throw new Error(`engine must be one of ${ENGINE_SETTINGS.join(", ")}, got "${o.engine}"`);
+}
+
+/**
+ * The upstreams and the engine behind them: the router (with its health checks), the engine
+ * checked (train mode: that it returns ids), token-in's model loaded. Nothing is left running
+ * when this throws.
+ */
+async function openUpstreams(o: ResolvedProxyOptions, upstreamApiKey: string | undefined) {
+  const headers = upstreamApiKey ? { authorization: `Bearer ${upstreamApiKey}` } : undefined;
+  const router = createUpstreamRouter({ urls: o.upstreams, healthIntervalMs: o.healthIntervalMs, headers });
+  // The model's tokenizer and template load before the proxy serves (a bad directory fails the start).
+  const tokenIn = o.tokenIn ? createTokenIn(o.tokenIn) : undefined;
+  if (tokenIn) await tokenIn.model;
+  const engine = createEngineState(o.engine);
+  const engineCheck = { mode: o.mode, headers, probe: o.engineProbe };
+  // A vendor API passed through (eval only) gets no engine-specific request, and an explicit
+  // engine with the probe turned off is taken at its word: nothing to check.
+  const skipCheck = o.upstreamProtocol !== "chat" || (o.engine !== "auto" && engineCheck.probe === false);
+  if (!skipCheck) {
+    try {
+      await checkUpstreams(router.upstreams.map((u) => u.url), engine, engineCheck);
+      if (tokenIn && unfitEngine(engine)) throw new EngineRefused(unfitEngine(engine));
+    } catch (error) {
+      router.stop();
+      throw error;
+    }
+  }
+  const stopRecheck = o.healthIntervalMs > 0 && !skipCheck ? recheckPending(engine, engineCheck, o.healthIntervalMs) : () => {};
+  return { router, engine, tokenIn, stopRecheck };
 }
 
 /** The control routes' part in a sharded proxy (routes/shards.ts), when this proxy is one of several shards. */

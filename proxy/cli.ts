@@ -4,8 +4,8 @@
 import { join } from "node:path";
 import { intFlag, parseCommand, untilSignal, UsageError } from "../lib/index.ts";
 import { evalInstructions, registerEvalRollout, type EvalRollout } from "./eval-rollout.ts";
-import { DEFAULTS } from "./options.ts";
-import { parseListen, startProxy } from "./server.ts";
+import { DEFAULTS, type ProxyOptions } from "./options.ts";
+import { parseListen, startProxy, type StartedProxy } from "./server.ts";
 import { parseShards, type ShardOptions } from "./shards.ts";
 import { hostname } from "node:os";
 import { normalizeUpstream } from "./upstream/router.ts";
@@ -96,50 +96,91 @@ Register a rollout (admin token): POST /control/rollouts {"experiment": E, "task
 The upstream API key is read from env FORGE_UPSTREAM_API_KEY (or OPENAI_API_KEY).
 `;
 
+/** The flags of `forge proxy` (proxyUsage says what each does). */
+const PROXY_FLAGS = {
+    listen: { type: "string" },
+    upstream: { type: "string", multiple: true },
+    data: { type: "string" },
+    mode: { type: "string" },
+    eval: { type: "boolean" },
+    rollout: { type: "string" },
+    "admin-token": { type: "string" },
+    "max-body-bytes": { type: "string" },
+    "group-commit-ms": { type: "string" },
+    "first-byte-timeout-ms": { type: "string" },
+    "idle-timeout-ms": { type: "string" },
+    "pause-bound-ms": { type: "string" },
+    "max-concurrent-calls": { type: "string" },
+    "public-url": { type: "string" },
+    shard: { type: "string" },
+    "shard-url": { type: "string", multiple: true },
+    "connection-idle-timeout-s": { type: "string" },
+    "max-connections": { type: "string" },
+    "max-stream-bytes": { type: "string" },
+    "upstream-protocol": { type: "string" },
+    engine: { type: "string" },
+    "token-in": { type: "boolean" },
+    "model-dir": { type: "string" },
+    "tool-call-parser": { type: "string" },
+    "reasoning-parser": { type: "string" },
+    "max-model-len": { type: "string" },
+    "max-held-tokens": { type: "string" },
+    json: { type: "boolean" },
+} as const;
+
 /**
  * @example
  * await proxyCommand(["--upstream", "http://127.0.0.1:8000/v1", "--data", "data"]);
  */
 export async function proxyCommand(argv: string[]): Promise<number> {
-  const args = parseCommand(
-    {
-      name: "proxy",
-      usage: proxyUsage,
-      options: {
-        listen: { type: "string" },
-        upstream: { type: "string", multiple: true },
-        data: { type: "string" },
-        mode: { type: "string" },
-        eval: { type: "boolean" },
-        rollout: { type: "string" },
-        "admin-token": { type: "string" },
-        "max-body-bytes": { type: "string" },
-        "group-commit-ms": { type: "string" },
-        "first-byte-timeout-ms": { type: "string" },
-        "idle-timeout-ms": { type: "string" },
-        "pause-bound-ms": { type: "string" },
-        "max-concurrent-calls": { type: "string" },
-        "public-url": { type: "string" },
-        shard: { type: "string" },
-        "shard-url": { type: "string", multiple: true },
-        "connection-idle-timeout-s": { type: "string" },
-        "max-connections": { type: "string" },
-        "max-stream-bytes": { type: "string" },
-        "upstream-protocol": { type: "string" },
-        engine: { type: "string" },
-        "token-in": { type: "boolean" },
-        "model-dir": { type: "string" },
-        "tool-call-parser": { type: "string" },
-        "reasoning-parser": { type: "string" },
-        "max-model-len": { type: "string" },
-        "max-held-tokens": { type: "string" },
-        json: { type: "boolean" },
-      },
-    },
-    argv,
-  );
+  const args = parseCommand({ name: "proxy", usage: proxyUsage, options: PROXY_FLAGS }, argv);
   if (!args) return 0;
   const v = args.values;
+  const { options, evalMode } = proxyOptionsOf(v);
+  const { mode, dataDir, tokenIn } = options;
+  const started = await startProxy(options);
+  const { state } = started.proxy;
+  reportRecovered(state);
+  let evalRollout: EvalRollout | undefined;
+  if (evalMode) {
+    try {
+      evalRollout = await registerEvalRollout(started.url, state.adminToken, v.rollout ?? `eval-${timestamp()}`);
+    } catch (error) {
+      await started.stop();
+      throw error;
+    }
+  }
+  if (v.json) {
+    console.log(
+      JSON.stringify({
+        url: started.url,
+        mode,
+        data: dataDir,
+        restored: state.restored,
+        ...(state.adminTokenGenerated ? { admin_token: state.adminToken } : {}),
+        ...(evalRollout ? { rollout: evalRollout } : {}),
+      }),
+    );
+  } else {
+    console.log(`forge proxy listening on ${started.url} (${mode} mode${tokenIn ? `, token-in: ${tokenIn.model.dir}, ${tokenIn.model.toolParser} / ${tokenIn.model.reasoningParser ?? "no"} parsers` : ""}), recording to ${state.log.dir}`);
+    console.log(`upstreams: ${state.router.upstreams.map((u) => u.url).join(", ")}`);
+    const e = state.engine;
+    console.log(`engine: ${e.identified ? `${e.info.kind}${e.info.version ? ` ${e.info.version}` : ""} (${e.info.how})` : `not identified yet (${e.info.how})`}${e.pending.size ? `; waiting for ${[...e.pending].join(", ")}` : ""}`);
+    if (state.restored.rollouts > 0) console.log(`continuing ${state.restored.rollouts} rollouts, ${state.restored.calls} calls from the log`);
+    // Printed once, on purpose, so the operator can use it; never logged anywhere else.
+    if (state.adminTokenGenerated) console.log(`admin token (generated): ${state.adminToken}`);
+    if (evalRollout) console.log(`\n${evalInstructions(evalRollout, started.url, dataDir)}`);
+  }
+  const signal = await untilSignal();
+  console.error(`forge proxy: ${signal}, stopping`);
+  await started.stop();
+  return 0;
+}
+
+type ProxyFlags = Record<string, any>;
+
+/** The flags as the proxy's options (a usage error names a bad flag); warns about a risky setup on stderr. */
+function proxyOptionsOf(v: ProxyFlags): { options: ProxyOptions & { mode: "train" | "eval"; dataDir: string }; evalMode: boolean } {
   if (!v.upstream || v.upstream.length === 0) throw new UsageError(`forge proxy: --upstream URL is required\n\n${proxyUsage.trim()}`);
   for (const url of v.upstream) {
     try {
@@ -183,7 +224,7 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     // inside the proxy, unseen by /metrics. `bun run forge` sets it; a bare `bun` does not.
     console.error("forge proxy: note: BUN_CONFIG_MAX_HTTP_REQUESTS is unset, so at most 256 upstream calls run at once; start with BUN_CONFIG_MAX_HTTP_REQUESTS=4096 (as `bun run forge` does) for more");
   }
-  const started = await startProxy({
+  const options = {
     listen,
     upstreams: v.upstream,
     dataDir,
@@ -203,8 +244,12 @@ export async function proxyCommand(argv: string[]): Promise<number> {
     maxStreamBytes: intFlag("max-stream-bytes", v["max-stream-bytes"], DEFAULTS.maxStreamBytes),
     engine,
     ...(tokenIn ? { tokenIn } : {}),
-  });
-  const { state } = started.proxy;
+  } satisfies ProxyOptions;
+  return { options, evalMode };
+}
+
+/** Damage the start found in the log, and later the check of the segments an index vouched for: on stderr. */
+function reportRecovered(state: StartedProxy["proxy"]["state"]): void {
   const warn = (r: Recovered) => {
     const what = r.truncated ? `cut ${r.cutBytes} bytes of a torn final frame` : `skipped ${r.bytes} damaged bytes (the records around them are read)`;
     console.error(`forge proxy: WARNING: ${state.log.dir}/${r.segment}: ${r.reason}: ${what}; copy in ${r.quarantine}`);
@@ -212,40 +257,6 @@ export async function proxyCommand(argv: string[]): Promise<number> {
   for (const r of state.log.recovered) warn(r);
   // Segments vouched for by their index are checked after the start; damage is reported as found.
   state.integrity.then((found) => found.forEach(warn)).catch((error: unknown) => console.error(`forge proxy: WARNING: checking the log after the start failed: ${(error as Error).message}`));
-  let evalRollout: EvalRollout | undefined;
-  if (evalMode) {
-    try {
-      evalRollout = await registerEvalRollout(started.url, state.adminToken, v.rollout ?? `eval-${timestamp()}`);
-    } catch (error) {
-      await started.stop();
-      throw error;
-    }
-  }
-  if (v.json) {
-    console.log(
-      JSON.stringify({
-        url: started.url,
-        mode,
-        data: dataDir,
-        restored: state.restored,
-        ...(state.adminTokenGenerated ? { admin_token: state.adminToken } : {}),
-        ...(evalRollout ? { rollout: evalRollout } : {}),
-      }),
-    );
-  } else {
-    console.log(`forge proxy listening on ${started.url} (${mode} mode${tokenIn ? `, token-in: ${tokenIn.model.dir}, ${tokenIn.model.toolParser} / ${tokenIn.model.reasoningParser ?? "no"} parsers` : ""}), recording to ${state.log.dir}`);
-    console.log(`upstreams: ${state.router.upstreams.map((u) => u.url).join(", ")}`);
-    const e = state.engine;
-    console.log(`engine: ${e.identified ? `${e.info.kind}${e.info.version ? ` ${e.info.version}` : ""} (${e.info.how})` : `not identified yet (${e.info.how})`}${e.pending.size ? `; waiting for ${[...e.pending].join(", ")}` : ""}`);
-    if (state.restored.rollouts > 0) console.log(`continuing ${state.restored.rollouts} rollouts, ${state.restored.calls} calls from the log`);
-    // Printed once, on purpose, so the operator can use it; never logged anywhere else.
-    if (state.adminTokenGenerated) console.log(`admin token (generated): ${state.adminToken}`);
-    if (evalRollout) console.log(`\n${evalInstructions(evalRollout, started.url, dataDir)}`);
-  }
-  const signal = await untilSignal();
-  console.error(`forge proxy: ${signal}, stopping`);
-  await started.stop();
-  return 0;
 }
 
 /** `--token-in` and its model flags → the proxy's token-in options (a usage error names the flag). */

@@ -2,8 +2,9 @@
  * The proxy area: the recording proxy — protocol front doors (`doors/`), engine adapters
  * (`engines/`: how each inference engine is asked for ids, detected and given new weights), token capture and call
  * recording (`capture/`), the upstream client, rollout state and the control API. It writes
- * through the records area and never reads trajectories or the simulator. Other areas import
- * from here only.
+ * through the records area; it reads trajectories only to serve a rollout's trajectory
+ * (`GET /control/rollouts/:id/trajectory`, routes/control.ts), and never imports the simulator
+ * or workflows. Other areas import from here only.
  */
 export { createProxy, type Proxy, type ProxyState } from "./app.ts";
 export { startProxy, parseListen, type StartedProxy } from "./server.ts";

@@ -100,4 +100,23 @@ export const DEFAULTS = {
   connectionIdleTimeoutS: 60,
   maxConnections: 0,
   maxStreamBytes: 64 * 1024 * 1024,
+  mode: "train",
+  upstreamProtocol: "chat",
+  engine: "auto",
+  engineProbe: true,
 } as const;
+
+/** The options with each default filled in. */
+export type ResolvedProxyOptions = ProxyOptions & { [K in keyof typeof DEFAULTS]: NonNullable<ProxyOptions[K]> };
+
+/**
+ * `options` with every option it leaves out (or gives as undefined) set to its default.
+ *
+ * @example
+ * withDefaults({ upstreams: [], dataDir: "d" }).idleTimeoutMs // 120000
+ */
+export function withDefaults(options: ProxyOptions): ResolvedProxyOptions {
+  const resolved: Record<string, unknown> = { ...options };
+  for (const [name, value] of Object.entries(DEFAULTS)) resolved[name] ??= value;
+  return resolved as unknown as ResolvedProxyOptions;
+}

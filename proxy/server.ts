@@ -1,6 +1,6 @@
 /** Serves the proxy with Bun.serve. */
 import { createProxy, type Proxy } from "./app.ts";
-import { DEFAULTS, type ProxyOptions } from "./options.ts";
+import { withDefaults, type ProxyOptions } from "./options.ts";
 import { declaredTooLarge } from "./body.ts";
 import { errorResponse } from "./errors.ts";
 
@@ -33,9 +33,9 @@ export function parseListen(listen: string): { hostname: string; port: number } 
  * const { url, stop } = await startProxy({ listen: "127.0.0.1:0", upstreams: [sim.url], dataDir });
  */
 export async function startProxy(options: ProxyOptions): Promise<StartedProxy> {
-  const { hostname, port } = parseListen(options.listen ?? DEFAULTS.listen);
+  const { listen, maxBodyBytes } = withDefaults(options);
+  const { hostname, port } = parseListen(listen);
   const proxy = await createProxy(options);
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
   let server: ReturnType<typeof Bun.serve>;
   try {
     server = Bun.serve({

@@ -1,44 +1,45 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { CallStatus, create, Protocol, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus } from "../../schemas/index.ts";
+import { CallStatus, create, ModelCallSchema, Protocol, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus } from "../../schemas/index.ts";
 import * as fs from "node:fs";
 import { promisify } from "node:util";
 import { createContentStore, openSegmentLog, readRecords, readSegment, requestBodyOf, type SegmentLog, type WriterIo } from "../../records/index.ts";
 import { conversationBody, scratchDir, screenshots } from "../../records/testing.ts";
 import { createProxyMetrics } from "../metrics.ts";
 import { createRolloutRegistry, type RolloutRegistry } from "../state/rollouts.ts";
-import { createCallRecorder, type CallRecorder, type FinishedCall } from "./call-recorder.ts";
+import { createCallRecorder, type CallRecorder, type RecordableCall } from "./call-recorder.ts";
 import { newCapture } from "./tokens.ts";
 
 let scratch: ReturnType<typeof scratchDir>;
 beforeEach(() => (scratch = scratchDir("forge-call-recorder-")));
 afterEach(() => scratch.cleanup());
 
-function finished(registry: RolloutRegistry, rolloutId: string, requestBody: Uint8Array, upstream?: Uint8Array): FinishedCall {
+function finished(registry: RolloutRegistry, rolloutId: string, requestBody: Uint8Array, upstream?: Uint8Array): RecordableCall {
   const rollout = registry.get(rolloutId) ?? registry.add(create(RolloutSchema, { rolloutId }));
   return {
+    record: create(ModelCallSchema, {
+      rolloutId,
+      seq: registry.nextSeq(rollout),
+      callId: `call-${crypto.randomUUID()}`,
+      protocol: Protocol.CHAT,
+      startUnixMs: Date.now(),
+      responseBody: new TextEncoder().encode('{"choices":[]}'),
+      model: "m",
+      upstream: "http://u",
+      httpStatus: 200,
+      status: CallStatus.OK,
+      upstreamAttempts: 1,
+    }),
     rollout,
-    seq: registry.nextSeq(rollout),
-    callId: `call-${crypto.randomUUID()}`,
-    protocol: Protocol.CHAT,
     protocolName: "chat",
-    startUnixMs: Date.now(),
     startPerf: performance.now(),
     ttftMs: undefined,
-    requestBody,
-    responseBody: new TextEncoder().encode('{"choices":[]}'),
-    upstreamRequestBody: upstream,
-    model: "m",
-    upstream: "http://u",
     policyVersion: 0,
-    stream: false,
-    httpStatus: 200,
-    status: CallStatus.OK,
-    error: "",
+    requestBody,
+    upstreamRequestBody: upstream,
     capture: newCapture(),
     train: false,
-    requestHeaders: [],
-    session: {},
-    upstreamAttempts: 1,
+    echo: false,
+    tokenIn: undefined,
   };
 }
 
@@ -86,7 +87,8 @@ describe("the recorder stores request bodies as references", () => {
     const { log, registry, recorder } = await recorderOver();
     recorder.record(finished(registry, "ro-f", conversationBody("chat", 1, "ro-f")));
     // A record that does not encode (BAD_RECORD): that call's problem, the log goes on.
-    const bad = { ...finished(registry, "ro-f", conversationBody("chat", 2, "ro-f")), httpStatus: Number.NaN };
+    const bad = finished(registry, "ro-f", conversationBody("chat", 2, "ro-f"));
+    bad.record.httpStatus = Number.NaN;
     expect(() => recorder.record(bad)).toThrow(/does not encode/);
     expect(recorder.health.failure).toBe("");
     const third = recorder.record(finished(registry, "ro-f", conversationBody("chat", 3, "ro-f")));

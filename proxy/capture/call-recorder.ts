@@ -1,15 +1,14 @@
 /**
- * Glue between a finished model call and the segment log: builds the ModelCall record (token
- * view with prompt delta, bodies stored as references to the rollout's content, headers,
- * timings), appends it, updates the rollout state and the metrics. A failed append puts the recorder in a failed state: the proxy then refuses
+ * Glue between a finished model call and the segment log: completes its ModelCall record (token
+ * view with prompt delta, bodies stored as references to the rollout's content, latency),
+ * appends it, updates the rollout state and the metrics. A failed append puts the recorder in a failed state: the proxy then refuses
  * model calls (503) instead of serving calls whose training data would be lost.
  */
-import { CallStatus, create, Engine, LogprobsMode, ModelCallSchema, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord, type SamplingParams } from "../../schemas/index.ts";
+import { CallStatus, create, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
 import { createContentWriter, RecorderError, type ContentWriterOptions, type SegmentLog } from "../../records/index.ts";
 import { promptDelta } from "../../records/index.ts";
 import { tokenVerdict, type TokenCapture } from "./tokens.ts";
 import { servedVersion } from "./served-version.ts";
-import { engineEnum, type EngineInfo } from "../engines/kinds.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
 import type { TokenInRecord } from "../token-in/call.ts";
@@ -19,47 +18,38 @@ export interface RecorderHealth {
   failure: string;
 }
 
-export interface FinishedCall {
-  rollout: RolloutState;
-  seq: number;
-  callId: string;
-  protocol: Protocol;
-  protocolName: string;
-  startUnixMs: number;
-  startPerf: number;
-  ttftMs: number | undefined;
-  requestBody: Uint8Array;
-  responseBody: Uint8Array;
-  upstreamRequestBody: Uint8Array | undefined;
-  /** The top-level fields set on request_body for the upstream, when that is all that changed. */
-  upstreamRequestPatch?: Uint8Array;
-  model: string;
-  upstream: string;
-  policyVersion: number;
-  stream: boolean;
-  httpStatus: number;
-  status: CallStatus;
-  error: string;
-  capture: TokenCapture;
+/**
+ * A call ready to be recorded (doors/call-in-flight.ts): its ModelCall, filled as the call
+ * proceeded, and what the recorder derives the rest from.
+ */
+export interface RecordableCall {
+  /** The record so far: ids, seq, timing start, protocol, status, answer, headers, sampling, engine. */
+  readonly record: ModelCall;
+  readonly rollout: RolloutState;
+  /** The front door's name (metrics label). */
+  readonly protocolName: string;
+  /** When it went upstream (performance.now()). */
+  readonly startPerf: number;
+  /** Until the upstream's first byte; undefined when none came. */
+  readonly ttftMs: number | undefined;
+  /** The version the proxy expected for it (the record gets the served one where its servers say). */
+  readonly policyVersion: number;
+  readonly requestBody: Uint8Array;
+  /** The body sent upstream when it is neither the harness's nor a patch of it. */
+  readonly upstreamRequestBody: Uint8Array | undefined;
+  readonly capture: TokenCapture;
   /** Whether ids were asked for (train mode). */
-  train: boolean;
-  requestHeaders: ModelCall["requestHeaders"];
-  session: Record<string, string>;
-  upstreamAttempts: number;
-  /** The engine behind the upstream, as identified (docs/engines.md). */
-  engine?: EngineInfo;
-  /** The sampling parameters of the body sent upstream. */
-  sampling?: SamplingParams;
+  readonly train: boolean;
   /** Completions with `echo` (the engine's logprobs then cover the prompt first). */
-  echo?: boolean;
+  readonly echo: boolean;
   /** Token-in mode: the call's chain fields, and what follows its record (token-in/call.ts). */
-  tokenIn?: TokenInRecord;
+  readonly tokenIn: TokenInRecord | undefined;
 }
 
 export interface CallRecorder {
   readonly health: RecorderHealth;
   /** Appends the call; throws (and marks the recorder failed) when the log cannot take it. */
-  record(call: FinishedCall): ModelCall;
+  record(call: RecordableCall): ModelCall;
   /** Appends any other record (Rollout, RolloutResult). */
   append(record: ForgeRecord): void;
 }
@@ -73,7 +63,7 @@ const EMPTY = new Uint8Array(0);
  *
  * @example
  * const recorder = createCallRecorder(log, registry, metrics);
- * recorder.record(finishedCall);
+ * recorder.record(call); // a CallInFlight at its end
  */
 export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, metrics: ProxyMetrics, contentOptions: ContentWriterOptions = {}): CallRecorder {
   const health: RecorderHealth = { failure: "" };
@@ -98,69 +88,14 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
     health,
     append: (record) => void append(record),
     record(call) {
-      const cap = call.capture;
-      const prompt = cap.promptTokenIds;
-      const verdict = tokenVerdict(cap, { train: call.train, ok: call.status === CallStatus.OK, failure: call.error, echo: call.echo });
-      const tokenStatus = verdict.status;
-      const delta = prompt ? promptDelta(prompt, call.rollout.recent) : undefined;
-      const endPerf = performance.now();
-      const u = cap.usage;
-      // Served by the rollout's own servers: the version they reported for this call's tokens.
-      const version = call.rollout.serving?.upstreams.length ? servedVersion(cap.weightVersions, call.policyVersion, call.status === CallStatus.OK && call.httpStatus === 200) : undefined;
-      const modelCall = create(ModelCallSchema, {
-        rolloutId: call.rollout.rollout.rolloutId,
-        seq: call.seq,
-        callId: call.callId,
-        startUnixMs: call.startUnixMs,
-        endUnixMs: call.startUnixMs + (endPerf - call.startPerf),
-        protocol: call.protocol,
-        responseBody: call.responseBody,
-        model: cap.model || call.model,
-        upstream: call.upstream,
-        policyVersion: version?.policyVersion ?? call.policyVersion,
-        servedWeightVersion: version?.served ?? "",
-        policyVersionMismatch: version?.mismatch ?? "",
-        stream: call.stream,
-        httpStatus: call.httpStatus,
-        status: call.status,
-        error: call.error,
-        usage: u
-          ? create(UsageSchema, {
-              promptTokens: u.prompt_tokens ?? 0,
-              completionTokens: u.completion_tokens ?? 0,
-              totalTokens: u.total_tokens ?? 0,
-              cachedTokens: u.cached_tokens ?? 0,
-            })
-          : undefined,
-        latencyMs: endPerf - call.startPerf,
-        ttftMs: call.ttftMs ?? 0,
-        promptTokenIds: delta?.suffix ?? [],
-        completionTokenIds: cap.completionTokenIds,
-        completionLogprobs: verdict.logprobs,
-        finishReason: cap.finishReason,
-        tokenStatus,
-        prefixOf: delta?.prefixOf ?? "",
-        prefixLen: delta?.prefixLen ?? 0,
-        promptLen: prompt?.length ?? 0,
-        requestHeaders: call.requestHeaders,
-        session: call.session,
-        upstreamRequestPatch: call.upstreamRequestPatch,
-        upstreamAttempts: call.upstreamAttempts,
-        tokenStatusReason: verdict.reason,
-        sampling: call.sampling,
-        engine: call.engine ? engineEnum(call.engine.kind) : Engine.UNSPECIFIED,
-        engineVersion: call.engine?.version ?? "",
-        logprobsMode: call.engine?.logprobsMode ?? LogprobsMode.UNSPECIFIED,
-        ...call.tokenIn?.fields(),
-      });
+      const modelCall = completeRecord(call);
       const record = create(RecordSchema, { kind: { case: "modelCall", value: modelCall } });
-      const rolloutId = modelCall.rolloutId;
       const upstream = call.upstreamRequestBody ?? EMPTY;
       // Built for the segment the log is on; when the append would start a new one, built again
       // for that one (its pieces stored again), so that every segment reads on its own.
       let segment = log.stats().segment;
       for (;;) {
-        const stored = content.begin(rolloutId, call.seq, segment);
+        const stored = content.begin(modelCall.rolloutId, modelCall.seq, segment);
         modelCall.requestStored = stored.store(call.requestBody, "request");
         modelCall.requestBody = modelCall.requestStored ? EMPTY : call.requestBody;
         modelCall.upstreamStored = upstream.length > 0 ? stored.store(upstream, "upstream") : undefined;
@@ -174,23 +109,74 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         }
         segment = result.segment;
       }
-      registry.noteCall(call.rollout, modelCall, prompt);
+      registry.noteCall(call.rollout, modelCall, call.capture.promptTokenIds);
       call.tokenIn?.recorded(modelCall, call.rollout);
-      const statusName = CallStatus[call.status] ?? String(call.status);
-      // The series' experiment / iteration / policy_version labels (text cached per rollout); the version is the recorded one, i.e. what served the call.
-      const scope = { rollout: call.rollout.rollout, policyVersion: modelCall.policyVersion };
-      metrics.callFinished(
-        { protocol: call.protocolName, status: statusName, http_status: call.httpStatus },
-        modelCall.latencyMs / 1000,
-        call.ttftMs === undefined ? undefined : call.ttftMs / 1000,
-        scope,
-      );
-      metrics.tokens("prompt", u?.prompt_tokens ?? prompt?.length ?? 0, scope);
-      metrics.tokens("completion", u?.completion_tokens ?? cap.completionTokenIds.length, scope);
-      if (tokenStatus === TokenStatus.MISSING && call.status === CallStatus.OK) metrics.tokenMissing(call.protocolName, scope);
+      countCall(metrics, call);
       return modelCall;
     },
   };
+}
+
+/**
+ * The call's record with what its end decides: the token view (prompt as a delta of an earlier
+ * call's), the token verdict, usage, the served version, latency.
+ */
+function completeRecord(call: RecordableCall): ModelCall {
+  const modelCall = call.record;
+  const cap = call.capture;
+  const ok = modelCall.status === CallStatus.OK;
+  const prompt = cap.promptTokenIds;
+  const verdict = tokenVerdict(cap, { train: call.train, ok, failure: modelCall.error, echo: call.echo });
+  const delta = prompt ? promptDelta(prompt, call.rollout.recent) : undefined;
+  const endPerf = performance.now();
+  const u = cap.usage;
+  // Served by the rollout's own servers: the version they reported for this call's tokens.
+  const version = call.rollout.serving?.upstreams.length ? servedVersion(cap.weightVersions, call.policyVersion, ok && modelCall.httpStatus === 200) : undefined;
+  modelCall.endUnixMs = modelCall.startUnixMs + (endPerf - call.startPerf);
+  if (cap.model) modelCall.model = cap.model;
+  modelCall.policyVersion = version?.policyVersion ?? call.policyVersion;
+  modelCall.servedWeightVersion = version?.served ?? "";
+  modelCall.policyVersionMismatch = version?.mismatch ?? "";
+  if (u) {
+    modelCall.usage = create(UsageSchema, {
+      promptTokens: u.prompt_tokens ?? 0,
+      completionTokens: u.completion_tokens ?? 0,
+      totalTokens: u.total_tokens ?? 0,
+      cachedTokens: u.cached_tokens ?? 0,
+    });
+  }
+  modelCall.latencyMs = endPerf - call.startPerf;
+  modelCall.ttftMs = call.ttftMs ?? 0;
+  modelCall.promptTokenIds = delta?.suffix ?? [];
+  modelCall.completionTokenIds = cap.completionTokenIds;
+  modelCall.completionLogprobs = verdict.logprobs;
+  modelCall.finishReason = cap.finishReason;
+  modelCall.tokenStatus = verdict.status;
+  modelCall.prefixOf = delta?.prefixOf ?? "";
+  modelCall.prefixLen = delta?.prefixLen ?? 0;
+  modelCall.promptLen = prompt?.length ?? 0;
+  modelCall.tokenStatusReason = verdict.reason;
+  // As create() takes them: a field left undefined keeps its default.
+  if (call.tokenIn) for (const [name, value] of Object.entries(call.tokenIn.fields())) if (value !== undefined) (modelCall as any)[name] = value;
+  return modelCall;
+}
+
+/** The call's series: calls, latency, tokens, and a train-mode answer that came without ids. */
+function countCall(metrics: ProxyMetrics, call: RecordableCall): void {
+  const modelCall = call.record;
+  const u = call.capture.usage;
+  const statusName = CallStatus[modelCall.status] ?? String(modelCall.status);
+  // The series' experiment / iteration / policy_version labels (text cached per rollout); the version is the recorded one, i.e. what served the call.
+  const scope = { rollout: call.rollout.rollout, policyVersion: modelCall.policyVersion };
+  metrics.callFinished(
+    { protocol: call.protocolName, status: statusName, http_status: modelCall.httpStatus },
+    modelCall.latencyMs / 1000,
+    call.ttftMs === undefined ? undefined : call.ttftMs / 1000,
+    scope,
+  );
+  metrics.tokens("prompt", u?.prompt_tokens ?? call.capture.promptTokenIds?.length ?? 0, scope);
+  metrics.tokens("completion", u?.completion_tokens ?? call.capture.completionTokenIds.length, scope);
+  if (modelCall.tokenStatus === TokenStatus.MISSING && modelCall.status === CallStatus.OK) metrics.tokenMissing(call.protocolName, scope);
 }
 
 export { Protocol };

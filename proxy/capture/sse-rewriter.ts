@@ -39,36 +39,12 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
   let sawCr = false;
   let stopped = false;
 
-  const handle = (raw: string): string => {
-    // raw includes its terminating blank line. Fast path: the one-line `data: …\n\n` event
-    // every LLM server sends.
-    if (raw.startsWith("data: ") && raw.endsWith("\n\n")) {
-      const nl = raw.indexOf("\n", 6);
-      if (nl === raw.length - 2 && raw.charCodeAt(nl - 1) !== 13) {
-        const out = onEvent(raw.slice(6, nl));
-        return out === undefined ? raw : out;
-      }
-    }
-    let data = "";
-    let sawData = false;
-    for (const line of raw.split(/\r?\n/)) {
-      if (line.startsWith("data:")) {
-        const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
-        data = sawData ? `${data}\n${value}` : value;
-        sawData = true;
-      }
-    }
-    if (!sawData) return raw; // comments, keep-alives, event-only blocks pass unchanged
-    const out = onEvent(data);
-    return out === undefined ? raw : out;
-  };
-
   const drain = (final: boolean): string => {
     let out = "";
     for (;;) {
       const boundary = sawCr ? findBoundary(buffer) : lfBoundary(buffer);
       if (boundary === -1) break;
-      out += handle(buffer.slice(0, boundary));
+      out += handleEvent(buffer.slice(0, boundary), onEvent);
       buffer = buffer.slice(boundary);
       if (stopped) {
         buffer = "";
@@ -76,7 +52,7 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
       }
     }
     if (final && buffer !== "") {
-      out += handle(buffer);
+      out += handleEvent(buffer, onEvent);
       buffer = "";
     }
     return out;
@@ -150,6 +126,30 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
       stopped = true;
     },
   };
+}
+
+/** One whole event (`raw`, with its terminating blank line) through `onEvent`: what is sent for it. */
+function handleEvent(raw: string, onEvent: SseEventHandler): string {
+  // Fast path: the one-line `data: …\n\n` event every LLM server sends.
+  if (raw.startsWith("data: ") && raw.endsWith("\n\n")) {
+    const nl = raw.indexOf("\n", 6);
+    if (nl === raw.length - 2 && raw.charCodeAt(nl - 1) !== 13) {
+      const out = onEvent(raw.slice(6, nl));
+      return out === undefined ? raw : out;
+    }
+  }
+  let data = "";
+  let sawData = false;
+  for (const line of raw.split(/\r?\n/)) {
+    if (line.startsWith("data:")) {
+      const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+      data = sawData ? `${data}\n${value}` : value;
+      sawData = true;
+    }
+  }
+  if (!sawData) return raw; // comments, keep-alives, event-only blocks pass unchanged
+  const out = onEvent(data);
+  return out === undefined ? raw : out;
 }
 
 function lfBoundary(text: string): number {

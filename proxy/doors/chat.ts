@@ -3,7 +3,7 @@ import { Protocol } from "../../schemas/index.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { harnessWants } from "../capture/tokens.ts";
 import type { FrontDoor } from "./types.ts";
-import { openAiDoorError, requireModel, streamFlag } from "./openai-body.ts";
+import { openAiDoorError, passEngineError, requireModel, streamFlag } from "./openai-body.ts";
 import { parseHidingStrings } from "./hidden-strings.ts";
 
 /**
@@ -16,6 +16,7 @@ export const chatFrontDoor: FrontDoor = {
   name: "chat",
   protocol: Protocol.CHAT,
   path: "/v1/chat/completions",
+  engineErrorBody: passEngineError,
   parse: parseHidingStrings,
   prepare(body) {
     const model = requireModel(body);

@@ -3,7 +3,7 @@ import { Protocol } from "../../schemas/index.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { harnessWants } from "../capture/tokens.ts";
 import type { FrontDoor } from "./types.ts";
-import { openAiDoorError, requireModel, streamFlag } from "./openai-body.ts";
+import { openAiDoorError, passEngineError, requireModel, streamFlag } from "./openai-body.ts";
 
 /**
  * The Completions front door.
@@ -15,6 +15,7 @@ export const completionsFrontDoor: FrontDoor = {
   name: "completions",
   protocol: Protocol.COMPLETIONS,
   path: "/v1/completions",
+  engineErrorBody: passEngineError,
   prepare(body) {
     const model = requireModel(body);
     const stream = streamFlag(body);

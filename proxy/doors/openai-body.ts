@@ -1,5 +1,6 @@
 /** Checks shared by the OpenAI-style front doors. */
 import { openAiErrorBody, ProxyHttpError, type OpenAiErrorType } from "../errors.ts";
+import { openAiShape, type EngineError } from "../engines/errors.ts";
 
 /**
  * The model name, or 400 naming the field.
@@ -41,4 +42,16 @@ export function openAiDoorError(status: number, message: string, type: string, c
 export function openaiError(status: number, message: string) {
   const type: OpenAiErrorType = status >= 500 ? "server_error" : status === 429 ? "rate_limit_error" : status === 401 ? "authentication_error" : "invalid_request_error";
   return openAiErrorBody(status, message, type);
+}
+
+/**
+ * The engine's own error as an OpenAI-style door's (FrontDoor.engineErrorBody): vLLM's (OpenAI's
+ * shape) as sent, SGLang's flat `{"object": "error", ...}` nested as OpenAI's.
+ *
+ * @example
+ * passEngineError({ message: "bad", type: "BadRequest", param: null, code: 400, nested: false }, '{"object":"error",...}')
+ * // '{"error":{"message":"bad","type":"BadRequest","param":null,"code":400}}'
+ */
+export function passEngineError(error: EngineError, text: string): string {
+  return error.nested ? text : JSON.stringify(openAiShape(error));
 }

@@ -17,11 +17,11 @@
  * translated stream is driven the same way, its translator fed the parsed Chat chunks.
  */
 import { CallStatus } from "../../schemas/index.ts";
-import { captureAndStrip, emptyAfterStrip, type TokenCapture } from "../capture/tokens.ts";
+import { captureAndStrip, emptyAfterStrip } from "../capture/tokens.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
-import { createSseRewriter } from "../capture/sse-rewriter.ts";
-import type { FinishedCall } from "../capture/call-recorder.ts";
-import type { PipelineContext, PreparedCall } from "./types.ts";
+import { createSseRewriter, type SseRewriter } from "../capture/sse-rewriter.ts";
+import type { PreparedCall, StreamTranslator } from "./types.ts";
+import type { CallInFlight } from "./call-in-flight.ts";
 import { concatBytes } from "../../lib/index.ts";
 
 const encoder = new TextEncoder();
@@ -30,217 +30,244 @@ const NOTHING = new Uint8Array(0);
 export const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
 const WITHDRAWN = "the call could not be recorded, so its answer is withdrawn";
 
+type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };
+
 /**
  * The harness's Response for a streamed upstream answer.
  *
  * @example
- * return streamAnswer(ctx, base, prepared, sent.response, sent.abort, request, leave, callHeaders);
+ * return streamAnswer(call, sent.response, sent.abort);
  */
-export function streamAnswer(
-  ctx: PipelineContext,
-  base: FinishedCall,
-  prepared: PreparedCall,
-  upstream: Response,
-  abortUpstream: (reason?: unknown) => void,
-  request: Request,
-  leave: () => void,
-  callHeaders: Record<string, string>,
-): Response {
-  const capture: TokenCapture = base.capture;
-  const translator = prepared.translateStream?.();
-  const reader = upstream.body!.getReader();
-  const sent: Uint8Array[] = []; // what the harness was sent, for the record
-  let sawDone = false;
-  // The first data line that is not JSON; an `error` object the upstream sent mid-stream.
-  let malformed: string | undefined;
-  let upstreamError: string | undefined;
-  let finished = false;
-  let over = false; // nothing more to send
-  let firstChunk = true;
-  let upstreamBytes = 0;
+export function streamAnswer(call: CallInFlight, upstream: Response, abortUpstream: (reason?: unknown) => void): Response {
+  const relay = new StreamRelay(call, upstream, abortUpstream);
+  const body = new ReadableStream({
+    type: "direct",
+    pull: (controller: ReadableStreamDirectController) => relay.run(controller),
+    cancel: relay.onClientAbort,
+  });
+  return new Response(body, { status: 200, headers: { ...SSE_HEADERS, ...call.headers } });
+}
 
-  const rewriter = createSseRewriter((data) => {
+/**
+ * One stream's state machine: upstream bytes in (read by `run`), harness bytes out, the call
+ * recorded once, when the stream ends however it ends.
+ */
+class StreamRelay {
+  private readonly translator: StreamTranslator | undefined;
+  private readonly reader: { read(): Promise<ReadResult> };
+  private readonly rewriter: SseRewriter;
+  private readonly watchdog: ReturnType<typeof setInterval>;
+  /** What the harness was sent, for the record. */
+  private readonly sent: Uint8Array[] = [];
+  private sawDone = false;
+  /** The first data line that is not JSON. */
+  private malformed: string | undefined;
+  /** An `error` object the upstream sent mid-stream. */
+  private upstreamError: string | undefined;
+  private finished = false;
+  /** Nothing more to send. */
+  private over = false;
+  private firstChunk = true;
+  private upstreamBytes = 0;
+  private lastByteAt = performance.now();
+  private idle = false;
+
+  constructor(
+    private readonly call: CallInFlight,
+    upstream: Response,
+    private readonly abortUpstream: (reason?: unknown) => void,
+  ) {
+    this.translator = call.prepared.translateStream?.();
+    this.reader = upstream.body!.getReader();
+    this.rewriter = createSseRewriter(this.onEvent);
+    call.request.signal.addEventListener("abort", this.onClientAbort, { once: true });
+    // One watchdog per stream instead of a timer per read: a read only bumps a timestamp, and an
+    // idle upstream is aborted, which ends the pending read.
+    const idleMs = call.ctx.idleTimeoutMs;
+    this.watchdog = setInterval(() => {
+      if (this.idle || performance.now() - this.lastByteAt <= idleMs) return;
+      this.idle = true;
+      this.abortUpstream(new Error("idle timeout"));
+    }, Math.max(10, Math.min(1000, idleMs / 4)));
+    this.watchdog.unref?.();
+  }
+
+  /** One upstream SSE event's data: what the harness gets for it (undefined: the event as it came). */
+  private readonly onEvent = (data: string): string | undefined => {
+    const { translator, call } = this;
     if (data === "[DONE]") {
-      sawDone = true;
+      this.sawDone = true;
       // The end is sent once the call is in the log (terminate()); anything after it is dropped.
-      rewriter.stop();
+      this.rewriter.stop();
       return "";
     }
     let chunk: any;
     try {
-      chunk = parseAnswer(data, prepared.wants, base.rollout.idsMemo);
+      chunk = parseAnswer(data, call.wants, call.rollout.idsMemo);
     } catch {
-      malformed ??= data.slice(0, 200);
+      this.malformed ??= data.slice(0, 200);
       if (!translator) return undefined; // the harness gets it as sent; the record says the call failed
-      rewriter.stop();
+      this.rewriter.stop();
       return "";
     }
     if (chunk === null || typeof chunk !== "object") return translator ? "" : undefined;
     if (chunk.error !== undefined && chunk.error !== null) {
       // vLLM reports a failure mid-stream as a data event with an `error` object (SGLang too:
       // `{"error": {"object": "error", "message", ...}}`).
-      upstreamError ??= typeof chunk.error === "string" ? chunk.error : String(chunk.error.message ?? JSON.stringify(chunk.error));
+      this.upstreamError ??= typeof chunk.error === "string" ? chunk.error : String(chunk.error.message ?? JSON.stringify(chunk.error));
       if (!translator) return undefined; // the SDKs raise it as an error
-      rewriter.stop();
+      this.rewriter.stop();
       return "";
     }
-    const changed = captureAndStrip(prepared.capture, chunk, capture, prepared.wants);
+    const changed = captureAndStrip(call.prepared.capture, chunk, call.capture, call.wants);
     if (translator) return translator.push(chunk);
     if (!changed) return undefined;
     // The usage or sglext chunk the proxy asked for in train mode is dropped when the harness did not ask.
     if (emptyAfterStrip(chunk)) return "";
     return `data: ${JSON.stringify(chunk)}\n\n`;
-  });
+  };
 
   /** Records the call once; false when the record could not be written. */
-  const finish = (status: CallStatus, error: string): boolean => {
-    if (finished) return true;
-    finished = true;
-    clearInterval(watchdog);
-    request.signal.removeEventListener("abort", onClientAbort);
+  private finish(status: CallStatus, error: string): boolean {
+    if (this.finished) return true;
+    this.finished = true;
+    clearInterval(this.watchdog);
+    this.call.request.signal.removeEventListener("abort", this.onClientAbort);
     let recorded = true;
     try {
-      ctx.recorder.record({ ...base, responseBody: concatBytes(sent), httpStatus: 200, status, error });
+      this.call.end(200, status, error, concatBytes(this.sent));
+      this.call.ctx.recorder.record(this.call);
     } catch {
       // The log refused it (a full disk, ids that do not encode): the stream's end is withheld.
       recorded = false;
     }
-    leave();
+    this.call.leave();
     return recorded;
-  };
-  const onClientAbort = () => {
-    abortUpstream(new Error("client disconnected"));
-    finish(CallStatus.CLIENT_ABORTED, "the harness disconnected before the stream ended");
-  };
-  request.signal.addEventListener("abort", onClientAbort, { once: true });
+  }
 
-  // One watchdog per stream instead of a timer per read: a read only bumps a timestamp, and an
-  // idle upstream is aborted, which ends the pending read.
-  let lastByteAt = performance.now();
-  let idle = false;
-  const watchdog = setInterval(() => {
-    if (idle || performance.now() - lastByteAt <= ctx.idleTimeoutMs) return;
-    idle = true;
-    abortUpstream(new Error("idle timeout"));
-  }, Math.max(10, Math.min(1000, ctx.idleTimeoutMs / 4)));
-  watchdog.unref?.();
+  readonly onClientAbort = (): void => {
+    this.abortUpstream(new Error("client disconnected"));
+    this.finish(CallStatus.CLIENT_ABORTED, "the harness disconnected before the stream ended");
+  };
 
-  const errorEvent = (message: string, code: string) => `data: ${JSON.stringify({ error: { message, type: "upstream_error", param: null, code } })}\n\n`;
+  private errorEvent(message: string, code: string): string {
+    return `data: ${JSON.stringify({ error: { message, type: "upstream_error", param: null, code } })}\n\n`;
+  }
+
   /** The protocol's failure event, which ends a broken stream. */
-  const failure = (message: string, code: string): string => (translator ? translator.fail(message) : errorEvent(message, code));
+  private failure(message: string, code: string): string {
+    return this.translator ? this.translator.fail(message) : this.errorEvent(message, code);
+  }
 
   /** Encodes what goes to the harness, once, and keeps it for the record. */
-  const out = (text: string): Uint8Array => {
+  private out(text: string): Uint8Array {
     if (text === "") return NOTHING;
     const bytes = encoder.encode(text);
-    sent.push(bytes);
+    this.sent.push(bytes);
     return bytes;
-  };
+  }
 
   /**
    * Ends the stream: the terminal event goes into the record first, and to the harness only
    * once the record is written. A complete answer whose record failed ends with an error event.
    */
-  const terminate = (status: CallStatus, error: string, terminal: string): Uint8Array => {
-    over = true;
-    const bytes = out(terminal);
-    const recorded = finish(status, error);
+  private terminate(status: CallStatus, error: string, terminal: string): Uint8Array {
+    this.over = true;
+    const bytes = this.out(terminal);
+    const recorded = this.finish(status, error);
     if (recorded || status !== CallStatus.OK) return bytes;
-    return encoder.encode(translator ? translator.withdraw(WITHDRAWN) : errorEvent(WITHDRAWN, "recorder_unavailable"));
-  };
+    return encoder.encode(this.translator ? this.translator.withdraw(WITHDRAWN) : this.errorEvent(WITHDRAWN, "recorder_unavailable"));
+  }
 
   /** The upstream ended: how complete was it? */
-  const atEnd = (): Uint8Array => {
-    const tail = out(rewriter.end());
-    const url = base.upstream;
-    if (malformed !== undefined) {
-      const message = `upstream ${url} sent a data line that is not JSON: ${malformed}`;
-      return concatBytes([tail, terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_bad_stream"))]);
+  private atEnd(): Uint8Array {
+    const { translator } = this;
+    const tail = this.out(this.rewriter.end());
+    const url = this.call.record.upstream;
+    if (this.malformed !== undefined) {
+      const message = `upstream ${url} sent a data line that is not JSON: ${this.malformed}`;
+      return concatBytes([tail, this.terminate(CallStatus.UPSTREAM_ERROR, message, this.failure(message, "upstream_bad_stream"))]);
     }
-    if (upstreamError !== undefined) {
+    if (this.upstreamError !== undefined) {
       // Passthrough: the harness already got the upstream's error event, which ends its stream.
-      const terminal = translator ? translator.fail(upstreamError) : "";
-      return concatBytes([tail, terminate(CallStatus.UPSTREAM_ERROR, `upstream ${url} reported an error mid-stream: ${upstreamError}`, terminal)]);
+      const terminal = translator ? translator.fail(this.upstreamError) : "";
+      return concatBytes([tail, this.terminate(CallStatus.UPSTREAM_ERROR, `upstream ${url} reported an error mid-stream: ${this.upstreamError}`, terminal)]);
     }
-    if (sawDone || capture.finishReason !== "") {
-      return concatBytes([tail, terminate(CallStatus.OK, "", translator ? translator.finish() : DONE)]);
+    if (this.sawDone || this.call.capture.finishReason !== "") {
+      return concatBytes([tail, this.terminate(CallStatus.OK, "", translator ? translator.finish() : DONE)]);
     }
     const message = `upstream ${url} ended the stream before it was complete (no [DONE], no finish reason): the answer is cut short`;
-    return concatBytes([tail, terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_stream_cut"))]);
-  };
-
-  type ReadResult = Awaited<ReturnType<typeof reader.read>>;
+    return concatBytes([tail, this.terminate(CallStatus.UPSTREAM_ERROR, message, this.failure(message, "upstream_stream_cut"))]);
+  }
 
   /** A failed upstream read: how the stream ends. */
-  const readFailed = (error: unknown): Uint8Array => {
-    if (finished) {
-      over = true;
+  private readFailed(error: unknown): Uint8Array {
+    if (this.finished) {
+      this.over = true;
       return NOTHING;
     }
     // After [DONE] the answer is whole, however the connection then ends.
-    if (sawDone && !idle) return atEnd();
-    if (idle) {
-      const message = `upstream ${base.upstream} sent nothing for ${ctx.idleTimeoutMs} ms mid-stream`;
-      return terminate(CallStatus.TIMEOUT, message, failure(message, "upstream_timeout"));
+    if (this.sawDone && !this.idle) return this.atEnd();
+    const url = this.call.record.upstream;
+    if (this.idle) {
+      const message = `upstream ${url} sent nothing for ${this.call.ctx.idleTimeoutMs} ms mid-stream`;
+      return this.terminate(CallStatus.TIMEOUT, message, this.failure(message, "upstream_timeout"));
     }
     // An unterminated last event is dropped: it would run into the error event.
-    const message = `upstream ${base.upstream} stream failed: ${(error as Error).message}`;
-    return terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_stream_error"));
-  };
+    const message = `upstream ${url} stream failed: ${(error as Error).message}`;
+    return this.terminate(CallStatus.UPSTREAM_ERROR, message, this.failure(message, "upstream_stream_error"));
+  }
 
   /** One upstream read: what to send the harness now (empty for nothing yet). */
-  const onRead = (result: ReadResult): Uint8Array => {
-    lastByteAt = performance.now();
-    if (result.done) return atEnd();
-    if (firstChunk) {
-      firstChunk = false;
-      base.ttftMs = performance.now() - base.startPerf;
+  private onRead(result: ReadResult): Uint8Array {
+    this.lastByteAt = performance.now();
+    if (result.done) return this.atEnd();
+    if (this.firstChunk) {
+      this.firstChunk = false;
+      this.call.firstByte(performance.now());
     }
-    upstreamBytes += result.value.byteLength;
-    if (upstreamBytes > ctx.maxStreamBytes) {
-      const message = `upstream ${base.upstream} streamed more than ${ctx.maxStreamBytes} bytes for one answer, the proxy's limit (--max-stream-bytes): the call is ended`;
-      abortUpstream(new Error("stream size limit"));
-      return terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_too_large"));
+    this.upstreamBytes += result.value.byteLength;
+    const limit = this.call.ctx.maxStreamBytes;
+    if (this.upstreamBytes > limit) {
+      const message = `upstream ${this.call.record.upstream} streamed more than ${limit} bytes for one answer, the proxy's limit (--max-stream-bytes): the call is ended`;
+      this.abortUpstream(new Error("stream size limit"));
+      return this.terminate(CallStatus.UPSTREAM_ERROR, message, this.failure(message, "upstream_too_large"));
     }
-    return out(rewriter.push(result.value));
-  };
+    return this.out(this.rewriter.push(result.value));
+  }
 
-  const body = new ReadableStream({
-    type: "direct",
-    async pull(controller: ReadableStreamDirectController) {
-      try {
-        while (!over) {
-          if (finished) break;
-          // The read awaited here, its result handled synchronously: no async step per chunk
-          // between the read and the write.
-          let result: ReadResult | undefined;
-          let readError: unknown;
-          try {
-            result = await reader.read();
-          } catch (error) {
-            readError = error;
-          }
-          const bytes = result ? onRead(result) : readFailed(readError);
-          if (bytes.length === 0) continue;
-          // Bytes, not the string: the sink's own string path costs more (measured, 256 streams:
-          // 4.3 against 4.7-5.5 ms CPU per call). No flush: the sink sends what was written at
-          // the end of the tick (the harness still gets each event at once), a flush per event
-          // costs a second syscall.
-          const written = controller.write(bytes);
-          if (written instanceof Promise) await written; // backpressure: a slow harness
+  /** The stream's one pull: reads the upstream and writes the harness until the stream is over. */
+  async run(controller: ReadableStreamDirectController): Promise<void> {
+    try {
+      while (!this.over) {
+        if (this.finished) break;
+        // The read awaited here, its result handled synchronously: no async step per chunk
+        // between the read and the write.
+        let result: ReadResult | undefined;
+        let readError: unknown;
+        try {
+          result = await this.reader.read();
+        } catch (error) {
+          readError = error;
         }
-      } catch {
-        // A write to a harness that went away: recorded as such, the upstream call stopped.
-        onClientAbort();
-        return;
+        const bytes = result ? this.onRead(result) : this.readFailed(readError);
+        if (bytes.length === 0) continue;
+        // Bytes, not the string: the sink's own string path costs more (measured, 256 streams:
+        // 4.3 against 4.7-5.5 ms CPU per call). No flush: the sink sends what was written at
+        // the end of the tick (the harness still gets each event at once), a flush per event
+        // costs a second syscall.
+        const written = controller.write(bytes);
+        if (written instanceof Promise) await written; // backpressure: a slow harness
       }
-      // The answer is out: the connection is idle from here on, and may be closed as such.
-      ctx.connections.release(request);
-      controller.close();
-    },
-    cancel: onClientAbort,
-  });
-  return new Response(body, { status: 200, headers: { ...SSE_HEADERS, ...callHeaders } });
+    } catch {
+      // A write to a harness that went away: recorded as such, the upstream call stopped.
+      this.onClientAbort();
+      return;
+    }
+    // The answer is out: the connection is idle from here on, and may be closed as such.
+    this.call.ctx.connections.release(this.call.request);
+    controller.close();
+  }
 }
 
 /**

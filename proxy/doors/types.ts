@@ -1,9 +1,9 @@
 /**
  * The plug-in surface for protocol front doors. A front door turns a harness request into
  * one upstream request (Chat Completions or Completions, where vLLM/SGLang give token ids)
- * and, where its protocol differs, translates the answer back. The shared pipeline
- * (doors/pipeline.ts) does everything else: pause gate, routing, token capture,
- * stripping, recording, errors.
+ * and, where its protocol differs, translates the answer back and shapes its errors. The
+ * shared pipeline (doors/pipeline.ts, over a CallInFlight) does everything else: pause gate,
+ * routing, token capture, stripping, recording.
  */
 import type { Context } from "hono";
 import type { Protocol } from "../../schemas/index.ts";
@@ -18,6 +18,7 @@ import type { UpstreamClient } from "../upstream/client.ts";
 import type { ConnectionGuard } from "../connections.ts";
 import type { EngineState } from "../engines/check.ts";
 import type { TokenIn } from "../token-in/index.ts";
+import type { EngineError } from "../engines/errors.ts";
 
 export interface PreparedCall {
   /** The upstream API whose answer is captured (and stripped of the train-mode fields). */
@@ -38,7 +39,7 @@ export interface PreparedCall {
   translateStream?(): StreamTranslator;
   /** Headers added to the upstream request (passthrough to a vendor API: its auth and version headers). */
   upstreamHeaders?: Record<string, string>;
-  /** The protocol's error body. */
+  /** The protocol's error body, for an answer the proxy gives in the upstream's place (this call's: a translator shapes its own). */
   errorBody(status: number, message: string, type: string, code: string | null): unknown;
 }
 
@@ -68,6 +69,12 @@ export interface FrontDoor {
    * door leaves its messages' long strings unparsed (`hidden-strings.ts`): it passes the bytes on.
    */
   parse?(bytes: Uint8Array): Record<string, any>;
+  /**
+   * The engine's own error answer (`error`, read from its body `text`) as this door's error body,
+   * for a door that speaks the engine's protocol (Chat, Completions). Absent: the harness gets
+   * the call's `errorBody` naming the engine's message.
+   */
+  engineErrorBody?(error: EngineError, text: string): string;
   /** The protocol's routes that are not model calls (Anthropic count_tokens, say). */
   routes?: readonly DoorRoute[];
 }

@@ -59,24 +59,7 @@ const STATUS = { ok: RolloutStatus.OK, failed: RolloutStatus.FAILED, infra_error
  * mountControlRoutes(app, { adminToken, registry, recorder, log, gate, metrics, publicUrl: () => "http://127.0.0.1:8787", throttle, connections });
  */
 export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): void {
-  const { registry, recorder, log, gate, metrics } = options;
   const { connections } = options;
-
-  /**
-   * A rollout's result, finish's or cancel's (`what` names it in the error): appended, and on
-   * stable storage before anyone hears the rollout ended; only then is it the rollout's result.
-   */
-  async function commitResult(state: RolloutState, result: RolloutResult, what: string): Promise<void> {
-    appendOr503(recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
-    try {
-      await log.sync();
-    } catch (error) {
-      throw new ProxyHttpError(503, `${what} was written but could not be fsynced: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
-    }
-    state.result = result;
-    registry.forgetHistory(state);
-  }
-
   app.use("/control/*", async (c, next) => {
     requireAdmin(c, options.adminToken, options.throttle, connections.clientAddress(c.req.raw));
     // A pause may wait for calls to drain, a finish for an fsync: not an idle connection.
@@ -88,13 +71,22 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     }
   });
   if (options.shards) app.use("/control/*", options.shards.route);
+  mountRegister(app, options);
+  mountFinish(app, options);
+  mountCancel(app, options);
+  mountReads(app, options);
+  mountPause(app, options);
+}
 
+/** POST /control/rollouts: a new rollout (or a retry of one), its key and base URLs. */
+function mountRegister(app: Hono, options: ControlRoutesOptions): void {
+  const { registry, recorder, gate } = options;
   app.post("/control/rollouts", async (c) => {
     const body = await parsed(c, RegisterRolloutSchema);
     const id = body.rollout_id ?? options.shards?.newRolloutId() ?? `ro-${crypto.randomUUID()}`;
     if (registry.get(id)) throw new ProxyHttpError(409, `rollout "${id}" is already registered (a retry registers a new id with retry_of)`, "invalid_request_error", "rollout_exists", "rollout_id");
     if ((body.retry === undefined) !== (body.retry_of === undefined)) throw new ProxyHttpError(400, "retry and retry_of go together", "invalid_request_error", "invalid_body", "retry_of");
-    if (body.retry_of !== undefined) supersedeEarlierTries(id, body.retry_of);
+    if (body.retry_of !== undefined) supersedeEarlierTries(options, id, body.retry_of);
     const apiKey = newApiKey();
     // A rollout served by its own upstreams (a trainer's servers) carries their weights' version.
     const version = body.policy_version ?? gate.policyVersion;
@@ -127,36 +119,61 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
       201,
     );
   });
+}
 
-  /**
-   * Before try `id` of rollout `firstId` registers: a try that already has a verdict (not an
-   * infra_error) means the rollout is done and the retry must not run (409 rollout_finished,
-   * naming that try); tries that never finished are finished now as superseded infra_errors.
-   */
-  function supersedeEarlierTries(id: string, firstId: string): void {
-    const earlier = registry.tries(firstId);
-    const done = earlier.find((s) => s.result && s.result.status !== RolloutStatus.INFRA_ERROR);
-    if (done) {
-      throw new ProxyHttpError(409, `rollout "${firstId}" already finished in try "${done.rollout.rolloutId}" (GET /control/rollouts/${done.rollout.rolloutId} has its result); retry "${id}" is not needed`, "invalid_request_error", "rollout_finished", done.rollout.rolloutId);
-    }
-    for (const state of earlier) {
-      if (state.result) continue;
-      const result = create(RolloutResultSchema, {
-        rolloutId: state.rollout.rolloutId,
-        status: RolloutStatus.INFRA_ERROR,
-        finishedUnixMs: Date.now(),
-        error: `superseded by retry "${id}" (this try's pod was lost or failed)`,
-      });
-      appendOr503(recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
-      state.result = result;
-      registry.forgetHistory(state);
-    }
+/**
+ * Before try `id` of rollout `firstId` registers: a try that already has a verdict (not an
+ * infra_error) means the rollout is done and the retry must not run (409 rollout_finished,
+ * naming that try); tries that never finished are finished now as superseded infra_errors.
+ */
+function supersedeEarlierTries(options: ControlRoutesOptions, id: string, firstId: string): void {
+  const { registry, recorder } = options;
+  const earlier = registry.tries(firstId);
+  const done = earlier.find((s) => s.result && s.result.status !== RolloutStatus.INFRA_ERROR);
+  if (done) {
+    throw new ProxyHttpError(409, `rollout "${firstId}" already finished in try "${done.rollout.rolloutId}" (GET /control/rollouts/${done.rollout.rolloutId} has its result); retry "${id}" is not needed`, "invalid_request_error", "rollout_finished", done.rollout.rolloutId);
   }
+  for (const state of earlier) {
+    if (state.result) continue;
+    const result = create(RolloutResultSchema, {
+      rolloutId: state.rollout.rolloutId,
+      status: RolloutStatus.INFRA_ERROR,
+      finishedUnixMs: Date.now(),
+      error: `superseded by retry "${id}" (this try's pod was lost or failed)`,
+    });
+    appendOr503(recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
+    state.result = result;
+    registry.forgetHistory(state);
+  }
+}
 
+/**
+ * A rollout's result, finish's or cancel's (`what` names it in the error): appended, and on
+ * stable storage before anyone hears the rollout ended; only then is it the rollout's result.
+ */
+async function commitResult(options: ControlRoutesOptions, state: RolloutState, result: RolloutResult, what: string): Promise<void> {
+  appendOr503(options.recorder, create(RecordSchema, { kind: { case: "rolloutResult", value: result } }));
+  try {
+    await options.log.sync();
+  } catch (error) {
+    throw new ProxyHttpError(503, `${what} was written but could not be fsynced: ${(error as Error).message}`, "service_unavailable", "recorder_unavailable");
+  }
+  state.result = result;
+  options.registry.forgetHistory(state);
+}
+
+/** The registered rollout `id`, or 404. */
+function rolloutOr404(registry: RolloutRegistry, id: string): RolloutState {
+  const state = registry.get(id);
+  if (!state) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+  return state;
+}
+
+/** POST /control/rollouts/:id/finish: the verdict and reward, synced (the same verdict again is 200). */
+function mountFinish(app: Hono, options: ControlRoutesOptions): void {
   app.post("/control/rollouts/:id/finish", async (c) => {
     const id = c.req.param("id");
-    const state = registry.get(id);
-    if (!state) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+    const state = rolloutOr404(options.registry, id);
     const body = await parsed(c, FinishRolloutSchema);
     if (state.result) {
       // The same verdict again is the executor repeating a finish whose answer it did not get.
@@ -173,20 +190,21 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
       error: body.error ?? "",
       metrics: body.metrics ?? {},
     });
-    await commitResult(state, result, "the result");
+    await commitResult(options, state, result, "the result");
     return c.json({ rollout_id: id, calls: state.calls, synced: true });
   });
+}
 
-  /**
-   * Cancel (a trainer's session timed out or failed): new calls 409 at once, calls in flight
-   * aborted and recorded, then the result (status infra_error or timeout, metric
-   * `forge.cancelled` 1) is written and synced, so no call of the rollout follows it in the
-   * log. A rollout that already has its result keeps it (200, `cancelled: false`).
-   */
+/**
+ * Cancel (a trainer's session timed out or failed): new calls 409 at once, calls in flight
+ * aborted and recorded, then the result (status infra_error or timeout, metric
+ * `forge.cancelled` 1) is written and synced, so no call of the rollout follows it in the
+ * log. A rollout that already has its result keeps it (200, `cancelled: false`).
+ */
+function mountCancel(app: Hono, options: ControlRoutesOptions): void {
   app.post("/control/rollouts/:id/cancel", async (c) => {
     const id = c.req.param("id");
-    const state = registry.get(id);
-    if (!state) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+    const state = rolloutOr404(options.registry, id);
     const body = await parsed(c, CancelRolloutSchema);
     const finished = () => c.json({ rollout_id: id, cancelled: false, calls: state.calls, result: toJson(RolloutResultSchema, state.result!, { useProtoFieldName: true }) });
     if (state.result) return finished();
@@ -200,14 +218,16 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
       error: `cancelled: ${body.reason}${drained ? "" : ` (${aborted} call(s) still in flight after 10 s)`}`,
       metrics: { "forge.cancelled": 1 },
     });
-    await commitResult(state, result, "the cancel");
+    await commitResult(options, state, result, "the cancel");
     return c.json({ rollout_id: id, cancelled: true, calls: state.calls, aborted, drained });
   });
+}
 
+/** GET /control/rollouts/:id and its trajectory. */
+function mountReads(app: Hono, options: ControlRoutesOptions): void {
+  const { registry } = options;
   app.get("/control/rollouts/:id", (c) => {
-    const id = c.req.param("id");
-    const state = registry.get(id);
-    if (!state) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+    const state = rolloutOr404(registry, c.req.param("id"));
     // Proto field names (`rollout_id`, `task_id`), as every other control route answers.
     return c.json({
       rollout: toJson(RolloutSchema, state.rollout, { useProtoFieldName: true }),
@@ -219,7 +239,7 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
 
   app.get("/control/rollouts/:id/trajectory", async (c) => {
     const id = c.req.param("id");
-    if (!registry.get(id)) throw new ProxyHttpError(404, `unknown rollout "${id}"`, "not_found_error", "rollout_not_found");
+    rolloutOr404(registry, id);
     // Loaded on first use: trajectory assembly pulls in the export code, not needed to serve calls.
     const { trajectoryOf, trajectoryWithImages } = await import("../../trajectories/index.ts");
     // Only this rollout's frames, by the log's index. Damage must not stop the online loop: it
@@ -229,7 +249,11 @@ export function mountControlRoutes(app: Hono, options: ControlRoutesOptions): vo
     const trajectory = c.req.query("images") === "1" ? await trajectoryWithImages(records, id) : await trajectoryOf(records, id);
     return c.json(trajectory ?? { rollout_id: id, samples: [] });
   });
+}
 
+/** POST /control/pause and /control/resume (the pause gate, state/pause.ts). */
+function mountPause(app: Hono, options: ControlRoutesOptions): void {
+  const { gate, metrics } = options;
   app.post("/control/pause", async (c) => {
     const body = await parsed(c, PauseSchema, true);
     metrics.setPaused(true);

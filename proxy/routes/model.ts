@@ -4,6 +4,7 @@ import { parseJsonObject, readJsonBody } from "../body.ts";
 import { ProxyHttpError } from "../errors.ts";
 import type { FrontDoor } from "../doors/types.ts";
 import { runModelCall } from "../doors/pipeline.ts";
+import { CallInFlight } from "../doors/call-in-flight.ts";
 import type { PipelineContext } from "../doors/types.ts";
 import type { RolloutRegistry } from "../state/rollouts.ts";
 import { resolveRollout } from "./auth.ts";
@@ -25,17 +26,18 @@ export function mountModelRoutes(app: Hono, options: ModelRoutesOptions): void {
   const { ctx, registry, doors, maxBodyBytes } = options;
   for (const door of doors) {
     const handler = async (c: any) => {
-      const rollout = resolveRollout(c, registry);
+      const state = resolveRollout(c, registry);
       const request: Request = c.req.raw;
       const bytes = await readJsonBody(request, maxBodyBytes);
       const body = door.parse ? door.parse(bytes) : parseJsonObject(bytes);
-      const prepared = door.prepare(body, request);
+      // The call in flight: what each step of the pipeline takes and fills (doors/call-in-flight.ts).
+      const call = new CallInFlight(ctx, state, door, request, bytes, door.prepare(body, request));
       // The call may wait minutes for a pause or a first token: not an idle connection. A
       // stream puts the timeout back itself when it ends (stream-answer.ts).
       ctx.connections.hold(request);
       let streaming = false;
       try {
-        const response = await runModelCall(ctx, rollout, door, prepared, bytes, request);
+        const response = await runModelCall(call);
         streaming = response.headers.get("content-type")?.startsWith("text/event-stream") === true;
         return response;
       } finally {
@@ -46,8 +48,8 @@ export function mountModelRoutes(app: Hono, options: ModelRoutesOptions): void {
     app.post(door.path, handler);
   }
   const models = async (c: any) => {
-    const rollout = resolveRollout(c, registry);
-    const sent = await ctx.client.send(rollout.rollout.rolloutId, "/v1/models", undefined, "GET", c.req.raw.signal);
+    const state = resolveRollout(c, registry);
+    const sent = await ctx.client.send({ rolloutId: state.rollout.rolloutId, path: "/v1/models", method: "GET", signal: c.req.raw.signal });
     if ("error" in sent) throw sent.error;
     const text = await sent.response.text();
     if (!sent.response.ok) throw new ProxyHttpError(sent.response.status, `upstream ${sent.upstream.url} answered HTTP ${sent.response.status} to /v1/models: ${text.slice(0, 300)}`, "upstream_error", "upstream_error");

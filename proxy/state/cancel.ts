@@ -5,18 +5,7 @@
  * proxy refuses its new calls at once (409), aborts the calls in flight, waits until they are
  * recorded, and only then writes the result: no call of the rollout is recorded after it.
  */
-import type { RolloutState } from "./rollouts.ts";
-
-export interface RolloutLive {
-  /** Model calls of the rollout admitted and not yet recorded. */
-  inFlight: number;
-  /** Aborts the rollout's upstream requests. */
-  controller: AbortController;
-  /** Set once a cancel began: why. New calls are refused from then on. */
-  cancelling: string | undefined;
-  /** Resolved when inFlight falls to 0. */
-  idle: (() => void)[];
-}
+import type { RolloutLive, RolloutState } from "./rollouts.ts";
 
 function liveOf(state: RolloutState): RolloutLive {
   return (state.live ??= { inFlight: 0, controller: new AbortController(), cancelling: undefined, idle: [] });

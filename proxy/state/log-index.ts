@@ -113,34 +113,7 @@ export async function restoreFromLog(
       indexes.set(segment.name, index);
       scanned++;
     }
-    const frames = new Map<string, Frames[]>();
-    const summaries = new Map<string, { calls: number; seq: number; status: { [name: string]: number }; policy: number; result: SegmentIndex["rollouts"][string]["result"] }>();
-    let damaged = 0;
-    for (const { name } of segments) {
-      const index = indexes.get(name)!;
-      damaged += index.damaged;
-      for (const [id, entry] of Object.entries(index.rollouts)) {
-        const encoded = entry.rollout;
-        if (encoded !== undefined && !registry.get(id)) {
-          registry.addRestored({ rolloutId: id, keySha256: entry.key ?? "", retryOf: entry.retryOf ?? "", policyVersion: entry.policy }, () => decodeRollout(encoded)!);
-        }
-        const list = frames.get(id) ?? [];
-        list.push({ segment: name, offsets: entry.offsets });
-        frames.set(id, list);
-        const summary = summaries.get(id) ?? { calls: 0, seq: 0, status: {}, policy: 0, result: undefined };
-        summary.calls += entry.calls;
-        summary.seq = Math.max(summary.seq, entry.seq);
-        summary.policy = Math.max(summary.policy, entry.policy);
-        for (const [status, n] of Object.entries(entry.status)) summary.status[status] = (summary.status[status] ?? 0) + n;
-        if (entry.result !== undefined) summary.result = entry.result;
-        summaries.set(id, summary);
-      }
-      // The summaries are in the registry now; the offsets stay for readers.
-      for (const entry of Object.values(index.rollouts)) {
-        delete entry.rollout;
-        delete entry.result;
-      }
-    }
+    const { frames, summaries, damaged } = summarizeIndexes(segments, indexes, registry);
     // Damaged ranges per segment: those the scans skipped, and a torn tail the open cut (quarantined too).
     const damagedRanges = new Map<string, number>();
     for (const { name } of segments) damagedRanges.set(name, indexes.get(name)!.damaged);
@@ -174,31 +147,77 @@ export async function restoreFromLog(
     }
     const index = liveIndex(logDir, log, frames);
     const restored = { rollouts: registry.size(), calls, damaged, indexed, scanned, open };
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let release = () => {};
     const verified = segments.filter((s) => indexedAtOpen.has(s.name)).map((s) => s.name);
-    // After the start: the proxy serves while its older segments are checked (a full read of
-    // them, which would otherwise compete with the start itself). Stopping cancels the wait.
-    const integrity = new Promise<void>((resolve) => {
-      release = resolve;
-      timer = setTimeout(resolve, options.integrityCheckDelayMs ?? 1000);
-    })
-      .then(() => verifySegments(logDir, verified, () => stopped))
-      .then((found) => {
-        restored.damaged += found.length;
-        return found;
-      });
-    const stopIntegrityCheck = () => {
-      stopped = true;
-      clearTimeout(timer);
-      release();
-    };
+    const { integrity, stopIntegrityCheck } = laterIntegrityCheck(logDir, verified, options.integrityCheckDelayMs ?? 1000, restored);
     return { log, index, restored, integrity, stopIntegrityCheck };
   } catch (error) {
     await log.close();
     throw error;
   }
+}
+
+type RolloutSummary = { calls: number; seq: number; status: { [name: string]: number }; policy: number; result: SegmentIndex["rollouts"][string]["result"] };
+
+/**
+ * The segments' indexes folded per rollout: where its frames are, its counts and result; each
+ * rollout whose Rollout record an index holds is added to `registry` (decoded on first use).
+ * The summaries leave the indexes (they are in the registry now); the offsets stay for readers.
+ */
+function summarizeIndexes(segments: readonly { name: string }[], indexes: Map<string, SegmentIndex>, registry: RolloutRegistry) {
+  const frames = new Map<string, Frames[]>();
+  const summaries = new Map<string, RolloutSummary>();
+  let damaged = 0;
+  for (const { name } of segments) {
+    const index = indexes.get(name)!;
+    damaged += index.damaged;
+    for (const [id, entry] of Object.entries(index.rollouts)) {
+      const encoded = entry.rollout;
+      if (encoded !== undefined && !registry.get(id)) {
+        registry.addRestored({ rolloutId: id, keySha256: entry.key ?? "", retryOf: entry.retryOf ?? "", policyVersion: entry.policy }, () => decodeRollout(encoded)!);
+      }
+      const list = frames.get(id) ?? [];
+      list.push({ segment: name, offsets: entry.offsets });
+      frames.set(id, list);
+      const summary = summaries.get(id) ?? { calls: 0, seq: 0, status: {}, policy: 0, result: undefined };
+      summary.calls += entry.calls;
+      summary.seq = Math.max(summary.seq, entry.seq);
+      summary.policy = Math.max(summary.policy, entry.policy);
+      for (const [status, n] of Object.entries(entry.status)) summary.status[status] = (summary.status[status] ?? 0) + n;
+      if (entry.result !== undefined) summary.result = entry.result;
+      summaries.set(id, summary);
+    }
+    for (const entry of Object.values(index.rollouts)) {
+      delete entry.rollout;
+      delete entry.result;
+    }
+  }
+  return { frames, summaries, damaged };
+}
+
+/**
+ * After the start: the proxy serves while its older segments are checked (a full read of
+ * them, which would otherwise compete with the start itself), `delayMs` later. Stopping cancels
+ * the wait. Damage found is counted into `restored.damaged`.
+ */
+function laterIntegrityCheck(logDir: string, verified: string[], delayMs: number, restored: { damaged: number }) {
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let release = () => {};
+  const integrity = new Promise<void>((resolve) => {
+    release = resolve;
+    timer = setTimeout(resolve, delayMs);
+  })
+    .then(() => verifySegments(logDir, verified, () => stopped))
+    .then((found) => {
+      restored.damaged += found.length;
+      return found;
+    });
+  const stopIntegrityCheck = () => {
+    stopped = true;
+    clearTimeout(timer);
+    release();
+  };
+  return { integrity, stopIntegrityCheck };
 }
 
 /**

@@ -10,7 +10,6 @@ import { keyMatchesSha256, keySha256 } from "./keys.ts";
 import type { IdsMemo } from "../capture/answer-json.ts";
 import { servingOf, type RolloutServing } from "./serving.ts";
 import type { RecordedCalls, RolloutChains } from "./chains.ts";
-import type { RolloutLive } from "./cancel.ts";
 
 export interface RolloutState {
   rollout: Rollout;
@@ -29,6 +28,18 @@ export interface RolloutState {
   chains?: RolloutChains;
   /** Its calls in flight and their abort switch, once it had a call (state/cancel.ts). */
   live?: RolloutLive;
+}
+
+/** A rollout's calls in flight and their abort switch (state/cancel.ts keeps them). */
+export interface RolloutLive {
+  /** Model calls of the rollout admitted and not yet recorded. */
+  inFlight: number;
+  /** Aborts the rollout's upstream requests. */
+  controller: AbortController;
+  /** Set once a cancel began: why. New calls are refused from then on. */
+  cancelling: string | undefined;
+  /** Resolved when inFlight falls to 0. */
+  idle: (() => void)[];
 }
 
 export interface RolloutRegistry {
@@ -93,30 +104,8 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
   const byDigest = new Map<string, RolloutState>();
   // First try's id → its tries (a retry registers a new rollout naming the first in retry_of).
   const triesOf = new Map<string, RolloutState[]>();
-  // Insertion order = least recently used first, for bounding the token history.
-  const history = new Map<string, number>();
-  let historyTokens = 0;
+  const history = new HistoryBudget(maxRecentTokens, rollouts);
   let policyVersion = 0;
-
-  const touchHistory = (state: RolloutState) => {
-    const id = state.rollout.rolloutId;
-    const size = heldIds(state.recent);
-    historyTokens += size - (history.get(id) ?? 0);
-    history.delete(id);
-    history.set(id, size);
-    for (const [oldId, oldSize] of history) {
-      if (historyTokens <= maxRecentTokens || oldId === id) break;
-      const old = rollouts.get(oldId);
-      if (old) {
-        old.recent = [];
-        old.idsMemo = {};
-        // Token-in chains hold the same kind of tokens: they go with the history.
-        if (old.chains) old.chains = { list: [], lost: true, lostWhy: "the proxy's token budget (maxRecentTokens) dropped the rollout's token history and chains" };
-      }
-      history.delete(oldId);
-      historyTokens -= oldSize;
-    }
-  };
 
   const register = (state: RolloutState, known: { rolloutId: string; keySha256: string; retryOf: string; policyVersion: number }): RolloutState => {
     rollouts.set(known.rolloutId, state);
@@ -141,32 +130,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       if (serving) state.serving = serving;
       return register(state, rollout);
     },
-    addRestored(known, load) {
-      let rollout: Rollout | undefined;
-      let serving: { value: RolloutServing | undefined } | undefined;
-      const state = {
-        get rollout() {
-          return (rollout ??= load());
-        },
-        set rollout(value: Rollout) {
-          rollout = value;
-        },
-        // Read from the Rollout's labels when first asked for (the pipeline asks at a call).
-        get serving() {
-          return (serving ??= { value: servingOf(state.rollout) }).value;
-        },
-        set serving(value: RolloutServing | undefined) {
-          serving = { value };
-        },
-        result: undefined,
-        seq: 0,
-        calls: 0,
-        tokenStatusCounts: {},
-        recent: [],
-        idsMemo: {},
-      } as RolloutState;
-      return register(state, known);
-    },
+    addRestored: (known, load) => register(restoredState(load), known),
     tries: (firstId) => triesOf.get(firstId) ?? [],
     nextSeq: (state) => ++state.seq,
     noteCall(state, call, prompt) {
@@ -180,7 +144,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
         state.recent.push({ callId: call.callId, tokens });
         if (state.recent.length > recentCalls) state.recent.shift();
         shareIds(state.recent, tokens);
-        touchHistory(state);
+        history.touch(state);
       }
     },
     replayCall(call) {
@@ -193,31 +157,11 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       // A restored open rollout: its token-in chains are restored from its records at its first
       // token-in call (proxy/token-in/restore.ts), or, without them, lost and said so.
       state.chains = recorded ? { list: [], recorded } : { list: [], lost: true, lostWhy: "the proxy restarted and the rollout's chains were not kept" };
-      const settle = (recent: PastCall[]) => Object.defineProperty(state, "recent", { value: recent, writable: true, enumerable: true, configurable: true });
-      Object.defineProperty(state, "recent", {
-        configurable: true,
-        enumerable: true,
-        get() {
-          let recent: PastCall[] = [];
-          try {
-            recent = load().slice(-recentCalls);
-          } catch (error) {
-            console.warn(`forge proxy: WARNING: the token history of rollout ${state.rollout.rolloutId} could not be read back (${(error as Error).message}); its next prompt is stored whole`);
-          }
-          settle(recent);
-          touchHistory(state);
-          return recent;
-        },
-        set(recent: PastCall[]) {
-          settle(recent);
-        },
-      });
+      deferRecent(state, () => load().slice(-recentCalls), (s) => history.touch(s));
     },
     recentCalls,
     forgetHistory(state) {
-      const id = state.rollout.rolloutId;
-      historyTokens -= history.get(id) ?? 0;
-      history.delete(id);
+      history.forget(state.rollout.rolloutId);
       state.recent = [];
       state.idsMemo = {};
       state.chains = undefined;
@@ -229,6 +173,103 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
     },
   };
   return registry;
+}
+
+/**
+ * The token budget of the rollouts' histories: the least recently used rollout's history (and
+ * its token-in chains) is dropped while the total is over `maxTokens`.
+ */
+class HistoryBudget {
+  /** Rollout id → ids held; insertion order = least recently used first. */
+  private readonly held = new Map<string, number>();
+  private total = 0;
+
+  constructor(
+    private readonly maxTokens: number,
+    private readonly rollouts: Map<string, RolloutState>,
+  ) {}
+
+  /** The rollout's history changed (or was read): counted again, made most recent, the oldest dropped past the budget. */
+  touch(state: RolloutState): void {
+    const id = state.rollout.rolloutId;
+    const size = heldIds(state.recent);
+    this.total += size - (this.held.get(id) ?? 0);
+    this.held.delete(id);
+    this.held.set(id, size);
+    for (const [oldId, oldSize] of this.held) {
+      if (this.total <= this.maxTokens || oldId === id) break;
+      const old = this.rollouts.get(oldId);
+      if (old) {
+        old.recent = [];
+        old.idsMemo = {};
+        // Token-in chains hold the same kind of tokens: they go with the history.
+        if (old.chains) old.chains = { list: [], lost: true, lostWhy: "the proxy's token budget (maxRecentTokens) dropped the rollout's token history and chains" };
+      }
+      this.held.delete(oldId);
+      this.total -= oldSize;
+    }
+  }
+
+  forget(id: string): void {
+    this.total -= this.held.get(id) ?? 0;
+    this.held.delete(id);
+  }
+}
+
+/**
+ * A rollout known from a segment index: its Rollout record decoded on first use (`load`), its
+ * serving read from the record's labels when first asked for (the pipeline asks at a call).
+ */
+function restoredState(load: () => Rollout): RolloutState {
+  let rollout: Rollout | undefined;
+  let serving: { value: RolloutServing | undefined } | undefined;
+  const state = {
+    get rollout() {
+      return (rollout ??= load());
+    },
+    set rollout(value: Rollout) {
+      rollout = value;
+    },
+    get serving() {
+      return (serving ??= { value: servingOf(state.rollout) }).value;
+    },
+    set serving(value: RolloutServing | undefined) {
+      serving = { value };
+    },
+    result: undefined,
+    seq: 0,
+    calls: 0,
+    tokenStatusCounts: {},
+    recent: [],
+    idsMemo: {},
+  } as RolloutState;
+  return state;
+}
+
+/**
+ * `state.recent` read from `load` on first use (then a plain field again); `touched` counts it
+ * into the token budget. A failing `load` leaves it empty, with a warning.
+ */
+function deferRecent(state: RolloutState, load: () => PastCall[], touched: (state: RolloutState) => void): void {
+  const settle = (recent: PastCall[]) => Object.defineProperty(state, "recent", { value: recent, writable: true, enumerable: true, configurable: true });
+  Object.defineProperty(state, "recent", {
+    configurable: true,
+    enumerable: true,
+    get() {
+      let recent: PastCall[] = [];
+      try {
+        recent = load();
+      } catch (error) {
+        console.warn(`forge proxy: WARNING: the token history of rollout ${state.rollout.rolloutId} could not be read back (${(error as Error).message}); its next prompt is stored whole`);
+      }
+      settle(recent);
+      touched(state);
+      return recent;
+    },
+    set(recent: PastCall[]) {
+      settle(recent);
+    },
+  });
 }
 
 /**

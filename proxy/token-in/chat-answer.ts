@@ -143,6 +143,28 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
   });
 }
 
+/** Adds a streamed delta to what the harness was sent (the chain's answer, token-in/call.ts). */
+function noteSent(sent: SentAnswer, delta: DeltaMessage): void {
+  if (delta.content) sent.content = (sent.content ?? "") + delta.content;
+  if (delta.reasoning) sent.reasoning = (sent.reasoning ?? "") + delta.reasoning;
+  for (const t of delta.toolCalls ?? []) {
+    const call = (sent.toolCalls[t.index] ??= { name: "", arguments: "" });
+    call.name += t.function?.name ?? "";
+    call.arguments += t.function?.arguments ?? "";
+  }
+}
+
+/** A derendered delta as a Chat chunk's `delta`, as vLLM's chat route streams it. */
+function chunkDelta(d: DeltaMessage): Record<string, unknown> {
+  const delta: Record<string, unknown> = {};
+  if (d.reasoning != null) delta.reasoning = d.reasoning;
+  if (d.content != null) delta.content = d.content;
+  if (d.toolCalls?.length) {
+    delta.tool_calls = d.toolCalls.map((t) => ({ index: t.index, ...(t.id !== undefined ? { id: t.id, type: "function" } : {}), function: { ...t.function } }));
+  }
+  return delta;
+}
+
 /**
  * The Chat stream for an engine stream: SSE bytes in, Chat SSE bytes out. Each engine step is
  * derendered as vLLM's chat route streams it; a step whose delta is not sent yet (a tool call's
@@ -169,16 +191,6 @@ export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Arr
   let heldTop: NonNullable<EngineStep["top"]> = [];
   let ended = false;
   const decoderText = new TextDecoder();
-
-  const note = (delta: DeltaMessage) => {
-    if (delta.content) sent.content = (sent.content ?? "") + delta.content;
-    if (delta.reasoning) sent.reasoning = (sent.reasoning ?? "") + delta.reasoning;
-    for (const t of delta.toolCalls ?? []) {
-      const call = (sent.toolCalls[t.index] ??= { name: "", arguments: "" });
-      call.name += t.function?.name ?? "";
-      call.arguments += t.function?.arguments ?? "";
-    }
-  };
 
   const onEvent = (data: string): string => {
     if (ended) return "";
@@ -216,15 +228,8 @@ export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Arr
     if (step.top) heldTop.push(...step.top);
     const last = step.finish !== undefined;
     if (!result.delta && !last) return out;
-    const delta: Record<string, unknown> = {};
-    if (result.delta) {
-      note(result.delta);
-      if (result.delta.reasoning != null) delta.reasoning = result.delta.reasoning;
-      if (result.delta.content != null) delta.content = result.delta.content;
-      if (result.delta.toolCalls?.length) {
-        delta.tool_calls = result.delta.toolCalls.map((t) => ({ index: t.index, ...(t.id !== undefined ? { id: t.id, type: "function" } : {}), function: { ...t.function } }));
-      }
-    }
+    if (result.delta) noteSent(sent, result.delta);
+    const delta = result.delta ? chunkDelta(result.delta) : {};
     const choice: Record<string, unknown> = {
       index: 0,
       delta,

@@ -95,8 +95,8 @@ export function unfitEngine(engine: EngineState): string {
 }
 
 /** `max_model_len` of the rollout's upstream (vLLM's and SGLang's /v1/models say it). */
-async function askMaxModelLen(rollout: RolloutState, client: UpstreamClient, signal?: AbortSignal): Promise<number> {
-  const sent = await client.send(rollout.rollout.rolloutId, "/v1/models", undefined, "GET", signal, undefined, rollout.serving?.upstreams);
+async function askMaxModelLen(state: RolloutState, client: UpstreamClient, signal?: AbortSignal): Promise<number> {
+  const sent = await client.send({ rolloutId: state.rollout.rolloutId, path: "/v1/models", method: "GET", signal, own: state.serving?.upstreams });
   const fix = "start the proxy with --max-model-len N (the engine's context length)";
   if ("error" in sent) throw new ProxyHttpError(sent.error.status, `token-in mode needs the engine's context length and could not ask for it: ${sent.error.message}; ${fix}`, sent.error.type, sent.error.code);
   const text = await sent.response.text();

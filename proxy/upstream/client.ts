@@ -32,19 +32,25 @@ export interface UpstreamFailure {
   kind: "unreachable" | "timeout" | "aborted";
 }
 
+/** One request to an upstream: whose it is, where, what. */
+export interface UpstreamRequest {
+  /** Sent as `x-forge-rollout`; picks the upstream (sticky per rollout). */
+  rolloutId: string;
+  /** Upstream path, e.g. "/v1/chat/completions". */
+  path: string;
+  method: "POST" | "GET";
+  /** A Blob for a large body sent in parts (it can be sent again to the next upstream). */
+  body?: Uint8Array | Blob;
+  /** The harness's (or the rollout's cancel) signal: aborts the request. */
+  signal?: AbortSignal;
+  /** Added to a POST (a value of "" removes a default header, e.g. authorization). */
+  headers?: Record<string, string>;
+  /** The rollout's own upstreams (registered with it): they override the router's. */
+  own?: UpstreamState[];
+}
+
 export interface UpstreamClient {
-  /** `extraHeaders` are added to a POST (a value of "" removes a default header, e.g. authorization). */
-  send(
-    rolloutId: string,
-    path: string,
-    /** A Blob for a large body sent in parts (it can be sent again to the next upstream). */
-    body: Uint8Array | Blob | undefined,
-    method: "POST" | "GET",
-    clientSignal?: AbortSignal,
-    extraHeaders?: Record<string, string>,
-    /** The rollout's own upstreams (registered with it): they override the router's. */
-    own?: UpstreamState[],
-  ): Promise<UpstreamAnswer | UpstreamFailure>;
+  send(request: UpstreamRequest): Promise<UpstreamAnswer | UpstreamFailure>;
 }
 
 /**
@@ -52,13 +58,13 @@ export interface UpstreamClient {
  *
  * @example
  * const client = createUpstreamClient({ router, firstByteTimeoutMs: 60_000 });
- * const answer = await client.send("ro-1", "/v1/chat/completions", bytes, "POST");
+ * const answer = await client.send({ rolloutId: "ro-1", path: "/v1/chat/completions", method: "POST", body: bytes });
  */
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   return {
-    async send(rolloutId, path, body, method, clientSignal, extraHeaders, own) {
+    async send({ rolloutId, path, method, body, signal: clientSignal, headers: extraHeaders, own }) {
       // The rollout id lets an upstream tell rollouts apart (the policy simulator picks a
       // rollout's variant from it; vLLM ignores it); it is an id, not a secret.
       // The proxy's upstream key is for its own upstreams, never sent to a rollout's own.

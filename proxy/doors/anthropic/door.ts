@@ -68,7 +68,7 @@ const countTokensRoute: DoorRoute = {
   method: "POST",
   path: "/v1/messages/count_tokens",
   async handle(c, env) {
-    const rollout = env.resolveRollout(c);
+    const state = env.resolveRollout(c);
     const body = parseJsonObject(await readJsonBody(c.req.raw, env.maxBodyBytes));
     let chat;
     try {
@@ -77,10 +77,10 @@ const countTokensRoute: DoorRoute = {
       if (error instanceof TranslationError) return Response.json(anthropicError(400, error.message), { status: 400 });
       throw error;
     }
-    const id = rollout.rollout.rolloutId;
+    const id = state.rollout.rolloutId;
     const count = await countChatTokens(chat, {
       send: async (bytes) => {
-        const sent = await env.ctx.client.send(id, "/tokenize", bytes, "POST", c.req.raw.signal);
+        const sent = await env.ctx.client.send({ rolloutId: id, path: "/tokenize", method: "POST", body: bytes, signal: c.req.raw.signal });
         return "error" in sent ? undefined : sent.response;
       },
     });

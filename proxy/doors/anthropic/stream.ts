@@ -6,7 +6,7 @@
  * index. Tool arguments are forwarded as `input_json_delta` exactly as they arrive.
  */
 import { sseEvent } from "../../../lib/index.ts";
-import type { ChatChunk } from "../chat-types.ts";
+import type { ChatChunk, ChatDeltaToolCall } from "../chat-types.ts";
 import { reasoningOf } from "../chat-types.ts";
 import type { AnthropicContext } from "./response.ts";
 import { anthropicMessageId, anthropicStopReason, anthropicUsage } from "./response.ts";
@@ -46,23 +46,30 @@ type Open = { kind: "thinking" | "text"; index: number } | { kind: "tool"; index
  * // content_block_stop(0), message_delta(end_turn), message_stop
  */
 export function createAnthropicStreamTranslator(ctx: AnthropicContext): AnthropicStreamTranslator {
-  let started = false;
-  let finished = false;
-  let nextIndex = 0;
-  let open: Open | undefined;
-  let finish: string | null | undefined;
-  let stopReason: string | number | null | undefined;
-  let usage: ChatChunk["usage"];
-  let promptTokens = 0;
-  let sawToolCall = false;
-  // Chat tool-call index → Anthropic block index (for late argument deltas).
-  const toolBlocks = new Map<number, number>();
+  return new AnthropicStream(ctx);
+}
 
-  const start = (chunk: ChatChunk | undefined): AnthropicStreamEvent[] => {
-    if (started) return [];
-    started = true;
+/** One message's stream, as a state machine: not started, a block open (or none), finished. */
+class AnthropicStream implements AnthropicStreamTranslator {
+  private started = false;
+  private finished = false;
+  private nextIndex = 0;
+  private open: Open | undefined;
+  private finishReason: string | null | undefined;
+  private stopReason: string | number | null | undefined;
+  private usage: ChatChunk["usage"];
+  private promptTokens = 0;
+  private sawToolCall = false;
+  /** Chat tool-call index → Anthropic block index (for late argument deltas). */
+  private readonly toolBlocks = new Map<number, number>();
+
+  constructor(private readonly ctx: AnthropicContext) {}
+
+  private start(chunk: ChatChunk | undefined): AnthropicStreamEvent[] {
+    if (this.started) return [];
+    this.started = true;
     // vLLM sends prompt_token_ids in the first chunk when asked; the count is known up front.
-    promptTokens = chunk?.prompt_token_ids?.length ?? chunk?.usage?.prompt_tokens ?? 0;
+    this.promptTokens = chunk?.prompt_token_ids?.length ?? chunk?.usage?.prompt_tokens ?? 0;
     return [
       {
         type: "message_start",
@@ -70,94 +77,98 @@ export function createAnthropicStreamTranslator(ctx: AnthropicContext): Anthropi
           id: anthropicMessageId(chunk?.id),
           type: "message",
           role: "assistant",
-          model: ctx.model,
+          model: this.ctx.model,
           content: [],
           stop_reason: null,
           stop_sequence: null,
           stop_details: null,
           container: null,
-          usage: { input_tokens: promptTokens, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+          usage: { input_tokens: this.promptTokens, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
         },
       },
       { type: "ping" },
     ];
-  };
+  }
 
-  const close = (): AnthropicStreamEvent[] => {
-    if (!open) return [];
-    const ev = { type: "content_block_stop", index: open.index };
-    open = undefined;
+  private close(): AnthropicStreamEvent[] {
+    if (!this.open) return [];
+    const ev = { type: "content_block_stop", index: this.open.index };
+    this.open = undefined;
     return [ev];
-  };
+  }
 
-  const openBlock = (kind: "thinking" | "text"): AnthropicStreamEvent[] => {
-    if (open?.kind === kind) return [];
-    const out = close();
-    const index = nextIndex++;
-    open = { kind, index };
+  private openBlock(kind: "thinking" | "text"): AnthropicStreamEvent[] {
+    if (this.open?.kind === kind) return [];
+    const out = this.close();
+    const index = this.nextIndex++;
+    this.open = { kind, index };
     const block = kind === "text" ? { type: "text", text: "", citations: null } : { type: "thinking", thinking: "", signature: "" };
     out.push({ type: "content_block_start", index, content_block: block });
     return out;
-  };
+  }
 
-  const push = (chunk: ChatChunk): AnthropicStreamEvent[] => {
-    if (finished) return [];
-    const out = start(chunk);
-    if (chunk.usage) usage = chunk.usage;
+  push(chunk: ChatChunk): AnthropicStreamEvent[] {
+    if (this.finished) return [];
+    const out = this.start(chunk);
+    if (chunk.usage) this.usage = chunk.usage;
     const choice = chunk.choices?.[0];
     if (!choice) return out;
     const delta = choice.delta ?? {};
     const reasoning = reasoningOf(delta);
     if (reasoning !== "") {
-      out.push(...openBlock("thinking"));
-      out.push({ type: "content_block_delta", index: open!.index, delta: { type: "thinking_delta", thinking: reasoning } });
+      out.push(...this.openBlock("thinking"));
+      out.push({ type: "content_block_delta", index: this.open!.index, delta: { type: "thinking_delta", thinking: reasoning } });
     }
     if (typeof delta.content === "string" && delta.content !== "") {
-      out.push(...openBlock("text"));
-      out.push({ type: "content_block_delta", index: open!.index, delta: { type: "text_delta", text: delta.content } });
+      out.push(...this.openBlock("text"));
+      out.push({ type: "content_block_delta", index: this.open!.index, delta: { type: "text_delta", text: delta.content } });
     }
-    for (const tc of delta.tool_calls ?? []) {
-      sawToolCall = true;
-      const toolIndex = tc.index ?? 0;
-      let blockIndex = toolBlocks.get(toolIndex);
-      if (blockIndex === undefined) {
-        out.push(...close());
-        blockIndex = nextIndex++;
-        toolBlocks.set(toolIndex, blockIndex);
-        open = { kind: "tool", index: blockIndex, toolIndex };
-        out.push({
-          type: "content_block_start",
-          index: blockIndex,
-          content_block: { type: "tool_use", id: tc.id ?? `toolu_${blockIndex}`, name: tc.function?.name ?? "", input: {} },
-        });
-      }
-      const args = tc.function?.arguments;
-      // A delta for an already-closed tool block (never sent by vLLM/OpenAI) is still
-      // addressed to its own index so the SDK's per-index accumulation stays right.
-      if (typeof args === "string" && args !== "") {
-        out.push({ type: "content_block_delta", index: blockIndex, delta: { type: "input_json_delta", partial_json: args } });
-      }
-    }
+    for (const tc of delta.tool_calls ?? []) this.pushToolCall(tc, out);
     if (choice.finish_reason) {
-      finish = choice.finish_reason;
-      stopReason = choice.stop_reason;
+      this.finishReason = choice.finish_reason;
+      this.stopReason = choice.stop_reason;
     }
     return out;
-  };
+  }
 
-  const end = (): AnthropicStreamEvent[] => {
-    if (finished) return [];
-    const out = start(undefined);
-    out.push(...close());
-    finished = true;
-    const stop = anthropicStopReason(finish, stopReason, ctx.stopSequences);
-    if (sawToolCall && stop.stop_reason === "end_turn") stop.stop_reason = "tool_use";
+  /** A tool call's delta: its block opened at its first, its arguments forwarded as they come. */
+  private pushToolCall(tc: ChatDeltaToolCall, out: AnthropicStreamEvent[]): void {
+    this.sawToolCall = true;
+    const toolIndex = tc.index ?? 0;
+    let blockIndex = this.toolBlocks.get(toolIndex);
+    if (blockIndex === undefined) {
+      out.push(...this.close());
+      blockIndex = this.nextIndex++;
+      this.toolBlocks.set(toolIndex, blockIndex);
+      this.open = { kind: "tool", index: blockIndex, toolIndex };
+      out.push({
+        type: "content_block_start",
+        index: blockIndex,
+        content_block: { type: "tool_use", id: tc.id ?? `toolu_${blockIndex}`, name: tc.function?.name ?? "", input: {} },
+      });
+    }
+    const args = tc.function?.arguments;
+    // A delta for an already-closed tool block (never sent by vLLM/OpenAI) is still
+    // addressed to its own index so the SDK's per-index accumulation stays right.
+    if (typeof args === "string" && args !== "") {
+      out.push({ type: "content_block_delta", index: blockIndex, delta: { type: "input_json_delta", partial_json: args } });
+    }
+  }
+
+  finish(): AnthropicStreamEvent[] {
+    if (this.finished) return [];
+    const out = this.start(undefined);
+    out.push(...this.close());
+    this.finished = true;
+    const stop = anthropicStopReason(this.finishReason, this.stopReason, this.ctx.stopSequences);
+    if (this.sawToolCall && stop.stop_reason === "end_turn") stop.stop_reason = "tool_use";
+    const usage = this.usage;
     const u = anthropicUsage(usage);
     out.push({
       type: "message_delta",
       delta: { stop_reason: stop.stop_reason, stop_sequence: stop.stop_sequence, stop_details: null },
       usage: {
-        input_tokens: usage ? u.input_tokens : promptTokens,
+        input_tokens: usage ? u.input_tokens : this.promptTokens,
         output_tokens: u.output_tokens,
         cache_creation_input_tokens: u.cache_creation_input_tokens,
         cache_read_input_tokens: u.cache_read_input_tokens,
@@ -165,20 +176,20 @@ export function createAnthropicStreamTranslator(ctx: AnthropicContext): Anthropi
     });
     out.push({ type: "message_stop" });
     return out;
-  };
+  }
 
-  const fail = (message: string, errorType = "api_error"): AnthropicStreamEvent[] => {
-    if (finished) return [];
-    const out = started ? close() : [];
-    finished = true;
+  fail(message: string, errorType = "api_error"): AnthropicStreamEvent[] {
+    if (this.finished) return [];
+    const out = this.started ? this.close() : [];
+    this.finished = true;
     out.push({ type: "error", error: { type: errorType, message } });
     return out;
-  };
+  }
 
-  // finish()'s block stops and message_stop were never sent: the error stands in for them all.
-  const withdraw = (message: string): AnthropicStreamEvent[] => [{ type: "error", error: { type: "api_error", message } }];
-
-  return { push, finish: end, fail, withdraw };
+  /** finish()'s block stops and message_stop were never sent: the error stands in for them all. */
+  withdraw(message: string): AnthropicStreamEvent[] {
+    return [{ type: "error", error: { type: "api_error", message } }];
+  }
 }
 
 /**

@@ -6,7 +6,7 @@
  * `sequence_number`. The final `response.completed` (or `.incomplete`) holds all items.
  */
 import { sseEvent } from "../../../lib/index.ts";
-import type { ChatChunk } from "../chat-types.ts";
+import type { ChatChunk, ChatDeltaToolCall } from "../chat-types.ts";
 import { reasoningOf } from "../chat-types.ts";
 import type { ResponsesContext } from "./response.ts";
 import { customInput, itemId, responseEnvelope, responsesUsage, toolCallItem } from "./response.ts";
@@ -70,192 +70,204 @@ type Body = { type: string; [field: string]: unknown };
  * // response.output_item.done, response.completed
  */
 export function createResponsesStreamTranslator(ctx: ResponsesStreamOptions): ResponsesStreamTranslator {
-  const summary = ctx.reasoningAs === "summary";
-  let seq = 0;
-  let responseId = ctx.responseId ?? "";
-  let started = false;
-  let finished = false;
-  let open: Item | undefined;
-  const output: unknown[] = [];
-  const tools = new Map<number, ToolItem>();
-  let finish: string | null | undefined;
-  let usage: ChatChunk["usage"];
-  let promptTokens = 0;
+  return new ResponsesStream(ctx);
+}
 
-  const emit = (out: ResponsesStreamEvent[], body: Body) => {
-    out.push({ ...body, sequence_number: seq++ } as ResponsesStreamEvent);
-  };
+/** One response's stream, as a state machine: not started, an item open (or none), finished. */
+class ResponsesStream implements ResponsesStreamTranslator {
+  private readonly summary: boolean;
+  private seq = 0;
+  private responseId: string;
+  private started = false;
+  private finished = false;
+  private open: Item | undefined;
+  private readonly output: unknown[] = [];
+  private readonly tools = new Map<number, ToolItem>();
+  private finishReason: string | null | undefined;
+  private usage: ChatChunk["usage"];
+  private promptTokens = 0;
+  /** The sequence number finish() started at. */
+  private finishedAt = -1;
 
-  const start = (chunk: ChatChunk | undefined, out: ResponsesStreamEvent[]) => {
-    if (started) return;
-    started = true;
-    if (responseId === "") responseId = `resp_${chunk?.id ?? crypto.randomUUID().replaceAll("-", "")}`;
-    promptTokens = chunk?.prompt_token_ids?.length ?? 0;
-    emit(out, { type: "response.created", response: responseEnvelope(ctx, responseId, "in_progress") });
-    emit(out, { type: "response.in_progress", response: responseEnvelope(ctx, responseId, "in_progress") });
-  };
+  constructor(private readonly ctx: ResponsesStreamOptions) {
+    this.summary = ctx.reasoningAs === "summary";
+    this.responseId = ctx.responseId ?? "";
+  }
 
-  const finalItem = (item: Item, status: string): unknown => {
+  private emit(out: ResponsesStreamEvent[], body: Body): void {
+    out.push({ ...body, sequence_number: this.seq++ } as ResponsesStreamEvent);
+  }
+
+  private start(chunk: ChatChunk | undefined, out: ResponsesStreamEvent[]): void {
+    if (this.started) return;
+    this.started = true;
+    if (this.responseId === "") this.responseId = `resp_${chunk?.id ?? crypto.randomUUID().replaceAll("-", "")}`;
+    this.promptTokens = chunk?.prompt_token_ids?.length ?? 0;
+    this.emit(out, { type: "response.created", response: responseEnvelope(this.ctx, this.responseId, "in_progress") });
+    this.emit(out, { type: "response.in_progress", response: responseEnvelope(this.ctx, this.responseId, "in_progress") });
+  }
+
+  private finalItem(item: Item, status: string): unknown {
     if (item.kind === "tool") {
-      return toolCallItem({ id: item.callId, type: "function", function: { name: item.name, arguments: item.args } }, ctx.catalogue, item.id, status);
+      return toolCallItem({ id: item.callId, type: "function", function: { name: item.name, arguments: item.args } }, this.ctx.catalogue, item.id, status);
     }
     if (item.kind === "message") {
       return { type: "message", id: item.id, role: "assistant", status, content: [{ type: "output_text", text: item.text, annotations: [], logprobs: [] }] };
     }
-    return summary
-        ? { type: "reasoning", id: item.id, summary: [{ type: "summary_text", text: item.text }], status }
-        : { type: "reasoning", id: item.id, summary: [], content: [{ type: "reasoning_text", text: item.text }], status };
-  };
+    return this.summary
+      ? { type: "reasoning", id: item.id, summary: [{ type: "summary_text", text: item.text }], status }
+      : { type: "reasoning", id: item.id, summary: [], content: [{ type: "reasoning_text", text: item.text }], status };
+  }
 
-  const close = (out: ResponsesStreamEvent[], status = "completed") => {
-    const item = open;
+  private close(out: ResponsesStreamEvent[], status = "completed"): void {
+    const item = this.open;
     if (!item) return;
-    open = undefined;
+    this.open = undefined;
     const base = { item_id: item.id, output_index: item.index };
     if (item.kind === "tool") {
       if (item.custom) {
         // Freeform input is JSON-wrapped by the Chat model, so it is only known whole at the end.
         const input = customInput(item.args);
-        if (input !== "") emit(out, { type: "response.custom_tool_call_input.delta", ...base, delta: input });
-        emit(out, { type: "response.custom_tool_call_input.done", ...base, input });
-    } else {
-        emit(out, { type: "response.function_call_arguments.done", ...base, arguments: item.args });
+        if (input !== "") this.emit(out, { type: "response.custom_tool_call_input.delta", ...base, delta: input });
+        this.emit(out, { type: "response.custom_tool_call_input.done", ...base, input });
+      } else {
+        this.emit(out, { type: "response.function_call_arguments.done", ...base, arguments: item.args });
       }
     } else if (item.kind === "message") {
       const part = { type: "output_text", text: item.text, annotations: [], logprobs: [] };
-      emit(out, { type: "response.output_text.done", ...base, content_index: 0, text: item.text, logprobs: [] });
-      emit(out, { type: "response.content_part.done", ...base, content_index: 0, part });
+      this.emit(out, { type: "response.output_text.done", ...base, content_index: 0, text: item.text, logprobs: [] });
+      this.emit(out, { type: "response.content_part.done", ...base, content_index: 0, part });
     } else {
-      if (summary) {
-        emit(out, { type: "response.reasoning_summary_text.done", ...base, summary_index: 0, text: item.text });
-        emit(out, { type: "response.reasoning_summary_part.done", ...base, summary_index: 0, part: { type: "summary_text", text: item.text } });
-    } else {
-        emit(out, { type: "response.reasoning_text.done", ...base, content_index: 0, text: item.text });
-        emit(out, { type: "response.content_part.done", ...base, content_index: 0, part: { type: "reasoning_text", text: item.text } });
+      if (this.summary) {
+        this.emit(out, { type: "response.reasoning_summary_text.done", ...base, summary_index: 0, text: item.text });
+        this.emit(out, { type: "response.reasoning_summary_part.done", ...base, summary_index: 0, part: { type: "summary_text", text: item.text } });
+      } else {
+        this.emit(out, { type: "response.reasoning_text.done", ...base, content_index: 0, text: item.text });
+        this.emit(out, { type: "response.content_part.done", ...base, content_index: 0, part: { type: "reasoning_text", text: item.text } });
       }
     }
-    const done = finalItem(item, status);
-    output[item.index] = done;
-    emit(out, { type: "response.output_item.done", output_index: item.index, item: done });
-  };
+    const done = this.finalItem(item, status);
+    this.output[item.index] = done;
+    this.emit(out, { type: "response.output_item.done", output_index: item.index, item: done });
+  }
 
-  const openText = (kind: "reasoning" | "message", out: ResponsesStreamEvent[]): TextItem => {
-    if (open && open.kind === kind) return open as TextItem;
-    close(out);
-    const index = output.length;
-    const item: TextItem = { kind, index, id: itemId(kind === "message" ? "msg" : "rs", responseId, index), text: "" };
-    output.push(undefined);
-    open = item;
+  private openText(kind: "reasoning" | "message", out: ResponsesStreamEvent[]): TextItem {
+    if (this.open && this.open.kind === kind) return this.open as TextItem;
+    this.close(out);
+    const index = this.output.length;
+    const item: TextItem = { kind, index, id: itemId(kind === "message" ? "msg" : "rs", this.responseId, index), text: "" };
+    this.output.push(undefined);
+    this.open = item;
     const base = { item_id: item.id, output_index: index };
     if (kind === "message") {
-      emit(out, { type: "response.output_item.added", output_index: index, item: { type: "message", id: item.id, role: "assistant", status: "in_progress", content: [] } });
-      emit(out, { type: "response.content_part.added", ...base, content_index: 0, part: { type: "output_text", text: "", annotations: [], logprobs: [] } });
+      this.emit(out, { type: "response.output_item.added", output_index: index, item: { type: "message", id: item.id, role: "assistant", status: "in_progress", content: [] } });
+      this.emit(out, { type: "response.content_part.added", ...base, content_index: 0, part: { type: "output_text", text: "", annotations: [], logprobs: [] } });
     } else {
-      emit(out, { type: "response.output_item.added", output_index: index, item: { type: "reasoning", id: item.id, summary: [], status: "in_progress" } });
-      if (summary) emit(out, { type: "response.reasoning_summary_part.added", ...base, summary_index: 0, part: { type: "summary_text", text: "" } });
-      else emit(out, { type: "response.content_part.added", ...base, content_index: 0, part: { type: "reasoning_text", text: "" } });
+      this.emit(out, { type: "response.output_item.added", output_index: index, item: { type: "reasoning", id: item.id, summary: [], status: "in_progress" } });
+      if (this.summary) this.emit(out, { type: "response.reasoning_summary_part.added", ...base, summary_index: 0, part: { type: "summary_text", text: "" } });
+      else this.emit(out, { type: "response.content_part.added", ...base, content_index: 0, part: { type: "reasoning_text", text: "" } });
     }
     return item;
-  };
+  }
 
-  const push = (chunk: ChatChunk): ResponsesStreamEvent[] => {
+  push(chunk: ChatChunk): ResponsesStreamEvent[] {
     const out: ResponsesStreamEvent[] = [];
-    if (finished) return out;
-    start(chunk, out);
-    if (chunk.usage) usage = chunk.usage;
+    if (this.finished) return out;
+    this.start(chunk, out);
+    if (chunk.usage) this.usage = chunk.usage;
     const choice = chunk.choices?.[0];
     if (!choice) return out;
     const delta = choice.delta ?? {};
     const reasoning = reasoningOf(delta);
     if (reasoning !== "") {
-      const item = openText("reasoning", out);
+      const item = this.openText("reasoning", out);
       item.text += reasoning;
       const base = { item_id: item.id, output_index: item.index };
-      if (summary) emit(out, { type: "response.reasoning_summary_text.delta", ...base, summary_index: 0, delta: reasoning });
-      else emit(out, { type: "response.reasoning_text.delta", ...base, content_index: 0, delta: reasoning });
+      if (this.summary) this.emit(out, { type: "response.reasoning_summary_text.delta", ...base, summary_index: 0, delta: reasoning });
+      else this.emit(out, { type: "response.reasoning_text.delta", ...base, content_index: 0, delta: reasoning });
     }
     if (typeof delta.content === "string" && delta.content !== "") {
-      const item = openText("message", out);
+      const item = this.openText("message", out);
       item.text += delta.content;
-      emit(out, { type: "response.output_text.delta", item_id: item.id, output_index: item.index, content_index: 0, delta: delta.content, logprobs: [] });
+      this.emit(out, { type: "response.output_text.delta", item_id: item.id, output_index: item.index, content_index: 0, delta: delta.content, logprobs: [] });
     }
-    for (const tc of delta.tool_calls ?? []) {
-      const toolIndex = tc.index ?? 0;
-      let item = tools.get(toolIndex);
-      if (!item) {
-        close(out);
-        const index = output.length;
-        output.push(undefined);
-        const name = tc.function?.name ?? "";
-        item = {
-          kind: "tool",
-          index,
-          id: itemId("fc", responseId, index),
-          toolIndex,
-          callId: tc.id ?? `call_${index}`,
-          name,
-          args: "",
-          custom: ctx.catalogue.origins.get(name)?.kind === "custom",
-        };
-        tools.set(toolIndex, item);
-        open = item;
-        const added = toolCallItem({ id: item.callId, type: "function", function: { name, arguments: "" } }, ctx.catalogue, item.id, "in_progress");
-        emit(out, { type: "response.output_item.added", output_index: index, item: added });
-      }
-      const args = tc.function?.arguments;
-      if (typeof args === "string" && args !== "") {
-        item.args += args;
-        if (!item.custom) emit(out, { type: "response.function_call_arguments.delta", item_id: item.id, output_index: item.index, delta: args });
-      }
-    }
-    if (choice.finish_reason) finish = choice.finish_reason;
+    for (const tc of delta.tool_calls ?? []) this.pushToolCall(tc, out);
+    if (choice.finish_reason) this.finishReason = choice.finish_reason;
     return out;
-  };
+  }
 
-  let finishedAt = -1; // the sequence number finish() started at
-  const end = (): ResponsesStreamEvent[] => {
+  /** A tool call's delta: its item opened at its first, its arguments as they come (a custom tool's at the end). */
+  private pushToolCall(tc: ChatDeltaToolCall, out: ResponsesStreamEvent[]): void {
+    const toolIndex = tc.index ?? 0;
+    let item = this.tools.get(toolIndex);
+    if (!item) {
+      this.close(out);
+      const index = this.output.length;
+      this.output.push(undefined);
+      const name = tc.function?.name ?? "";
+      item = {
+        kind: "tool",
+        index,
+        id: itemId("fc", this.responseId, index),
+        toolIndex,
+        callId: tc.id ?? `call_${index}`,
+        name,
+        args: "",
+        custom: this.ctx.catalogue.origins.get(name)?.kind === "custom",
+      };
+      this.tools.set(toolIndex, item);
+      this.open = item;
+      const added = toolCallItem({ id: item.callId, type: "function", function: { name, arguments: "" } }, this.ctx.catalogue, item.id, "in_progress");
+      this.emit(out, { type: "response.output_item.added", output_index: index, item: added });
+    }
+    const args = tc.function?.arguments;
+    if (typeof args === "string" && args !== "") {
+      item.args += args;
+      if (!item.custom) this.emit(out, { type: "response.function_call_arguments.delta", item_id: item.id, output_index: item.index, delta: args });
+    }
+  }
+
+  finish(): ResponsesStreamEvent[] {
     const out: ResponsesStreamEvent[] = [];
-    if (finished) return out;
-    finishedAt = seq;
-    start(undefined, out);
-    const truncated = finish === "length";
-    close(out, truncated ? "incomplete" : "completed");
-    finished = true;
-    const response = responseEnvelope(ctx, responseId, truncated ? "incomplete" : "completed");
-    response.output = output.filter((o) => o !== undefined);
-    response.usage = responsesUsage(usage ?? { prompt_tokens: promptTokens });
+    if (this.finished) return out;
+    this.finishedAt = this.seq;
+    this.start(undefined, out);
+    const truncated = this.finishReason === "length";
+    this.close(out, truncated ? "incomplete" : "completed");
+    this.finished = true;
+    const response = responseEnvelope(this.ctx, this.responseId, truncated ? "incomplete" : "completed");
+    response.output = this.output.filter((o) => o !== undefined);
+    response.usage = responsesUsage(this.usage ?? { prompt_tokens: this.promptTokens });
     if (truncated) response.incomplete_details = { reason: "max_output_tokens" };
-    emit(out, { type: truncated ? "response.incomplete" : "response.completed", response });
+    this.emit(out, { type: truncated ? "response.incomplete" : "response.completed", response });
     return out;
-  };
+  }
 
-  const fail = (message: string, code = "server_error"): ResponsesStreamEvent[] => {
+  fail(message: string, code = "server_error"): ResponsesStreamEvent[] {
     const out: ResponsesStreamEvent[] = [];
-    if (finished) return out;
-    start(undefined, out);
-    close(out, "incomplete");
-    finished = true;
-    const response = responseEnvelope(ctx, responseId, "failed");
-    response.output = output.filter((o) => o !== undefined);
+    if (this.finished) return out;
+    this.start(undefined, out);
+    this.close(out, "incomplete");
+    this.finished = true;
+    const response = responseEnvelope(this.ctx, this.responseId, "failed");
+    response.output = this.output.filter((o) => o !== undefined);
     response.error = { code, message };
-    response.usage = usage ? responsesUsage(usage) : null;
-    emit(out, { type: "response.failed", response });
+    response.usage = this.usage ? responsesUsage(this.usage) : null;
+    this.emit(out, { type: "response.failed", response });
     return out;
-  };
+  }
 
-  const withdraw = (message: string, code = "server_error"): ResponsesStreamEvent[] => {
-    if (finishedAt < 0) return fail(message, code);
-    seq = finishedAt;
+  withdraw(message: string, code = "server_error"): ResponsesStreamEvent[] {
+    if (this.finishedAt < 0) return this.fail(message, code);
+    this.seq = this.finishedAt;
     const out: ResponsesStreamEvent[] = [];
-    const response = responseEnvelope(ctx, responseId, "failed");
+    const response = responseEnvelope(this.ctx, this.responseId, "failed");
     response.output = [];
     response.error = { code, message };
-    response.usage = usage ? responsesUsage(usage) : null;
-    emit(out, { type: "response.failed", response });
+    response.usage = this.usage ? responsesUsage(this.usage) : null;
+    this.emit(out, { type: "response.failed", response });
     return out;
-  };
-
-  return { push, finish: end, fail, withdraw };
+  }
 }
 
 /**
