@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { parseCommand, intFlag, UsageError } from "../lib/index.ts";
 import { existsSync } from "node:fs";
 import { dataDirsOf, describeCorruption, listSegments, readRecords, resolveLogDir, type Corruption } from "../records/index.ts";
-import { exportTrajectories, manifestPath, type ExportFormat } from "./export.ts";
+import { exportTrajectories, type ExportFormat } from "./export.ts";
+import { manifestPath } from "./export-files.ts";
 import type { RewardPolicy } from "./types.ts";
 
 const usage = `
