@@ -74,15 +74,13 @@ export const extraInfoFields: readonly RowField[] = [
 const provenance: readonly RowField[] = [
   sample("rollout_id", "VARCHAR", "rollout_id"),
   sample("task_id", "VARCHAR", "task_id"),
-  sample("group_id", "VARCHAR", "group"),
   sample("policy_version", "INTEGER", "policy_version"),
   sample("sample_id", "VARCHAR", "sample_id"),
 ];
 
-// veRL's RLHFDataset columns: `uid` is veRL's group column (its trainer replaces it with a
-// fresh one per dataset row, which is why `group_id` is kept apart), `agent_name` routes the row
-// to ForgeAgentLoop.
-const uid = f("uid", "VARCHAR", (s) => s.sample.group);
+// veRL's columns: `uid` is the GRPO group (task × policy version, or the registered group), the
+// sample's `group`; `agent_name` routes the row to ForgeAgentLoop.
+const uid = sample("uid", "VARCHAR", "group");
 const dataSource = f("data_source", "VARCHAR", (s) => s.dataSource);
 const reward = sample("reward", "DOUBLE", "reward");
 const extraInfoType = `STRUCT(${extraInfoFields.map((x) => `${quoted(x.column)} ${x.type}`).join(", ")})`;

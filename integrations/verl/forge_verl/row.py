@@ -40,7 +40,7 @@ REQUIRED = ("prompt_ids", "response_ids", "response_mask", "response_logprobs", 
 
 def sample_of_row(row: dict, where: str = "<rows>") -> dict:
     """An exported veRL row flattened by the specification: every top-level column and every
-    ``extra_info`` entry under its field name (``group_id`` becomes ``group``). Columns a row
+    ``extra_info`` entry under its field name (``uid`` becomes ``group``). Columns a row
     lacks are left out (hand-built rows, or a batch from an older export), but not the tokens.
 
     Example::

@@ -165,7 +165,7 @@ class Rules(unittest.TestCase):
             self.assertEqual((len(set(fields)), len(set(columns))), (len(fields), len(fields)), f"{fmt}: a field in two places")
         verl = {e["field"] for e in SPEC["verl"]["row"] + SPEC["verl"]["extra_info"]}
         self.assertEqual([name for name in READS if name not in verl], [])
-        flat = sample_of_row({**row("r#0", 2, 1, True), "group_id": "g", "extra_info": {"index": 4, "is_final": True, "status": "failed"}})
+        flat = sample_of_row({**row("r#0", 2, 1, True), "uid": "g", "extra_info": {"index": 4, "is_final": True, "status": "failed"}})
         self.assertEqual((flat["group"], flat["index"], flat["status"], flat["is_final"]), ("g", 4, "failed", True))
         with self.assertRaisesRegex(KeyError, "b.parquet: a row lacks response_mask.*forge export --format verl --out b.parquet"):
             sample_of_row({k: v for k, v in row("r#0", 2, 1).items() if k != "response_mask"}, "b.parquet")
