@@ -121,14 +121,10 @@ class Batch:
             return list(self.rollout_samples(str(ids[i]))), str(ids[i])
         if extra.get("sample_ids") is not None and len(extra["sample_ids"]) > 0:
             raise KeyError(
-                f"{self.path}: the dataset row of group {group!r} names extra_info.sample_ids, the group rows of an older "
+                f"{self.path}: the dataset row of group {group!r} names only extra_info.sample_ids, the group rows of an older "
                 "`forge export --group-rows`, which this loop no longer reads (a row now names its rollouts, extra_info.rollout_ids); "
                 f"re-export the batch and its group dataset: `forge export --format verl --group-rows <rollout.n> --out {self.path}`"
             )
-        if extra.get("sample_id"):
-            # A per-sample row of an older export (its provenance was also in extra_info).
-            row = self.by_sample_id(str(extra["sample_id"]))
-            return [row], row["rollout_id"]
         if kwargs.get("sample_id"):
             row = self.by_sample_id(str(kwargs["sample_id"]))
             return [row], row["rollout_id"]

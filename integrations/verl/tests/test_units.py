@@ -185,7 +185,7 @@ class Rules(unittest.TestCase):
         with self.assertRaisesRegex(KeyError, "neither"):
             batch.lookup({})
         # Group rows of an older export named final samples only: refused, naming the batch and the fix.
-        with self.assertRaisesRegex(KeyError, r"<rows>: the dataset row of group 'g1' names extra_info.sample_ids.*re-export.*--group-rows"):
+        with self.assertRaisesRegex(KeyError, r"<rows>: the dataset row of group 'g1' names only extra_info.sample_ids.*re-export.*--group-rows"):
             batch.lookup({"session_id": 0, "extra_info": {"group": "g1", "sample_ids": ["a#0", "b#1"]}})
         vh.checked("loop rules", 4)
 
