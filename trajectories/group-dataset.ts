@@ -19,7 +19,8 @@ export class GroupRollouts {
   add(row: Row & { uid: string; rollout_id: string; extra_info: { is_final?: boolean } }): void {
     let g = this.groups.get(row.uid);
     if (!g) {
-      g = { rollouts: new Map(), first: { uid: row.uid, data_source: row.data_source, agent_name: row.agent_name, prompt: row.prompt, task_id: row.task_id } };
+      const first = Object.fromEntries(groupRowColumns.filter(([column]) => column !== "extra_info").map(([column]) => [column, row[column]]));
+      g = { rollouts: new Map(), first };
       this.groups.set(row.uid, g);
     }
     const r = g.rollouts.get(row.rollout_id) ?? { complete: false, samples: 0 };

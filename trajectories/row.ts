@@ -114,15 +114,17 @@ export function rowOf(fields: readonly RowField[], source: RowSource): { [column
   return row;
 }
 
-/**
- * The GRPO dataset of `--group-rows n`: one row per group naming the n rollouts its runs replay.
- * `task_id` is top level; `extra_info.group` is the group (veRL replaces `uid`).
- */
+/** `extra_info` of a group dataset row: its number, its group, the rollouts its runs replay. */
 const groupExtraInfo: readonly (readonly [string, string])[] = [
   ["index", "BIGINT"],
   ["group", "VARCHAR"],
   ["rollout_ids", "VARCHAR[]"],
 ];
+/**
+ * The GRPO dataset of `--group-rows n`: one row per group naming the n rollouts its runs replay,
+ * its other columns taken from the group's first veRL row. `extra_info.group` is what the loop
+ * reads the group from: veRL replaces `uid` with a fresh one per dataset row.
+ */
 export const groupRowColumns: readonly (readonly [string, string])[] = [
   ["uid", "VARCHAR"],
   ["data_source", "VARCHAR"],
