@@ -5,7 +5,9 @@ import { join } from "node:path";
 import { parseCommand, intFlag, UsageError } from "../lib/index.ts";
 import { existsSync } from "node:fs";
 import { dataDirsOf, describeCorruption, listSegments, readRecords, resolveLogDir, type Corruption } from "../records/index.ts";
-import { exportTrajectories, type ExportFormat, type ExportManifest, type ExportOptions } from "./export.ts";
+import { exportTrajectories } from "./export.ts";
+import type { ExportManifest } from "./export-manifest.ts";
+import type { ExportFormat, ExportOptions } from "./export-options.ts";
 import { manifestPath } from "./export-files.ts";
 import type { RewardPolicy } from "./types.ts";
 

@@ -2,7 +2,7 @@
  * The manifest `forge export` writes beside a batch (`<batch>.manifest.json`): what was read,
  * kept, left out and why (docs/trajectories.md, "Export").
  */
-import type { ExportFormat, ExportOptions } from "./export.ts";
+import type { ExportFormat, ExportOptions } from "./export-options.ts";
 import type { BrokenCall, RolloutTrajectory } from "./types.ts";
 
 export type ExportManifest = {

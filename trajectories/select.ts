@@ -5,7 +5,7 @@
  * "Overlong and empty samples").
  */
 import type { ExportManifest } from "./export-manifest.ts";
-import type { ExportOptions } from "./export.ts";
+import type { ExportOptions } from "./export-options.ts";
 import type { RolloutTrajectory, TrajectorySample } from "./types.ts";
 
 /**
