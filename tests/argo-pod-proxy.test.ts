@@ -96,7 +96,7 @@ test("the rendered export step, run on what the pods recorded: one GRPO row per 
   const rows = readFileSync(groupDatasetPath(out).replace(/\.parquet$/, ".jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
   expect(rows).toHaveLength(1);
   expect(rows[0]).toMatchObject({ uid: "shout@i0", agent_name: "forge_agent", task_id: "shout" });
-  expect(rows[0].extra_info.sample_ids).toHaveLength(2);
+  expect(rows[0].extra_info.rollout_ids).toHaveLength(2);
   // The train step's init container accepts a batch of one group and refuses two, from the real manifest.
   const verl = join(dirname(out), "verl");
   const config = (size: string) => step(["verl-config", "--out", verl, "--batch", out, "--experiment-name", "quickstart", "--train-batch-size", size]);

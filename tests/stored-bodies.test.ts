@@ -122,8 +122,8 @@ describe("through the real proxy", () => {
       const rows = text
         .trim()
         .split("\n")
-        .map((line) => JSON.parse(line) as { rollout_id?: string; extra_info: { rollout_id: string }; prompt: { role: string; content: string }[] });
-      const mine = rows.filter((row) => row.extra_info.rollout_id === r.rollout_id);
+        .map((line) => JSON.parse(line) as { rollout_id: string; prompt: { role: string; content: string }[] });
+      const mine = rows.filter((row) => row.rollout_id === r.rollout_id);
       expect(mine.length).toBeGreaterThan(0);
       // The first sample's prompt is the first call's conversation: system and task, as sent.
       const first = JSON.parse(decoder.decode(sent[0]!)) as { messages: { content: string }[] };

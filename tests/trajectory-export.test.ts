@@ -114,7 +114,7 @@ describe("forge export: GRPO groups with auxiliary calls and forks", () => {
     const m = JSON.parse(readFileSync(manifestPath(out), "utf8"));
     expect(m.auxiliary).toEqual({ policy: "drop", samples: 2, dropped: 2, kinds: { compaction: 2 } });
     const groups = await query(`SELECT extra_info FROM read_parquet('${m.group_dataset.path}')`);
-    expect(groups.map((g) => g.extra_info)).toEqual([{ index: "0", group: "stock@v0", task_id: "stock", sample_ids: ["pa#1", "pb#1"], rollout_ids: ["pa", "pb"] }]);
+    expect(groups.map((g) => g.extra_info)).toEqual([{ index: "0", group: "stock@v0", rollout_ids: ["pa", "pb"] }]);
     // What session i replays: rollout i's rows, the final (reward-carrying) one last; no summary among them.
     const rows = await query(`SELECT sample_id, reward, extra_info.is_final AS final FROM read_parquet('${out}') ORDER BY extra_info.index`);
     expect(rows).toEqual([
@@ -225,7 +225,7 @@ describe("forge export", () => {
     // their final samples; g2 has d only: short, its one sample left out
     expect(m.group_dataset).toMatchObject({ rows: 1, samples_per_row: 2, short_groups: 1, samples_left_out: 1 });
     const rows = await query(`SELECT uid, agent_name, extra_info FROM read_parquet('${m.group_dataset.path}')`);
-    expect(rows).toEqual([{ uid: "g1", agent_name: "forge_agent", extra_info: { index: "0", group: "g1", task_id: "t1", sample_ids: ["a#0", "b#1"], rollout_ids: ["a", "b"] } }]);
+    expect(rows).toEqual([{ uid: "g1", agent_name: "forge_agent", extra_info: { index: "0", group: "g1", rollout_ids: ["a", "b"] } }]);
     // --max-group-rows caps the dataset at veRL's train_batch_size; the rest is counted
     const out3 = join(dir, "exports", "g3.parquet");
     expect(await exportCommand(["--data", dir, "--out", out3, "--format", "verl", "--min-group-size", "1", "--group-rows", "1", "--max-group-rows", "1"])).toBe(0);
