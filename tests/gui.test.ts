@@ -15,7 +15,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
-import { imageDimensions, imageTokenCount, QWEN2_5_VL_PROCESSOR } from "../model/index.ts";
+import { imageDimensions, imageTokenCount, QWEN2_5_VL_PROCESSOR } from "../model/testing.ts";
 import { createContentStore, readRecords } from "../records/index.ts";
 import { TokenStatus, type ModelCall } from "../schemas/index.ts";
 import { findBwrap } from "../workflows/local/sandbox.ts";
