@@ -22,7 +22,7 @@ import { startForgeProxy } from "./lib/forge-proxy.ts";
 import { benchFlags } from "./lib/flags.ts";
 import { words } from "./lib/bodies.ts";
 import { TOOL_LOOP_SCRIPT, TOOL_LOOP_TOOLS } from "./lib/tool-loop.ts";
-import { DEFAULT_MAX_HELD_TOKENS } from "../proxy/index.ts";
+import { DEFAULT_MAX_HELD_TOKENS } from "../proxy/token-in/index.ts";
 
 const { flag, has } = benchFlags();
 // --proxy-root DIR: another checkout's proxy (a commit from before the ceiling: no --max-held-tokens).

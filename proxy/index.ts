@@ -5,20 +5,8 @@
  * through the records area and never reads trajectories or the simulator. Other areas import
  * from here only.
  */
-export { createProxy, type Proxy, type ProxyState } from "./app.ts";
-export { startProxy, parseListen, type StartedProxy } from "./server.ts";
-export { DEFAULTS as PROXY_DEFAULTS, type ProxyOptions } from "./options.ts";
-export { DEFAULT_FRONT_DOORS, chatFrontDoor, completionsFrontDoor, translatedFrontDoor, type FrontDoor, type PreparedCall, type StreamTranslator, type TranslatedCall } from "./doors/index.ts";
-export { runModelCall, type PipelineContext } from "./doors/index.ts";
-export { ProxyHttpError, openAiErrorBody } from "./errors.ts";
-export { keySha256, newApiKey } from "./state/keys.ts";
-export type { EngineAdapter } from "./engines/adapter.ts";
-export { adapterFor } from "./engines/adapters.ts";
-export { ENGINE_SETTINGS, engineName, type EngineInfo, type EngineKind, type EngineSetting } from "./engines/kinds.ts";
-export { detectEngine, type Detection } from "./engines/detect.ts";
-export { MINIMUM_TRAIN_VERSION, PINNED_VERSIONS, atLeast } from "./engines/versions.ts";
-export { vllmTokenCompletionRequest } from "./engines/vllm.ts";
-export { createTokenIn, DEFAULT_MAX_HELD_TOKENS, type TokenIn, type TokenInOptions } from "./token-in/index.ts";
-export { tokenInOptions, TokenInSettingsError, type TokenInSettings } from "./token-in/spec.ts";
-export { sglangGenerateRequest, type SglangSamplingParams } from "./engines/sglang.ts";
-export { loadCalls, loadCheckpoint, servedWeights, versionCall, WeightSyncError, type EngineCall, type ServedWeights } from "./engines/weight-sync.ts";
+export { startProxy } from "./server.ts";
+export { detectEngine } from "./engines/detect.ts";
+export type { TokenInOptions } from "./token-in/index.ts";
+export { tokenInOptions } from "./token-in/spec.ts";
+export { loadCheckpoint, servedWeights, versionCall, WeightSyncError, type ServedWeights } from "./engines/weight-sync.ts";

@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
-import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { type StartedPolicySimulator } from "../simulator/testing.ts";
 import { syncWeights } from "../workflows/argo/weight-sync.ts";
 import { startFakeKubernetes, type FakeKubernetes } from "./fake-k8s/server.ts";
 

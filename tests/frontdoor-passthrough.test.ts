@@ -8,7 +8,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { Protocol, TokenStatus } from "../schemas/index.ts";
 import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
-import { createProxy } from "../proxy/index.ts";
+import { createProxy } from "../proxy/testing.ts";
 
 const seen: { path: string; headers: Headers; body: any }[] = [];
 const message = { id: "msg_vendor", type: "message", role: "assistant", model: "claude-real", content: [{ type: "text", text: "from the vendor" }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 3, output_tokens: 2 } };

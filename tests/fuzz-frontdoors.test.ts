@@ -10,8 +10,9 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createProxy, type Proxy } from "../proxy/index.ts";
-import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { createProxy, type Proxy } from "../proxy/testing.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { type StartedPolicySimulator } from "../simulator/testing.ts";
 import { fuzzInput, SEED_BODIES } from "./faults/fuzz-bodies.ts";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 8);

@@ -5,7 +5,8 @@
  * serves it the same way (the serving is in the Rollout record's labels).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { type StartedPolicySimulator } from "../simulator/testing.ts";
 import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 
 let h: ProxyHarness;

@@ -6,7 +6,8 @@
  * in flight, and no call of it is recorded after its result.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { type StartedPolicySimulator } from "../simulator/testing.ts";
 import { startProxyHarness, upstreamRequestsOf, type ProxyHarness } from "../proxy/testing.ts";
 import { RolloutStatus, type RolloutResult } from "../schemas/index.ts";
 

@@ -13,10 +13,12 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { startProxy, type StartedProxy } from "../proxy/index.ts";
+import { startProxy } from "../proxy/index.ts";
+import { type StartedProxy } from "../proxy/testing.ts";
 import { shardOf } from "../proxy/shards.ts";
 import { readRecords } from "../records/index.ts";
-import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { type StartedPolicySimulator } from "../simulator/testing.ts";
 import { findBwrap } from "../workflows/local/sandbox.ts";
 import { openAnalytics } from "../analytics/index.ts";
 

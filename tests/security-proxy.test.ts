@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createProxy, parseListen, PROXY_DEFAULTS } from "../proxy/index.ts";
+import { createProxy, parseListen, PROXY_DEFAULTS } from "../proxy/testing.ts";
 import { startChaosUpstream, type ChaosUpstream } from "./faults/chaos-upstream.ts";
 import { startForgeProcess } from "./faults/forge-process.ts";
 import { ADMIN, startProxyUnderTest, type ProxyUnderTest } from "./faults/proxy-under-test.ts";

@@ -5,7 +5,7 @@
 import { expect } from "bun:test";
 import type { ProxyHarness } from "../proxy/testing.ts";
 import { readRecords } from "../records/index.ts";
-import type { SimSample } from "../simulator/index.ts";
+import type { SimSample } from "../simulator/testing.ts";
 import { trajectoryOf } from "../trajectories/index.ts";
 
 /** A Chat function tool whose parameters are all required strings. */

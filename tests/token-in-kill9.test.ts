@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readRecords } from "../records/index.ts";
 import { ChainStart, TokenMode, TokenStatus, type ModelCall } from "../schemas/index.ts";
-import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { type StartedPolicySimulator } from "../simulator/testing.ts";
 import { STOCK_TASK, STOCK_TOOLS, startsWith } from "./token-in-calls.ts";
 
 const TOKEN = "kill9-token-in";

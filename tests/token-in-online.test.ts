@@ -9,7 +9,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { tokenInOptions } from "../proxy/index.ts";
 import { startProxyHarness, upstreamRequestsOf, type ProxyHarness } from "../proxy/testing.ts";
 import { TokenMode } from "../schemas/index.ts";
-import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { type StartedPolicySimulator } from "../simulator/testing.ts";
 import { chatCall, echo, expectOneSample, STOCK_TASK, STOCK_TOOLS, type Msg } from "./token-in-calls.ts";
 
 const script = { thinking: true, tasks: [STOCK_TASK] };

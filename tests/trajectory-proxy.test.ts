@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { readRecords } from "../records/index.ts";
 import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 import { exportTrajectories, trajectoryOf, type RolloutTrajectory } from "../trajectories/index.ts";
-import type { SimSample } from "../simulator/index.ts";
+import type { SimSample } from "../simulator/testing.ts";
 
 const qwen3 = { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] };
 const tools = [

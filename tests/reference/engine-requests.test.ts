@@ -10,7 +10,8 @@
  * Prints how many bodies it checked.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { DEFAULT_FRONT_DOORS, adapterFor, loadCalls, sglangGenerateRequest, versionCall, vllmTokenCompletionRequest } from "../../proxy/index.ts";
+import { versionCall } from "../../proxy/index.ts";
+import { DEFAULT_FRONT_DOORS, adapterFor, loadCalls, sglangGenerateRequest, vllmTokenCompletionRequest } from "../../proxy/testing.ts";
 import { sglangNativeSkipReason, startOracle, type Oracle } from "./oracle.ts";
 
 // Importing vLLM and SGLang takes tens of seconds on a loaded 2-core machine.
