@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { readRecords, segmentIndexDir } from "../records/index.ts";
+import { readRecords } from "../records/index.ts";
+import { segmentIndexDir } from "../records/testing.ts";
 import { startProxyHarness, resolvePrompts, type ProxyHarness } from "../proxy/testing.ts";
 import { trajectoryOf } from "../trajectories/index.ts";
 

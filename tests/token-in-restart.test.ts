@@ -10,8 +10,10 @@ import { mkdtemp, rm, stat, truncate } from "node:fs/promises";
 import { openSync, readSync, writeSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readRecords, segmentIndexDir } from "../records/index.ts";
-import { tokenInOptions, type ProxyOptions } from "../proxy/index.ts";
+import { readRecords } from "../records/index.ts";
+import { segmentIndexDir } from "../records/testing.ts";
+import { tokenInOptions } from "../proxy/index.ts";
+import { type ProxyOptions } from "../proxy/testing.ts";
 import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
 import { ChainStart, type ModelCall } from "../schemas/index.ts";
 
