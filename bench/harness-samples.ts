@@ -23,7 +23,8 @@ import { readRecords } from "../records/index.ts";
 import { ChainStart, parseExperimentFile, Protocol, TokenMode } from "../schemas/index.ts";
 import { startPolicySimulator } from "../simulator/index.ts";
 import { commonPrefix } from "../lib/index.ts";
-import { assembleTrajectory, collectRollouts, exportTrajectories, withThinkDefaults, type ResolvedCall, type RolloutTrajectory } from "../trajectories/index.ts";
+import { assembleTrajectory, collectRollouts, exportTrajectories, withThinkDefaults, type RolloutTrajectory } from "../trajectories/index.ts";
+import { type ResolvedCall } from "../trajectories/types.ts";
 import { harnessUnavailable, runExperiment } from "../workflows/index.ts";
 import { benchFlags } from "./lib/flags.ts";
 

@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { startProxy } from "../proxy/index.ts";
 import { startPolicySimulator } from "../simulator/index.ts";
-import { groupDatasetPath, type ExportManifest } from "../trajectories/index.ts";
+import { groupDatasetPath } from "../trajectories/index.ts";
+import { type ExportManifest } from "../trajectories/testing.ts";
 import { parseExperimentFile } from "../schemas/index.ts";
 import { exportArgs } from "../workflows/argo/index.ts";
 

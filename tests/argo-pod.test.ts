@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { exportTrajectories, groupDatasetPath, manifestPath, type ExportManifest } from "../trajectories/index.ts";
+import { exportTrajectories, groupDatasetPath } from "../trajectories/index.ts";
+import { manifestPath, type ExportManifest } from "../trajectories/testing.ts";
 import { scenarioRecords } from "../trajectories/testing.ts";
 import { summarizeResults } from "../workflows/argo/pod.ts";
 

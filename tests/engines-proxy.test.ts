@@ -11,7 +11,8 @@ import { expectTokenExact, startProxyHarness, upstreamRequestsOf, type ProxyHarn
 import { startProxy } from "../proxy/index.ts";
 import { startPolicySimulator } from "../simulator/index.ts";
 import { readRecords } from "../records/index.ts";
-import { exportTrajectories, sidecarPath } from "../trajectories/index.ts";
+import { exportTrajectories } from "../trajectories/index.ts";
+import { sidecarPath } from "../trajectories/testing.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -9,7 +9,8 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { openSegmentLog, readRecords } from "../records/index.ts";
 import { scratchDir } from "../records/testing.ts";
 import { exportCommand } from "../trajectories/cli.ts";
-import { exportTrajectories, manifestPath, trajectoryOf } from "../trajectories/index.ts";
+import { exportTrajectories, trajectoryOf } from "../trajectories/index.ts";
+import { manifestPath } from "../trajectories/testing.ts";
 import { rolloutRecords, scenarioRecords as scenario } from "../trajectories/testing.ts";
 import type { Record as ForgeRecord } from "../schemas/index.ts";
 

@@ -15,6 +15,8 @@ import {
   type Record,
 } from "../schemas/index.ts";
 import { commonPrefix } from "../lib/index.ts";
+// Names only tests use outside the trajectories area (docs/architecture.md: a face exports what other areas use).
+export { manifestPath, sidecarPath, type ExportManifest } from "./export.ts";
 
 export type CallSpec = {
   prompt: number[];
