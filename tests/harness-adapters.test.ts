@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findOpenclaw } from "../workflows/harnesses/openclaw.ts";
 import { parseExperimentText } from "../schemas/index.ts";
-import { HARNESS_NAMES } from "../schemas/index.ts";
+import { HARNESS_NAMES } from "../schemas/testing.ts";
 
 const ctx: HarnessContext = {
   baseUrlOpenAI: "http://127.0.0.1:9999/r/run.i0.t.0/v1",

@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CallStatus, RolloutStatus, TokenMode, type Record as ForgeRecord } from "../schemas/index.ts";
-import { ExperimentSchema } from "../schemas/index.ts";
+import { ExperimentSchema } from "../schemas/testing.ts";
 import { openSegmentLog, readRecords } from "../records/index.ts";
 import { scratchDir } from "../records/testing.ts";
 import { exportTrajectories, trajectoryOf } from "../trajectories/index.ts";
@@ -20,7 +20,8 @@ import { rolloutRecords } from "../trajectories/testing.ts";
 import { verlCommand } from "../workflows/argo/index.ts";
 import { startProxyHarness } from "../proxy/testing.ts";
 import { tokenInOptions } from "../proxy/index.ts";
-import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { type StartedPolicySimulator } from "../simulator/testing.ts";
 import { oraclePython } from "./reference/oracle.ts";
 
 const scratch = scratchDir("forge-verl-py-");
