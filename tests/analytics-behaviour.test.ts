@@ -5,7 +5,7 @@
  * set is tests/analytics-labelled.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { callRecord, episode, scored } from "../analytics/fixtures.ts";
+import { callRecord, episode, scored } from "../analytics/testing.ts";
 import { behaviour, queryRows, type Row } from "../analytics/metrics.ts";
 import { openAnalytics, type AnalyticsSession } from "../analytics/session.ts";
 import { fakeLog } from "../analytics/testing.ts";

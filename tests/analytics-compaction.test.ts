@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { analyzeCommand } from "../analytics/cli.ts";
 import { readManifest, ROWS_VERSION } from "../analytics/compact.ts";
-import { episode, resultRecord, rolloutRecord, scored } from "../analytics/fixtures.ts";
+import { episode, resultRecord, rolloutRecord, scored } from "../analytics/testing.ts";
 import { queryRows } from "../analytics/metrics.ts";
 import { openAnalytics, writeDatabase } from "../analytics/session.ts";
 import { fakeLog } from "../analytics/testing.ts";

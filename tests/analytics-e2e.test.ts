@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { analyzeCommand } from "../analytics/cli.ts";
 import { readManifest } from "../analytics/compact.ts";
-import { episode, scored } from "../analytics/fixtures.ts";
+import { episode, scored } from "../analytics/testing.ts";
 
 import { openSegmentLog } from "../records/index.ts";
 

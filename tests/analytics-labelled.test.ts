@@ -5,8 +5,8 @@
 import { expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { evaluateLabelledSet, formatScores } from "../analytics/labelled/evaluate.ts";
-import { labelledSet } from "../analytics/labelled/set.ts";
+import { evaluateLabelledSet, formatScores } from "./analytics/labelled/evaluate.ts";
+import { labelledSet } from "./analytics/labelled/set.ts";
 
 test("the set: at least 40 hand-made trajectories across chat, Responses and Anthropic Messages, labels naming real calls", () => {
   expect(labelledSet.length).toBeGreaterThanOrEqual(40);

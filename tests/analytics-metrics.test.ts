@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { analyze } from "../analytics/analysis.ts";
-import { scored } from "../analytics/fixtures.ts";
+import { scored } from "../analytics/testing.ts";
 import { passK, type PassOptions, type Row } from "../analytics/metrics.ts";
 import { openAnalytics, type AnalyticsSession } from "../analytics/session.ts";
 import { fakeLog } from "../analytics/testing.ts";

@@ -6,7 +6,7 @@ import { expect, test } from "bun:test";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { episode, scored } from "../analytics/fixtures.ts";
+import { episode, scored } from "../analytics/testing.ts";
 import { openAnalytics, writeDatabase } from "../analytics/session.ts";
 import { fakeLog } from "../analytics/testing.ts";
 

@@ -11,7 +11,7 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { analyze, type Analysis } from "../analytics/analysis.ts";
-import { callRecord, episode, fromArray, rolloutRecord, scored } from "../analytics/fixtures.ts";
+import { callRecord, episode, fromArray, rolloutRecord, scored } from "../analytics/testing.ts";
 import { writeReport } from "../analytics/report.ts";
 import { openAnalytics } from "../analytics/session.ts";
 import { chromiumPath, fakeLog, headlessChromium } from "../analytics/testing.ts";

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
-import { episode, scored } from "../analytics/fixtures.ts";
+import { episode, scored } from "../analytics/testing.ts";
 import { openAnalytics, writeDatabase } from "../analytics/session.ts";
 import { openSqlSource, repl } from "../analytics/sql.ts";
 import { fakeLog } from "../analytics/testing.ts";

@@ -4,7 +4,7 @@
  * rollouts), in `validation_rollouts`, and both in `all_rollouts` with a `validation` column.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { scored } from "../analytics/fixtures.ts";
+import { scored } from "../analytics/testing.ts";
 import { openAnalytics, type AnalyticsSession } from "../analytics/session.ts";
 import { fakeLog } from "../analytics/testing.ts";
 import { VALIDATION_LABEL } from "../schemas/index.ts";

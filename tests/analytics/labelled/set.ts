@@ -16,7 +16,7 @@
  * Labels name tool calls by id (`id#n` for the n-th reuse of an id). The cases include the ones
  * the metrics get wrong (noted "hard"): they are what the precision and recall are about.
  */
-import type { ToolStep } from "../fixtures.ts";
+import type { ToolStep } from "../../../analytics/testing.ts";
 
 export type Labels = {
   /** Tool calls whose result reports a failure of the call (a person's reading, not a keyword). */

@@ -6,10 +6,10 @@
  *   bun analytics/labelled/evaluate.ts [--verbose]    prints the table docs/metrics.md shows
  */
 import { rm } from "node:fs/promises";
-import { episode, scored } from "../fixtures.ts";
-import { queryRows, type Row } from "../metrics.ts";
-import { openAnalytics } from "../session.ts";
-import { fakeLog } from "../testing.ts";
+import { episode, scored } from "../../../analytics/testing.ts";
+import { queryRows, type Row } from "../../../analytics/metrics.ts";
+import { openAnalytics } from "../../../analytics/session.ts";
+import { fakeLog } from "../../../analytics/testing.ts";
 import { labelledSet, type LabelledTrajectory } from "./set.ts";
 
 export type Score = { metric: string; items: number; tp: number; fp: number; fn: number; precision: number | null; recall: number | null; misses: string[] };
