@@ -1,5 +1,5 @@
 /**
- * 10,000 and 50,000 rollouts per iteration against Argo's limits (workflows/argo/limits.ts, read
+ * 10,000 and 50,000 rollouts per iteration against Argo's limits (tests/argo/limits.ts, read
  * from Argo v4.1.2's source): the experiment is rendered, the real plan step writes its plan
  * and outputs, and the check follows the Workflow as the controller runs it — every parameter
  * and output substituted, every fan-out expanded, every child Workflow created, the node status
@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseExperimentFile } from "../schemas/index.ts";
-import { ARGO_LIMITS, checkArgoLimits, type ScaleReport } from "../workflows/argo/limits.ts";
+import { ARGO_LIMITS, checkArgoLimits, type ScaleReport } from "./argo/limits.ts";
 import { PLAN_OUTPUT_NAMES } from "../workflows/argo/fanout.ts";
 import { analyzeFigures } from "../workflows/argo/analyze.ts";
 import { renderExperiment, type KubeObject } from "../workflows/argo/render.ts";

@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import type { RolloutOutcome } from "../workflows/index.ts";
+import type { RolloutOutcome } from "../workflows/testing.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readRecords } from "../records/index.ts";

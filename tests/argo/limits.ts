@@ -21,7 +21,7 @@
  */
 import { gzipSync } from "node:zlib";
 import { parse } from "yaml";
-import type { KubeObject } from "./render.ts";
+import type { KubeObject } from "../../workflows/argo/render.ts";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
