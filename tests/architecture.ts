@@ -125,7 +125,7 @@ export type FaceUse = { area: Area; name: string; file: string };
  * `import("…").Name` types. `texts` maps a file (relative to `root`) to its text; `.md` files
  * are read as if at the root (their code samples import `./area/index.ts`).
  */
-export function faceUses(root: string, texts: Map<string, string>): FaceUse[] {
+export function faceUses(texts: Map<string, string>): FaceUse[] {
   const uses: FaceUse[] = [];
   for (const [file, raw] of texts) {
     const text = file.endsWith(".md") ? raw : stripComments(raw);
@@ -154,4 +154,28 @@ export function faceUses(root: string, texts: Map<string, string>): FaceUse[] {
     for (const m of text.matchAll(/import\(\s*["']([^"']+)["']\s*\)\.(\w+)/g)) add(faceOf(m[1]!), [m[2]!]);
   }
   return uses;
+}
+
+/**
+ * The faces rule (docs/architecture.md): each name a face exports is imported by some file
+ * outside its area that is no test code (another area's source, bin/, examples/, or a code
+ * sample in docs/). One problem per name that is not, saying where it belongs instead.
+ *
+ * @example
+ * faceProblems(new Map([["lib", new Set(["a"])]]), []) // ["lib/index.ts exports a, which no file outside lib/ imports: …"]
+ */
+export function faceProblems(exports: Map<Area, Set<string>>, uses: FaceUse[]): string[] {
+  const problems: string[] = [];
+  for (const [area, names] of exports) {
+    for (const name of [...names].sort()) {
+      const users = [...new Set(uses.filter((u) => u.area === area && u.name === name).map((u) => u.file))];
+      if (users.some((file) => !isTestFile(file))) continue;
+      problems.push(
+        users.length
+          ? `${area}/index.ts exports ${name}, which outside ${area}/ only test code imports (${users.join(", ")}): export it from ${area}/testing.ts and import it from there (bench/ imports the module itself)`
+          : `${area}/index.ts exports ${name}, which no file outside ${area}/ imports: remove it from the face (files inside ${area}/ import it from its own module)`,
+      );
+    }
+  }
+  return problems;
 }
