@@ -114,7 +114,7 @@ function chatBody(messages: unknown[]) {
   return { model: "qwen3", messages };
 }
 
-/** Five rollouts (tests/trajectory-*.test.ts): g1 = ok (clean), failed (realign + fork), infra_error; g2 = ok + infra_error (dropped at min 2); g3 = one ok. */
+/** Five rollouts (tests/trajectories/): g1 = ok (clean), failed (realign + fork), infra_error; g2 = ok + infra_error (dropped at min 2); g3 = one ok. */
 export function scenarioRecords(): Record[] {
   const all: Record[] = [];
   const a = rolloutRecords("a", { task: "t1", group: "g1", experiment: "demo" });
