@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { toolFacts } from "../analytics/classify.ts";
-import { episode, scored, type ToolStep } from "../analytics/fixtures.ts";
+import { episode, scored, type ToolStep } from "../analytics/testing.ts";
 import { openAnalytics } from "../analytics/session.ts";
 import { openSegmentLog } from "../records/index.ts";
 

@@ -9,7 +9,8 @@ import { parseArgs } from "node:util";
 import { readRecords } from "../records/index.ts";
 import { startProxyHarness } from "../proxy/testing.ts";
 import { collectRollouts } from "../trajectories/index.ts";
-import { clone, ModelCallSchema, RecordSchema, create, toBinary } from "../schemas/index.ts";
+import { clone } from "@bufbuild/protobuf";
+import { ModelCallSchema, RecordSchema, create, toBinary } from "../schemas/index.ts";
 
 const { values } = parseArgs({ options: { turns: { type: "string", default: "30" } } });
 const turns = Number(values.turns);

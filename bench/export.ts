@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openSegmentLog, readRecords } from "../records/index.ts";
-import { exportTrajectories, type ExportFormat } from "../trajectories/index.ts";
+import { exportTrajectories } from "../trajectories/index.ts";
+import { type ExportFormat } from "../trajectories/export-options.ts";
 import { rolloutRecords } from "../trajectories/testing.ts";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "100000" }, format: { type: "string", default: "verl" } } });

@@ -23,8 +23,10 @@ import { readRecords } from "../records/index.ts";
 import { ChainStart, parseExperimentFile, Protocol, TokenMode } from "../schemas/index.ts";
 import { startPolicySimulator } from "../simulator/index.ts";
 import { commonPrefix } from "../lib/index.ts";
-import { assembleTrajectory, collectRollouts, exportTrajectories, withThinkDefaults, type ResolvedCall, type RolloutTrajectory } from "../trajectories/index.ts";
-import { harnessUnavailable, runExperiment } from "../workflows/index.ts";
+import { assembleTrajectory, collectRollouts, exportTrajectories, withThinkDefaults, type RolloutTrajectory } from "../trajectories/index.ts";
+import { type ResolvedCall } from "../trajectories/types.ts";
+import { harnessUnavailable } from "../workflows/harnesses/index.ts";
+import { runExperiment } from "../workflows/local/run.ts";
 import { benchFlags } from "./lib/flags.ts";
 
 type Case = { key: string; label: string; harness: string; options: Record<string, unknown> };

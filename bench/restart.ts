@@ -16,7 +16,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { openSegmentLog, segmentIndexDir } from "../records/index.ts";
+import { openSegmentLog } from "../records/index.ts";
+import { segmentIndexDir } from "../records/segment-index.ts";
 import { CallStatus, create, ModelCallSchema, Protocol, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus, TokenStatus } from "../schemas/index.ts";
 import { spawnWithUrl } from "./lib/spawn-url.ts";
 

@@ -22,7 +22,7 @@ import { startForgeProxy } from "./lib/forge-proxy.ts";
 import { benchFlags } from "./lib/flags.ts";
 import { words } from "./lib/bodies.ts";
 import { TOOL_LOOP_SCRIPT, TOOL_LOOP_TOOLS } from "./lib/tool-loop.ts";
-import { DEFAULT_MAX_HELD_TOKENS } from "../proxy/index.ts";
+import { DEFAULT_MAX_HELD_TOKENS } from "../proxy/token-in/index.ts";
 
 const { flag, has } = benchFlags();
 // --proxy-root DIR: another checkout's proxy (a commit from before the ceiling: no --max-held-tokens).
@@ -52,7 +52,7 @@ async function memoryOf(pid: number): Promise<{ rss: number; heap: number }> {
 }
 // The simulator keeps no samples: 5,000 rollouts of 20k-token prompts would hold gigabytes of them in this process.
 const sim = await startPolicySimulator({ seed: 1, chunkDelayMs: 0, script: TOOL_LOOP_SCRIPT, maxSamples: 0 });
-// A ceiling above what the bench opens: the bench measures memory, tests/token-in-ceiling.test.ts the 503.
+// A ceiling above what the bench opens: the bench measures memory, tests/token-in/ceiling.test.ts the 503.
 const ceiling = Math.max(DEFAULT_MAX_HELD_TOKENS, Math.ceil(N * TOKENS * 1.5));
 const proxy = await startForgeProxy({
   root: ROOT,

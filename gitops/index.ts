@@ -1,8 +1,6 @@
-/** GitOps: experiments in a git repo; a commit triggers a run. */
-export { initGitopsRepo } from "./init.ts";
-export { triggerCommit, COMMIT_LABEL, type ExperimentOutcome } from "./trigger.ts";
-export { watchOnce, watchRepo } from "./watch.ts";
-export { commitExperimentChanges, experimentChanges } from "./changes.ts";
-export { buildApplication } from "./argocd.ts";
-export { buildEventSource, buildExperimentSensor } from "./argo-events.ts";
-export { readGitopsSettings, GitopsSettingsSchema } from "./settings.ts";
+/**
+ * GitOps: experiments in a git repo; a commit triggers a run. No other area's source imports
+ * gitops: `forge gitops` (bin/) runs it through gitops/cli.ts and tests reach its files, so its
+ * face exports nothing (docs/architecture.md: a face exports what other areas use).
+ */
+export {};

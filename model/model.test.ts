@@ -4,7 +4,8 @@
  * a larger corpus against the real vLLM and transformers.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { ChatRequestError, loadModel, QWEN3, QWEN_VL_IMAGES, type Model } from "./index.ts";
+import { ChatRequestError, loadModel, QWEN3, type Model } from "./index.ts";
+import { QWEN_VL_IMAGES } from "./model.ts";
 
 let model: Model;
 let vl: Model;

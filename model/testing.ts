@@ -4,6 +4,11 @@
  */
 import { crc32 } from "@node-rs/crc32";
 import { deflateSync } from "node:zlib";
+// Names only tests use outside the model area (docs/architecture.md: a face exports what other areas use).
+export { toolCallParserFactory, reasoningParserFactory } from "./parsers/registry.ts";
+export { type ParserContext } from "./parsers/types.ts";
+export { imageDimensions, imageTokenCount, QWEN2_VL_PROCESSOR, QWEN2_5_VL_PROCESSOR, type VisionProcessor } from "./vision.ts";
+export { qwen25VlDir, qwen25VlSpec } from "./qwen2-5-vl.ts";
 
 function chunk(type: string, data: Uint8Array): Buffer {
   const head = Buffer.alloc(8);

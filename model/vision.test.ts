@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { ChatRequestError, loadModel, QWEN2_5_VL_IMAGES, QWEN3, QWEN_VL_IMAGES } from "./index.ts";
+import { ChatRequestError, loadModel, QWEN2_5_VL_IMAGES, QWEN3 } from "./index.ts";
+import { QWEN_VL_IMAGES } from "./model.ts";
 import { solidPng } from "./testing.ts";
 import { imageDimensions, imageTokenCount, ImageSizeError, pyRound, QWEN2_5_VL_PROCESSOR, QWEN2_VL_PROCESSOR, smartResize } from "./vision.ts";
 

@@ -9,10 +9,21 @@ import { expect } from "bun:test";
 import OpenAI from "openai";
 import { CallStatus, TokenStatus, type ModelCall, type Protocol, type Record as ForgeRecord } from "../schemas/index.ts";
 import { createContentStore, readRecords, requestBodyOf, upstreamRequestOf } from "../records/index.ts";
-import { startPolicySimulator, type StartedPolicySimulator } from "../simulator/index.ts";
-import type { PolicySimulatorOptions } from "../simulator/index.ts";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { type StartedPolicySimulator } from "../simulator/testing.ts";
+import type { PolicySimulatorOptions } from "../simulator/testing.ts";
 import { startProxy, type StartedProxy } from "./server.ts";
 import type { ProxyOptions } from "./options.ts";
+// Names only tests use outside the proxy area (docs/architecture.md: a face exports what other areas use).
+export { createProxy, type Proxy } from "./app.ts";
+export { parseListen, type StartedProxy } from "./server.ts";
+export { DEFAULTS as PROXY_DEFAULTS, type ProxyOptions } from "./options.ts";
+export { DEFAULT_FRONT_DOORS } from "./doors/index.ts";
+export { adapterFor } from "./engines/adapters.ts";
+export { vllmTokenCompletionRequest } from "./engines/vllm.ts";
+export { TokenInSettingsError } from "./token-in/spec.ts";
+export { sglangGenerateRequest } from "./engines/sglang.ts";
+export { loadCalls } from "./engines/weight-sync.ts";
 
 /**
  * Proxy options for a test upstream that is no inference engine (it answers without ids, or

@@ -1,5 +1,5 @@
 /**
- * A child process for tests (tests/recorder-crash.test.ts, reader.test.ts): opens the log in
+ * A child process for tests (tests/records/recorder-crash.test.ts, reader.test.ts): opens the log in
  * DIR and appends records from STREAMS concurrent async loops as fast as it can, printing each
  * call id on stdout once its append has returned. Runs until killed, or until MAX records.
  *

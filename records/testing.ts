@@ -14,6 +14,8 @@ import {
   TokenStatus,
   type Record,
 } from "../schemas/index.ts";
+// Names only tests use outside the records area (docs/architecture.md: a face exports what other areas use).
+export { segmentIndexDir } from "./segment-index.ts";
 
 /**
  * A ModelCall record with a body of `bodyBytes` bytes derived from `callId` (so a reader can

@@ -2,9 +2,34 @@
  * The record format and the schemas of every file and HTTP body a user writes.
  * Areas import records from here, never from `schemas/gen/` directly.
  */
-export * from "./gen/forge/v1/records_pb.ts";
-export { create, toBinary, fromBinary, toJson, fromJson, clone } from "@bufbuild/protobuf";
-export * from "./experiment.ts";
-export * from "./control.ts";
-export * from "./policy-script.ts";
-export * from "./yaml-file.ts";
+export {
+  BlobSchema,
+  CallStatus,
+  ChainStart,
+  Engine,
+  HeaderSchema,
+  LogprobsMode,
+  ModelCallSchema,
+  Protocol,
+  RecordSchema,
+  RolloutResultSchema,
+  RolloutSchema,
+  RolloutStatus,
+  SamplingParamsSchema,
+  SamplingSource,
+  StoredBodySchema,
+  TokenMode,
+  TokenStatus,
+  UsageSchema,
+  type Header,
+  type ModelCall,
+  type Record,
+  type Rollout,
+  type RolloutResult,
+  type SamplingParams,
+  type StoredBody,
+} from "./gen/forge/v1/records_pb.ts";
+export { create, toBinary, fromBinary, toJson } from "@bufbuild/protobuf";
+export { ExperimentError, TaskSpecSchema, parseExperimentFile, parseExperimentText, type Experiment, type TaskSpec } from "./experiment.ts";
+export { CancelRolloutSchema, FinishRolloutSchema, PauseSchema, RegisterRolloutSchema, ResumeSchema, VALIDATION_LABEL, zodProblems } from "./control.ts";
+export { PolicyScriptError, PolicyScriptSchema, parsePolicyScriptFile, type PolicyScript, type PolicyScriptInput, type PolicyStep, type PromptMatcher, type TaskScript } from "./policy-script.ts";

@@ -5,7 +5,8 @@
  * re-tokenize (a drift, logged) and vLLM refuses; vLLM without --enable-scale-out answers 403.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { createPolicySimulator, loadTokenizer } from "./index.ts";
+import { createPolicySimulator } from "./app.ts";
+import { loadTokenizer } from "./model.ts";
 import { imageTokenCount, loadModel, QWEN2_5_VL_PROCESSOR, QWEN3, type Model } from "../model/index.ts";
 import { solidPng } from "../model/testing.ts";
 

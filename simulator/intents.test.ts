@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parsePolicyScriptText } from "../schemas/index.ts";
+import { parsePolicyScriptText } from "../schemas/testing.ts";
 import { WORKING_DIRECTORY_PATTERNS } from "./intents.ts";
 import { decideTurn, findWorkingDirectory } from "./policy.ts";
 import type { SimMessage, SimTool } from "./types.ts";

@@ -4,7 +4,8 @@
  * rendered Qwen3 chat continued as the chat route samples it.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { createPolicySimulator, loadTokenizer, IM_END } from "./index.ts";
+import { createPolicySimulator } from "./app.ts";
+import { loadTokenizer, IM_END } from "./model.ts";
 import { loadModel, type Model } from "../model/index.ts";
 
 setDefaultTimeout(60_000);

@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
-import { startPolicySimulator, type StartedPolicySimulator } from "./index.ts";
+import { startPolicySimulator } from "./index.ts";
+import { type StartedPolicySimulator } from "./server.ts";
 
 const fn = (name: string, properties: Record<string, unknown>): ChatCompletionTool => ({
   type: "function",

@@ -6,7 +6,8 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { loadModel, QWEN3_CODER } from "../model/index.ts";
-import { createPolicySimulator, type SimSample } from "./index.ts";
+import { createPolicySimulator } from "./app.ts";
+import { type SimSample } from "./types.ts";
 import { policySimCommand } from "./cli.ts";
 import { chatPrompt, xmlTools } from "./completions.ts";
 import { modelText } from "./generate.ts";

@@ -4,7 +4,9 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 setDefaultTimeout(30_000);
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
-import { startPolicySimulator, loadTokenizer, IM_END, IM_START, type StartedPolicySimulator, type SimTokenizer } from "./index.ts";
+import { startPolicySimulator } from "./index.ts";
+import { loadTokenizer, IM_END, IM_START, type SimTokenizer } from "./model.ts";
+import { type StartedPolicySimulator } from "./server.ts";
 
 const bashTool: ChatCompletionTool = {
   type: "function",

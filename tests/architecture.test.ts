@@ -5,7 +5,7 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
-import { AREAS, areaOf, importsOf, isFaceFor, isTestFile, projectFiles } from "./architecture.ts";
+import { AREAS, FACED_AREAS, areaOf, faceProblems, faceUses, importsOf, isFaceFor, isTestFile, moduleExports, projectFiles, type Area } from "./architecture.ts";
 import { functionsOf } from "./function-lengths.ts";
 
 const ROOT = join(import.meta.dir, "..");
@@ -64,23 +64,44 @@ test("docs/architecture.md's table of areas says what the rules say", () => {
   }
 });
 
-const MAX_FUNCTION_LINES = 100;
+/** Every project file's text, and docs' pages (their code samples import faces as users would). */
+function projectTexts(): Map<string, string> {
+  const texts = new Map<string, string>();
+  for (const file of projectFiles(ROOT)) texts.set(file, readFileSync(join(ROOT, file), "utf8"));
+  for (const page of ["README.md", ...new Bun.Glob("docs/*.md").scanSync({ cwd: ROOT })]) texts.set(page, readFileSync(join(ROOT, page), "utf8"));
+  return texts;
+}
 
-// TEMPORARY (issue 30): the long functions of trajectories/, which the engineer of issue-30-row
-// is splitting on that branch, and one test-only file issue-30-faces moves under tests/. The
-// lead removes this list when those branches merge; no entry may be added to it.
-const SPLIT_ELSEWHERE = new Set([
-  "trajectories/assemble.ts assembleTrajectory",
-  "trajectories/export.ts exportTrajectories",
-  "trajectories/cli.ts exportCommand",
-  // The simulated Argo controller, test code that issue-30-faces moves to tests/argo/limits.ts
-  // (where functions are not measured).
-  "workflows/argo/limits.ts checkArgoLimits",
-]);
+test("every name a face (index.ts) exports is imported by another area's source; names only tests use are in testing.ts", () => {
+  const exports = new Map(FACED_AREAS.map((area) => [area, moduleExports(join(ROOT, area, "index.ts"))] as const));
+  expect([...exports.values()].reduce((n, names) => n + names.size, 0)).toBeGreaterThan(100);
+  expect(faceProblems(exports, faceUses(projectTexts()))).toEqual([]);
+});
+
+test("the faces check sees each way a face is used, and names an export only tests use, or nobody", () => {
+  const texts = new Map([
+    ["proxy/a.ts", `import { named, type Typed, orig as alias } from "../records/index.ts";\nexport { reexported } from "../records/index.ts";\nimport * as rec from "../records/index.ts";\nrec.viaNamespace();`],
+    ["workflows/b.ts", `const { dynamic } = await import("../records/index.ts");\nconst [{ inAll }, { other }] = await Promise.all([import("../records/index.ts"), import("../lib/index.ts")]);\nlet t: import("../records/index.ts").AsType;`],
+    ["docs/records.md", 'import { documented } from "./records/index.ts";'],
+    ["records/c.ts", `import { ownArea } from "./index.ts";`],
+    ["tests/d.test.ts", `import { testOnly } from "../records/index.ts";`],
+    ["proxy/e.ts", `// import { inComment } from "../records/index.ts";`],
+  ]);
+  const uses = faceUses(texts);
+  expect(uses.filter((u) => u.area === "records").map((u) => u.name).sort()).toEqual(["AsType", "documented", "dynamic", "inAll", "named", "orig", "reexported", "testOnly", "Typed", "viaNamespace"].sort());
+  expect(uses.find((u) => u.name === "other")).toEqual({ area: "lib", name: "other", file: "workflows/b.ts" });
+  const exports = new Map<Area, Set<string>>([["records", new Set(["named", "testOnly", "ownArea", "inComment"])]]);
+  expect(faceProblems(exports, uses)).toEqual([
+    "records/index.ts exports inComment, which no file outside records/ imports: remove it from the face (files inside records/ import it from its own module)",
+    "records/index.ts exports ownArea, which no file outside records/ imports: remove it from the face (files inside records/ import it from its own module)",
+    "records/index.ts exports testOnly, which outside records/ only test code imports (tests/d.test.ts): export it from records/testing.ts and import it from there (bench/ imports the module itself)",
+  ]);
+});
+
+const MAX_FUNCTION_LINES = 100;
 
 test(`no function in the source is over ${MAX_FUNCTION_LINES} lines (a state machine is a class, each concern a named function)`, () => {
   const problems: string[] = [];
-  const exempted = new Set<string>();
   let measured = 0;
   for (const file of projectFiles(ROOT)) {
     // Unit and integration tests and benchmarks are not measured; generated code is not in projectFiles.
@@ -88,15 +109,9 @@ test(`no function in the source is over ${MAX_FUNCTION_LINES} lines (a state mac
     for (const fn of functionsOf(readFileSync(join(ROOT, file), "utf8"))) {
       measured++;
       if (fn.lines <= MAX_FUNCTION_LINES) continue;
-      if (SPLIT_ELSEWHERE.has(`${file} ${fn.name}`)) {
-        exempted.add(`${file} ${fn.name}`);
-        continue;
-      }
       problems.push(`${file}:${fn.line}: ${fn.name} is ${fn.lines} lines (at most ${MAX_FUNCTION_LINES}): split it into named functions with one concern each, or a class for a state machine`);
     }
   }
-  // An exempted function that is short now (or gone) leaves the list.
-  for (const entry of SPLIT_ELSEWHERE) if (!exempted.has(entry)) problems.push(`${entry}: no longer a function over ${MAX_FUNCTION_LINES} lines; remove it from SPLIT_ELSEWHERE`);
   expect(measured).toBeGreaterThan(1000);
   expect(problems).toEqual([]);
 });

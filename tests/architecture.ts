@@ -3,6 +3,7 @@
  * import-scan test checks.
  */
 import { readFileSync } from "node:fs";
+import { dirname, join, normalize } from "node:path";
 
 /** A top-level folder of the source with one public face (`index.ts`). */
 export type Area = "lib" | "schemas" | "model" | "records" | "trajectories" | "simulator" | "proxy" | "analytics" | "workflows" | "gitops" | "bin" | "tests" | "bench";
@@ -77,4 +78,104 @@ export function importsOf(pathOrText: string, isText = false): string[] {
   // A shebang line is not TypeScript.
   for (const i of transpiler.scanImports(text.replace(/^#!.*/, ""))) if (i.kind === "dynamic-import") found.add(i.path);
   return [...found];
+}
+
+/** The areas with a public face (`index.ts`) that other areas import. */
+export const FACED_AREAS = (Object.keys(AREAS) as Area[]).filter((a) => a !== "bin" && a !== "tests" && a !== "bench");
+
+// Comments at the start of a line (a doc comment may show an import that is not one).
+const stripComments = (text: string): string => text.replace(/^\s*\/\*[\s\S]*?\*\//gm, "").replace(/^\s*\/\/.*$/gm, "");
+/** `a, type B, c as d` → the names before `as` (imported) or after it (exported). */
+function nameList(list: string, side: "imported" | "exported"): string[] {
+  return list
+    .split(",")
+    .map((part) => part.trim().replace(/^type\s+/, ""))
+    .filter(Boolean)
+    .map((part) => {
+      const [name, alias] = part.split(/\s+as\s+|\s*:\s*/);
+      return (side === "exported" ? (alias ?? name) : name)!.trim();
+    });
+}
+
+/**
+ * The names a module exports, following `export *` (and `export type *`) into the files it names.
+ * A regex scan of declarations and export lists, enough for this project's faces.
+ */
+export function moduleExports(file: string, seen = new Set<string>()): Set<string> {
+  const names = new Set<string>();
+  if (seen.has(file)) return names;
+  seen.add(file);
+  const text = stripComments(readFileSync(file, "utf8"));
+  for (const m of text.matchAll(/^export\s+(?:declare\s+)?(?:default\s+)?(?:async\s+)?(?:abstract\s+)?(?:function\*?|class|const|let|var|interface|type|enum)\s+(\w+)/gm)) names.add(m[1]!);
+  for (const m of text.matchAll(/^export\s+(?:type\s+)?\{([^}]*)\}/gm)) for (const n of nameList(m[1]!, "exported")) names.add(n);
+  for (const m of text.matchAll(/^export\s+(?:type\s+)?\*\s+as\s+(\w+)\s+from/gm)) names.add(m[1]!);
+  for (const m of text.matchAll(/^export\s+(?:type\s+)?\*\s+from\s*["']([^"']+)["']/gm)) {
+    if (!m[1]!.startsWith(".")) continue;
+    for (const n of moduleExports(join(dirname(file), m[1]!), seen)) names.add(n);
+  }
+  return names;
+}
+
+/** Where one face name is imported: the files, relative to the root. */
+export type FaceUse = { area: Area; name: string; file: string };
+
+/**
+ * Every use of a face's names by a file outside its area: named, namespace (`ns.name`),
+ * re-exported, dynamic (`const { a } = await import(…)`, also inside `Promise.all([…])`) and
+ * `import("…").Name` types. `texts` maps a file (relative to `root`) to its text; `.md` files
+ * are read as if at the root (their code samples import `./area/index.ts`).
+ */
+export function faceUses(texts: Map<string, string>): FaceUse[] {
+  const uses: FaceUse[] = [];
+  for (const [file, raw] of texts) {
+    const text = file.endsWith(".md") ? raw : stripComments(raw);
+    const base = file.endsWith(".md") ? "" : dirname(file);
+    const from = areaOf(file);
+    const faceOf = (spec: string): Area | undefined => {
+      if (!spec.startsWith(".")) return undefined;
+      const target = normalize(join(base, spec));
+      const area = areaOf(target);
+      return area && area !== from && target === `${area}/index.ts` ? area : undefined;
+    };
+    const add = (area: Area | undefined, names: string[]) => {
+      if (area) for (const name of names) uses.push({ area, name, file });
+    };
+    for (const m of text.matchAll(/^(?:import|export)\s+(?:type\s+)?(?:\w+\s*,\s*)?\{([^}]*)\}\s*from\s*["']([^"']+)["']/gm)) add(faceOf(m[2]!), nameList(m[1]!, "imported"));
+    for (const m of text.matchAll(/^import\s+(?:type\s+)?\*\s+as\s+(\w+)\s+from\s*["']([^"']+)["']/gm)) {
+      const area = faceOf(m[2]!);
+      if (area) add(area, [...text.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, "g"))].map((u) => u[1]!));
+    }
+    for (const m of text.matchAll(/\{([^{}]*)\}\s*=\s*await\s+import\(\s*["']([^"']+)["']\s*\)/g)) add(faceOf(m[2]!), nameList(m[1]!, "imported"));
+    for (const m of text.matchAll(/\[((?:\s*\{[^{}]*\}\s*,?)+)\]\s*=\s*await\s+Promise\.all\(\s*\[([^\]]*)\]\s*\)/g)) {
+      const patterns = [...m[1]!.matchAll(/\{([^{}]*)\}/g)].map((p) => p[1]!);
+      const specs = [...m[2]!.matchAll(/import\(\s*["']([^"']+)["']\s*\)/g)].map((s) => s[1]!);
+      specs.forEach((spec, i) => add(faceOf(spec), nameList(patterns[i] ?? "", "imported")));
+    }
+    for (const m of text.matchAll(/import\(\s*["']([^"']+)["']\s*\)\.(\w+)/g)) add(faceOf(m[1]!), [m[2]!]);
+  }
+  return uses;
+}
+
+/**
+ * The faces rule (docs/architecture.md): each name a face exports is imported by some file
+ * outside its area that is no test code (another area's source, bin/, examples/, or a code
+ * sample in docs/). One problem per name that is not, saying where it belongs instead.
+ *
+ * @example
+ * faceProblems(new Map([["lib", new Set(["a"])]]), []) // ["lib/index.ts exports a, which no file outside lib/ imports: …"]
+ */
+export function faceProblems(exports: Map<Area, Set<string>>, uses: FaceUse[]): string[] {
+  const problems: string[] = [];
+  for (const [area, names] of exports) {
+    for (const name of [...names].sort()) {
+      const users = [...new Set(uses.filter((u) => u.area === area && u.name === name).map((u) => u.file))];
+      if (users.some((file) => !isTestFile(file))) continue;
+      problems.push(
+        users.length
+          ? `${area}/index.ts exports ${name}, which outside ${area}/ only test code imports (${users.join(", ")}): export it from ${area}/testing.ts and import it from there (bench/ imports the module itself)`
+          : `${area}/index.ts exports ${name}, which no file outside ${area}/ imports: remove it from the face (files inside ${area}/ import it from its own module)`,
+      );
+    }
+  }
+  return problems;
 }

@@ -279,12 +279,13 @@ function exportFailures(docs: Doc[]): string[] {
         for (const n of m[2]!.matchAll(/`([A-Za-z_]\w*)`/g)) check(doc.path, line, n[1]!, m[1]!);
       }
     }
-    // docs/contracts.md: a section whose heading names faces declares what they export.
+    // docs/contracts.md: a section whose heading names faces (index.ts, or testing.ts for what
+    // tests use) declares what they export.
     // Its ```ts blocks, that is: other blocks (shell, YAML) declare nothing.
     let faces: string[] = [];
     let fence: string | undefined;
     doc.lines.forEach((text, i) => {
-      if (/^#{1,6}\s/.test(text)) faces = [...text.matchAll(/`([\w/-]+\/index\.ts)`/g)].map((m) => m[1]!);
+      if (/^#{1,6}\s/.test(text)) faces = [...text.matchAll(/`([\w/-]+\/(?:index|testing)\.ts)`/g)].map((m) => m[1]!);
       const open = /^\s*```\s*(\w*)/.exec(text);
       if (open) fence = fence === undefined ? open[1]! : undefined;
       else if ((fence === "ts" || fence === "typescript") && faces.length > 0) {
@@ -339,7 +340,7 @@ test("the checks catch a planted mistake of each kind, and leave other projects'
       "```", // 9
       "## Proxy (exported from `proxy/index.ts`)", // 10
       "```ts", // 11
-      "createProxy(options): Promise<Proxy>;  ghostProxy(x), StartedProxy  // a comment naming nothing(", // 12
+      "startProxy(options): Promise<StartedProxy>;  ghostProxy(x), ServedWeights  // a comment naming nothing(", // 12
       "```", // 13
       // What must not be reported: a URL, another project's paths, a namespace named forge.
       "https://github.com/volcengine/verl/blob/main/tests/special_e2e/run.sh; veRL's `tests/special_e2e/x.py`", // 14

@@ -5,7 +5,10 @@ import { join } from "node:path";
 import { parseCommand, intFlag, UsageError } from "../lib/index.ts";
 import { existsSync } from "node:fs";
 import { dataDirsOf, describeCorruption, listSegments, readRecords, resolveLogDir, type Corruption } from "../records/index.ts";
-import { exportTrajectories, manifestPath, type ExportFormat } from "./export.ts";
+import { exportTrajectories } from "./export.ts";
+import type { ExportManifest } from "./export-manifest.ts";
+import type { ExportFormat, ExportOptions } from "./export-options.ts";
+import { manifestPath } from "./export-files.ts";
 import type { RewardPolicy } from "./types.ts";
 
 const usage = `
@@ -53,47 +56,69 @@ function positive(name: string, value: string): number {
  * await exportCommand(["--data", "data", "--format", "verl"]); // 0
  */
 export async function exportCommand(argv: string[]): Promise<number> {
-  const args = parseCommand(
-    {
-      name: "export",
-      usage,
-      options: {
-        out: { type: "string" },
-        format: { type: "string", default: "verl" },
-        "min-group-size": { type: "string" },
-        "reward-policy": { type: "string", default: "final" },
-        gamma: { type: "string" },
-        timeouts: { type: "string", default: "score" },
-        "think-tokens": { type: "string", default: "151667,151668" },
-        "data-source": { type: "string" },
-        experiment: { type: "string" },
-        "group-rows": { type: "string" },
-        "max-group-rows": { type: "string" },
-        "max-prompt-length": { type: "string" },
-        "max-response-length": { type: "string" },
-        auxiliary: { type: "string", default: "drop" },
-        iteration: { type: "string" },
-        "sft-min-reward": { type: "string" },
-        "skip-corrupt": { type: "boolean", default: false },
-        data: { type: "string", multiple: true },
-        "train-version": { type: "string" },
-        "max-staleness": { type: "string" },
-        json: { type: "boolean", default: false },
-      },
-    },
-    argv,
-  );
+  const args = parseCommand(FLAGS, argv);
   if (!args) return 0;
   const v = args.values;
   if (!v.data?.length) throw new UsageError(`forge export: --data DIR is required\n${usage.trim()}`);
   const dataDirs = v.data;
-  const data = dataDirs[0]!;
+  await checkDataDirs(dataDirs);
+  const options = exportOptionsOf(v, dataDirs[0]!);
+  // Damage fails the export unless --skip-corrupt: a batch missing calls must not pass unnoticed.
+  const skipped: Corruption[] = [];
+  const onCorruption = (c: Corruption): void => {
+    skipped.push(c);
+    process.stderr.write(`\n${describeCorruption(c)}; skipped (--skip-corrupt)\n`);
+  };
+  const manifest = await exportTrajectories(readRecords(dataDirs, v["skip-corrupt"] ? { onCorruption } : {}), {
+    ...options,
+    onProgress: (p) => process.stderr.write(`\rexport: ${p.records} records, ${p.rollouts} rollouts, ${p.samples} samples`),
+  });
+  report(manifest, skipped, v.json ?? false);
+  return 0;
+}
+
+const FLAGS = {
+  name: "export",
+  usage,
+  options: {
+    out: { type: "string" },
+    format: { type: "string", default: "verl" },
+    "min-group-size": { type: "string" },
+    "reward-policy": { type: "string", default: "final" },
+    gamma: { type: "string" },
+    timeouts: { type: "string", default: "score" },
+    "think-tokens": { type: "string", default: "151667,151668" },
+    "data-source": { type: "string" },
+    experiment: { type: "string" },
+    "group-rows": { type: "string" },
+    "max-group-rows": { type: "string" },
+    "max-prompt-length": { type: "string" },
+    "max-response-length": { type: "string" },
+    auxiliary: { type: "string", default: "drop" },
+    iteration: { type: "string" },
+    "sft-min-reward": { type: "string" },
+    "skip-corrupt": { type: "boolean", default: false },
+    data: { type: "string", multiple: true },
+    "train-version": { type: "string" },
+    "max-staleness": { type: "string" },
+    json: { type: "boolean", default: false },
+  },
+} as const;
+
+/** Each data directory exists and holds a segment log (its own or its shards'). */
+async function checkDataDirs(dataDirs: readonly string[]): Promise<void> {
   for (const dir of dataDirs) {
     if (!existsSync(dir)) throw new UsageError(`--data ${dir}: no such directory`);
     const logs = dataDirsOf(dir);
     const segments = (await Promise.all(logs.map((d) => listSegments(d)))).flat();
     if (segments.length === 0) throw new UsageError(`--data ${dir}: no segment log in ${resolveLogDir(dir)} nor in shard-N/ data directories (pass the data directory the proxy wrote to)`);
   }
+}
+
+type Flags = NonNullable<ReturnType<typeof parseCommand<(typeof FLAGS)["options"]>>>["values"];
+
+/** The export's options from the command's flags, each checked (a UsageError names the flag). */
+function exportOptionsOf(v: Flags, data: string): ExportOptions {
   if (v["max-staleness"] !== undefined && v["train-version"] === undefined) throw new UsageError("--max-staleness needs --train-version (the policy version the step trains from)");
   const format = v.format as ExportFormat;
   if (!["verl", "sft", "jsonl"].includes(format)) throw new UsageError(`--format must be verl, sft or jsonl, got "${format}"`);
@@ -111,17 +136,11 @@ export async function exportCommand(argv: string[]): Promise<number> {
     if (ids.length !== 2 || !ids.every(Number.isInteger)) throw new UsageError(`--think-tokens must be OPEN,CLOSE token ids or "none", got "${v["think-tokens"]}"`);
     think = { thinkOpen: ids[0]!, thinkClose: ids[1]! };
   }
-  // SFT goes to a subfolder: analytics' `samples` view reads DIR/exports/*.parquet as veRL batches.
   if (v["group-rows"] !== undefined && (format !== "verl" || intFlag("group-rows", v["group-rows"], 0) < 1))
     throw new UsageError(`--group-rows needs --format verl and a count of at least 1, got "${v["group-rows"]}"`);
+  // SFT goes to a subfolder: analytics' `samples` view reads DIR/exports/*.parquet as veRL batches.
   const out = v.out ?? (format === "sft" ? join(data, "exports", "sft", "batch-sft.parquet") : join(data, "exports", `batch-${format}.${format === "jsonl" ? "jsonl" : "parquet"}`));
-  // Damage fails the export unless --skip-corrupt: a batch missing calls must not pass unnoticed.
-  const skipped: Corruption[] = [];
-  const onCorruption = (c: Corruption): void => {
-    skipped.push(c);
-    process.stderr.write(`\n${describeCorruption(c)}; skipped (--skip-corrupt)\n`);
-  };
-  const manifest = await exportTrajectories(readRecords(dataDirs, v["skip-corrupt"] ? { onCorruption } : {}), {
+  return {
     format,
     out,
     minGroupSize: intFlag("min-group-size", v["min-group-size"], 2),
@@ -142,23 +161,26 @@ export async function exportCommand(argv: string[]): Promise<number> {
     ...(v["max-response-length"] !== undefined ? { maxResponseLength: positive("max-response-length", v["max-response-length"]) } : {}),
     ...(v.iteration !== undefined ? { iteration: intFlag("iteration", v.iteration, 0) } : {}),
     sftMinReward,
-    onProgress: (p) => process.stderr.write(`\rexport: ${p.records} records, ${p.rollouts} rollouts, ${p.samples} samples`),
-  });
+  };
+}
+
+/** The manifest (`--json`) or a one-line summary, and the damage `--skip-corrupt` skipped. */
+function report(manifest: ExportManifest, skipped: readonly Corruption[], json: boolean): void {
   if (skipped.length > 0) {
     const bytes = skipped.reduce((sum, c) => sum + c.length, 0);
     const segments = [...new Set(skipped.map((c) => c.segment))];
     console.error(`export: skipped ${skipped.length} damaged byte ranges (${bytes} bytes) in ${segments.length} segments (${segments.join(", ")}); the records in them are not in the batch`);
   }
-  if (v.json) console.log(JSON.stringify(manifest, null, 2));
-  else {
-    const excluded = Object.entries(manifest.rollouts.excluded).map(([k, n]) => `${n} ${k}`).join(", ") || "none";
-    console.error(
-      `\rexport: ${manifest.rows} rows → ${out} (${manifest.rollouts.valid}/${manifest.rollouts.seen} rollouts valid; excluded: ${excluded}; ` +
-        `${manifest.groups.dropped.length} groups dropped below ${manifest.options.min_group_size}; ` +
-        `${manifest.calls.realign} realigns, ${manifest.drift_tokens} drift tokens, ${manifest.calls.fork} forks, ${manifest.calls.broken} broken calls, ` +
-        `${manifest.auxiliary.samples} auxiliary samples${manifest.auxiliary.dropped ? " dropped" : ""})\n` +
-        `manifest: ${manifestPath(out)}`,
-    );
+  if (json) {
+    console.log(JSON.stringify(manifest, null, 2));
+    return;
   }
-  return 0;
+  const excluded = Object.entries(manifest.rollouts.excluded).map(([k, n]) => `${n} ${k}`).join(", ") || "none";
+  console.error(
+    `\rexport: ${manifest.rows} rows → ${manifest.out} (${manifest.rollouts.valid}/${manifest.rollouts.seen} rollouts valid; excluded: ${excluded}; ` +
+      `${manifest.groups.dropped.length} groups dropped below ${manifest.options.min_group_size}; ` +
+      `${manifest.calls.realign} realigns, ${manifest.drift_tokens} drift tokens, ${manifest.calls.fork} forks, ${manifest.calls.broken} broken calls, ` +
+      `${manifest.auxiliary.samples} auxiliary samples${manifest.auxiliary.dropped ? " dropped" : ""})\n` +
+      `manifest: ${manifestPath(manifest.out)}`,
+  );
 }

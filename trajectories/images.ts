@@ -10,6 +10,9 @@ import type { ModelCall } from "../schemas/index.ts";
 
 type Json = any; // request bodies are harness JSON: read defensively
 
+/** sha256 per image occurrence (in order), remote images counted, and each image's bytes by sha256. */
+export type ImageRefs = { refs: string[]; urls: number; bytes: Map<string, Uint8Array> };
+
 const decoder = new TextDecoder();
 
 /** The base64 payload of a `data:…;base64,` URL, else undefined. */
@@ -37,7 +40,7 @@ function partImage(part: Json): string | undefined {
  * bodyImageRefs({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png;base64,aGk=" } }] }] }).refs
  * // ["8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4"]
  */
-export function bodyImageRefs(body: Json): { refs: string[]; urls: number; bytes: Map<string, Uint8Array> } {
+export function bodyImageRefs(body: Json): ImageRefs {
   const refs: string[] = [];
   const bytes = new Map<string, Uint8Array>();
   let urls = 0;
@@ -74,7 +77,7 @@ export function bodyImageRefs(body: Json): { refs: string[]; urls: number; bytes
  * @example
  * callImageRefs(lastCallOfSample, collected.content).refs // sha256 per image occurrence
  */
-export function callImageRefs(call: ModelCall, content: ContentStore): { refs: string[]; urls: number; bytes: Map<string, Uint8Array> } {
+export function callImageRefs(call: ModelCall, content: ContentStore): ImageRefs {
   const none = { refs: [], urls: 0, bytes: new Map<string, Uint8Array>() };
   try {
     const text = decoder.decode(requestBodyOf(call, content));

@@ -3,23 +3,14 @@
  * export for veRL (docs/verl.md). Used by the proxy's trajectory route, `forge export`, analytics
  * and the veRL loop.
  */
-export { assembleTrajectory, exclusionOf, groupOf, rolloutStatusName } from "./assemble.ts";
-export { collectRollouts, promptResolver, resolvePrompts } from "./resolve.ts";
-export type { CollectedRollout, CollectStats } from "./resolve.ts";
-export { matchWithStrippedThink } from "./align.ts";
+export { assembleTrajectory } from "./assemble.ts";
+export { collectRollouts } from "./resolve.ts";
 export { requestMessages, responseMessage } from "./messages.ts";
-export type { ChatMessage, ToolCall } from "./messages.ts";
-export { exportTrajectories, firstGroupRows, groupDatasetPath, manifestPath, sidecarPath } from "./export.ts";
-export type { ExportFormat, ExportManifest, ExportOptions } from "./export.ts";
+export type { ChatMessage } from "./messages.ts";
+export { exportTrajectories } from "./export.ts";
+export { firstGroupRows, groupDatasetPath } from "./export-files.ts";
 export { trajectoryOf, trajectoryWithImages } from "./trajectory-of.ts";
-export type { TrajectoryWithImages } from "./trajectory-of.ts";
-export { bodyImageRefs, callImageRefs } from "./images.ts";
-export { blobDirPath } from "./export.ts";
-export { verlColumns } from "./columns.ts";
-export { exportCommand } from "./cli.ts";
-export { QWEN3_THINK, withThinkDefaults } from "./types.ts";
-export { AUXILIARY_FINGERPRINTS, fingerprintsFor, matchFingerprint } from "./auxiliary.ts";
-export type { AuxiliaryFingerprint, AuxiliaryKind } from "./auxiliary.ts";
-export { continuesConversation, requestView } from "./request-view.ts";
-export type { RequestView } from "./request-view.ts";
-export type * from "./types.ts";
+export { callImageRefs } from "./images.ts";
+export { verlColumns } from "./row.ts";
+export { withThinkDefaults } from "./types.ts";
+export type { RolloutTrajectory } from "./types.ts";

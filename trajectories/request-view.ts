@@ -32,15 +32,26 @@ const decoder = new TextDecoder();
  * requestView(call, requestBodyOf(call, collected.content))?.tools; // 4
  */
 export function requestView(call: ModelCall, bytes: Uint8Array): RequestView | undefined {
+  return requestViewOfBody(call, () => JSON.parse(decoder.decode(bytes)));
+}
+
+/**
+ * The view of a call's request from its parsed body (`body()`: parsed only for protocols with
+ * messages; a body that throws or is not a JSON object has no view).
+ *
+ * @example
+ * requestViewOfBody(call, () => bodies.json(call))?.system; // "You are a helpful assistant"
+ */
+export function requestViewOfBody(call: ModelCall, body: () => any): RequestView | undefined {
   if (call.protocol === Protocol.COMPLETIONS) return undefined;
-  let body: any;
+  let json: any;
   try {
-    body = JSON.parse(decoder.decode(bytes));
+    json = body();
   } catch {
     return undefined;
   }
-  if (!body || typeof body !== "object" || Array.isArray(body)) return undefined;
-  const messages = requestMessagesOfBody(call.protocol, body);
+  if (!json || typeof json !== "object" || Array.isArray(json)) return undefined;
+  const messages = requestMessagesOfBody(call.protocol, json);
   if (!messages) return undefined;
   const system: string[] = [];
   const turns: (number | bigint)[] = [];
@@ -53,7 +64,7 @@ export function requestView(call: ModelCall, bytes: Uint8Array): RequestView | u
     system: system.join("\n"),
     turns,
     lastUser: last?.role === "user" ? last.content : "",
-    tools: Array.isArray(body.tools) ? body.tools.length : 0,
+    tools: Array.isArray(json.tools) ? json.tools.length : 0,
   };
 }
 

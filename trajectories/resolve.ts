@@ -49,6 +49,14 @@ function take(node: TokenNode, n: number): number[] {
  */
 export function promptResolver(): { add(call: ModelCall): ResolvedCall } {
   const nodes = new Map<string, TokenNode>();
+  // The last prompt materialized: assembly reads a call's prompt several times in a row, and
+  // this keeps that to one walk of the chain without holding every full prompt (the nodes stay
+  // deltas, as on disk).
+  let last: { node: TokenNode; prompt: number[] } | undefined;
+  const promptOf = (node: TokenNode, length: number): number[] => {
+    if (last?.node !== node) last = { node, prompt: take(node, length) };
+    return last.prompt;
+  };
   return {
     add(call) {
       let problem: string | undefined;
@@ -72,7 +80,7 @@ export function promptResolver(): { add(call: ModelCall): ResolvedCall } {
       const resolved: ResolvedCall = {
         call,
         get prompt() {
-          return usable ? take(node, promptLength) : undefined;
+          return usable ? promptOf(node, promptLength) : undefined;
         },
       };
       if (problem) resolved.problem = problem;

@@ -15,6 +15,9 @@ import {
   type Record,
 } from "../schemas/index.ts";
 import { commonPrefix } from "../lib/index.ts";
+// Names only tests use outside the trajectories area (docs/architecture.md: a face exports what other areas use).
+export { manifestPath, sidecarPath } from "./export-files.ts";
+export type { ExportManifest } from "./export-manifest.ts";
 
 export type CallSpec = {
   prompt: number[];
@@ -112,7 +115,7 @@ function chatBody(messages: unknown[]) {
   return { model: "qwen3", messages };
 }
 
-/** Five rollouts (tests/trajectory-*.test.ts): g1 = ok (clean), failed (realign + fork), infra_error; g2 = ok + infra_error (dropped at min 2); g3 = one ok. */
+/** Five rollouts (tests/trajectories/): g1 = ok (clean), failed (realign + fork), infra_error; g2 = ok + infra_error (dropped at min 2); g3 = one ok. */
 export function scenarioRecords(): Record[] {
   const all: Record[] = [];
   const a = rolloutRecords("a", { task: "t1", group: "g1", experiment: "demo" });

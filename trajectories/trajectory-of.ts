@@ -3,9 +3,20 @@
  */
 import type { Record } from "../schemas/index.ts";
 import { assembleTrajectory } from "./assemble.ts";
-import { callImageRefs } from "./images.ts";
+import { RequestBodies } from "./request-bodies.ts";
 import { collectRollouts } from "./resolve.ts";
 import { withThinkDefaults, type AssembleOptions, type RolloutTrajectory } from "./types.ts";
+
+type Records = AsyncIterable<Record | { record: Record }> | Iterable<Record | { record: Record }>;
+
+/** The records of one rollout (the others' are skipped). */
+async function* onlyRollout(records: Records, rolloutId: string): AsyncGenerator<Record> {
+  for await (const item of records as AsyncIterable<Record | { record: Record }>) {
+    const record = "kind" in item ? item : item.record;
+    const v = record.kind.value as { rolloutId?: string } | undefined;
+    if (v && "rolloutId" in v && v.rolloutId === rolloutId) yield record;
+  }
+}
 
 /**
  * Assembles the rollout `rolloutId` from a record stream (other rollouts' records are skipped).
@@ -15,18 +26,11 @@ import { withThinkDefaults, type AssembleOptions, type RolloutTrajectory } from 
  * const t = await trajectoryOf(readRecords("data"), "r-42", { thinkOpen: 151667, thinkClose: 151668 });
  */
 export async function trajectoryOf(
-  records: AsyncIterable<Record | { record: Record }> | Iterable<Record | { record: Record }>,
+  records: Records,
   rolloutId: string,
   options: AssembleOptions = {},
 ): Promise<RolloutTrajectory | undefined> {
-  async function* only() {
-    for await (const item of records as AsyncIterable<Record | { record: Record }>) {
-      const record = "kind" in item ? item : item.record;
-      const v = record.kind.value as { rolloutId?: string } | undefined;
-      if (v && "rolloutId" in v && v.rolloutId === rolloutId) yield record;
-    }
-  }
-  for await (const c of collectRollouts(only())) return assembleTrajectory(c.calls, c.rollout, c.result, withThinkDefaults(options), c.content);
+  for await (const c of collectRollouts(onlyRollout(records, rolloutId))) return assembleTrajectory(c.calls, c.rollout, c.result, withThinkDefaults(options), c.content);
   return undefined;
 }
 
@@ -46,23 +50,18 @@ export type TrajectoryWithImages = Omit<RolloutTrajectory, "samples"> & {
  * t?.samples[0]!.image_refs; // ["3f…", "3f…"]
  */
 export async function trajectoryWithImages(
-  records: AsyncIterable<Record | { record: Record }> | Iterable<Record | { record: Record }>,
+  records: Records,
   rolloutId: string,
   options: AssembleOptions = {},
 ): Promise<TrajectoryWithImages | undefined> {
-  async function* only() {
-    for await (const item of records as AsyncIterable<Record | { record: Record }>) {
-      const record = "kind" in item ? item : item.record;
-      const v = record.kind.value as { rolloutId?: string } | undefined;
-      if (v && "rolloutId" in v && v.rolloutId === rolloutId) yield record;
-    }
-  }
-  for await (const c of collectRollouts(only())) {
-    const t = assembleTrajectory(c.calls, c.rollout, c.result, withThinkDefaults(options));
+  for await (const c of collectRollouts(onlyRollout(records, rolloutId))) {
+    // One parse per request body, shared by the fingerprints and the images (as at export).
+    const bodies = new RequestBodies(c.content);
+    const t = assembleTrajectory(c.calls, c.rollout, c.result, withThinkDefaults(options), bodies);
     const byId = new Map(c.calls.map((r) => [r.call.callId, r.call]));
     const blobs: TrajectoryWithImages["blobs"] = {};
     const samples = t.samples.map((s) => {
-      const { refs, bytes } = callImageRefs(byId.get(s.call_ids.at(-1)!)!, c.content);
+      const { refs, bytes } = bodies.images(byId.get(s.call_ids.at(-1)!)!);
       for (const [sha, data] of bytes) blobs[sha] ??= { media_type: mediaType(data), data: Buffer.from(data).toString("base64") };
       return { ...s, image_refs: refs };
     });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Protocol } from "../../schemas/index.ts";
-import { callRecord } from "../fixtures.ts";
+import { callRecord } from "../testing.ts";
 import { extractCall } from "./index.ts";
 
 const steps = [

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { createContentStore } from "../../records/index.ts";
-import { callRecord } from "../fixtures.ts";
+import { callRecord } from "../testing.ts";
 import type { ModelCall } from "../../schemas/index.ts";
 import type { RolloutTrajectory } from "../../trajectories/index.ts";
 import { renderRolloutPage } from "./page.ts";

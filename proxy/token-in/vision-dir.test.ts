@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { QWEN2_5_VL_PROCESSOR, qwen25VlDir } from "../../model/index.ts";
+import { QWEN2_5_VL_PROCESSOR } from "../../model/index.ts";
+import { qwen25VlDir } from "../../model/testing.ts";
 import { visionOfDir } from "./vision-dir.ts";
 import { tokenInOptions } from "./spec.ts";
 

@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startProxy, type ProxyOptions, type StartedProxy } from "../../proxy/index.ts";
+import { startProxy } from "../../proxy/index.ts";
+import { type ProxyOptions, type StartedProxy } from "../../proxy/testing.ts";
 import { NOT_AN_ENGINE } from "../../proxy/testing.ts";
 import { readRecords } from "../../records/index.ts";
 import type { ModelCall } from "../../schemas/index.ts";

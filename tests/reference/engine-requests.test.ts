@@ -12,7 +12,8 @@
  * Prints how many bodies it checked.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { DEFAULT_FRONT_DOORS, adapterFor, loadCalls, sglangGenerateRequest, versionCall, vllmTokenCompletionRequest } from "../../proxy/index.ts";
+import { versionCall } from "../../proxy/index.ts";
+import { DEFAULT_FRONT_DOORS, adapterFor, loadCalls, sglangGenerateRequest, vllmTokenCompletionRequest } from "../../proxy/testing.ts";
 import { engineRequest } from "../../proxy/token-in/engine-request.ts";
 import { solidPng } from "../../model/testing.ts";
 import { sglangNativeSkipReason, startOracle, type Oracle } from "./oracle.ts";

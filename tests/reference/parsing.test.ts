@@ -10,7 +10,8 @@
  * Needs .venv/reference (bash python/build-env.sh); a missing venv fails, never skips.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { loadModel, reasoningParserFactory, toolCallParserFactory, type DeltaMessage, type Model, type ParserContext } from "../../model/index.ts";
+import { loadModel, type DeltaMessage, type Model } from "../../model/index.ts";
+import { reasoningParserFactory, toolCallParserFactory, type ParserContext } from "../../model/testing.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
 import { normalizeDelta, type Answer, type Delta } from "./deltas.ts";

@@ -17,7 +17,8 @@
  * Prints its case count.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { loadModel, qwen25VlSpec, type Model } from "../../model/index.ts";
+import { loadModel, type Model } from "../../model/index.ts";
+import { qwen25VlSpec } from "../../model/testing.ts";
 import { solidPng } from "../../model/testing.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 

@@ -15,7 +15,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadModel, QWEN3_CODER, type Model } from "../../model/index.ts";
-import { createPolicySimulator } from "../../simulator/index.ts";
+import { createPolicySimulator } from "../../simulator/testing.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 import { CASES, harnessCases, type RenderCase } from "./rendering-corpus.ts";
 import { chatAnswerOf, mergedChatStream } from "./deltas.ts";

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadModel, type Model } from "../../model/index.ts";
-import { createPolicySimulator } from "../../simulator/index.ts";
+import { createPolicySimulator } from "../../simulator/testing.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 import { CASES, REJECTED, harnessCases, type RenderCase } from "./rendering-corpus.ts";
 import { chatAnswerOf, mergedChatStream } from "./deltas.ts";

@@ -6,7 +6,7 @@
  * and for real PNG bytes, the size read from them is the one PIL decodes.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { imageDimensions, imageTokenCount, QWEN2_5_VL_PROCESSOR, QWEN2_VL_PROCESSOR, type VisionProcessor } from "../../model/index.ts";
+import { imageDimensions, imageTokenCount, QWEN2_5_VL_PROCESSOR, QWEN2_VL_PROCESSOR, type VisionProcessor } from "../../model/testing.ts";
 import { solidPng } from "../../model/testing.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 

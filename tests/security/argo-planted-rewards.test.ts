@@ -1,5 +1,5 @@
 /**
- * The rollout pod's containers run as processes (as in tests/argo-pod.test.ts) against the real
+ * The rollout pod's containers run as processes (as in tests/argo/pod.test.ts) against the real
  * proxy, with a harness that plants rewards everywhere it can reach in the pod — the workspace,
  * its state volume (the old /forge/logs/verifier/reward.json), its outcome volume — and, since
  * here the "volumes" are plain directories, even the verdict volume it would not have in a

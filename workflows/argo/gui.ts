@@ -37,7 +37,7 @@ export const POD_PLAYWRIGHT_MCP_CLI = "/opt/forge/app/node_modules/@playwright/m
 
 /**
  * Requests/limits of a GUI rollout's harness container when `spec.rollouts.resources` does not
- * set them. Measured on the GUI quickstart's newsletter-signup (tests/argo-gui.test.ts, the real
+ * set them. Measured on the GUI quickstart's newsletter-signup (tests/argo/gui.test.ts, the real
  * Claude Code, Playwright MCP and Chromium): the harness's process tree peaks at ≈ 740 MiB PSS
  * (1.3 GB of RSS summed, shared pages counted in each process); a memory-backed /dev/shm is
  * charged to the container too, and image-heavy pages take more. The CPU is a request (no

@@ -26,7 +26,6 @@ export {
 export { listTaskIds, planRollouts, rolloutIdentity, type PlannedRollout } from "./plan.ts";
 export { planDir, planOutputs, readPlanItem, readPlanManifest, resultsDir, splitPlan, writePlan, type PlanManifest } from "./plan-files.ts";
 export { childWorkflowName, LABEL_PARENT, LABEL_SHARD } from "./fanout.ts";
-export { ARGO_LIMITS, checkArgoLimits, type LimitCheck, type RuntimeValues, type ScaleReport, type WorkflowStatusSize } from "./limits.ts";
 export { adminSecret, argoUiLink, submitExperiment, type SubmitResult } from "./submit.ts";
 export { formatProgress, summarizeWorkflow, watchWorkflow, type WorkflowProgress } from "./watch.ts";
 export { loadKubeConfig, applyObject } from "./kube.ts";

@@ -49,7 +49,7 @@ export const claudeCodeAdapter: HarnessAdapter = (ctx) => {
       // background, waiting 5 s at most: a server slower than that (Node's start on a loaded
       // machine) leaves the first turn without the browser's tools, and the model writes its
       // tool calls as text. These two make 2.1.197 wait for the server as long as MCP_TIMEOUT
-      // (tests/gui-mcp-start.test.ts starts the server 7 s late).
+      // (tests/gui/mcp-start.test.ts starts the server 7 s late).
       ...(servers.length > 0 ? { MCP_TIMEOUT: "120000", MCP_TOOL_TIMEOUT: "120000", MCP_CONNECTION_NONBLOCKING: "false", MCP_CONNECT_TIMEOUT_MS: "120000" } : {}),
     },
     files,

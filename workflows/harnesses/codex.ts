@@ -35,7 +35,7 @@ export const codexAdapter: HarnessAdapter = (ctx) => {
     // MCP servers (a browser task's): codex names their tools mcp__<server>__<tool>. Required:
     // since 0.147 codex gives an optional server 1 s (mcp_optional_startup_grace_ms) before it
     // builds the first turn's tools without it, and Node + Playwright take longer on a loaded
-    // machine (tests/gui-mcp-start.test.ts); a required one is waited for up to
+    // machine (tests/gui/mcp-start.test.ts); a required one is waited for up to
     // startup_timeout_sec, and one that cannot start fails the run instead of playing it blind.
     ...(ctx.mcpServers ?? []).flatMap((server) => [
       `[mcp_servers.${server.name}]`,

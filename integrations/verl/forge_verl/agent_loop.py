@@ -167,7 +167,7 @@ class ForgeAgentLoop(AgentLoopBase):
     def _replay(self, kwargs: dict, several: bool) -> list[AgentLoopOutput]:
         batch = _batch(self.batch_path)  # type: ignore[arg-type]
         samples, _ = batch.lookup(kwargs)
-        status = str((samples[-1].get("extra_info") or {}).get("status") or "ok")
+        status = str(samples[-1].get("status") or "ok")
         if status in MASKED_STATUSES:
             logger.warning("forge_agent: rollout %s left out of the loss: status %s", samples[-1].get("rollout_id"), status)
             _count("masked_trajectories")

@@ -7,6 +7,8 @@ import json
 import os
 from typing import Any, Iterator, Optional
 
+from .row import sample_of_row
+
 
 def _sidecar(path: str) -> str:
     return path[: -len(".parquet")] + ".jsonl" if path.endswith(".parquet") else path
@@ -42,26 +44,27 @@ def blob_dir_of(path: str) -> str:
 
 
 class Batch:
-    """An exported batch held in memory: rows by ``extra_info.index``, by sample id, and each
-    rollout's samples in order (the final one last).
+    """An exported batch held in memory as samples (each row flattened by the row specification,
+    ``row.sample_of_row``): by ``extra_info.index``, by sample id, and each rollout's samples in
+    order (the final one last).
 
     Example::
 
         batch = Batch.load("data/exports/batch-verl.parquet")
-        samples = batch.rollout_samples(batch.rows[0]["rollout_id"])
+        samples = batch.rollout_samples(batch.samples[0]["rollout_id"])
     """
 
     def __init__(self, rows: list[dict], path: str = "<rows>") -> None:
         self.path = path
-        self.rows = rows
+        self.samples = [sample_of_row(row, path) for row in rows]
         self.blob_dir = blob_dir_of(path)
-        self._by_sample = {row["sample_id"]: row for row in rows}
-        self._by_index = {int(row["extra_info"]["index"]): row for row in rows}
+        self._by_sample = {s["sample_id"]: s for s in self.samples}
+        self._by_index = {int(s["index"]): s for s in self.samples}
         self._by_rollout: dict[str, list[dict]] = {}
-        for row in rows:
-            self._by_rollout.setdefault(row["rollout_id"], []).append(row)
+        for s in self.samples:
+            self._by_rollout.setdefault(s["rollout_id"], []).append(s)
         for samples in self._by_rollout.values():
-            samples.sort(key=lambda r: (bool(r["extra_info"].get("is_final")), int(r["extra_info"].get("sample_index", 0))))
+            samples.sort(key=lambda s: (bool(s.get("is_final")), int(s.get("sample_index", 0))))
         self._claims: dict[str, int] = {}
 
     @classmethod
@@ -71,12 +74,12 @@ class Batch:
         return cls(list(read_rows(path)), path)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.samples)
 
     def by_index(self, index: Any) -> dict:
         key = int(index)
         if key not in self._by_index:
-            raise KeyError(f"{self.path}: no row with extra_info.index {key} (the batch has {len(self.rows)} rows)")
+            raise KeyError(f"{self.path}: no row with extra_info.index {key} (the batch has {len(self.samples)} rows)")
         return self._by_index[key]
 
     def by_sample_id(self, sample_id: str) -> dict:
@@ -102,8 +105,10 @@ class Batch:
           ``rollout.n`` times; the V1 worker numbers the runs (``session_id``), so run i replays
           rollout i, all of its samples. Without ``session_id`` (the legacy trainer) the k-th run
           of the row in this process gets the k-th rollout.
-        - Older group rows naming ``extra_info.sample_ids`` only: the i-th sample id.
-        - A per-sample row (``extra_info.sample_id``, else ``index``): that one sample.
+        - A per-sample row (``sample_id``, else ``index``): that one sample.
+
+        Group rows of an older export, naming ``extra_info.sample_ids`` only, are refused with
+        the fix: re-export the batch (their one sample per run lost the rollout's other samples).
         """
         extra = kwargs.get("extra_info") or {}
         if not isinstance(extra, dict):
@@ -114,15 +119,12 @@ class Batch:
             ids = list(rollout_ids)
             i = int(kwargs["session_id"]) % len(ids) if "session_id" in kwargs else self._claim(group, len(ids))
             return list(self.rollout_samples(str(ids[i]))), str(ids[i])
-        sample_ids = extra.get("sample_ids")
-        if sample_ids is not None and len(sample_ids) > 0:
-            ids = list(sample_ids)
-            i = int(kwargs["session_id"]) % len(ids) if "session_id" in kwargs else self._claim(group, len(ids))
-            row = self.by_sample_id(str(ids[i]))
-            return [row], row["rollout_id"]
-        if extra.get("sample_id"):
-            row = self.by_sample_id(str(extra["sample_id"]))
-            return [row], row["rollout_id"]
+        if extra.get("sample_ids") is not None and len(extra["sample_ids"]) > 0:
+            raise KeyError(
+                f"{self.path}: the dataset row of group {group!r} names only extra_info.sample_ids, the group rows of an older "
+                "`forge export --group-rows`, which this loop no longer reads (a row now names its rollouts, extra_info.rollout_ids); "
+                f"re-export the batch and its group dataset: `forge export --format verl --group-rows <rollout.n> --out {self.path}`"
+            )
         if kwargs.get("sample_id"):
             row = self.by_sample_id(str(kwargs["sample_id"]))
             return [row], row["rollout_id"]
@@ -130,4 +132,4 @@ class Batch:
         if index is not None:
             row = self.by_index(index)
             return [row], row["rollout_id"]
-        raise KeyError("the dataset item has neither extra_info.rollout_ids, extra_info.sample_id nor index: was the dataset written by `forge export --format verl`?")
+        raise KeyError("the dataset item has neither extra_info.rollout_ids, sample_id nor index: was the dataset written by `forge export --format verl`?")

@@ -111,8 +111,8 @@ def select_samples(samples: list[dict], limits: Limits, several: bool) -> Select
 
 
 def _auxiliary(sample: dict) -> bool:
-    """The trajectory route says ``auxiliary``; an exported row keeps it in ``extra_info``."""
-    return bool(sample.get("auxiliary") or (sample.get("extra_info") or {}).get("auxiliary"))
+    """A sample of the trajectory route, or an exported row flattened by ``row.sample_of_row``."""
+    return bool(sample.get("auxiliary"))
 
 
 def _select_agent(samples: list[dict], limits: Limits, several: bool) -> Selection:
@@ -144,14 +144,13 @@ def _select_cut(samples: list[dict], limits: Limits, several: bool) -> Selection
     out = [limits.cut(s) if limits.problem(s) is not None else s for s in chosen]
     return Selection(samples=out, overlong=empty + len(cut), left_out=0 if several else len(samples) - 1, truncated=len(cut), final_overlong=final_cut)
 def _sid(sample: dict) -> Any:
-    return sample.get("sample_id") or (sample.get("extra_info") or {}).get("sample_id")
+    return sample.get("sample_id")
 
 
 def _versions(sample: dict) -> list[int]:
-    extra = sample.get("extra_info") or {}
-    versions = sample.get("policy_versions") or extra.get("policy_versions") or []
-    if len(versions) == 0:
-        version = sample.get("policy_version", extra.get("policy_version", 0))
+    versions = sample.get("policy_versions")
+    if versions is None or len(versions) == 0:
+        version = sample.get("policy_version", 0)
         versions = [0 if version is None else version]
     return [int(v) for v in versions]
 
@@ -164,11 +163,12 @@ def sample_output(
     images: Optional[list] = None,
     counts: Optional[dict] = None,
 ) -> AgentLoopOutput:
-    """One ``AgentLoopOutput`` from an exported row or a trajectory sample (same token fields).
+    """One ``AgentLoopOutput`` from a trajectory sample (the route's, or an exported row
+    flattened by ``row.sample_of_row``: the same field names).
 
     Example::
 
-        out = sample_output(row, final=True, reward=row["reward"])
+        out = sample_output(sample, final=True, reward=sample["reward"])
         out.extra_fields["min_global_steps"]  # the policy version it was sampled with
     """
     prompt_ids = [int(t) for t in sample["prompt_ids"]]
@@ -186,7 +186,7 @@ def sample_output(
         "min_global_steps": min(versions),
         "max_global_steps": max(versions),
         "forge_sample_id": str(sample_id),
-        "forge_rollout_id": str(sample.get("rollout_id") or (sample.get("extra_info") or {}).get("rollout_id")),
+        "forge_rollout_id": str(sample.get("rollout_id")),
     }
     if counts:
         extra.update({f"forge_{k}": int(v) for k, v in counts.items()})

@@ -6,7 +6,7 @@ served by version 1), step 2 with an infrastructure error, a weight sync to vers
 in which one harness hangs past ``timeout_s``; then the legacy trainer's worker (a training step
 and a validation pass) and a V1 step through a proxy in token-in mode.
 
-The bun test (tests/trajectory-verl-python.test.ts) starts the proxy (its own upstream: a
+The bun test (tests/verl/python.test.ts) starts the proxy (its own upstream: a
 simulator that must serve nothing here) and a policy simulator playing veRL's inference server
 at FORGE_TEST_VERL_SERVER, labelled with its weight version as vLLM labels weights
 (``/update_weight_version``); each POST to FORGE_TEST_WEIGHTS_URL restarts it with other
@@ -33,7 +33,7 @@ HERE = os.path.dirname(__file__)
 def need(name: str) -> str:
     value = os.environ.get(name)
     if not value:
-        raise RuntimeError(f"{name} is not set: run through `bun test tests/trajectory-verl-python.test.ts`")
+        raise RuntimeError(f"{name} is not set: run through `bun test tests/verl/python.test.ts`")
     return value
 
 

@@ -3,7 +3,7 @@ dataset read by veRL's RLHFDataset and dataloader, batched by the trainer's own 
 by the real AgentLoopWorkerTQ (hydra-instantiated ForgeAgentLoop, n sessions per row), stored
 in a real TransferQueue, and advantaged by the trainer's own ``_compute_advantage``.
 
-Run through ``bun test tests/trajectory-verl-python.test.ts`` (it exports the batch from records
+Run through ``bun test tests/verl/python.test.ts`` (it exports the batch from records
 and sets FORGE_TEST_SETUP)."""
 
 from __future__ import annotations

@@ -7,11 +7,18 @@ import unittest
 
 from forge_verl import Batch, Limits, sample_output, sampling_of, select_samples, server_upstreams, trajectory_outputs
 from forge_verl.images import image_from_bytes
+from forge_verl.row import READS, SPEC, sample_of_row
 
 from tests import verl_harness as vh
 
 
 def sample(sid: str, prompt: int, response: int, final: bool = False, versions=(2,)) -> dict:
+    """A sample as the loop reads it: an exported row flattened by the row specification."""
+    return sample_of_row(row(sid, prompt, response, final, versions))
+
+
+def row(sid: str, prompt: int, response: int, final: bool = False, versions=(2,)) -> dict:
+    """An exported row, each field where row_spec.json puts it."""
     return {
         "sample_id": sid,
         "rollout_id": sid.split("#")[0],
@@ -21,8 +28,7 @@ def sample(sid: str, prompt: int, response: int, final: bool = False, versions=(
         "response_logprobs": [-0.5] * response,
         "reward": 1.0,
         "num_turns": 2,
-        "policy_versions": list(versions),
-        "extra_info": {"index": 0, "is_final": final, "sample_index": int(sid.split("#")[1])},
+        "extra_info": {"index": 0, "policy_versions": list(versions), "is_final": final, "sample_index": int(sid.split("#")[1])},
     }
 
 
@@ -44,8 +50,9 @@ class Rules(unittest.TestCase):
 
     def test_auxiliary_samples_are_never_trained(self):
         title = {**sample("r#2", 3, 2), "auxiliary": "title"}
-        exported_summary = sample("r#3", 3, 2)
-        exported_summary["extra_info"]["auxiliary"] = "compaction"
+        exported = row("r#3", 3, 2)
+        exported["extra_info"]["auxiliary"] = "compaction"
+        exported_summary = sample_of_row(exported)
         counters: dict = {}
         outs = trajectory_outputs([sample("r#0", 3, 2), title, exported_summary, sample("r#1", 3, 4, True)], reward=1.0, limits=Limits(), several=True, images_of=lambda s: None, counters=counters)
         self.assertEqual([o.extra_fields["forge_sample_id"] for o in outs], ["r#0", "r#1"])
@@ -150,8 +157,22 @@ class Rules(unittest.TestCase):
         self.assertEqual(sampling_of({"temperature": 1, "top_p": 0.9, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}), {"temperature": 1.0, "top_p": 0.9, "top_k": -1})
         vh.checked("loop rules", 2)
 
+    def test_the_row_specification_holds_what_the_loop_reads_each_in_one_place(self):
+        # row_spec.json is generated from trajectories/row.ts (its own test fails when the file drifts).
+        for fmt in ("verl", "sft"):
+            fields = [e["field"] for e in SPEC[fmt]["row"] + SPEC[fmt]["extra_info"]]
+            columns = [e["column"] for e in SPEC[fmt]["row"] + SPEC[fmt]["extra_info"]]
+            self.assertEqual((len(set(fields)), len(set(columns))), (len(fields), len(fields)), f"{fmt}: a field in two places")
+        verl = {e["field"] for e in SPEC["verl"]["row"] + SPEC["verl"]["extra_info"]}
+        self.assertEqual([name for name in READS if name not in verl], [])
+        flat = sample_of_row({**row("r#0", 2, 1, True), "uid": "g", "extra_info": {"index": 4, "is_final": True, "status": "failed"}})
+        self.assertEqual((flat["group"], flat["index"], flat["status"], flat["is_final"]), ("g", 4, "failed", True))
+        with self.assertRaisesRegex(KeyError, "b.parquet: a row lacks response_mask.*forge export --format verl --out b.parquet"):
+            sample_of_row({k: v for k, v in row("r#0", 2, 1).items() if k != "response_mask"}, "b.parquet")
+        vh.checked("loop rules", 4)
+
     def test_lookup(self):
-        rows = [sample("a#0", 2, 1, True), sample("b#0", 2, 1), sample("b#1", 2, 1, True)]
+        rows = [row("a#0", 2, 1, True), row("b#0", 2, 1), row("b#1", 2, 1, True)]
         for i, r in enumerate(rows):
             r["extra_info"]["index"] = i
         batch = Batch(rows)
@@ -160,8 +181,12 @@ class Rules(unittest.TestCase):
         self.assertEqual(batch.lookup({"index": 0})[1], "a")
         with self.assertRaisesRegex(KeyError, "no samples of rollout 'zz'"):
             batch.lookup({"session_id": 0, "extra_info": {"rollout_ids": ["zz"]}})
+        self.assertEqual(batch.lookup({"sample_id": "b#0"})[0][0]["sample_id"], "b#0")
         with self.assertRaisesRegex(KeyError, "neither"):
             batch.lookup({})
+        # Group rows of an older export named final samples only: refused, naming the batch and the fix.
+        with self.assertRaisesRegex(KeyError, r"<rows>: the dataset row of group 'g1' names only extra_info.sample_ids.*re-export.*--group-rows"):
+            batch.lookup({"session_id": 0, "extra_info": {"group": "g1", "sample_ids": ["a#0", "b#1"]}})
         vh.checked("loop rules", 4)
 
 

@@ -271,7 +271,7 @@ def compute_advantage(cfg, keys: list[str], tags: list[dict]):
 def env_json(name: str) -> Any:
     path = os.environ.get(name)
     if not path:
-        raise RuntimeError(f"{name} is not set: run the suite through `bun test tests/trajectory-verl-python.test.ts`")
+        raise RuntimeError(f"{name} is not set: run the suite through `bun test tests/verl/python.test.ts`")
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 
