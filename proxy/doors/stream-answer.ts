@@ -20,6 +20,7 @@ import { CallStatus } from "../../schemas/index.ts";
 import { captureAndStrip, emptyAfterStrip, type TokenCapture } from "../capture/tokens.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
 import { createSseRewriter } from "../capture/sse-rewriter.ts";
+import { chunkSourceOf, type ChunkBatch, type ChunkItem } from "../capture/chunk-source.ts";
 import type { FinishedCall } from "../capture/call-recorder.ts";
 import type { PipelineContext, PreparedCall } from "./types.ts";
 import { concatBytes } from "../../lib/index.ts";
@@ -48,7 +49,10 @@ export function streamAnswer(
 ): Response {
   const capture: TokenCapture = base.capture;
   const translator = prepared.translateStream?.();
-  const reader = upstream.body!.getReader();
+  // An answer the proxy made itself (token-in) comes as chunk objects, unless the harness asked
+  // for ids (then its prompt ids are written as the text made for them: the bytes).
+  const chunks = prepared.wants.tokenIds || prepared.wants.sglext ? undefined : chunkSourceOf(upstream);
+  const reader = chunks ?? upstream.body!.getReader();
   const sent: Uint8Array[] = []; // what the harness was sent, for the record
   let sawDone = false;
   // The first data line that is not JSON; an `error` object the upstream sent mid-stream.
@@ -59,11 +63,17 @@ export function streamAnswer(
   let firstChunk = true;
   let upstreamBytes = 0;
 
-  const rewriter = createSseRewriter((data) => {
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    rewriter.stop();
+  };
+  /** One event's data as text: what to send the harness ("" nothing, undefined the event as it came). */
+  const onData = (data: string): string | undefined => {
     if (data === "[DONE]") {
       sawDone = true;
       // The end is sent once the call is in the log (terminate()); anything after it is dropped.
-      rewriter.stop();
+      stop();
       return "";
     }
     let chunk: any;
@@ -72,16 +82,20 @@ export function streamAnswer(
     } catch {
       malformed ??= data.slice(0, 200);
       if (!translator) return undefined; // the harness gets it as sent; the record says the call failed
-      rewriter.stop();
+      stop();
       return "";
     }
+    return onChunk(chunk);
+  };
+  /** One parsed event: what to send the harness ("" nothing, undefined the event unchanged). */
+  const onChunk = (chunk: any): string | undefined => {
     if (chunk === null || typeof chunk !== "object") return translator ? "" : undefined;
     if (chunk.error !== undefined && chunk.error !== null) {
       // vLLM reports a failure mid-stream as a data event with an `error` object (SGLang too:
       // `{"error": {"object": "error", "message", ...}}`).
       upstreamError ??= typeof chunk.error === "string" ? chunk.error : String(chunk.error.message ?? JSON.stringify(chunk.error));
       if (!translator) return undefined; // the SDKs raise it as an error
-      rewriter.stop();
+      stop();
       return "";
     }
     const changed = captureAndStrip(prepared.capture, chunk, capture, prepared.wants);
@@ -90,7 +104,18 @@ export function streamAnswer(
     // The usage or sglext chunk the proxy asked for in train mode is dropped when the harness did not ask.
     if (emptyAfterStrip(chunk)) return "";
     return `data: ${JSON.stringify(chunk)}\n\n`;
-  });
+  };
+  const rewriter = createSseRewriter(onData);
+  /** A read of chunk objects: each handled as a parsed event, serialised once. */
+  const onItems = (items: ChunkItem[]): string => {
+    let text = "";
+    for (const item of items) {
+      if (stopped) break;
+      const handled = typeof item === "string" ? onData(item) : onChunk(item);
+      text += handled ?? `data: ${typeof item === "string" ? item : JSON.stringify(item)}\n\n`;
+    }
+    return text;
+  };
 
   /** Records the call once; false when the record could not be written. */
   const finish = (status: CallStatus, error: string): boolean => {
@@ -169,7 +194,7 @@ export function streamAnswer(
     return concatBytes([tail, terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_stream_cut"))]);
   };
 
-  type ReadResult = Awaited<ReturnType<typeof reader.read>>;
+  type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array | ChunkBatch };
 
   /** A failed upstream read: how the stream ends. */
   const readFailed = (error: unknown): Uint8Array => {
@@ -196,13 +221,14 @@ export function streamAnswer(
       firstChunk = false;
       base.ttftMs = performance.now() - base.startPerf;
     }
-    upstreamBytes += result.value.byteLength;
+    const value = result.value;
+    upstreamBytes += value instanceof Uint8Array ? value.byteLength : value.bytes;
     if (upstreamBytes > ctx.maxStreamBytes) {
       const message = `upstream ${base.upstream} streamed more than ${ctx.maxStreamBytes} bytes for one answer, the proxy's limit (--max-stream-bytes): the call is ended`;
       abortUpstream(new Error("stream size limit"));
       return terminate(CallStatus.UPSTREAM_ERROR, message, failure(message, "upstream_too_large"));
     }
-    return out(rewriter.push(result.value));
+    return out(value instanceof Uint8Array ? rewriter.push(value) : onItems(value.items));
   };
 
   const body = new ReadableStream({

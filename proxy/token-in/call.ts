@@ -22,7 +22,7 @@ import { planCall, type Plan } from "./plan.ts";
 import { engineRequest, idArray } from "./engine-request.ts";
 import { engineAnswerReader } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
-import { chatJsonAnswer, chatStreamAnswer, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
+import { chatJsonAnswer, chatStreamResponse, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -133,7 +133,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       rollout.idsMemo = { text: promptText, ids: plan.prompt instanceof Uint32Array ? plan.prompt : Uint32Array.from(plan.prompt), ends: NO_ENDS };
       context.idsMemo = rollout.idsMemo;
       const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
-      if (stream) return new Response(response.body.pipeThrough(chatStreamAnswer(context)), { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } });
+      if (stream) return chatStreamResponse(context, response.body);
       return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
     },
     fields: () => ({
