@@ -15,6 +15,7 @@
  */
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { BlobSchema, ModelCallSchema, RecordSchema, toBinary, type Record } from "../schemas/index.ts";
+import { encodeModelCallRecord } from "./model-call-encoder.ts";
 
 /** Records whose big fields add up to less than this are encoded with one plain toBinary. */
 export const SPLIT_THRESHOLD_BYTES = 64 * 1024;
@@ -48,6 +49,11 @@ const BLOB_BIG = [["data", 3, false]] as const;
  */
 export function encodeRecord(record: Record, threshold = SPLIT_THRESHOLD_BYTES): EncodedRecord {
   const kind = record.kind;
+  if (kind.case === "modelCall") {
+    // Every model call's record: written by its own encoder (model-call-encoder.ts), same bytes.
+    const encoded = encodeModelCallRecord(record, bigFieldsTotal(kind.value, MODEL_CALL_BIG) >= threshold);
+    if (encoded) return encoded;
+  }
   // Unknown fields of the Record itself would be lost by encoding only its kind.
   if ((kind.case === "modelCall" || kind.case === "blob") && !record.$unknown?.length) {
     const split = kind.case === "modelCall" ? splitFields(kind.value, MODEL_CALL_BIG, threshold) : splitFields(kind.value, BLOB_BIG, threshold);
@@ -105,6 +111,26 @@ function splitFields<M extends object>(message: M, fields: readonly (readonly [s
     }
   }
   return { rest: rest as M, big };
+}
+
+/** The bytes of a message's big fields (-1 when one is not bytes: toBinary reports it). */
+function bigFieldsTotal(message: object, fields: readonly (readonly [string, number, boolean])[]): number {
+  const values = message as { [name: string]: unknown };
+  let total = 0;
+  for (const [name, , repeated] of fields) {
+    const value = values[name];
+    if (repeated) {
+      if (!Array.isArray(value)) return -1;
+      for (const element of value) {
+        if (!(element instanceof Uint8Array)) return -1;
+        total += element.length;
+      }
+    } else {
+      if (!(value instanceof Uint8Array)) return -1;
+      total += value.length;
+    }
+  }
+  return total;
 }
 
 /** The key of a length-delimited field (wire type 2) and its length, both varints. */

@@ -7,7 +7,6 @@ export {
   CallStatus,
   ChainStart,
   Engine,
-  HeaderSchema,
   LogprobsMode,
   ModelCallSchema,
   Protocol,

@@ -4,7 +4,7 @@
  * of secret names would store the next credential header nobody listed (`x-goog-api-key`,
  * `openai-api-key`, `anthropic-api-key`, `x-auth-token`, a vendor's own) verbatim in the log.
  */
-import { create, HeaderSchema, type Header } from "../../schemas/index.ts";
+import type { Header } from "../../schemas/index.ts";
 import { SESSION_HEADERS } from "./session-headers.ts";
 
 /** Header names (lower case) whose values are stored: protocol, SDK and tracing metadata. */
@@ -55,7 +55,8 @@ export function isStoredHeader(name: string): boolean {
 export function redactedHeaders(headers: Headers): Header[] {
   const out: Header[] = [];
   headers.forEach((value, name) => {
-    out.push(create(HeaderSchema, { name, value: isStoredHeader(name) ? value : REDACTED }));
+    // The message as create(HeaderSchema) builds it (two strings), without its reflective walk per header.
+    out.push({ $typeName: "forge.v1.Header", name, value: isStoredHeader(name) ? value : REDACTED });
   });
   return out;
 }

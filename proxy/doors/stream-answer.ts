@@ -20,6 +20,7 @@ import { CallStatus } from "../../schemas/index.ts";
 import { captureAndStrip, emptyAfterStrip } from "../capture/tokens.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
 import { createSseRewriter, type SseRewriter } from "../capture/sse-rewriter.ts";
+import { chunkSourceOf, type ChunkBatch, type ChunkItem } from "../capture/chunk-source.ts";
 import type { PreparedCall, StreamTranslator } from "./types.ts";
 import type { CallInFlight } from "./call-in-flight.ts";
 import { concatBytes } from "../../lib/index.ts";
@@ -30,7 +31,7 @@ const NOTHING = new Uint8Array(0);
 export const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
 const WITHDRAWN = "the call could not be recorded, so its answer is withdrawn";
 
-type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };
+type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array | ChunkBatch };
 
 /**
  * The harness's Response for a streamed upstream answer.
@@ -55,6 +56,8 @@ export function streamAnswer(call: CallInFlight, upstream: Response, abortUpstre
 class StreamRelay {
   private readonly translator: StreamTranslator | undefined;
   private readonly reader: { read(): Promise<ReadResult> };
+  /** The rewriter was stopped: later events of a read of chunk objects are dropped too. */
+  private stopped = false;
   private readonly rewriter: SseRewriter;
   private readonly watchdog: ReturnType<typeof setInterval>;
   /** What the harness was sent, for the record. */
@@ -78,7 +81,10 @@ class StreamRelay {
     private readonly abortUpstream: (reason?: unknown) => void,
   ) {
     this.translator = call.prepared.translateStream?.();
-    this.reader = upstream.body!.getReader();
+    // An answer the proxy made itself (token-in) comes as chunk objects, unless the harness asked
+    // for ids (then its prompt ids are written as the text made for them: the bytes).
+    const chunks = call.prepared.wants.tokenIds || call.prepared.wants.sglext ? undefined : chunkSourceOf(upstream);
+    this.reader = chunks ?? upstream.body!.getReader();
     this.rewriter = createSseRewriter(this.onEvent);
     call.request.signal.addEventListener("abort", this.onClientAbort, { once: true });
     // One watchdog per stream instead of a timer per read: a read only bumps a timestamp, and an
@@ -92,13 +98,18 @@ class StreamRelay {
     this.watchdog.unref?.();
   }
 
-  /** One upstream SSE event's data: what the harness gets for it (undefined: the event as it came). */
+  private stop(): void {
+    this.stopped = true;
+    this.rewriter.stop();
+  }
+
+  /** One upstream SSE event's data: what the harness gets for it ("" nothing, undefined: the event as it came). */
   private readonly onEvent = (data: string): string | undefined => {
     const { translator, call } = this;
     if (data === "[DONE]") {
       this.sawDone = true;
       // The end is sent once the call is in the log (terminate()); anything after it is dropped.
-      this.rewriter.stop();
+      this.stop();
       return "";
     }
     let chunk: any;
@@ -107,16 +118,22 @@ class StreamRelay {
     } catch {
       this.malformed ??= data.slice(0, 200);
       if (!translator) return undefined; // the harness gets it as sent; the record says the call failed
-      this.rewriter.stop();
+      this.stop();
       return "";
     }
+    return this.onChunk(chunk);
+  };
+
+  /** One parsed event: what to send the harness ("" nothing, undefined the event unchanged). */
+  private readonly onChunk = (chunk: any): string | undefined => {
+    const { translator, call } = this;
     if (chunk === null || typeof chunk !== "object") return translator ? "" : undefined;
     if (chunk.error !== undefined && chunk.error !== null) {
       // vLLM reports a failure mid-stream as a data event with an `error` object (SGLang too:
       // `{"error": {"object": "error", "message", ...}}`).
       this.upstreamError ??= typeof chunk.error === "string" ? chunk.error : String(chunk.error.message ?? JSON.stringify(chunk.error));
       if (!translator) return undefined; // the SDKs raise it as an error
-      this.rewriter.stop();
+      this.stop();
       return "";
     }
     const changed = captureAndStrip(call.prepared.capture, chunk, call.capture, call.wants);
@@ -126,6 +143,17 @@ class StreamRelay {
     if (emptyAfterStrip(chunk)) return "";
     return `data: ${JSON.stringify(chunk)}\n\n`;
   };
+
+  /** A read of chunk objects: each handled as a parsed event, serialised once. */
+  private onItems(items: ChunkItem[]): string {
+    let text = "";
+    for (const item of items) {
+      if (this.stopped) break;
+      const handled = typeof item === "string" ? this.onEvent(item) : this.onChunk(item);
+      text += handled ?? `data: ${typeof item === "string" ? item : JSON.stringify(item)}\n\n`;
+    }
+    return text;
+  }
 
   /** Records the call once; false when the record could not be written. */
   private finish(status: CallStatus, error: string): boolean {
@@ -226,14 +254,15 @@ class StreamRelay {
       this.firstChunk = false;
       this.call.firstByte(performance.now());
     }
-    this.upstreamBytes += result.value.byteLength;
+    const value = result.value;
+    this.upstreamBytes += value instanceof Uint8Array ? value.byteLength : value.bytes;
     const limit = this.call.ctx.maxStreamBytes;
     if (this.upstreamBytes > limit) {
       const message = `upstream ${this.call.record.upstream} streamed more than ${limit} bytes for one answer, the proxy's limit (--max-stream-bytes): the call is ended`;
       this.abortUpstream(new Error("stream size limit"));
       return this.terminate(CallStatus.UPSTREAM_ERROR, message, this.failure(message, "upstream_too_large"));
     }
-    return this.out(this.rewriter.push(result.value));
+    return this.out(value instanceof Uint8Array ? this.rewriter.push(value) : this.onItems(value.items));
   }
 
   /** The stream's one pull: reads the upstream and writes the harness until the stream is over. */

@@ -25,7 +25,7 @@ import { engineRequest, idArray, VLLM_GENERATE_PATH } from "./engine-request.ts"
 import { callImages, echoProblem } from "./images.ts";
 import { engineAnswerReader, type EngineAnswerReader } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
-import { chatJsonAnswer, chatStreamAnswer, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
+import { chatJsonAnswer, chatStreamResponse, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -124,7 +124,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       if (images) {
         // The engine's echo is the prompt recorded: no memo of the proxy's ids to read it against.
         const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
-        if (stream) return new Response(response.body.pipeThrough(chatStreamAnswer(context)), { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } });
+        if (stream) return chatStreamResponse(context, response.body);
         return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
       }
       // The answer carries the prompt ids as promptText: the rollout's id memo (which the
@@ -134,7 +134,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       rollout.idsMemo = { text: promptText, ids: plan.prompt instanceof Uint32Array ? plan.prompt : Uint32Array.from(plan.prompt), ends: NO_ENDS };
       context.idsMemo = rollout.idsMemo;
       const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
-      if (stream) return new Response(response.body.pipeThrough(chatStreamAnswer(context)), { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } });
+      if (stream) return chatStreamResponse(context, response.body);
       return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
     },
     fields: () => ({

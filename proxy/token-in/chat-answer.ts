@@ -6,7 +6,8 @@
  * route gives on `return_token_ids` (`prompt_token_ids`, `choices[0].token_ids`) and the
  * logprobs (`choices[0].logprobs.content`). The pipeline then treats it as any engine's Chat
  * answer: captures the ids, strips what the harness did not ask for, translates it for the
- * Messages and Responses doors, records it.
+ * Messages and Responses doors, records it (a stream's chunks handed to it as objects,
+ * capture/chunk-source.ts).
  */
 import { chatStreamDerenderer, derenderChat, type DerenderOptions, type DeltaMessage, type Model } from "../../model/index.ts";
 import { createSseDecoder } from "../../lib/index.ts";
@@ -14,6 +15,7 @@ import type { EngineAnswerReader, EngineStep } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
 import { idArray } from "./engine-request.ts";
 import { parseAnswer, type IdsMemo } from "../capture/answer-json.ts";
+import { withChunkSource, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
 
 /** The assistant message the harness was sent (accumulated from a stream's deltas). */
 export interface SentAnswer {
@@ -166,17 +168,39 @@ function chunkDelta(d: DeltaMessage): Record<string, unknown> {
 }
 
 /**
- * The Chat stream for an engine stream: SSE bytes in, Chat SSE bytes out. Each engine step is
- * derendered as vLLM's chat route streams it; a step whose delta is not sent yet (a tool call's
- * opening tokens) carries its ids and logprobs into the next chunk, so every sampled id is in
- * exactly one chunk. An engine error event is passed on as vLLM writes one (`data: {"error"}`);
- * an engine stream that ends without its last step ends the Chat stream without a finish reason
- * (the pipeline records it as cut).
+ * The Chat stream for an engine stream, as a Response: the pipeline takes its chunk objects
+ * (capture/chunk-source.ts: captured, stripped and serialised once there), any other reader
+ * gets Chat SSE bytes. Each engine step is derendered as vLLM's chat route streams it; a step
+ * whose delta is not sent yet (a tool call's opening tokens) carries its ids and logprobs into
+ * the next chunk, so every sampled id is in exactly one chunk. An engine error event is passed
+ * on as vLLM writes one (`data: {"error"}`); an engine stream that ends without its last step
+ * ends the Chat stream without a finish reason (the pipeline records it as cut).
  *
  * @example
- * const chatStream = engineResponse.body!.pipeThrough(chatStreamAnswer(ctx));
+ * return chatStreamResponse(ctx, engineResponse.body!);
  */
-export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Array, Uint8Array> {
+export function chatStreamResponse(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>): Response {
+  const source = chatStreamSource(c, engine);
+  // As bytes, the first chunk's prompt ids are the text written once for the call (ids-text.ts).
+  const serialise = (item: ChunkItem) => `data: ${typeof item === "string" ? item : item.prompt_token_ids === promptIdsObject(c) ? stringifyWithPromptText(c, item) : JSON.stringify(item)}\n\n`;
+  return withChunkSource(source, serialise, { "content-type": "text/event-stream; charset=utf-8" });
+}
+
+/** The prompt ids a chunk object carries when they are the call's prompt: the memo's array (the pipeline captures it as is). */
+function promptIdsObject(c: ChatAnswerContext): readonly number[] | Uint32Array {
+  return c.idsMemo?.ids ?? c.prompt;
+}
+
+function stringifyWithPromptText(c: ChatAnswerContext, item: Record<string, unknown>): string {
+  if (c.promptText === undefined) {
+    const ids = item.prompt_token_ids as readonly number[] | Uint32Array;
+    return JSON.stringify({ ...item, prompt_token_ids: ids instanceof Uint32Array ? idArray(ids) : ids });
+  }
+  return stringifyAnswer(c, { ...item, prompt_token_ids: IDS_PLACEHOLDER });
+}
+
+function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>): ChunkSource {
+  const reader = engine.getReader();
   const sse = createSseDecoder();
   const derender = chatStreamDerenderer(c.model, c.options);
   const id = `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
@@ -190,13 +214,16 @@ export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Arr
   let heldLogprobs: number[] = [];
   let heldTop: NonNullable<EngineStep["top"]> = [];
   let ended = false;
+  let drained = false;
   const decoderText = new TextDecoder();
 
-  const onEvent = (data: string): string => {
-    if (ended) return "";
+  /** The Chat events for one engine event, appended to `out`. */
+  const onEvent = (data: string, out: ChunkItem[]): void => {
+    if (ended) return;
     if (data === "[DONE]") {
       ended = true;
-      return finished ? `data: ${JSON.stringify({ ...head, choices: [], usage: usageOf(c, completion), system_fingerprint: FINGERPRINT })}\n\ndata: [DONE]\n\n` : "";
+      if (finished) out.push({ ...head, choices: [], usage: usageOf(c, completion), system_fingerprint: FINGERPRINT }, "[DONE]");
+      return;
     }
     let event: any;
     try {
@@ -204,22 +231,25 @@ export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Arr
       event = c.idsMemo ? parseAnswer(data, undefined, c.idsMemo) : JSON.parse(data);
     } catch {
       ended = true;
-      return `data: ${data}\n\n`; // not JSON: the pipeline reports it
+      out.push(data); // not JSON: the pipeline reports it
+      return;
     }
     if (event?.error !== undefined && event.error !== null) {
       ended = true;
-      return `data: ${JSON.stringify({ error: typeof event.error === "object" ? event.error : { message: String(event.error), type: "upstream_error", param: null, code: null } })}\n\n`;
+      out.push({ error: typeof event.error === "object" ? event.error : { message: String(event.error), type: "upstream_error", param: null, code: null } });
+      return;
     }
     const step = c.reader.read(event);
-    if (!step || finished) return "";
-    let out = "";
+    if (!step || finished) return;
     if (!started) {
       started = true;
-      out += `data: ${stringifyAnswer(c, { ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], prompt_token_ids: promptIdsOf(c, step.promptIds) })}\n\n`;
+      const prompt = promptIdsOf(c, step.promptIds);
+      out.push({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt });
     }
     if (step.finish?.aborted) {
       ended = true;
-      return out + `data: ${JSON.stringify({ error: { message: step.finish.aborted, type: "upstream_error", param: null, code: "engine_abort" } })}\n\n`;
+      out.push({ error: { message: step.finish.aborted, type: "upstream_error", param: null, code: "engine_abort" } });
+      return;
     }
     completion += step.ids.length;
     const result = derender.push(step.ids, step.finish);
@@ -227,7 +257,7 @@ export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Arr
     heldLogprobs.push(...step.logprobs);
     if (step.top) heldTop.push(...step.top);
     const last = step.finish !== undefined;
-    if (!result.delta && !last) return out;
+    if (!result.delta && !last) return;
     if (result.delta) noteSent(sent, result.delta);
     const delta = result.delta ? chunkDelta(result.delta) : {};
     const choice: Record<string, unknown> = {
@@ -246,27 +276,31 @@ export function chatStreamAnswer(c: ChatAnswerContext): TransformStream<Uint8Arr
       finished = true;
       c.onAnswer(sent);
     }
-    return out + `data: ${JSON.stringify({ ...head, choices: [choice] })}\n\n`;
+    out.push({ ...head, choices: [choice] });
   };
 
-  const emit = (text: string, controller: TransformStreamDefaultController<Uint8Array>) => {
-    if (text !== "") controller.enqueue(encoder.encode(text));
+  return {
+    async read() {
+      let bytes = 0;
+      for (;;) {
+        if (drained) return { done: true };
+        const next = await reader.read();
+        const items: ChunkItem[] = [];
+        if (next.done) {
+          drained = true;
+          for (const m of [...sse.push(decoderText.decode()), ...sse.flush()]) onEvent(m.data, items);
+          // A complete answer whose engine stream ended without [DONE] still ends as a Chat stream does.
+          if (finished && !ended) onEvent("[DONE]", items);
+          return items.length > 0 ? { done: false, value: { items, bytes } } : { done: true };
+        }
+        bytes += next.value.byteLength;
+        for (const m of sse.push(decoderText.decode(next.value, { stream: true }))) onEvent(m.data, items);
+        // A read that completes no Chat event (a tool call's opening tokens) is not handed on: the next read follows.
+        if (items.length > 0) return { done: false, value: { items, bytes } };
+      }
+    },
+    cancel(reason) {
+      void reader.cancel(reason).catch(() => {});
+    },
   };
-  return new TransformStream<Uint8Array, Uint8Array>({
-    transform(bytes, controller) {
-      emit(
-        sse
-          .push(decoderText.decode(bytes, { stream: true }))
-          .map((m) => onEvent(m.data))
-          .join(""),
-        controller,
-      );
-    },
-    flush(controller) {
-      let out = [...sse.push(decoderText.decode()), ...sse.flush()].map((m) => onEvent(m.data)).join("");
-      // A complete answer whose engine stream ended without [DONE] still ends as a Chat stream does.
-      if (finished && !ended) out += onEvent("[DONE]");
-      emit(out, controller);
-    },
-  });
 }

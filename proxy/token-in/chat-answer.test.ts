@@ -1,0 +1,106 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { loadModel, type Model } from "../../model/index.ts";
+import { parseSseText } from "../../lib/testing.ts";
+import { parseAnswer } from "../capture/answer-json.ts";
+import { chunkSourceOf } from "../capture/chunk-source.ts";
+import { captureAndStrip, emptyAfterStrip, newCapture, type HarnessWants, type TokenCapture } from "../capture/tokens.ts";
+import { chatStreamResponse, type ChatAnswerContext } from "./chat-answer.ts";
+import { engineAnswerReader } from "./engine-answer.ts";
+
+let model: Model;
+beforeAll(async () => {
+  model = await loadModel();
+});
+
+const tools = [{ type: "function", function: { name: "read", parameters: { type: "object", properties: { path: { type: "string" } } } } }];
+const PROMPT = Array.from({ length: 3000 }, (_, i) => 100 + i);
+
+function context(prompt: readonly number[], logprobs: boolean): ChatAnswerContext {
+  const promptText = JSON.stringify(prompt);
+  const memo = { text: promptText, ids: Uint32Array.from(prompt), ends: new Uint32Array(0) } as never;
+  return {
+    model,
+    options: { tools, promptTokenIds: prompt } as never,
+    modelName: "qwen3",
+    prompt,
+    promptText,
+    idsMemo: memo,
+    logprobs,
+    reader: engineAnswerReader("vllm", { top: logprobs }),
+    onAnswer: () => {},
+  };
+}
+
+/** vLLM 0.33.0's /v1/completions stream for `ids`, `step` tokens per event, cut into reads of `cut` bytes. */
+function engineStream(ids: number[], step: number, cut: number): ReadableStream<Uint8Array> {
+  let text = "";
+  for (let i = 0; i < ids.length; i += step) {
+    const last = i + step >= ids.length;
+    const tokens = ids.slice(i, i + step);
+    const choice = { index: 0, text: "", logprobs: { token_logprobs: tokens.map((_, k) => -0.25 * k), tokens: [], text_offset: [], top_logprobs: null }, finish_reason: last ? "stop" : null, stop_reason: null, token_ids: tokens };
+    text += `data: ${JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [choice], ...(i === 0 ? { prompt_token_ids: PROMPT } : {}) })}\n\n`;
+  }
+  text += `data: ${JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [], usage: { prompt_tokens: PROMPT.length, completion_tokens: ids.length, total_tokens: PROMPT.length + ids.length } })}\n\ndata: [DONE]\n\n`;
+  const bytes = new TextEncoder().encode(text);
+  let at = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (at >= bytes.length) return controller.close();
+      controller.enqueue(bytes.slice(at, at + cut));
+      at += cut;
+    },
+  });
+}
+
+/** What the pipeline sends the harness for one event (proxy/doors/stream-answer.ts, passthrough). */
+function harnessEvent(chunk: any, original: string | undefined, capture: TokenCapture, wants: HarnessWants): string {
+  const changed = captureAndStrip("chat", chunk, capture, wants);
+  if (!changed) return `data: ${original ?? JSON.stringify(chunk)}\n\n`;
+  return emptyAfterStrip(chunk) ? "" : `data: ${JSON.stringify(chunk)}\n\n`;
+}
+
+describe("chatStreamResponse: the chunk objects and the bytes are the same answer", () => {
+  const answer = () => [...model.tokenizer.encode('<think>\nLet me read it.\n</think>\n\nReading.<tool_call>\n{"name": "read", "arguments": {"path": "stock.csv"}}\n</tool_call>'), 151645];
+  for (const [step, cut, logprobs] of [
+    [1, 4096, false],
+    [3, 97, true],
+    [8, 1, false],
+  ] as const) {
+    test(`${step} tokens per engine event, reads of ${cut} bytes, logprobs ${logprobs}`, async () => {
+      const ids = answer();
+      const wants: HarnessWants = { tokenIds: false, logprobs, usage: false };
+      // The bytes, as a reader that is not the pipeline gets them, then parsed as the pipeline parses an engine's.
+      const c1 = context(PROMPT, logprobs);
+      const text = await chatStreamResponse(c1, engineStream(ids, step, cut)).text();
+      const viaBytes = newCapture();
+      let fromBytes = "";
+      for (const { data } of parseSseText(text)) fromBytes += data === "[DONE]" ? "[DONE]" : harnessEvent(parseAnswer(data, wants, c1.idsMemo), data, viaBytes, wants);
+      // The objects, as the pipeline takes them.
+      const c2 = context(PROMPT, logprobs);
+      const source = chunkSourceOf(chatStreamResponse(c2, engineStream(ids, step, cut)))!;
+      expect(source).toBeDefined();
+      const viaObjects = newCapture();
+      let fromObjects = "";
+      for (let next = await source.read(); !next.done; next = await source.read()) {
+        for (const item of next.value.items) fromObjects += item === "[DONE]" ? "[DONE]" : harnessEvent(item, undefined, viaObjects, wants);
+      }
+      expect(fromObjects.replace(/chatcmpl-(tool-)?[0-9a-f]+/g, "ID")).toBe(fromBytes.replace(/chatcmpl-(tool-)?[0-9a-f]+/g, "ID"));
+      expect(fromObjects).toContain('"tool_calls"');
+      expect(viaObjects.completionTokenIds).toEqual(ids);
+      expect(viaObjects.completionTokenIds).toEqual(viaBytes.completionTokenIds);
+      expect(viaObjects.completionLogprobs).toEqual(viaBytes.completionLogprobs);
+      expect([...viaObjects.promptTokenIds!]).toEqual(PROMPT);
+      expect([...viaBytes.promptTokenIds!]).toEqual(PROMPT);
+      expect(viaObjects.finishReason).toBe(viaBytes.finishReason);
+      expect(viaObjects.usage).toEqual(viaBytes.usage);
+    });
+  }
+
+  test("a Response whose bytes were read offers no objects; the bytes carry the prompt ids as JSON", async () => {
+    const response = chatStreamResponse(context(PROMPT, false), engineStream(answer(), 4, 4096));
+    const text = await response.text();
+    expect(chunkSourceOf(response)).toBeUndefined();
+    const first = JSON.parse(parseSseText(text)[0]!.data);
+    expect(first.prompt_token_ids).toEqual(PROMPT);
+  });
+});
