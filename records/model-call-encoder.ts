@@ -232,15 +232,7 @@ function modelCall(m: ModelCall): void {
   uint32(13, m.httpStatus);
   enumField(14, m.status);
   string(15, m.error);
-  if (m.usage !== undefined) {
-    plain(m.usage as Sub, "forge.v1.Usage");
-    const at = open(16);
-    uint32(1, m.usage.promptTokens);
-    uint32(2, m.usage.completionTokens);
-    uint32(3, m.usage.totalTokens);
-    uint32(4, m.usage.cachedTokens);
-    close(at);
-  }
+  usage(16, m.usage);
   double(17, m.latencyMs);
   double(18, m.ttftMs);
   packedUint32(19, m.promptTokenIds);
@@ -251,75 +243,14 @@ function modelCall(m: ModelCall): void {
   string(24, m.prefixOf);
   uint32(25, m.prefixLen);
   uint32(26, m.promptLen);
-  for (const header of m.requestHeaders) {
-    plain(header as Sub, "forge.v1.Header");
-    const at = open(27);
-    string(1, header.name);
-    string(2, header.value);
-    close(at);
-  }
-  const session = m.session;
-  if (session === null || typeof session !== "object") throw DECLINE;
-  for (const key of Object.keys(session)) {
-    // A map entry writes its key and value even when empty.
-    const at = open(28);
-    string(1, key, true);
-    string(2, session[key]!, true);
-    close(at);
-  }
+  headers(27, m.requestHeaders);
+  session(28, m.session);
   for (const ref of m.blobRefs) string(29, ref, true);
   bytes(30, m.upstreamRequestBody, false, true);
   uint32(31, m.upstreamAttempts);
   bytes(32, m.upstreamRequestPatch);
   string(40, m.tokenStatusReason);
-  const s = m.sampling;
-  if (s !== undefined) {
-    plain(s as Sub, "forge.v1.SamplingParams");
-    const at = open(41);
-    // proto3 `optional`: written when set, zero or not.
-    if (s.temperature !== undefined) double(1, s.temperature, true);
-    if (s.topP !== undefined) double(2, s.topP, true);
-    if (s.topK !== undefined) {
-      if (typeof s.topK !== "number" || (s.topK | 0) !== s.topK || s.topK < 0) throw DECLINE;
-      tag(3, WIRE_VARINT);
-      varint(s.topK);
-    }
-    if (s.minP !== undefined) double(4, s.minP, true);
-    if (s.maxTokens !== undefined) {
-      tag(5, WIRE_VARINT);
-      varint(uint32Value(s.maxTokens));
-    }
-    if (s.seed !== undefined) double(6, s.seed, true);
-    if (s.presencePenalty !== undefined) double(7, s.presencePenalty, true);
-    if (s.frequencyPenalty !== undefined) double(8, s.frequencyPenalty, true);
-    if (s.repetitionPenalty !== undefined) double(9, s.repetitionPenalty, true);
-    if (s.minTokens !== undefined) {
-      tag(10, WIRE_VARINT);
-      varint(uint32Value(s.minTokens));
-    }
-    for (const stop of s.stop) string(11, stop, true);
-    packedUint32(12, s.stopTokenIds);
-    if (s.ignoreEos !== undefined) bool(13, s.ignoreEos, true);
-    if (s.n !== undefined) {
-      tag(14, WIRE_VARINT);
-      varint(uint32Value(s.n));
-    }
-    string(15, s.constraintsJson);
-    enumField(21, s.temperatureSource);
-    enumField(22, s.topPSource);
-    enumField(23, s.topKSource);
-    enumField(24, s.minPSource);
-    enumField(25, s.maxTokensSource);
-    enumField(26, s.seedSource);
-    enumField(27, s.presencePenaltySource);
-    enumField(28, s.frequencyPenaltySource);
-    enumField(29, s.repetitionPenaltySource);
-    enumField(30, s.minTokensSource);
-    enumField(31, s.stopSource);
-    enumField(32, s.nSource);
-    enumField(33, s.ignoreEosSource);
-    close(at);
-  }
+  sampling(41, m.sampling);
   enumField(42, m.engine);
   string(43, m.engineVersion);
   enumField(44, m.logprobsMode);
@@ -337,6 +268,87 @@ function modelCall(m: ModelCall): void {
   storedBody(72, m.upstreamStored);
   string(80, m.servedWeightVersion);
   string(81, m.policyVersionMismatch);
+}
+
+function usage(field: number, u: ModelCall["usage"]): void {
+  if (u === undefined) return;
+  plain(u as Sub, "forge.v1.Usage");
+  const at = open(field);
+  uint32(1, u.promptTokens);
+  uint32(2, u.completionTokens);
+  uint32(3, u.totalTokens);
+  uint32(4, u.cachedTokens);
+  close(at);
+}
+
+function headers(field: number, list: ModelCall["requestHeaders"]): void {
+  for (const header of list) {
+    plain(header as Sub, "forge.v1.Header");
+    const at = open(field);
+    string(1, header.name);
+    string(2, header.value);
+    close(at);
+  }
+}
+
+function session(field: number, map: ModelCall["session"]): void {
+  if (map === null || typeof map !== "object") throw DECLINE;
+  for (const key of Object.keys(map)) {
+    // A map entry writes its key and value even when empty.
+    const at = open(field);
+    string(1, key, true);
+    string(2, map[key]!, true);
+    close(at);
+  }
+}
+
+function sampling(field: number, s: ModelCall["sampling"]): void {
+  if (s === undefined) return;
+  plain(s as Sub, "forge.v1.SamplingParams");
+  const at = open(field);
+  // proto3 `optional`: written when set, zero or not.
+  if (s.temperature !== undefined) double(1, s.temperature, true);
+  if (s.topP !== undefined) double(2, s.topP, true);
+  if (s.topK !== undefined) {
+    if (typeof s.topK !== "number" || (s.topK | 0) !== s.topK || s.topK < 0) throw DECLINE;
+    tag(3, WIRE_VARINT);
+    varint(s.topK);
+  }
+  if (s.minP !== undefined) double(4, s.minP, true);
+  if (s.maxTokens !== undefined) {
+    tag(5, WIRE_VARINT);
+    varint(uint32Value(s.maxTokens));
+  }
+  if (s.seed !== undefined) double(6, s.seed, true);
+  if (s.presencePenalty !== undefined) double(7, s.presencePenalty, true);
+  if (s.frequencyPenalty !== undefined) double(8, s.frequencyPenalty, true);
+  if (s.repetitionPenalty !== undefined) double(9, s.repetitionPenalty, true);
+  if (s.minTokens !== undefined) {
+    tag(10, WIRE_VARINT);
+    varint(uint32Value(s.minTokens));
+  }
+  for (const stop of s.stop) string(11, stop, true);
+  packedUint32(12, s.stopTokenIds);
+  if (s.ignoreEos !== undefined) bool(13, s.ignoreEos, true);
+  if (s.n !== undefined) {
+    tag(14, WIRE_VARINT);
+    varint(uint32Value(s.n));
+  }
+  string(15, s.constraintsJson);
+  enumField(21, s.temperatureSource);
+  enumField(22, s.topPSource);
+  enumField(23, s.topKSource);
+  enumField(24, s.minPSource);
+  enumField(25, s.maxTokensSource);
+  enumField(26, s.seedSource);
+  enumField(27, s.presencePenaltySource);
+  enumField(28, s.frequencyPenaltySource);
+  enumField(29, s.repetitionPenaltySource);
+  enumField(30, s.minTokensSource);
+  enumField(31, s.stopSource);
+  enumField(32, s.nSource);
+  enumField(33, s.ignoreEosSource);
+  close(at);
 }
 
 function storedBody(field: number, stored: ModelCall["requestStored"]): void {

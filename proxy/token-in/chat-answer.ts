@@ -199,6 +199,21 @@ function stringifyWithPromptText(c: ChatAnswerContext, item: Record<string, unkn
   return stringifyAnswer(c, { ...item, prompt_token_ids: IDS_PLACEHOLDER });
 }
 
+/** One engine event's JSON, or what ends the stream instead: its text when it is no JSON (the pipeline reports it), or its error. */
+function engineEvent(c: ChatAnswerContext, data: string): { event: any } | { end: ChunkItem } {
+  let event: any;
+  try {
+    // The first event echoes the prompt's ids: read against the memo, they are not parsed again.
+    event = c.idsMemo ? parseAnswer(data, undefined, c.idsMemo) : JSON.parse(data);
+  } catch {
+    return { end: data };
+  }
+  if (event?.error !== undefined && event.error !== null) {
+    return { end: { error: typeof event.error === "object" ? event.error : { message: String(event.error), type: "upstream_error", param: null, code: null } } };
+  }
+  return { event };
+}
+
 function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>): ChunkSource {
   const reader = engine.getReader();
   const sse = createSseDecoder();
@@ -225,21 +240,13 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       if (finished) out.push({ ...head, choices: [], usage: usageOf(c, completion), system_fingerprint: FINGERPRINT }, "[DONE]");
       return;
     }
-    let event: any;
-    try {
-      // The first event echoes the prompt's ids: read against the memo, they are not parsed again.
-      event = c.idsMemo ? parseAnswer(data, undefined, c.idsMemo) : JSON.parse(data);
-    } catch {
+    const parsed = engineEvent(c, data);
+    if ("end" in parsed) {
       ended = true;
-      out.push(data); // not JSON: the pipeline reports it
+      out.push(parsed.end);
       return;
     }
-    if (event?.error !== undefined && event.error !== null) {
-      ended = true;
-      out.push({ error: typeof event.error === "object" ? event.error : { message: String(event.error), type: "upstream_error", param: null, code: null } });
-      return;
-    }
-    const step = c.reader.read(event);
+    const step = c.reader.read(parsed.event);
     if (!step || finished) return;
     if (!started) {
       started = true;
