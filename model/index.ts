@@ -4,7 +4,7 @@
  * (docs/model.md). The policy simulator renders and parses through it; so can a proxy that
  * renders prompts itself.
  */
-export { loadModel, QWEN3, QWEN3_CODER, QWEN_VL_IMAGES, QWEN2_5_VL_IMAGES, ChatRequestError, ChatTemplateError, type Model, type ModelSpec, type OutputParserOptions, type PreparedChat } from "./model.ts";
+export { loadModel, QWEN3, QWEN3_CODER, QWEN_VL_IMAGES, QWEN2_5_VL_IMAGES, ChatRequestError, ChatTemplateError, type Model, type ModelImages, type ModelSpec, type OutputParserOptions, type PreparedChat } from "./model.ts";
 export { AppendError, type Appended } from "./append.ts";
 export { derenderChat, chatStreamDerenderer, type ChatStreamDerenderer, type DerenderOptions, type DerenderedMessage, type EngineFinish, type StreamStep } from "./derender.ts";
 export { preprocessChat, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";

@@ -97,6 +97,24 @@ export interface Model {
    * model/append.ts). Throws AppendError when the template does not allow it.
    */
   appendedAfter(prepared: PreparedChat, answerIndex: number): Appended;
+  /**
+   * A vision model whose processor model/ implements (`images.expand`): the image token's id and
+   * how many of it each image becomes (model/vision.ts). Absent for a text-only model, and for
+   * one whose images are only placeholders (no processor sizes them).
+   */
+  images?: ModelImages;
+}
+
+/** How a vision model's images become tokens (the processor's side of `renderChatIds`). */
+export interface ModelImages {
+  /** The id of the token repeated per merged patch (`<|image_pad|>`). */
+  padId: number;
+  /** Each image's token count, in order; a ChatRequestError names an image that cannot be sized. */
+  tokenCounts(sources: readonly string[]): number[];
+  /** `ids` with its i-th pad repeated `counts[i]` times (ids holding one pad per image: the collapsed form). */
+  expand(ids: ArrayLike<number>, counts: readonly number[]): number[];
+  /** `ids` with each run of pads written once (the collapsed form of an expanded prompt). */
+  collapse(ids: ArrayLike<number>): number[];
 }
 
 /** A request after vLLM's preprocessing, with the template (default or tool_use) it renders with. */
@@ -187,6 +205,33 @@ async function build(spec: ModelSpec): Promise<Model> {
   const expand = spec.images?.expand;
   const padId = expand ? tokenizer.encode(expand.token) : undefined;
   if (expand && padId?.length !== 1) throw new Error(`${spec.name}: the image token ${JSON.stringify(expand.token)} is not one token of the tokenizer`);
+  const tokenCounts = (sources: readonly string[]): number[] =>
+    sources.map((source, i) => {
+      try {
+        const { width, height } = imageDimensions(source);
+        return imageTokenCount(height, width, expand!.processor);
+      } catch (error) {
+        if (error instanceof ImageSizeError) throw new ChatRequestError(`image ${i + 1} of the prompt: ${error.message}`, "messages");
+        throw error;
+      }
+    });
+  const expandIds = (ids: ArrayLike<number>, counts: readonly number[]): number[] => {
+    const pad = padId![0]!;
+    const out: number[] = [];
+    let image = 0;
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      if (id !== pad) out.push(id);
+      else for (let n = counts[image++]!; n > 0; n--) out.push(pad);
+    }
+    return out;
+  };
+  const collapseIds = (ids: ArrayLike<number>): number[] => {
+    const pad = padId![0]!;
+    const out: number[] = [];
+    for (let i = 0; i < ids.length; i++) if (ids[i] !== pad || ids[i - 1] !== pad) out.push(ids[i]!);
+    return out;
+  };
   const renderChatIds = (request: ChatRenderRequest): number[] => {
     const { text, images } = renderPrompt(request);
     const ids = tokenizer.encode(text);
@@ -196,22 +241,7 @@ async function build(spec: ModelSpec): Promise<Model> {
     if (found !== images.length) {
       throw new ChatRequestError(`the prompt holds ${found} ${expand.token} tokens for ${images.length} images (text that spells the image token is not allowed)`, "messages");
     }
-    const counts = images.map((source, i) => {
-      try {
-        const { width, height } = imageDimensions(source);
-        return imageTokenCount(height, width, expand.processor);
-      } catch (error) {
-        if (error instanceof ImageSizeError) throw new ChatRequestError(`image ${i + 1} of the prompt: ${error.message}`, "messages");
-        throw error;
-      }
-    });
-    const out: number[] = [];
-    let image = 0;
-    for (const id of ids) {
-      if (id !== pad) out.push(id);
-      else for (let n = counts[image++]!; n > 0; n--) out.push(pad);
-    }
-    return out;
+    return expandIds(ids, tokenCounts(images));
   };
 
   const eos = specials.find(([k]) => k === "eos_token")?.[1];
@@ -253,6 +283,7 @@ async function build(spec: ModelSpec): Promise<Model> {
     prepare,
     renderPrepared,
     appendedAfter: (prepared, answerIndex) => appendedAfter(prepared, answerIndex, appendEnv),
+    ...(expand ? { images: { padId: padId![0]!, tokenCounts, expand: expandIds, collapse: collapseIds } } : {}),
     outputParser(options) {
       const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, decodeToken: (id) => tokenizer.decode([id]), newToolCallId: options.newToolCallId ?? randomCallId };
       // The kwargs vLLM builds the parser with: the request's, and enable_thinking from reasoning_effort.

@@ -51,6 +51,8 @@ export interface ImageHandling {
    * Without it, one per image (the text as rendered).
    */
   expand?: { token: string; processor: VisionProcessor };
+  /** The model directory's image processor when model/vision.ts does not implement it (no `expand`): what a refusal names. */
+  unsupported?: string;
 }
 
 export interface PreprocessOptions {

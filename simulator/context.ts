@@ -3,7 +3,7 @@
  * the flavours read only its FlavourContext part, so nothing here imports a flavour's code.
  */
 import type { PolicyScript } from "../schemas/index.ts";
-import type { ModelSpec } from "../model/index.ts";
+import type { ModelSpec, VisionProcessor } from "../model/index.ts";
 import type { EngineFlavour, FlavourContext } from "./flavours/types.ts";
 import type { ToolCallFormat } from "./generate.ts";
 import type { SimSample } from "./types.ts";
@@ -24,4 +24,8 @@ export interface SimContext extends FlavourContext {
   toolFormat: ToolCallFormat;
   /** Whether the model thinks (it has a reasoning parser); a request may still turn it off. */
   thinks: boolean;
+  /** How the engine's processor sizes images on the generate routes (images.ts). */
+  imageProcessor: VisionProcessor;
+  /** vLLM: started with --enable-scale-out (its /inference/v1/generate route). */
+  scaleOut: boolean;
 }

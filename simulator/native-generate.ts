@@ -15,7 +15,9 @@
  *   `output_ids` and the logprob rows *so far*, `finish_reason` null until the last, then
  *   `data: [DONE]`.
  *
- * The prompt is token ids (`input_ids`) or text; a rendered Qwen3 chat is continued exactly as
+ * The prompt is token ids (`input_ids`) or text, with `image_data` (one image or a list: data:
+ * URLs or base64) expanded as SGLang's Qwen-VL processor does (images.ts), the prompt it ran
+ * echoed by `return_prompt_token_ids`; a rendered Qwen3 chat is continued exactly as
  * the chat endpoint samples that turn (completions.ts). Batches (a list of prompts) and `n > 1`
  * are not simulated and are refused naming that.
  */
@@ -29,6 +31,7 @@ import { IM_END, loadTokenizer } from "./model.ts";
 import { chatmlTurns, chatPrompt } from "./completions.ts";
 import { whileGenerating } from "./flavours/pause.ts";
 import { atCharBoundary } from "./generate.ts";
+import { expandPrompt } from "./images.ts";
 
 /** SamplingParams' fields (api_types.py `_FIELDS_SamplingParams`), in its order: any other key is a 400. */
 const SAMPLING_FIELDS = [
@@ -127,7 +130,16 @@ export async function handleNativeGenerate(ctx: SimContext, request: Request): P
   } else if (typeof body.text === "string") promptIds = tokenizer.encode(body.text);
   else return ctx.flavour.error(400, "Either text, input_ids or input_embeds should be provided.");
   if (promptIds.length === 0) return ctx.flavour.error(400, "The input_ids is empty.");
+  // The policy reads the conversation as rendered (one placeholder per image); the engine runs the expanded prompt.
   const promptText = tokenizer.decode(promptIds);
+  const images = body.image_data === undefined || body.image_data === null ? [] : Array.isArray(body.image_data) ? body.image_data : [body.image_data];
+  if (images.length > 0) {
+    if (!images.every((i: unknown) => typeof i === "string")) return ctx.flavour.error(400, "policy simulator: image_data entries must be strings (data: URLs or base64)");
+    const expanded = expandPrompt("sglang", tokenizer, promptIds, images, ctx.imageProcessor);
+    if ("error" in expanded) return ctx.flavour.error(400, expanded.error);
+    if (expanded.drift) ctx.log(`policy simulator: WARNING: ${expanded.drift}`);
+    promptIds = expanded.ids;
+  }
 
   const rollout = request.headers.get("x-forge-rollout") ?? undefined;
   const context = mix(ctx.seed, sp.sampling_seed ?? 0, hashIds(promptIds), rollout ? hashString(rollout) : 0);

@@ -5,6 +5,7 @@ import type { SimSample } from "./types.ts";
 import { createEngineSimState, ENGINE_FLAVOURS, type EngineFlavourName, type SimFaults } from "./flavours/state.ts";
 import { flavourOf } from "./flavours/index.ts";
 import { simModelSpec, type SimToolParser } from "./model.ts";
+import { QWEN2_5_VL_PROCESSOR, type VisionProcessor } from "../model/index.ts";
 
 export const DEFAULT_SIM_MODEL = "forge-sim/qwen3-sim";
 
@@ -42,6 +43,14 @@ export interface PolicySimulatorOptions {
    * JSON, thinking) or `qwen3_coder` (Qwen3-Coder: its chat template, XML tool calls, no thinking).
    */
   toolCallParser?: SimToolParser;
+  /**
+   * The image processor configuration the engine runs with on its generate routes (default the
+   * model's, Qwen2.5-VL's sizes): another one makes the engine's expansion of an image differ
+   * from the model directory's, as an engine started with other `max_pixels` does.
+   */
+  imageProcessor?: VisionProcessor;
+  /** vLLM: started with `--enable-scale-out` (serves `/inference/v1/generate`; without it the route answers 403). Default true. */
+  enableScaleOut?: boolean;
 }
 
 export function resolveOptions(options: PolicySimulatorOptions): SimContext {
@@ -57,6 +66,8 @@ export function resolveOptions(options: PolicySimulatorOptions): SimContext {
     modelSpec,
     toolFormat: modelSpec.toolParser === "qwen3_coder" ? "qwen3_coder" : "hermes",
     thinks: modelSpec.reasoningParser !== null,
+    imageProcessor: options.imageProcessor ?? modelSpec.images?.expand?.processor ?? QWEN2_5_VL_PROCESSOR,
+    scaleOut: options.enableScaleOut ?? true,
     seed: options.seed,
     script,
     model,

@@ -266,19 +266,19 @@ describe("token-in failures: clear errors", () => {
   );
 
   test(
-    "an image in a token-in call is refused, pointing at engine mode",
+    "an image given by URL is refused naming the fix (inline data: URLs; images are token-in: tests/token-in-images.test.ts)",
     async () => {
       const h = await startProxyHarness({ sim: { script }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } });
       try {
         const r = await h.register({ task_id: "stock" });
-        const png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==";
+        const png = "https://example.com/screen.png";
         const response = await fetch(`${r.openai_base_url}/chat/completions`, {
           method: "POST",
           headers: { "content-type": "application/json", authorization: `Bearer ${r.api_key}` },
           body: JSON.stringify({ model: "qwen3", messages: [{ role: "user", content: [{ type: "text", text: "stock.csv" }, { type: "image_url", image_url: { url: png } }] }] }),
         });
         expect(response.status).toBe(400);
-        expect(((await response.json()) as any).error.message).toMatch(/token-in mode sends the engine token ids, which carry no images.*engine mode/);
+        expect(((await response.json()) as any).error.message).toMatch(/image 1 of the request is a URL \(https:\/\/example.com\/screen.png\).*send images inline as data: URLs, or use engine mode/);
         expect(h.sims[0]!.samples.filter((s) => s.rollout === r.rollout_id)).toEqual([]);
       } finally {
         await h.close();

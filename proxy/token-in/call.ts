@@ -5,6 +5,8 @@
  * would give for those tokens (chat-answer.ts), for the pipeline to capture, strip, translate
  * and record as any Chat answer. Its record says which chain it continues, or why it starts
  * one, and what the harness was sent; once recorded with complete ids the chain goes on from it.
+ * A prompt with images (images.ts) goes to the engine with its images and is recorded as the
+ * engine ran it (expanded), checked against the proxy's own expansion.
  */
 import { TokenMode, TokenStatus, CallStatus, type ModelCall, type SamplingParams } from "../../schemas/index.ts";
 import { ChatRequestError, ChatTemplateError, type Model, type ModelSpec } from "../../model/index.ts";
@@ -19,8 +21,9 @@ import { restoreHidden } from "../doors/hidden-strings.ts";
 import { chainAfter } from "./chain-after.ts";
 import { restoreChains, RESTART_LOST } from "./restore.ts";
 import { planCall, type Plan } from "./plan.ts";
-import { engineRequest, idArray } from "./engine-request.ts";
-import { engineAnswerReader } from "./engine-answer.ts";
+import { engineRequest, idArray, VLLM_GENERATE_PATH } from "./engine-request.ts";
+import { callImages, echoProblem } from "./images.ts";
+import { engineAnswerReader, type EngineAnswerReader } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
 import { chatJsonAnswer, chatStreamAnswer, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
 
@@ -28,8 +31,8 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const NO_ENDS = new Uint32Array(0);
 
-/** ModelCall fields 50-57 (records.proto). */
-export type TokenInFields = Pick<ModelCall, "tokenMode" | "chainId" | "chainParent" | "chainStart" | "chainStartDetail" | "renderedTokens" | "engineRequest" | "chainAnswer">;
+/** ModelCall fields 50-57 (records.proto); and a token status the call's images make PARTIAL (images.ts). */
+export type TokenInFields = Pick<ModelCall, "tokenMode" | "chainId" | "chainParent" | "chainStart" | "chainStartDetail" | "renderedTokens" | "engineRequest" | "chainAnswer"> & Partial<Pick<ModelCall, "tokenStatus" | "tokenStatusReason">>;
 
 /** What a recorded token-in call adds to its ModelCall, and what happens once it is recorded. */
 export interface TokenInRecord {
@@ -40,7 +43,7 @@ export interface TokenInRecord {
 }
 
 export interface TokenInCall extends TokenInRecord {
-  /** The engine route: "/v1/completions" or "/generate". */
+  /** The engine route: "/v1/completions", "/generate", or vLLM's "/inference/v1/generate" (images). */
   path: string;
   /** The engine request. */
   bytes: Uint8Array;
@@ -78,10 +81,6 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   } catch (error) {
     throw refusal(error, model.spec);
   }
-  // A vision model's images become tokens in the engine's processor, not in the ids the proxy renders.
-  if (prepared.images.length > 0) {
-    throw new ProxyHttpError(400, `token-in mode sends the engine token ids, which carry no images (this request has ${prepared.images.length}); serve vision models in engine mode (tokenMode: engine; docs/token-in.md)`, "invalid_request_error", "invalid_request", "messages");
-  }
   // A rollout open at a restart: its chains come back from its records at its first call (restore.ts).
   if (rollout.chains?.recorded) await (rollout.chains.restoring ??= restoreChains(model, rollout.chains, rollout.rollout.rolloutId));
   const chains = (rollout.chains ??= newRolloutChains());
@@ -98,34 +97,52 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   // One plain copy of the prompt ids for the engine body, the parsers and the answer.
   const promptIds = idArray(plan.prompt);
   const promptText = JSON.stringify(promptIds);
-  const req = engineRequest(kind, chat, promptIds, { maxModelLen: input.maxModelLen, topLogprobs });
-  if (kind === "vllm" && rollout.serving?.upstreams.length) {
+  // The chain's ids hold one pad per image; the engine expands them (images.ts).
+  const images = callImages(model, prepared, promptIds);
+  const req = engineRequest(kind, chat, promptIds, { maxModelLen: input.maxModelLen, topLogprobs, images: images?.sources, expandedLength: images?.expanded.length });
+  if (kind === "vllm" && req.path !== VLLM_GENERATE_PATH && rollout.serving?.upstreams.length) {
     // Served by the rollout's own servers: the call records the version they report (capture/served-version.ts).
     (req.body as Record<string, unknown>).return_weight_versions = true;
     (req.recorded as Record<string, unknown>).return_weight_versions = true;
   }
   let answer: SentAnswer | undefined;
+  // With images the answer's prompt is the one the engine echoes (expanded), held to the proxy's expansion.
+  let echoed: ArrayLike<number> | undefined;
+  const reader = engineAnswerReader(kind, { top: chat.logprobs === true, generate: req.path === VLLM_GENERATE_PATH });
   const context: ChatAnswerContext = {
     model,
-    options: { ...chat, promptTokenIds: promptIds } as never,
+    options: { ...chat, promptTokenIds: images ? images.expanded : promptIds } as never,
     modelName: String(chat.model ?? ""),
-    prompt: promptIds,
-    promptText,
+    prompt: images ? images.expanded : promptIds,
+    ...(images ? {} : { promptText }),
     logprobs: chat.logprobs === true,
-    reader: engineAnswerReader(kind, { top: chat.logprobs === true }),
+    reader: images ? echoReader(reader, (ids) => (echoed ??= ids)) : reader,
     onAnswer: (a) => (answer = a),
   };
   const chainId = plan.chain?.id ?? callId;
+  /** A call with images whose engine ran another prompt than the proxy's expansion: PARTIAL, and why. */
+  const imageVerdict = (): Partial<TokenInFields> => {
+    if (!images || !answer) return {};
+    const problem = echoProblem(images.expanded, echoed);
+    return problem ? { tokenStatus: TokenStatus.PARTIAL, tokenStatusReason: problem } : {};
+  };
   return {
     path: req.path,
     // The prompt ids as the text already written for them (ids-text.ts).
-    bytes: encoder.encode(withIdsText(JSON.stringify({ ...req.body, [req.path === "/generate" ? "input_ids" : "prompt"]: IDS_PLACEHOLDER }), promptText)),
+    bytes: encoder.encode(withIdsText(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER }), promptText)),
     chatBody: chat,
     sampling: samplingOf("chat", { ...chat, max_tokens: req.maxTokens }, engine.adapter),
     plan,
     chatResponse(response) {
       if (response.status === 404) return noTokenRoute(req.path, kind);
+      if (response.status === 403 && req.path === VLLM_GENERATE_PATH) return noTokenRoute(req.path, kind, "403");
       if (!response.ok || !response.body) return response;
+      if (images) {
+        // The engine's echo is the prompt recorded: no memo of the proxy's ids to read it against.
+        const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
+        if (stream) return new Response(response.body.pipeThrough(chatStreamAnswer(context)), { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } });
+        return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
+      }
       // The answer carries the prompt ids as promptText: the rollout's id memo (which the
       // pipeline reads the answer's prompt_token_ids against) is that text and the plan's ids,
       // so they are taken as they are instead of parsed again; no per-id offsets are kept
@@ -137,6 +154,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
     },
     fields: () => ({
+      ...imageVerdict(),
       tokenMode: TokenMode.TOKEN_IN,
       chainId,
       chainParent: plan.parent,
@@ -153,7 +171,8 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       if (!answer || call.status !== CallStatus.OK || call.tokenStatus !== TokenStatus.COMPLETE) return;
       // The chain holds the ids the rollout's prompt-delta history holds (one array): its
       // tokens are that array, its prompt a view of its start.
-      const tokens = state.recent.find((p) => p.callId === call.callId)?.tokens ?? joinIds(plan.prompt, call.completionTokenIds);
+      // With images the recorded ids are the engine's (expanded); the chain keeps its own (collapsed).
+      const tokens = images ? joinIds(plan.prompt, call.completionTokenIds) : (state.recent.find((p) => p.callId === call.callId)?.tokens ?? joinIds(plan.prompt, call.completionTokenIds));
       const prompt = tokens instanceof Uint32Array && startsWithIds(tokens, plan.prompt) ? tokens.subarray(0, plan.prompt.length) : plan.prompt;
       const chains = (state.chains ??= newRolloutChains());
       chains.lost = false;
@@ -162,9 +181,12 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   };
 }
 
-/** The engine has no token-id route where its kind says (a 404): an error that says what token-in mode needs. */
-function noTokenRoute(path: string, kind: "vllm" | "sglang"): Response {
-  const message = `token-in mode: the engine answered 404 at ${path}, the route ${kind === "sglang" ? "SGLang" : "vLLM"} takes token-id prompts at; token-in mode needs vLLM (/v1/completions with a token-id prompt; OpenForge follows 0.33.0) or SGLang (/generate with input_ids; 0.5.23), named by --engine (or auto), or engine mode (tokenMode: engine; docs/token-in.md)`;
+/** The engine has no token-id route where its kind says (a 404; vLLM's 403 for scale-out routes it was not started with): an error that says what token-in mode needs. */
+function noTokenRoute(path: string, kind: "vllm" | "sglang", status = "404"): Response {
+  const message =
+    path === VLLM_GENERATE_PATH
+      ? `token-in mode: the engine answered ${status} at ${path}, the route vLLM takes token ids with images at (vLLM's /v1/completions takes no images); start vLLM (0.33.0) with --enable-scale-out, serve the model with SGLang (/generate with input_ids and image_data; 0.5.23), or use engine mode for image calls (tokenMode: engine; docs/token-in.md)`
+      : `token-in mode: the engine answered 404 at ${path}, the route ${kind === "sglang" ? "SGLang" : "vLLM"} takes token-id prompts at; token-in mode needs vLLM (/v1/completions with a token-id prompt; OpenForge follows 0.33.0) or SGLang (/generate with input_ids; 0.5.23), named by --engine (or auto), or engine mode (tokenMode: engine; docs/token-in.md)`;
   return new Response(JSON.stringify({ error: { message, type: "upstream_error", code: "no_token_route" } }), { status: 502, headers: { "content-type": "application/json" } });
 }
 
@@ -172,12 +194,24 @@ function noTokenRoute(path: string, kind: "vllm" | "sglang"): Response {
 function refusal(error: unknown, spec: ModelSpec): unknown {
   if (error instanceof ChatRequestError) {
     const message = /not a multimodal model/.test(error.message)
-      ? `${error.message}: token-in mode sends the engine token ids, which carry no images; serve vision models in engine mode (tokenMode: engine)`
+      ? `${error.message}: the model directory token-in mode renders with has no image processor (a vision model's directory holds its preprocessor_config.json); name the served vision model's directory, or use engine mode (tokenMode: engine)`
       : error.message;
     return new ProxyHttpError(400, message, "invalid_request_error", "invalid_request", error.param ?? null);
   }
   if (error instanceof ChatTemplateError) return new ProxyHttpError(400, `${spec.name}'s chat template: ${error.message}`, "invalid_request_error", "invalid_request");
   return error;
+}
+
+/** `reader`, telling `onPrompt` the prompt ids the engine echoes. */
+function echoReader(reader: EngineAnswerReader, onPrompt: (ids: ArrayLike<number>) => void): EngineAnswerReader {
+  return {
+    usage: () => reader.usage(),
+    read(event) {
+      const step = reader.read(event);
+      if (step?.promptIds) onPrompt(step.promptIds);
+      return step;
+    },
+  };
 }
 
 /** Collects a whole body and emits `convert` of its text once it has ended. */

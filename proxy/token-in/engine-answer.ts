@@ -4,7 +4,10 @@
  * `stop_reason`: null for the end-of-turn token, a token id, or a stop string; one chunk per
  * step when streamed) and SGLang 0.5.23's `/generate` (`output_ids`, `meta_info.finish_reason`
  * `{type, matched}`, `meta_info.output_token_logprobs` rows `[logprob, id, text]`; streamed,
- * every event holds everything so far). docs/engines.md has both contracts.
+ * every event holds everything so far), and vLLM's `/inference/v1/generate` (a prompt with
+ * images: `choices[0].token_ids`, `logprobs.content` rows `{token_id, logprob, top_logprobs}`,
+ * the expanded prompt as the top-level `prompt_token_ids`, on the first chunk when streamed).
+ * docs/engines.md has the contracts.
  */
 import type { EngineFinish } from "../../model/index.ts";
 import type { EngineKind } from "../engines/kinds.ts";
@@ -45,8 +48,40 @@ export interface EngineAnswerReader {
  * const r = engineAnswerReader("vllm");
  * r.read({ choices: [{ token_ids: [9707, 151645], finish_reason: "stop", stop_reason: null }] })!.finish // { reason: "stop", stopToken: true, stopReason: null }
  */
-export function engineAnswerReader(kind: EngineKind, o: { top: boolean } = { top: true }): EngineAnswerReader {
-  return kind === "sglang" ? sglangReader() : vllmReader(o.top);
+export function engineAnswerReader(kind: EngineKind, o: { top: boolean; generate?: boolean } = { top: true }): EngineAnswerReader {
+  if (kind === "sglang") return sglangReader();
+  return o.generate ? vllmGenerateReader(o.top) : vllmReader(o.top);
+}
+
+/** vLLM's `/inference/v1/generate` answers (`GenerateTokensResponse`, its stream chunks). */
+function vllmGenerateReader(top: boolean): EngineAnswerReader {
+  let usage: { prompt_tokens: number; completion_tokens: number } | undefined;
+  let promptSeen = false;
+  return {
+    usage: () => usage,
+    read(event) {
+      if (event?.usage && typeof event.usage.prompt_tokens === "number") usage = { prompt_tokens: event.usage.prompt_tokens, completion_tokens: event.usage.completion_tokens };
+      const choice = Array.isArray(event?.choices) ? event.choices.find((c: any) => (c?.index ?? 0) === 0) : undefined;
+      if (!choice) return undefined;
+      const ids: number[] = Array.isArray(choice.token_ids) ? choice.token_ids : [];
+      const rows: any[] = Array.isArray(choice.logprobs?.content) ? choice.logprobs.content : [];
+      const step: EngineStep = { ids, logprobs: ids.map((_, i) => (typeof rows[i]?.logprob === "number" ? rows[i].logprob : Number.NaN)) };
+      if (top && rows.length > 0) step.top = ids.map((_, i) => (Array.isArray(rows[i]?.top_logprobs) ? rows[i].top_logprobs : []).map((t: any) => ({ token: t.token_id as number, logprob: t.logprob as number })));
+      // The prompt it ran comes once (the first chunk of a stream).
+      if (!promptSeen && (Array.isArray(event.prompt_token_ids) || event.prompt_token_ids instanceof Uint32Array)) {
+        step.promptIds = event.prompt_token_ids;
+        promptSeen = true;
+      }
+      if (Array.isArray(choice.weight_versions)) step.weightVersions = choice.weight_versions;
+      if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
+        const stopReason = choice.stop_reason ?? null;
+        const reason = choice.finish_reason;
+        step.finish = { reason, stopReason, stopToken: reason === "stop" && typeof stopReason !== "string" };
+        if (reason === "abort") step.finish.aborted = "the engine aborted the request";
+      }
+      return step;
+    },
+  };
 }
 
 /** `top`: whether the answer's logprob entries show alternatives (the harness asked for logprobs); vLLM sends the sampled token's as one. */

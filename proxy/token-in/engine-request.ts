@@ -1,7 +1,11 @@
 /**
  * The engine request of a token-in call: the prompt ids and the Chat request's sampling, as
  * vLLM 0.33.0's `/v1/completions` (a token-id `prompt`) or SGLang 0.5.23's native `/generate`
- * (`input_ids`) takes them (docs/engines.md, "Token-id prompts"). Only fields the engine reads
+ * (`input_ids`) takes them (docs/engines.md, "Token-id prompts"). A prompt with images goes to
+ * SGLang's `/generate` with `image_data` (every image so far, in placeholder order) or to vLLM's
+ * `/inference/v1/generate` (`token_ids` + `content_parts`, `return_token_ids`: vLLM's
+ * `GenerateRequest`, `entrypoints/scale_out/token_in_token_out/protocol.py`), since vLLM's
+ * `/v1/completions` takes no images. Only fields the engine reads
  * are sent: the Chat-only ones (messages, tools, tool_choice, chat_template_kwargs, …) were
  * used to render the prompt and to parse the answer.
  */
@@ -37,13 +41,40 @@ const VLLM_SAMPLING = [
   "cache_salt",
 ] as const;
 
+/** vLLM's `/inference/v1/generate`: token ids with images (served with `--enable-scale-out`). */
+export const VLLM_GENERATE_PATH = "/inference/v1/generate";
+
+/** SamplingParams fields (vllm/sampling_params.py) a Chat request sets under the same name. */
+const VLLM_GENERATE_SAMPLING = [
+  "temperature",
+  "top_p",
+  "top_k",
+  "min_p",
+  "presence_penalty",
+  "frequency_penalty",
+  "repetition_penalty",
+  "seed",
+  "stop",
+  "stop_token_ids",
+  "min_tokens",
+  "ignore_eos",
+  "logit_bias",
+  "include_stop_str_in_output",
+  "bad_words",
+  "allowed_token_ids",
+  "structured_outputs",
+  "spaces_between_special_tokens",
+] as const;
+
 export interface EngineRequest {
-  /** "/v1/completions" (vLLM, and servers not identified) or "/generate" (SGLang). */
+  /** "/v1/completions" (vLLM, and servers not identified), "/generate" (SGLang), or VLLM_GENERATE_PATH (vLLM, a prompt with images). */
   path: string;
   /** The body, its prompt included. */
   body: Record<string, unknown>;
-  /** The body with the prompt left out (what the record keeps: the prompt is the call's token view). */
+  /** The body with the prompt and images left out (what the record keeps: the prompt is the call's token view, the images are the request's). */
   recorded: Record<string, unknown>;
+  /** The body's key the prompt ids go under. */
+  promptKey: "prompt" | "input_ids" | "token_ids";
   /** max_tokens as sent (the harness's, or what the context leaves, as the chat route defaults it). */
   maxTokens: number;
 }
@@ -69,11 +100,13 @@ export function idArray(ids: TokenIds): readonly number[] {
  * @example
  * engineRequest("sglang", { model: "m", messages, temperature: 0.6, max_tokens: 64 }, ids, { maxModelLen: 32768, topLogprobs: 0 }).path // "/generate"
  */
-export function engineRequest(kind: EngineKind, chat: Record<string, any>, prompt: readonly number[], o: { maxModelLen: number; topLogprobs: number }): EngineRequest {
+export function engineRequest(kind: EngineKind, chat: Record<string, any>, prompt: readonly number[], o: { maxModelLen: number; topLogprobs: number; images?: readonly string[]; expandedLength?: number }): EngineRequest {
   const stream = chat.stream === true;
   // The chat route's default: what the context leaves (vLLM and SGLang alike).
   const asked = chat.max_completion_tokens ?? chat.max_tokens;
-  const maxTokens = typeof asked === "number" ? asked : Math.max(1, o.maxModelLen - prompt.length);
+  // The context the engine sees holds the images' tokens: what it leaves is after their expansion.
+  const maxTokens = typeof asked === "number" ? asked : Math.max(1, o.maxModelLen - (o.expandedLength ?? prompt.length));
+  const images = o.images && o.images.length > 0 ? o.images : undefined;
   const ids = prompt as number[];
   if (kind === "sglang") {
     const sp: SglangSamplingParams & Record<string, unknown> = { max_new_tokens: maxTokens };
@@ -86,12 +119,45 @@ export function engineRequest(kind: EngineKind, chat: Record<string, any>, promp
     const schema = chat.response_format?.type === "json_schema" ? chat.response_format.json_schema?.schema : undefined;
     if (schema !== undefined) sp.json_schema = JSON.stringify(schema);
     const body = sglangGenerateRequest(ids, sp, { stream, topLogprobs: o.topLogprobs });
-    const { input_ids: _ids, ...recorded } = body;
-    return { path: "/generate", body, recorded, maxTokens };
+    if (images) body.image_data = [...images];
+    const { input_ids: _ids, image_data: _images, ...recorded } = body;
+    return { path: "/generate", body, recorded, maxTokens, promptKey: "input_ids" };
   }
+  if (images) return vllmGenerateRequest(chat, ids, images, maxTokens, o.topLogprobs);
   const sampling: Record<string, unknown> = { max_tokens: maxTokens };
   for (const k of VLLM_SAMPLING) if (chat[k] !== undefined && chat[k] !== null) sampling[k] = chat[k];
   const body = vllmTokenCompletionRequest(String(chat.model ?? ""), ids, sampling, { stream, logprobs: o.topLogprobs });
   const { prompt: _p, ...recorded } = body;
-  return { path: "/v1/completions", body, recorded, maxTokens };
+  return { path: "/v1/completions", body, recorded, maxTokens, promptKey: "prompt" };
+}
+
+/**
+ * vLLM 0.33.0's `GenerateRequest` for a prompt with images: `token_ids` (one pad per image;
+ * vLLM's processor expands them), `content_parts` (`{type: "image_url", url}` per image, in
+ * order: `serving.py` resolves them as a chat request's images), `sampling_params` (vLLM's
+ * SamplingParams: `logprobs` 0 for the sampled tokens' own, `skip_special_tokens` false),
+ * `return_token_ids` (the prompt it ran, expanded), `output_mode` tokens.
+ */
+function vllmGenerateRequest(chat: Record<string, any>, ids: number[], images: readonly string[], maxTokens: number, topLogprobs: number): EngineRequest {
+  const sampling: Record<string, unknown> = { max_tokens: maxTokens };
+  for (const k of VLLM_GENERATE_SAMPLING) if (chat[k] !== undefined && chat[k] !== null) sampling[k] = chat[k];
+  const schema = chat.response_format?.type === "json_schema" ? chat.response_format.json_schema?.schema : undefined;
+  if (schema !== undefined && sampling.structured_outputs === undefined) sampling.structured_outputs = { json: schema };
+  sampling.logprobs = topLogprobs;
+  sampling.skip_special_tokens = false;
+  const stream = chat.stream === true;
+  const body: Record<string, unknown> = {
+    ...(chat.model ? { model: String(chat.model) } : {}),
+    token_ids: ids,
+    content_parts: images.map((url) => ({ type: "image_url", url })),
+    sampling_params: sampling,
+    return_token_ids: true,
+    output_mode: "tokens",
+    stream,
+    ...(stream ? { stream_options: { include_usage: true } } : {}),
+    ...(typeof chat.priority === "number" ? { priority: chat.priority } : {}),
+    ...(typeof chat.cache_salt === "string" ? { cache_salt: chat.cache_salt } : {}),
+  };
+  const { token_ids: _ids, content_parts: _parts, ...recorded } = body;
+  return { path: VLLM_GENERATE_PATH, body, recorded, maxTokens, promptKey: "token_ids" };
 }

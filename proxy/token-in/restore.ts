@@ -16,7 +16,7 @@
  * or token view that does not rebuild, a request the model no longer prepares.
  */
 import { CallStatus, ChainStart, Protocol, TokenMode, TokenStatus, type ModelCall } from "../../schemas/index.ts";
-import { createContentStore, upstreamRequestOf } from "../../records/index.ts";
+import { createContentStore, joinIds, upstreamRequestOf } from "../../records/index.ts";
 import type { Model } from "../../model/index.ts";
 import { MAX_CHAINS, type Chain, type RecordedCalls, type RolloutChains } from "../state/chains.ts";
 import { callTokens } from "../state/history.ts";
@@ -136,6 +136,13 @@ function chainOf(model: Model, head: ModelCall, byId: Map<string, ModelCall>, st
   } catch (error) {
     throw new Unrestorable(`${where}: its chain_answer is not the answer JSON token-in mode writes (${(error as Error).message})`);
   }
-  const plan = { prompt: tokens.subarray(0, promptLength), parent: head.chainParent, keys: prepared.conversation.map(messageKey), settings: settingsKey(prepared) };
+  const keys = prepared.conversation.map(messageKey);
+  if (prepared.images.length > 0 && model.images) {
+    // Recorded as the engine ran them (each image's pads expanded); the chain holds one pad per image (images.ts).
+    const prompt = Uint32Array.from(model.images.collapse(tokens.subarray(0, promptLength)));
+    const all = joinIds(prompt, Array.from(tokens.subarray(promptLength)));
+    return chainAfter(head.chainId, head.callId, { prompt: all.subarray(0, prompt.length), parent: head.chainParent, keys, settings: settingsKey(prepared) }, all, answer);
+  }
+  const plan = { prompt: tokens.subarray(0, promptLength), parent: head.chainParent, keys, settings: settingsKey(prepared) };
   return chainAfter(head.chainId, head.callId, plan, tokens, answer);
 }

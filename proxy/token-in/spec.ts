@@ -6,13 +6,14 @@
  */
 import { existsSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { QWEN3, QWEN3_CODER, registeredParserNames, type ModelSpec } from "../../model/index.ts";
+import { QWEN3, QWEN3_CODER, QWEN2_5_VL_IMAGES, registeredParserNames, type ModelSpec } from "../../model/index.ts";
+import { visionOfDir } from "./vision-dir.ts";
 import type { TokenInOptions } from "./index.ts";
 
 export interface TokenInSettings {
   /**
    * The model directory; "qwen3" is the Qwen3 tokenizer and template OpenForge ships (the
-   * simulator's), "qwen3-coder" Qwen3-Coder's template over that tokenizer (the simulator's
+   * simulator's, which takes images as Qwen2.5-VL does), "qwen3-coder" Qwen3-Coder's template over that tokenizer (the simulator's
    * `qwen3_coder` model; its parsers default to qwen3_coder and none).
    */
   modelDir: string;
@@ -61,6 +62,8 @@ export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--
       if (!existsSync(join(dir, file))) throw new TokenInSettingsError(`${what.modelDir}: ${join(dir, file)} is missing; token-in mode needs the served model's tokenizer.json and tokenizer_config.json (its chat template), e.g. the model's Hugging Face directory`);
     }
   }
-  const model: ModelSpec = { name, dir, toolParser, reasoningParser: reasoning === "none" ? null : reasoning, ...(chatTemplate ? { chatTemplate } : {}) };
+  // Images: the simulator's Qwen3 takes them as Qwen2.5-VL does; a directory's from its preprocessor_config.json.
+  const images = settings.modelDir === "qwen3" ? QWEN2_5_VL_IMAGES : settings.modelDir === "qwen3-coder" ? undefined : visionOfDir(dir, what.modelDir);
+  const model: ModelSpec = { name, dir, toolParser, reasoningParser: reasoning === "none" ? null : reasoning, ...(chatTemplate ? { chatTemplate } : {}), ...(images ? { images } : {}) };
   return { model, ...(settings.maxModelLen ? { maxModelLen: settings.maxModelLen } : {}), ...(settings.maxHeldTokens ? { maxHeldTokens: settings.maxHeldTokens } : {}) };
 }

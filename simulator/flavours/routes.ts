@@ -9,7 +9,8 @@
  * `POST /resume`, `GET /is_paused`, `POST /collective_rpc` (`reload_weights` with
  * `kwargs.weights_path` reloads a checkpoint directory in place), `POST /reset_prefix_cache`,
  * `POST /update_weight_version {new_version}`, `GET /weight_info` (`rl/online/api_router.py`,
- * `serve/dev/rpc/api_router.py`, `serve/dev/cache/api_router.py`).
+ * `serve/dev/rpc/api_router.py`, `serve/dev/cache/api_router.py`). With `--enable-scale-out`:
+ * `POST /inference/v1/generate`, token ids with images (token-generate.ts).
  *
  * SGLang 0.5.23 (`entrypoints/http_server.py`) — no `/version`; `GET /server_info` (server args
  * and `version`), `GET /model_info` (`model_path`, `weight_version`, ...), `GET /v1/models`
@@ -24,6 +25,7 @@ import type { SimContext } from "../context.ts";
 import { sglangError } from "./sglang.ts";
 import { vllmError } from "./vllm.ts";
 import { handleNativeGenerate } from "../native-generate.ts";
+import { handleTokenGenerate } from "../token-generate.ts";
 
 const MAX_MODEL_LEN = 131072;
 const SIM = { "x-forge-simulator": "1" };
@@ -71,6 +73,7 @@ async function jsonBody(c: Context): Promise<any> {
 
 function mountVllm(app: Hono, ctx: SimContext): void {
   const e = ctx.engine;
+  app.post("/inference/v1/generate", (c) => handleTokenGenerate(ctx, c.req.raw));
   app.get("/version", (c) => c.json({ version: e.version }));
   app.get("/v1/models", (c) =>
     c.json({

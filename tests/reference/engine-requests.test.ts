@@ -6,11 +6,15 @@
  * not, in train mode as each engine's adapter rewrites them, and as sent in eval mode), the
  * Anthropic Messages and Responses doors' translations, the start-up probe, the token-id
  * requests of token-in mode (vLLM `/v1/completions` with a token prompt, SGLang's native
- * `/generate`), and the weight-sync calls where the server defines a type (SGLang's io_struct).
+ * `/generate`; with images, SGLang's `/generate` with `image_data` and vLLM's
+ * `/inference/v1/generate` GenerateRequest with `content_parts`), and the weight-sync calls where
+ * the server defines a type (SGLang's io_struct).
  * Prints how many bodies it checked.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { DEFAULT_FRONT_DOORS, adapterFor, loadCalls, sglangGenerateRequest, versionCall, vllmTokenCompletionRequest } from "../../proxy/index.ts";
+import { engineRequest } from "../../proxy/token-in/engine-request.ts";
+import { solidPng } from "../../model/testing.ts";
 import { sglangNativeSkipReason, startOracle, type Oracle } from "./oracle.ts";
 
 // Importing vLLM and SGLang takes tens of seconds on a loaded 2-core machine.
@@ -180,6 +184,37 @@ for (const engine of ["vllm", "sglang"] as const) {
       SLOW,
     );
 
+    test(
+      "token-in with images: the route's body, streamed and not, with the Chat request's sampling",
+      async () => {
+        const model = engine === "vllm" ? "vllm.GenerateRequest" : "sglang.GenerateRequest";
+        for (const body of imageBodies(engine)) {
+          await expectAccepted(model, body);
+          // vLLM's SamplingParams drops unknown keys silently: each one is checked to be a field it reads.
+          if (engine === "vllm") await expectAccepted("vllm.SamplingParams", body.sampling_params as Record<string, unknown>);
+        }
+        // The model rejects what its route would: the check is real.
+        const bad = await validate(model, engine === "vllm" ? { token_ids: [], sampling_params: {} } : { input_ids: [1], sampling_params: { max_tokens: 5 } });
+        expect(bad.ok).toBe(false);
+        if (engine === "vllm") {
+          const both = await validate(model, { ...imageBodies("vllm")[0]!, features: { mm_hashes: { image: ["a"] }, mm_placeholders: { image: [{ offset: 0, length: 1 }] } } });
+          expect(both.ok).toBe(false);
+          expect(unread(await validate("vllm.SamplingParams", { max_tokens: 1, bogus: 1 }))).toEqual(["bogus"]);
+        }
+      },
+      SLOW,
+    );
+
+    if (engine === "sglang") {
+      test.skipIf(!!nativeSkip)(
+        "token-in with images: native /generate with input_ids and image_data, as GenerateReqInput (.venv/sglang-native)",
+        async () => {
+          for (const body of imageBodies("sglang")) await expectAccepted("sglang.GenerateReqInput", body);
+        },
+        SLOW,
+      );
+    }
+
     if (engine === "vllm") {
       test(
         "token-in: /v1/completions with a token-id prompt, streamed and not",
@@ -224,6 +259,23 @@ for (const engine of ["vllm", "sglang"] as const) {
       );
     }
   });
+}
+
+/**
+ * Token-in bodies with images as the proxy builds them (proxy/token-in/engine-request.ts): one
+ * pad per image in the ids, the images as data: URLs, streamed and not, with and without logprobs
+ * and a JSON schema.
+ */
+function imageBodies(engine: "vllm" | "sglang"): Record<string, unknown>[] {
+  const shot = (w: number, h: number) => `data:image/png;base64,${solidPng(w, h).toString("base64")}`;
+  const ids = [151644, 872, 198, 151652, 151655, 151653, 151652, 151655, 151653, 198, 6023, 151645, 198, 151644, 77091, 198];
+  const images = [shot(1280, 720), shot(390, 844)];
+  const chats: Record<string, unknown>[] = [
+    { model: "qwen3", messages: [], temperature: 1, top_p: 1, seed: 7, max_tokens: 64 },
+    { model: "qwen3", messages: [], stream: true, temperature: 0.6, top_k: 20, stop: ["</answer>"], logprobs: true, top_logprobs: 3 },
+    { model: "qwen3", messages: [], min_tokens: 1, presence_penalty: 0.5, response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "object" } } } },
+  ];
+  return chats.map((chat) => engineRequest(engine, chat, ids, { maxModelLen: 32768, topLogprobs: chat.top_logprobs as number ?? 0, images, expandedLength: 2000 }).body);
 }
 
 test("vLLM's weight routes take no request model: the bodies carry exactly the fields their handlers read", () => {

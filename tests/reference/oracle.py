@@ -503,6 +503,10 @@ MODELS = {
     "vllm.CompletionRequest": ("vllm.entrypoints.openai.completion.protocol", "CompletionRequest"),
     "vllm.ResponsesRequest": ("vllm.entrypoints.openai.responses.protocol", "ResponsesRequest"),
     "vllm.AnthropicMessagesRequest": ("vllm.entrypoints.anthropic.protocol", "AnthropicMessagesRequest"),
+    # vLLM's token-in route with images (POST /inference/v1/generate, served with --enable-scale-out).
+    "vllm.GenerateRequest": ("vllm.entrypoints.scale_out.token_in_token_out.protocol", "GenerateRequest"),
+    # Its sampling_params (a msgspec Struct that drops unknown keys silently: checked on its own).
+    "vllm.SamplingParams": ("vllm.sampling_params", "SamplingParams"),
     "sglang.ChatCompletionRequest": ("sglang.srt.entrypoints.openai.protocol", "ChatCompletionRequest"),
     "sglang.CompletionRequest": ("sglang.srt.entrypoints.openai.protocol", "CompletionRequest"),
     "sglang.GenerateReqInput": ("sglang.srt.managers.io_struct", "GenerateReqInput"),
