@@ -118,8 +118,19 @@ export function imageSinceLastTurn(messages: SimMessage[]): boolean {
     const message = messages[i]!;
     if (message.role === "assistant") return false;
     if (Array.isArray(message.content) && message.content.some((part) => IMAGE_PART_TYPES.has(part.type))) return true;
+    // A prompt that came as ids (token-in: /generate, /inference/v1/generate) reads back as text
+    // holding the template's placeholder where each image is.
+    if (renderedImage(message.content)) return true;
   }
   return false;
+}
+
+/** Qwen-VL's placeholder for an image in a rendered prompt (Qwen2-VL, Qwen2.5-VL, Qwen3-VL templates). */
+const VISION_START = "<|vision_start|>";
+
+function renderedImage(content: SimMessage["content"]): boolean {
+  if (typeof content === "string") return content.includes(VISION_START);
+  return Array.isArray(content) && content.some((part) => typeof (part as { text?: unknown }).text === "string" && (part as { text: string }).text.includes(VISION_START));
 }
 
 /** The first http(s) URL of a text, without trailing punctuation. */
