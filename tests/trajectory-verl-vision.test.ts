@@ -15,8 +15,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readRecords } from "../records/index.ts";
 import { scratchDir } from "../records/testing.ts";
-import { exportTrajectories, trajectoryOf } from "../trajectories/index.ts";
+import { exportTrajectories, QWEN3_THINK, trajectoryOf } from "../trajectories/index.ts";
 import { startProxyHarness, type ProxyHarness } from "../proxy/testing.ts";
+import { tokenInOptions } from "../proxy/index.ts";
 import { solidPng } from "../model/testing.ts";
 import { oraclePython } from "./reference/oracle.ts";
 
@@ -80,9 +81,22 @@ async function runVisionSuite(setupPath: string): Promise<{ code: number; out: s
 
 test("veRL suite (vision): recorded Qwen2.5-VL image samples through veRL 0.9.1's processor and get_rope_index", async () => {
   const modes: { name: string; dataDir: string; rollouts: string[] }[] = [];
-  const engine = await startProxyHarness({ proxy: { mode: "train" } });
+  // Engine mode (the engine renders each prompt), and token-in mode (the proxy renders, the
+  // engine's generate route expands the images: vLLM's /inference/v1/generate, SGLang's /generate).
+  const harnesses: { [name: string]: ProxyHarness } = {
+    engine: await startProxyHarness({ proxy: { mode: "train" } }),
+    "token-in vllm": await startProxyHarness({ proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } }),
+    "token-in sglang": await startProxyHarness({ sim: { engine: "sglang" }, proxy: { mode: "train", engine: "sglang", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } }),
+  };
   try {
-    modes.push({ name: "engine", dataDir: engine.dataDir, rollouts: [await imageRollout(engine, "gv", 1), await imageRollout(engine, "gv", 0)] });
+    for (const [name, h] of Object.entries(harnesses)) modes.push({ name, dataDir: h.dataDir, rollouts: [await imageRollout(h, "gv", 1), await imageRollout(h, "gv", 0)] });
+    // Token-in: one sample per rollout, 0 drift (docs/token-in.md); engine mode forks here.
+    for (const m of modes.filter((m) => m.name.startsWith("token-in"))) {
+      for (const id of m.rollouts) {
+        const t = (await trajectoryOf(readRecords(m.dataDir), id, QWEN3_THINK))!;
+        expect({ mode: m.name, samples: t.samples.length, drift: t.stats.drift_tokens }).toEqual({ mode: m.name, samples: 1, drift: 0 });
+      }
+    }
     const batches: { name: string; batch: string; rollouts: { [id: string]: unknown } }[] = [];
     for (const m of modes) {
       const batch = join(scratch.dir, `${m.name}.parquet`);
@@ -106,6 +120,6 @@ test("veRL suite (vision): recorded Qwen2.5-VL image samples through veRL 0.9.1'
     expect(out).toContain("OK");
     expect(code).toBe(0);
   } finally {
-    await engine.close();
+    for (const h of Object.values(harnesses)) await h.close();
   }
 }, 600_000);

@@ -27,7 +27,7 @@ import uuid
 from typing import Any, Optional
 
 from .batch import Batch
-from .images import BlobDir, check_image_tokens, inline_images
+from .images import BlobDir, check_image_tokens, inline_images, vision_ids
 from .online import OnlineClient, OnlineError, OnlineTimeout, sampling_of, server_upstreams
 from .verl_state import VALIDATION_LABEL, GroupSettle, config_get, read_server_version, refuse_async_trainer, validating, _balancer_handles
 from .samples import Limits, trajectory_outputs
@@ -104,6 +104,7 @@ class ForgeAgentLoop(AgentLoopBase):
             response_length=config_get(self.config, "actor_rollout_ref.rollout.response_length"),
             overlong=overlong,
             overlong_reward=float(overlong_reward),
+            vision=vision_ids(processor),
         )
         self.drop_single_session_groups = bool(drop_single_session_groups)
         self.experiment = experiment or os.environ.get("FORGE_EXPERIMENT", "verl")

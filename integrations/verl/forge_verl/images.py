@@ -117,3 +117,17 @@ def check_image_tokens(sample_id: str, ids: list, images: Optional[list], proces
                 f"(preprocessor_config.json: min_pixels, max_pixels, patch_size, merge_size) is not the "
                 f"one the serving engine ran, or the images are out of order"
             )
+
+
+def vision_ids(processor) -> Optional[tuple]:
+    """``(<|vision_start|>, <|image_pad|>, <|vision_end|>)`` of a Qwen-VL processor veRL hands the
+    loop, or None (a text model, or a processor without an image token)."""
+    pad = getattr(processor, "image_token_id", None) if processor is not None else None
+    tokenizer = getattr(processor, "tokenizer", None)
+    if pad is None or tokenizer is None:
+        return None
+    start, end = tokenizer.convert_tokens_to_ids("<|vision_start|>"), tokenizer.convert_tokens_to_ids("<|vision_end|>")
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    if not isinstance(start, int) or not isinstance(end, int) or unknown in (start, end):
+        return None
+    return (start, int(pad), end)

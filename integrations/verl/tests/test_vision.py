@@ -33,7 +33,7 @@ IMAGE_PAD = 151655
 QWEN2_VL_PREPROCESSOR = {**vh.QWEN2_5_VL_PREPROCESSOR, "max_pixels": 1003520}
 
 
-def replay(batch: str, rollout_id: str, processor) -> list:
+def replay(batch: str, rollout_id: str, processor, response_length: int = 16384) -> list:
     """ForgeAgentLoop built as veRL's worker builds it (hydra, the processor veRL hands it) and
     run on a group row standing for one rollout: all of its outputs."""
     import hydra
@@ -42,7 +42,7 @@ def replay(batch: str, rollout_id: str, processor) -> list:
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     yaml_path = vh.agent_loop_yaml([{"name": "forge_agent", "_target_": "forge_verl.agent_loop.ForgeAgentLoop", "mode": "replay", "batch_path": batch, "drop_single_session_groups": False}])
-    cfg = vh.compose([f"actor_rollout_ref.model.path={vh.tiny_model_dir()}", f"actor_rollout_ref.rollout.agent.agent_loop_config_path={yaml_path}", "data.max_prompt_length=16384", "data.max_response_length=4096"])
+    cfg = vh.compose([f"actor_rollout_ref.model.path={vh.tiny_model_dir()}", f"actor_rollout_ref.rollout.agent.agent_loop_config_path={yaml_path}", "data.max_prompt_length=16384", f"data.max_response_length={response_length}"])
     for entry in OmegaConf.load(yaml_path):
         _agent_loop_registry[entry.name] = entry
 
@@ -169,6 +169,28 @@ class RecordedImageSamplesThroughVeRL(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"sample .*image 1 \(1920x1080\) is \d+ tokens for veRL's processor but its run at token \d+ holds \d+"):
             replay(b["batch"], rollout_id, other)
         vh.checked("refusals")
+
+    def test_a_cut_through_an_image_leaves_the_image_out(self):
+        """veRL's truncation (``overlong: truncate``, the response cut to response_length) through
+        the middle of a screenshot: the cut moves to before the image, the image leaves
+        ``multi_modal_data`` with it, and veRL's vision path pairs what remains."""
+        for b in SETUP["batches"]:
+            if not b["name"].startswith("token-in"):
+                continue
+            rollout_id = next(iter(b["rollouts"]))
+            full = replay(b["batch"], rollout_id, self.processor)[-1]
+            runs = pad_runs([*full.prompt_ids, *full.response_ids])
+            start, n = runs[-1]  # the last screenshot, in the response (a later call's prompt)
+            self.assertGreaterEqual(start, len(full.prompt_ids), b["name"])
+            cut_at = start - len(full.prompt_ids) + n // 2
+            out = replay(b["batch"], rollout_id, self.processor, response_length=cut_at)[-1]
+            self.assertEqual(out.extra_fields["forge_truncated"], 1, b["name"])
+            self.assertEqual(out.response_ids, full.response_ids[: start - 1 - len(full.prompt_ids)], b["name"])  # before its <|vision_start|>
+            self.assertEqual(len(out.multi_modal_data["images"]), len(runs) - 1, b["name"])
+            inputs, _, positions = verl_postprocess(self.processor, out)
+            self.assertEqual([t * h * w // 4 for t, h, w in inputs["image_grid_thw"].tolist()], [k for _, k in runs[:-1]], b["name"])
+            self.check_positions(positions, [*out.prompt_ids, *out.response_ids], runs[:-1], inputs["image_grid_thw"].tolist(), b["name"])
+            vh.checked("cuts through an image")
 
     def test_images_out_of_order_or_missing_are_refused(self):
         from forge_verl.images import check_image_tokens
