@@ -18,3 +18,4 @@ export { hermesToolParser } from "./parsers/hermes.ts";
 export { qwen3ReasoningParser, qwen3CoderToolParser, qwen3ArgConverter } from "./parsers/qwen3.ts";
 export type { DeltaMessage, DeltaToolCall, ToolCall, ExtractedToolCalls, ParseRequest, ParserContext, ParserOptions, ReasoningParser, ToolCallParser, StreamArgs } from "./parsers/types.ts";
 export { imageDimensions, imageTokenCount, pyRound, smartResize, ImageSizeError, QWEN2_VL_PROCESSOR, QWEN2_5_VL_PROCESSOR, type VisionProcessor } from "./vision.ts";
+export { qwen25VlDir, qwen25VlSpec, QWEN2_5_VL_PREPROCESSOR_CONFIG } from "./qwen2-5-vl.ts";

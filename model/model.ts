@@ -65,6 +65,13 @@ export const QWEN_VL_IMAGES: ImageHandling = { placeholder: "<|vision_start|><|i
  */
 export const QWEN2_5_VL_IMAGES: ImageHandling = { ...QWEN_VL_IMAGES, expand: { token: "<|image_pad|>", processor: QWEN2_5_VL_PROCESSOR } };
 
+/**
+ * A template that iterates over a message's content parts: vLLM's content-format detection
+ * (`_detect_content_format` walks the template for a `for` loop over `message['content']`) then
+ * hands it the parts ("openai"); checked for vision models, whose templates place images.
+ */
+const LOOPS_OVER_CONTENT = /\{%-?\s*for\s+\w+\s+in\s+(?:message|m|msg)(?:\[\s*['"]content['"]\s*\]|\.content)\s*-?%\}/;
+
 export interface OutputParserOptions extends ParseRequest {
   /** The rendered prompt ids (vLLM gives them to the parser). */
   promptTokenIds?: readonly number[];
@@ -167,6 +174,7 @@ async function build(spec: ModelSpec): Promise<Model> {
       modelName: spec.name,
       images: spec.images,
       templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
+      contentFormat: spec.images && LOOPS_OVER_CONTENT.test(template.source) ? "openai" : "string",
     });
     return { ...pre, template };
   };

@@ -62,6 +62,14 @@ export interface PreprocessOptions {
   images?: ImageHandling;
   /** Whether the template names the `developer` role (else developer turns become system). */
   templateKnowsDeveloper?: boolean;
+  /**
+   * vLLM's chat template content format: "string" (default: content parts joined into one text,
+   * the placeholders before it) or "openai" (a template that loops over `message['content']`,
+   * such as Qwen2-VL's and Qwen2.5-VL's: content is the list of parts in order,
+   * `{"type": "text", "text"}` and `{"type": "image"}`; `wrap_dicts` in
+   * `renderers/chat_utils/chat_message.py`).
+   */
+  contentFormat?: "string" | "openai";
 }
 
 export interface Preprocessed {
@@ -166,16 +174,22 @@ function parseMessage(message: unknown, index: number, options: PreprocessOption
   else throw new ChatRequestError(`messages[${index}].content: expected a string or a list of content parts`, "messages");
   if (role === "system") parts = stripBillingHeader(parts);
   const texts: string[] = [];
+  const wrapped: PyDict[] = [];
   let imageCount = 0;
   for (const part of parts) {
     const text = partText(part, index, options);
     if (text === IMAGE) {
       imageCount++;
       images.push(imageSource(part));
-    } else if (text) texts.push(text);
+      wrapped.push(new Map<string, PyValue>([["type", "image"]]));
+    } else if (text !== undefined) {
+      if (text) texts.push(text);
+      wrapped.push(new Map<string, PyValue>([["type", "text"], ["text", text]]));
+    }
   }
-  let content = texts.join("\n");
-  if (imageCount > 0) content = [...Array<string>(imageCount).fill(options.images!.placeholder), ...(content ? [content] : [])].join("\n");
+  let content: PyValue = texts.join("\n");
+  if (options.contentFormat === "openai") content = wrapped;
+  else if (imageCount > 0) content = [...Array<string>(imageCount).fill(options.images!.placeholder), ...(content ? [content] : [])].join("\n");
   const out: PyDict = new Map<string, PyValue>([
     ["role", role],
     ["content", content],

@@ -55,12 +55,24 @@ export function assistantKey(content: string, calls: readonly string[]): string 
 export function messageKey(message: PyDict): string {
   const role = String(message.get("role"));
   const content = message.get("content");
-  const text = typeof content === "string" ? content : content == null ? "" : canonical(content);
+  const text = textOf(content) ?? canonical(content as PyValue);
   if (role === "assistant") {
     const calls = message.get("tool_calls");
     return assistantKey(text, Array.isArray(calls) ? calls.map(callText) : []);
   }
   return hash(`${role}\u0001${text}`);
+}
+
+/**
+ * A message's content as text: a string, nothing, or the parts of a template that takes them
+ * ("openai" content format) when they are all text (joined, as the template writes them);
+ * undefined for parts with images (compared whole).
+ */
+function textOf(content: PyValue | undefined): string | undefined {
+  if (typeof content === "string") return content;
+  if (content == null) return "";
+  if (!Array.isArray(content) || !content.every((p) => p instanceof Map && p.get("type") === "text")) return undefined;
+  return content.map((p) => String((p as Map<string, PyValue>).get("text") ?? "")).join("");
 }
 
 /**
@@ -104,7 +116,7 @@ export function runKey(messages: readonly PyDict[], o: { squashed?: boolean } = 
   const calls: string[] = [];
   for (const m of messages) {
     const content = m.get("content");
-    text += typeof content === "string" ? content : "";
+    text += textOf(content) ?? "";
     const c = m.get("tool_calls");
     if (Array.isArray(c)) for (const call of c) calls.push(callText(call));
   }

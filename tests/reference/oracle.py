@@ -690,6 +690,49 @@ def op_qwen_vl_image_tokens(req: dict) -> dict:
     return {"images": out}
 
 
+_VL_PROCESSORS: dict = {}
+
+
+def op_qwen_vl_render(req: dict) -> dict:
+    """Conversations rendered by transformers' Qwen2_5_VLProcessor built from a model directory
+    (its tokenizer, the chat template in its tokenizer_config.json, its preprocessor_config.json):
+    the prompt text (`apply_chat_template`), its ids as the tokenizer encodes it (the collapsed
+    form: one <|image_pad|> per image) and as the processor expands them for the images
+    (`processor(text=..., images=...)`). The venv has no torchvision: the image processor is the
+    PIL one (the same smart_resize) and the video processor is left out (images only)."""
+    import base64
+    import io
+
+    from PIL import Image
+    from transformers import AutoTokenizer, Qwen2_5_VLProcessor
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    class ImagesOnly(Qwen2_5_VLProcessor):
+        def check_argument_for_proper_class(self, name, arg):
+            if name == "video_processor":
+                return None
+            return super().check_argument_for_proper_class(name, arg)
+
+    d = req["dir"]
+    proc = _VL_PROCESSORS.get(d)
+    if proc is None:
+        cfg = json.load(open(os.path.join(d, "preprocessor_config.json")))
+        tok = AutoTokenizer.from_pretrained(d)
+        image = Qwen2VLImageProcessorPil(min_pixels=cfg["min_pixels"], max_pixels=cfg["max_pixels"],
+                                         patch_size=cfg["patch_size"], merge_size=cfg["merge_size"])
+        proc = ImagesOnly(image_processor=image, tokenizer=tok, video_processor=None, chat_template=tok.chat_template)
+        _VL_PROCESSORS[d] = proc
+    out = []
+    for conv in req["conversations"]:
+        text = proc.apply_chat_template(conv["messages"], tokenize=False,
+                                        add_generation_prompt=conv.get("add_generation_prompt", True))
+        collapsed = proc.tokenizer(text, add_special_tokens=False)["input_ids"]
+        images = [Image.open(io.BytesIO(base64.b64decode(b))).convert("RGB") for b in conv.get("images") or []]
+        expanded = proc(text=[text], images=images or None)["input_ids"][0]
+        out.append({"text": text, "collapsed": list(collapsed), "expanded": [int(i) for i in expanded]})
+    return {"renderings": out}
+
+
 # --------------------------------------------------------------------------- main loop
 
 OPS = {
@@ -707,6 +750,7 @@ OPS = {
     "grpo": op_grpo,
     "verl_dataset": op_verl_dataset,
     "qwen_vl_image_tokens": op_qwen_vl_image_tokens,
+    "qwen_vl_render": op_qwen_vl_render,
 }
 
 
