@@ -218,6 +218,18 @@ describe("browser scripts: named tools, {{url}}, expect: image", () => {
     expect(imageSinceLastTurn([screenshot, { role: "assistant", content: "ok" }, { role: "tool", content: "done" }])).toBe(false);
   });
 
+  test("a prompt read back from ids (token-in): the template's image placeholder in a turn after the last assistant turn is an image", () => {
+    const shot = { role: "user" as const, content: "<|vision_start|><|image_pad|><|vision_end|>" };
+    expect(imageSinceLastTurn([{ role: "assistant", content: "ok" }, { role: "tool", content: "<tool_response>\ndone\n</tool_response>" }, shot])).toBe(true);
+    expect(imageSinceLastTurn([shot, { role: "assistant", content: "ok" }, { role: "tool", content: "done" }])).toBe(false);
+    expect(imageSinceLastTurn([{ role: "assistant", content: "ok" }, { role: "user", content: "no image here" }])).toBe(false);
+  });
+
+  test("the default policy's echo leaves an image's placeholder out: a model never samples <|image_pad|>", () => {
+    const turn = decideTurn({ messages: [{ role: "user", content: "<|vision_start|><|image_pad|><|vision_end|>\nWhat is this?" }], tools: [], script: { version: 1, tasks: [] } as never, seed: 1 });
+    expect(turn.turn.content).toBe("You said: \nWhat is this?");
+  });
+
   test("placeholders: {{url}} without its trailing slash, {{cwd}}, nested values; unknown ones stay", () => {
     expect(fillPlaceholders({ a: "{{url}}/cart", b: ["{{ cwd }}/x", 3], c: "{{other}}" }, { url: "http://h:1/", cwd: "/ws" })).toEqual({ a: "http://h:1/cart", b: ["/ws/x", 3], c: "{{other}}" });
     expect(firstUrl("see http://127.0.0.1:8000/a?b=1. Then")).toBe("http://127.0.0.1:8000/a?b=1");

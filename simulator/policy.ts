@@ -118,8 +118,20 @@ export function imageSinceLastTurn(messages: SimMessage[]): boolean {
     const message = messages[i]!;
     if (message.role === "assistant") return false;
     if (Array.isArray(message.content) && message.content.some((part) => IMAGE_PART_TYPES.has(part.type))) return true;
+    // A prompt that came as ids (token-in: /generate, /inference/v1/generate) reads back as text
+    // holding the template's placeholder where each image is.
+    if (renderedImage(message.content)) return true;
   }
   return false;
+}
+
+/** Qwen-VL's placeholder for an image in a rendered prompt (Qwen2-VL, Qwen2.5-VL, Qwen3-VL templates). */
+const VISION_START = "<|vision_start|>";
+const RENDERED_IMAGE = /<\|vision_start\|>[\s\S]*?<\|vision_end\|>/g;
+
+function renderedImage(content: SimMessage["content"]): boolean {
+  if (typeof content === "string") return content.includes(VISION_START);
+  return Array.isArray(content) && content.some((part) => typeof (part as { text?: unknown }).text === "string" && (part as { text: string }).text.includes(VISION_START));
 }
 
 /** The first http(s) URL of a text, without trailing punctuation. */
@@ -239,7 +251,9 @@ export function findWorkingDirectory(messages: SimMessage[]): string | undefined
  * a short report of the result; otherwise an echo-ish answer.
  */
 function defaultTurn(messages: SimMessage[], anchor: number, done: number, tools: SimTool[], cwd?: string): PolicyTurn {
-  const prompt = anchor >= 0 ? contentText(messages[anchor]!.content) : "";
+  // An image's placeholder in a prompt read back from ids (token-in) is not text to echo: a model
+  // never samples <|image_pad|>, and one in a completion would count as an image of the chain.
+  const prompt = anchor >= 0 ? contentText(messages[anchor]!.content).replace(RENDERED_IMAGE, "") : "";
   if (done > 0) {
     const result = contentText([...messages].reverse().find((m) => m.role === "tool")?.content).trim();
     const shown = result.length > 200 ? `${result.slice(0, 197)}...` : result;

@@ -18,6 +18,7 @@ import { commonPrefix } from "../lib/index.ts";
 // Names only tests use outside the trajectories area (docs/architecture.md: a face exports what other areas use).
 export { manifestPath, sidecarPath } from "./export-files.ts";
 export type { ExportManifest } from "./export-manifest.ts";
+export { QWEN3_THINK } from "./types.ts";
 
 export type CallSpec = {
   prompt: number[];

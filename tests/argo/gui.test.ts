@@ -17,9 +17,11 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { WorkflowTemplate } from "@kubernetes-models/argo-workflows/argoproj.io/v1alpha1";
 import { Pod } from "kubernetes-models/v1/Pod";
 import { parse, stringify } from "yaml";
-import { startProxy } from "../../proxy/index.ts";
+import { startProxy, tokenInOptions } from "../../proxy/index.ts";
 import { readRecords } from "../../records/index.ts";
-import { parseExperimentFile, type Experiment } from "../../schemas/index.ts";
+import { parseExperimentFile, TokenMode, TokenStatus, type Experiment } from "../../schemas/index.ts";
+import { trajectoryOf } from "../../trajectories/index.ts";
+import { QWEN3_THINK } from "../../trajectories/testing.ts";
 import { startPolicySimulator } from "../../simulator/index.ts";
 import { renderExperiment } from "../../workflows/argo/render.ts";
 import { submitExperiment } from "../../workflows/argo/submit.ts";
@@ -117,6 +119,24 @@ describe("GUI rollout pods, rendered", () => {
     // The site's files travel in the experiment's ConfigMap, where the sidecar reads them.
     const config = objects.find((o) => o.kind === "ConfigMap")!;
     expect(Object.keys(config.data)).toContain("tasks__newsletter-signup__site__subscribe.html");
+  });
+
+  test("token-in (spec.policy.tokenMode: token-in) with the simulator playing SGLang: the proxy renders with the simulator's model, which takes images as Qwen2.5-VL; the pods are the same and still valid", () => {
+    const experiment = parseExperimentFile(GUI_FIXTURE);
+    experiment.spec.policy.tokenMode = "token-in";
+    experiment.spec.policy.engine = "sglang";
+    const objects = render(experiment, GUI_FIXTURE);
+    expect(() => new WorkflowTemplate(objects.find((o) => o.kind === "WorkflowTemplate") as never).validate()).not.toThrow();
+    expect(() => podOf(rolloutOf(objects)).validate()).not.toThrow();
+    const [proxyContainer, simContainer] = objects.find((o) => o.kind === "Deployment")!.spec.template.spec.containers;
+    const args: string[] = proxyContainer.args;
+    expect(args.slice(args.indexOf("--token-in"), args.indexOf("--token-in") + 3)).toEqual(["--token-in", "--model-dir", "qwen3"]);
+    expect(args.slice(args.indexOf("--engine"), args.indexOf("--engine") + 2)).toEqual(["--engine", "sglang"]);
+    expect(simContainer.name).toBe("policy-sim");
+    expect(simContainer.args.slice(simContainer.args.indexOf("--engine"), simContainer.args.indexOf("--engine") + 2)).toEqual(["--engine", "sglang"]);
+    // The rollout pod does not change with the token mode: the harness talks to the proxy either way.
+    const engineMode = render(parseExperimentFile(GUI_FIXTURE), GUI_FIXTURE);
+    expect(rolloutOf(objects)).toEqual(rolloutOf(engineMode));
   });
 
   test("the reward's source is out of the agent's reach: only the sidecar writes the site's log, only verify reads it, no token where task code runs", () => {
@@ -233,7 +253,7 @@ function experimentWith(name: string, harness: Record<string, unknown>, tasks: s
  * file as the startup probe does), then register → harness → verify → finish, each with its
  * volumes as directories; the sidecar is stopped with SIGTERM as the kubelet does.
  */
-async function guiPod(experiment: string, options: { index?: number; sidecar?: boolean; playwrightMcpCli?: string } = {}) {
+async function guiPod(experiment: string, options: { index?: number; sidecar?: boolean; playwrightMcpCli?: string; proxyUrl?: string } = {}) {
   const pod = mkdtempSync(join(scratch, "pod-"));
   const volume = (name: string) => {
     mkdirSync(join(pod, name), { recursive: true });
@@ -254,10 +274,11 @@ async function guiPod(experiment: string, options: { index?: number; sidecar?: b
   const item = join(volume("item"), "item.json");
   // A run per pod: rollout ids are unique per run, and every test records into one proxy.
   const ids = ["--run", `wf-${pod.slice(-6).toLowerCase()}`, "--iteration", "0", "--index", index, "--item", item, "--retry", "0"];
-  const register = await step(["register", "--experiment", experiment, "--proxy", proxy.url, "--workspace", workspace!, "--state", state!, "--control", control!, "--plan-dir", plan, "--site-url", `http://127.0.0.1:${port}`, ...(options.playwrightMcpCli ? ["--playwright-mcp-cli", options.playwrightMcpCli] : []), ...ids]);
+  const proxyUrl = options.proxyUrl ?? proxy.url;
+  const register = await step(["register", "--experiment", experiment, "--proxy", proxyUrl, "--workspace", workspace!, "--state", state!, "--control", control!, "--plan-dir", plan, "--site-url", `http://127.0.0.1:${port}`, ...(options.playwrightMcpCli ? ["--playwright-mcp-cli", options.playwrightMcpCli] : []), ...ids]);
   const harness = await step(["harness", "--state", state!, "--workspace", workspace!, "--harness-out", harnessOut!, "--timeout-seconds", "300"]);
   const verify = await step(["verify", "--experiment", experiment, "--workspace", workspace!, "--harness-out", harnessOut!, "--verdict", verdict!, "--scratch", scratchDir!, "--item", item, "--site-log", siteLog!]);
-  const finish = await step(["finish", "--experiment", experiment, "--proxy", proxy.url, "--harness-out", harnessOut!, "--verdict", verdict!, "--control", control!, "--results-dir", results!, ...ids]);
+  const finish = await step(["finish", "--experiment", experiment, "--proxy", proxyUrl, "--harness-out", harnessOut!, "--verdict", verdict!, "--control", control!, "--results-dir", results!, ...ids]);
   let sidecarExit: number | null = null;
   let sidecarOut = "";
   if (sidecar) {
@@ -370,6 +391,35 @@ describe("GUI rollout pod steps, as processes", () => {
         if (record.kind.case === "modelCall" && record.kind.value.rolloutId === done.result.rollout_id) for (const sha of record.kind.value.blobRefs) shots.add(sha);
       }
       expect(shots.size).toBeGreaterThanOrEqual(1);
+    },
+    600_000,
+  );
+
+  test.skipIf(missing.length > 0)(
+    "token-in: newsletter-signup through the pod's steps with the real Claude Code against a token-in proxy over a simulator playing SGLang: reward 1, one sample with both screenshots' image tokens, 0 drift",
+    async () => {
+      const sglang = await startPolicySimulator({ seed: 7, script: join(scratch, "policy.yaml"), model: "forge-sim/qwen3-sim", engine: "sglang" });
+      const dataDir = join(scratch, "data-token-in");
+      const tokenIn = await startProxy({ listen: "127.0.0.1:0", upstreams: [sglang.url], dataDir, mode: "train", engine: "sglang", adminToken: TOKEN, healthIntervalMs: 0, tokenIn: tokenInOptions({ modelDir: "qwen3" }) });
+      try {
+        const experiment = experimentWith("claude-token-in", { name: "claude-code", options: { maxTurns: 20 } }, ["newsletter-signup"]);
+        const done = await guiPod(experiment, { playwrightMcpCli: join(ROOT, "node_modules", "@playwright", "mcp", "cli.js"), proxyUrl: tokenIn.url });
+        expect(done.finish.code, `${done.harness.stdout}\n${done.harness.stderr}\n${done.finish.stderr}`).toBe(0);
+        expect(done.result).toMatchObject({ task_id: "newsletter-signup", reward: 1, status: "ok" });
+        const calls: Any[] = [];
+        for await (const { record } of readRecords(dataDir)) if (record.kind.case === "modelCall" && record.kind.value.rolloutId === done.result.rollout_id) calls.push(record.kind.value);
+        expect(calls.length).toBeGreaterThan(2);
+        for (const call of calls) expect([call.tokenMode, call.tokenStatus]).toEqual([TokenMode.TOKEN_IN, TokenStatus.COMPLETE]);
+        // The engine's native /generate served every call, with the screenshots as image_data.
+        expect(sglang.samples.length).toBe(calls.length);
+        const t = (await trajectoryOf(readRecords(dataDir), done.result.rollout_id, QWEN3_THINK))!;
+        expect({ samples: t.samples.length, drift: t.stats.drift_tokens, fork: t.stats.fork }).toEqual({ samples: 1, drift: 0, fork: 0 });
+        const final = t.samples[0]!;
+        expect([...final.prompt_ids, ...final.response_ids].filter((id) => id === 151655).length).toBe(2 * 1196);
+      } finally {
+        await tokenIn.stop();
+        await sglang.stop();
+      }
     },
     600_000,
   );

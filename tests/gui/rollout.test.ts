@@ -49,7 +49,7 @@ async function callsOf(data: string): Promise<ModelCall[]> {
 }
 
 /** An experiment over the given task directories with the GUI quickstart's script, every failure rate 0. */
-function experimentIn(dir: string, harness: Record<string, unknown>): string {
+function experimentIn(dir: string, harness: Record<string, unknown>, policy: Record<string, unknown> = {}): string {
   const script = parse(readFileSync(join(ROOT, "examples", "policies", "gui-quickstart.yaml"), "utf8"));
   script.failure_rate = 0;
   for (const task of script.tasks) task.failure_rate = 0;
@@ -59,7 +59,7 @@ function experimentIn(dir: string, harness: Record<string, unknown>): string {
     kind: "Experiment",
     metadata: { name: "gui-test" },
     spec: {
-      policy: { model: "forge-sim/qwen3-sim", mode: "train", simulator: { seed: 7, script: "policy.yaml" } },
+      policy: { model: "forge-sim/qwen3-sim", mode: "train", simulator: { seed: 7, script: "policy.yaml" }, ...policy },
       harness,
       environment: { tasks: "tasks" },
       rollouts: { k: 1, parallelism: 1, timeoutSeconds: 300, sandbox: "bwrap" },
@@ -71,6 +71,41 @@ function experimentIn(dir: string, harness: Record<string, unknown>): string {
 }
 
 describe("GUI rollouts", () => {
+  // Token-in (docs/gui.md, "Token-in"): each harness once, the simulator playing vLLM's or
+  // SGLang's generate route (bench/gui-samples.ts measures every harness on both).
+  for (const [harness, engine] of [["claude-code", "vllm"], ["codex", "sglang"], ["opencode", "sglang"]] as const) {
+    const absent = [...missing, Bun.which(harness === "claude-code" ? "claude" : harness) ? undefined : harness].filter(Boolean);
+    test.skipIf(absent.length > 0)(
+      `token-in: ${harness} on newsletter-signup, the simulator playing ${engine}: one agent sample with 0 drift, both screenshots' image tokens, reward 1`,
+      async () => {
+        const dir = join(scratch, `token-in-${harness}`);
+        mkdirSync(join(dir, "tasks"), { recursive: true });
+        cpSync(join(ROOT, "examples", "gui-quickstart", "tasks", "newsletter-signup"), join(dir, "tasks", "newsletter-signup"), { recursive: true });
+        const experiment = experimentIn(dir, { name: harness, options: harness === "claude-code" ? { maxTurns: 20 } : {} }, { tokenMode: "token-in", engine });
+        const data = join(dir, "data");
+        const run = await forge(["run", experiment, "--data", data, "--json", "--quiet"]);
+        expect(run.code, run.err).toBe(0);
+        const [outcome] = JSON.parse(run.out).outcomes;
+        expect(outcome.status, `${outcome.error}\n${outcome.verifier_output}`).toBe("ok");
+        expect(outcome.reward).toBe(1);
+        const calls = await callsOf(data);
+        expect(calls.length).toBeGreaterThan(4);
+        for (const call of calls) expect(call.tokenStatus, call.tokenStatusReason).toBe(TokenStatus.COMPLETE);
+        const exported = await forge(["export", "--data", data, "--min-group-size", "1", "--out", join(dir, "export", "batch.parquet"), "--json"]);
+        expect(exported.code, exported.err).toBe(0);
+        const rows = readFileSync(join(dir, "export", "batch.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+        // One agent sample per rollout (opencode's title call is auxiliary, left out of the export).
+        expect(rows).toHaveLength(1);
+        const [row] = rows;
+        expect([row.extra_info.is_final, row.extra_info.drift_tokens, row.reward]).toEqual([true, 0, 1]);
+        expect(row.image_refs).toHaveLength(2);
+        const pads = [...row.prompt_ids, ...row.response_ids].filter((id: number) => id === IMAGE_PAD).length;
+        expect(pads).toBe(2 * imageTokenCount(720, 1280, QWEN2_5_VL_PROCESSOR));
+      },
+      SLOW,
+    );
+  }
+
   test.skipIf(missing.length > 0)(
     "claude-code drives the browser through Playwright's MCP server: verifier reward, COMPLETE calls, screenshots stored once, image tokens, export and viewer carry them",
     async () => {

@@ -4,7 +4,7 @@
  * (forge_verl/samples.py `select_samples` with `overlong: drop`, what online mode applies to the
  * trajectory route's samples) keep the same samples and leave out the same rollouts, on
  * trajectories with auxiliary calls, forks and overlong samples. Runs the loop's code in the
- * pinned veRL environment (.venv/reference), as tests/trajectory-verl-python.test.ts does.
+ * pinned veRL environment (.venv/reference), as tests/verl/python.test.ts does.
  */
 import { afterAll, expect, test } from "bun:test";
 import { join } from "node:path";

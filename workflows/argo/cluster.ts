@@ -116,6 +116,8 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
         policy.model,
         ...(policy.simulator.script ? ["--script", `${EXPERIMENT_DIR}/${mountedSimulatorScript(policy.simulator.script)}`] : []),
         ...(simulatorToolParser(policy) === "hermes" ? [] : ["--tool-call-parser", simulatorToolParser(policy)]),
+        // spec.policy.engine: sglang makes the simulator play SGLang (as forge run does); else vLLM.
+        ...(policy.engine === "sglang" ? ["--engine", "sglang"] : []),
       ],
       resources: { requests: { cpu: "500m", memory: "1Gi" } },
       env: READ_ONLY_ROOT_ENV,

@@ -61,9 +61,11 @@ async function startServices(options: RunExperimentOptions, log: (line: string) 
   if (upstreams.length === 0) {
     const { seed, script } = experiment.spec.policy.simulator;
     const { startPolicySimulator } = await import("../../simulator/index.ts");
-    simulator = await startPolicySimulator({ seed, script: script ? resolve(dirname(options.experimentPath), script) : undefined, model: experiment.spec.policy.model, toolCallParser: simulatorToolParser(experiment.spec.policy) });
+    // spec.policy.engine: sglang makes the simulator play SGLang (its wire format and native routes); else vLLM.
+    const engine = experiment.spec.policy.engine === "sglang" ? "sglang" : "vllm";
+    simulator = await startPolicySimulator({ seed, script: script ? resolve(dirname(options.experimentPath), script) : undefined, model: experiment.spec.policy.model, toolCallParser: simulatorToolParser(experiment.spec.policy), engine });
     upstreams = [simulator.url];
-    log(`policy simulator at ${simulator.url} (seed ${seed}${script ? `, script ${script}` : ""})`);
+    log(`policy simulator at ${simulator.url} (${engine}, seed ${seed}${script ? `, script ${script}` : ""})`);
   }
   // A fresh admin token per run: only this process may register and finish rollouts.
   const adminToken = `forge-admin-${crypto.randomUUID()}`;

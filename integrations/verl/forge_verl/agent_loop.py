@@ -27,7 +27,7 @@ import uuid
 from typing import Any, Optional
 
 from .batch import Batch
-from .images import BlobDir, inline_images
+from .images import BlobDir, check_image_tokens, inline_images, vision_ids
 from .online import OnlineClient, OnlineError, OnlineTimeout, sampling_of, server_upstreams
 from .verl_state import VALIDATION_LABEL, GroupSettle, config_get, read_server_version, refuse_async_trainer, validating, _balancer_handles
 from .samples import Limits, trajectory_outputs
@@ -104,6 +104,7 @@ class ForgeAgentLoop(AgentLoopBase):
             response_length=config_get(self.config, "actor_rollout_ref.rollout.response_length"),
             overlong=overlong,
             overlong_reward=float(overlong_reward),
+            vision=vision_ids(processor),
         )
         self.drop_single_session_groups = bool(drop_single_session_groups)
         self.experiment = experiment or os.environ.get("FORGE_EXPERIMENT", "verl")
@@ -174,7 +175,7 @@ class ForgeAgentLoop(AgentLoopBase):
             return []
         reward = float(samples[-1]["reward"])
         blobs = _blob_dir(batch.blob_dir)
-        return trajectory_outputs(samples, reward=reward, limits=self.limits, several=several, images_of=lambda s: blobs.images(s.get("image_refs")), counters=COUNTERS)
+        return self._checked(trajectory_outputs(samples, reward=reward, limits=self.limits, several=several, images_of=lambda s: blobs.images(s.get("image_refs")), counters=COUNTERS))
 
     async def _servers(self) -> tuple[list[str], list[Any]]:
         """veRL's server addresses as OpenAI base URLs, and their Ray actor handles (None where
@@ -231,12 +232,22 @@ class ForgeAgentLoop(AgentLoopBase):
             return []
         samples.sort(key=lambda s: (bool(s.get("is_final")), int(s.get("sample_index", 0))))
         blobs = trajectory.get("blobs") or {}
-        return trajectory_outputs(
-            samples,
-            reward=float(trajectory.get("reward", samples[-1].get("reward", 0.0))),
-            limits=self.limits,
-            several=several,
-            images_of=lambda s: inline_images(s.get("image_refs"), blobs),
-            counters=COUNTERS,
+        return self._checked(
+            trajectory_outputs(
+                samples,
+                reward=float(trajectory.get("reward", samples[-1].get("reward", 0.0))),
+                limits=self.limits,
+                several=several,
+                images_of=lambda s: inline_images(s.get("image_refs"), blobs),
+                counters=COUNTERS,
+            )
         )
+
+    def _checked(self, outputs: list[AgentLoopOutput]) -> list[AgentLoopOutput]:
+        """The outputs, each one's images checked against its image-pad runs as veRL's vision
+        path will pair them (images.check_image_tokens; a text model's loop has no processor)."""
+        for out in outputs:
+            images = (out.multi_modal_data or {}).get("images")
+            check_image_tokens(str(out.extra_fields.get("forge_sample_id")), [*out.prompt_ids, *out.response_ids], images, self.processor)
+        return outputs
         return outputs

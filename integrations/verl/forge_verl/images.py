@@ -62,3 +62,72 @@ def inline_images(refs: Optional[list], blobs: dict) -> Optional[list]:
             raise ValueError(f"image {ref}: not in the trajectory's blobs (was it fetched with ?images=1?)")
         out.append(image_from_bytes(base64.b64decode(blob["data"]), ref))
     return out
+
+
+def image_token_runs(ids: list, image_token_id: int) -> list:
+    """The runs of image pads in a sample's ids, as (start, length), in order: an engine-expanded
+    Qwen-VL prompt holds one run per image, its length the image's merged patch count."""
+    runs: list = []
+    for i, t in enumerate(ids):
+        if t != image_token_id:
+            continue
+        if runs and runs[-1][0] + runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((i, 1))
+    return runs
+
+
+def processor_image_tokens(processor, image) -> Optional[int]:
+    """The image tokens ``processor`` gives ``image`` (transformers' Qwen2-VL image processor:
+    smart_resize's patches over merge_size²), or None for a processor that does not say."""
+    ip = getattr(processor, "image_processor", None)
+    patches = getattr(ip, "get_number_of_image_patches", None)
+    merge = getattr(ip, "merge_size", None)
+    if patches is None or not merge:
+        return None
+    width, height = image.size
+    return int(patches(height, width, {})) // (int(merge) ** 2)
+
+
+def check_image_tokens(sample_id: str, ids: list, images: Optional[list], processor) -> None:
+    """Refuses an output whose images do not pair with its image-pad runs, naming the sample.
+
+    veRL's worker pairs the k-th run of ``<|image_pad|>`` in the ids with the k-th image it hands
+    the processor (``image_grid_thw`` row k, ``get_rope_index``); a missing, extra or reordered
+    image does not fail there but walks ``get_rope_index`` off its grid or scatters embeddings
+    into the wrong tokens (verl/workers/rollout/utils.py). Checked only where veRL has a
+    processor (a vision model): without one it trains on the ids alone."""
+    image_token_id = getattr(processor, "image_token_id", None) if processor is not None else None
+    if image_token_id is None:
+        return
+    runs = image_token_runs(ids, int(image_token_id))
+    images = images or []
+    if len(runs) != len(images):
+        raise ValueError(
+            f"sample {sample_id}: {len(runs)} image-token runs in its ids but {len(images)} images "
+            f"(image_refs); veRL pairs them in order, so the row cannot train (re-export it from the records)"
+        )
+    for k, ((start, length), image) in enumerate(zip(runs, images)):
+        want = processor_image_tokens(processor, image)
+        if want is not None and want != length:
+            raise ValueError(
+                f"sample {sample_id}: image {k} ({image.size[0]}x{image.size[1]}) is {want} tokens for "
+                f"veRL's processor but its run at token {start} holds {length}: the processor "
+                f"(preprocessor_config.json: min_pixels, max_pixels, patch_size, merge_size) is not the "
+                f"one the serving engine ran, or the images are out of order"
+            )
+
+
+def vision_ids(processor) -> Optional[tuple]:
+    """``(<|vision_start|>, <|image_pad|>, <|vision_end|>)`` of a Qwen-VL processor veRL hands the
+    loop, or None (a text model, or a processor without an image token)."""
+    pad = getattr(processor, "image_token_id", None) if processor is not None else None
+    tokenizer = getattr(processor, "tokenizer", None)
+    if pad is None or tokenizer is None:
+        return None
+    start, end = tokenizer.convert_tokens_to_ids("<|vision_start|>"), tokenizer.convert_tokens_to_ids("<|vision_end|>")
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    if not isinstance(start, int) or not isinstance(end, int) or unknown in (start, end):
+        return None
+    return (start, int(pad), end)

@@ -45,6 +45,9 @@ class Limits:
     response_length: Optional[int] = None
     overlong: str = "truncate"
     overlong_reward: float = 0.0
+    #: A vision model's ``(<|vision_start|>, <|image_pad|>, <|vision_end|>)`` ids (from veRL's
+    #: processor), so a cut never splits an image: None for a text model.
+    vision: Optional[tuple] = None
 
     def __post_init__(self) -> None:
         if self.overlong not in OVERLONG_POLICIES:
@@ -64,15 +67,60 @@ class Limits:
 
     def cut(self, sample: dict) -> dict:
         """The sample cut to fit, as veRL's agent loops cut: the prompt from the left, the
-        response (with its mask and logprobs) from the right."""
+        response (with its mask and logprobs) from the right. With images (``vision``), a cut
+        that would fall inside an image (its ``<|vision_start|>`` … pads … ``<|vision_end|>``)
+        moves out of it, leaving the whole image out, and ``image_refs`` keeps the images that
+        remain: veRL pairs the k-th pad run with the k-th image, and half a run pairs with
+        nothing (its processor would size the image whole, get_rope_index walks off its grid)."""
         out = dict(sample)
-        if self.prompt_length is not None and len(sample["prompt_ids"]) > self.prompt_length:
-            out["prompt_ids"] = list(sample["prompt_ids"])[-self.prompt_length :]
-        if self.response_length is not None and len(sample["response_ids"]) > self.response_length:
-            n = self.response_length
+        prompt = list(sample["prompt_ids"])
+        response_cut = len(sample["response_ids"])
+        prompt_cut = 0
+        if self.response_length is not None and response_cut > self.response_length:
+            response_cut = self.response_length
+        if self.prompt_length is not None and len(prompt) > self.prompt_length:
+            prompt_cut = len(prompt) - self.prompt_length
+        spans = image_spans([*prompt, *sample["response_ids"]], self.vision) if self.vision else []
+        refs = sample.get("image_refs")
+        keep = list(range(len(spans)))
+        if spans:
+            end = len(prompt) + response_cut
+            for start, last in spans:
+                if start < end <= last and start >= len(prompt):
+                    end = start  # the image the cut falls in goes whole
+            response_cut = end - len(prompt)
+            for start, last in spans:
+                if start < prompt_cut <= last:
+                    prompt_cut = last + 1
+            keep = [k for k, (start, last) in enumerate(spans) if start >= prompt_cut and last < end]
+        if prompt_cut > 0:
+            out["prompt_ids"] = prompt[prompt_cut:]
+        if response_cut < len(sample["response_ids"]):
             for key in ("response_ids", "response_mask", "response_logprobs"):
-                out[key] = list(sample[key])[:n]
+                out[key] = list(sample[key])[:response_cut]
+        if spans and refs is not None and len(refs) == len(spans) and len(keep) < len(spans):
+            out["image_refs"] = [refs[k] for k in keep]
         return out
+
+
+def image_spans(ids: list, vision: tuple) -> list:
+    """Each image of a Qwen-VL sample as (first, last) token index: its ``<|vision_start|>``
+    (where it has one right before the run), the run of pads, its ``<|vision_end|>``."""
+    start_id, pad_id, end_id = vision
+    spans: list = []
+    i = 0
+    while i < len(ids):
+        if ids[i] != pad_id:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == pad_id:
+            j += 1
+        first = i - 1 if i > 0 and ids[i - 1] == start_id else i
+        last = j + 1 if j + 1 < len(ids) and ids[j + 1] == end_id else j
+        spans.append((first, last))
+        i = j + 1
+    return spans
 
 
 @dataclass

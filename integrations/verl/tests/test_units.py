@@ -33,6 +33,24 @@ def row(sid: str, prompt: int, response: int, final: bool = False, versions=(2,)
 
 
 class Rules(unittest.TestCase):
+    def test_a_cut_never_splits_an_image(self):
+        # ids: S = <|vision_start|> 1, P = <|image_pad|> 5, E = <|vision_end|> 2; images A (prompt) and B (response).
+        S, P, E = 1, 5, 2
+        s = sample("r#0", 0, 0, True)
+        s.update(prompt_ids=[9, S, P, P, P, E, 9], response_ids=[7, 7, 3, S, P, P, P, P, E, 7], image_refs=["a", "b"])
+        s.update(response_mask=[1] * 10, response_logprobs=[-0.5] * 10)
+        vision = (S, P, E)
+        # The response cut in B's pads: cut before B's <|vision_start|>, B leaves image_refs.
+        out = Limits(response_length=6, vision=vision).cut(s)
+        self.assertEqual((out["response_ids"], out["response_mask"], out["image_refs"]), ([7, 7, 3], [1, 1, 1], ["a"]))
+        # A cut after B's <|vision_end|> keeps both; a text model's cut is veRL's.
+        self.assertEqual(Limits(response_length=9, vision=vision).cut(s)["image_refs"], ["a", "b"])
+        self.assertEqual(Limits(response_length=6).cut(s)["response_ids"], [7, 7, 3, S, P, P])
+        # The prompt left-cut in A: cut after A's <|vision_end|>, A leaves.
+        out = Limits(prompt_length=3, vision=vision).cut(s)
+        self.assertEqual((out["prompt_ids"], out["image_refs"]), ([9], ["b"]))
+        vh.checked("loop rules", 4)
+
     def test_several_outputs_final_last_reward_and_versions(self):
         outs = trajectory_outputs([sample("r#0", 3, 2, versions=(1, 2)), sample("r#1", 3, 4, True)], reward=0.5, limits=Limits(8, 8), several=True, images_of=lambda s: None)
         self.assertEqual([o.extra_fields["forge_sample_id"] for o in outs], ["r#0", "r#1"])

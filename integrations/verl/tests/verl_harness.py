@@ -287,3 +287,70 @@ def agent_loop_yaml(entries: list[dict]) -> str:
 
 def work_dir() -> Path:
     return _work
+
+
+#: Qwen2.5-VL's preprocessor_config.json (Qwen/Qwen2.5-VL-7B-Instruct): what its processor sizes images by.
+QWEN2_5_VL_PREPROCESSOR = {
+    "min_pixels": 3136,
+    "max_pixels": 12845056,
+    "patch_size": 14,
+    "temporal_patch_size": 2,
+    "merge_size": 2,
+    "image_mean": [0.48145466, 0.4578275, 0.40821073],
+    "image_std": [0.26862954, 0.26130258, 0.27577711],
+    "image_processor_type": "Qwen2VLImageProcessor",
+    "processor_class": "Qwen2_5_VLProcessor",
+}
+
+
+def vl_model_dir(name: str = "tiny-qwen2.5-vl", preprocessor: Optional[dict] = None) -> str:
+    """A Qwen2.5-VL model directory veRL's ``hf_processor`` loads offline: the simulator's
+    tokenizer (Qwen3's, whose vision tokens <|vision_start|> 151652, <|image_pad|> 151655,
+    <|vision_end|> 151653 are Qwen2.5-VL's ids), a ``preprocessor_config.json`` (default
+    Qwen2.5-VL's) and a one-layer ``Qwen2_5_VLConfig`` (``get_rope_index`` reads its
+    ``vision_config.spatial_merge_size`` and token ids)."""
+    d = _work / name
+    if not (d / "config.json").exists():
+        from transformers import Qwen2_5_VLConfig
+
+        d.mkdir(parents=True, exist_ok=True)
+        for file in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(TOKENIZER_DIR / file, d / file)
+        (d / "preprocessor_config.json").write_text(json.dumps(preprocessor or QWEN2_5_VL_PREPROCESSOR))
+        Qwen2_5_VLConfig(
+            text_config=dict(vocab_size=151936, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1),
+            vision_config=dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=16),
+        ).save_pretrained(d)
+    return str(d)
+
+
+def vl_processor(model_dir: str):
+    """veRL's own ``hf_processor(model_dir)``: the Qwen2.5-VL processor with the model's
+    ``get_rope_index`` bound to it (verl/utils/tokenizer/tokenizer.py). The reference environment
+    has no torchvision, which transformers' Qwen2-VL *video* processor needs even to be
+    constructed; images never use it, so ``AutoProcessor.from_pretrained`` is given the PIL image
+    processor and transformers' base video processor. Everything else is veRL's and transformers'."""
+    from unittest import mock
+
+    import transformers
+    from transformers import AutoTokenizer, Qwen2_5_VLProcessor
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+    from transformers.processing_utils import ProcessorMixin
+    from transformers.video_processing_utils import BaseVideoProcessor
+    from verl.utils.tokenizer import hf_processor
+
+    checks = ProcessorMixin.check_argument_for_proper_class
+
+    def check(self, name, arg):
+        return type(arg) if name == "video_processor" and isinstance(arg, BaseVideoProcessor) else checks(self, name, arg)
+
+    def from_pretrained(path, **_):
+        config = json.loads((Path(path) / "preprocessor_config.json").read_text())
+        image_processor = Qwen2VLImageProcessorPil(**{k: v for k, v in config.items() if k not in ("image_processor_type", "processor_class")})
+        return Qwen2_5_VLProcessor(image_processor=image_processor, tokenizer=AutoTokenizer.from_pretrained(path), video_processor=BaseVideoProcessor())
+
+    with mock.patch.object(transformers.AutoProcessor, "from_pretrained", side_effect=from_pretrained), mock.patch.object(ProcessorMixin, "check_argument_for_proper_class", check):
+        processor = hf_processor(model_dir)
+    if processor is None or not hasattr(processor, "get_rope_index"):
+        raise RuntimeError(f"{model_dir}: veRL's hf_processor gave no Qwen2.5-VL processor with get_rope_index")
+    return processor
