@@ -100,34 +100,8 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
       ],
     },
   ];
-  if (policy.upstreams.length === 0) {
-    // No upstream: the policy simulator stands in for the model, next to the proxy.
-    containers.push({
-      name: "policy-sim",
-      image: proxy.image,
-      workingDir: FORGE_APP_DIR,
-      command: ["bun", "bin/forge.ts", "policy-sim"],
-      args: [
-        "--listen",
-        `127.0.0.1:${SIMULATOR_PORT}`,
-        "--seed",
-        String(policy.simulator.seed),
-        "--model",
-        policy.model,
-        ...(policy.simulator.script ? ["--script", `${EXPERIMENT_DIR}/${mountedSimulatorScript(policy.simulator.script)}`] : []),
-        ...(simulatorToolParser(policy) === "hermes" ? [] : ["--tool-call-parser", simulatorToolParser(policy)]),
-        // spec.policy.engine: sglang makes the simulator play SGLang (as forge run does); else vLLM.
-        ...(policy.engine === "sglang" ? ["--engine", "sglang"] : []),
-      ],
-      resources: { requests: { cpu: "500m", memory: "1Gi" } },
-      env: READ_ONLY_ROOT_ENV,
-      securityContext: restrictedContainer({ readOnlyRoot: true }),
-      volumeMounts: [
-        { name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true },
-        { name: "tmp", mountPath: "/tmp" },
-      ],
-    });
-  }
+  // No upstream: the policy simulator stands in for the model, next to the proxy.
+  if (policy.upstreams.length === 0) containers.push(simulatorContainer(experiment));
   const deployment = new Deployment({
     metadata: { name: names.proxy, namespace, labels: baseLabels(experiment, "proxy") },
     spec: {
@@ -155,6 +129,36 @@ export function renderProxyDeployment(experiment: Experiment, namespace: string,
   });
   deployment.validate();
   return deployment;
+}
+
+/** The policy simulator's container, beside the proxy when the experiment names no upstream. */
+function simulatorContainer(experiment: Experiment): IContainer {
+  const { proxy, policy } = experiment.spec;
+  return {
+    name: "policy-sim",
+    image: proxy.image,
+    workingDir: FORGE_APP_DIR,
+    command: ["bun", "bin/forge.ts", "policy-sim"],
+    args: [
+      "--listen",
+      `127.0.0.1:${SIMULATOR_PORT}`,
+      "--seed",
+      String(policy.simulator.seed),
+      "--model",
+      policy.model,
+      ...(policy.simulator.script ? ["--script", `${EXPERIMENT_DIR}/${mountedSimulatorScript(policy.simulator.script)}`] : []),
+      ...(simulatorToolParser(policy) === "hermes" ? [] : ["--tool-call-parser", simulatorToolParser(policy)]),
+      // spec.policy.engine: sglang makes the simulator play SGLang (as forge run does); else vLLM.
+      ...(policy.engine === "sglang" ? ["--engine", "sglang"] : []),
+    ],
+    resources: { requests: { cpu: "500m", memory: "1Gi" } },
+    env: READ_ONLY_ROOT_ENV,
+    securityContext: restrictedContainer({ readOnlyRoot: true }),
+    volumeMounts: [
+      { name: "experiment", mountPath: EXPERIMENT_DIR, readOnly: true },
+      { name: "tmp", mountPath: "/tmp" },
+    ],
+  };
 }
 
 /** ClusterIP Service in front of the proxy; rollout pods reach it by DNS name. */
