@@ -12,5 +12,7 @@ export { firstGroupRows, groupDatasetPath } from "./export-files.ts";
 export { trajectoryOf, trajectoryWithImages } from "./trajectory-of.ts";
 export { callImageRefs } from "./images.ts";
 export { verlColumns } from "./row.ts";
+export { OVERLONG_POLICIES, selectForTraining } from "./select.ts";
+export type { OverlongPolicy, TrainingLimits } from "./select.ts";
 export { withThinkDefaults } from "./types.ts";
 export type { RolloutTrajectory } from "./types.ts";

@@ -24,6 +24,7 @@ import type { RolloutRegistry, RolloutState } from "../state/rollouts.ts";
 import type { LogIndex } from "../state/log-index.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import { requireAdmin, type AdminThrottle } from "./auth.ts";
+import { trajectoryQuery } from "./trajectory-query.ts";
 import type { ConnectionGuard } from "../connections.ts";
 
 export interface ControlRoutesOptions {
@@ -241,13 +242,17 @@ function mountReads(app: Hono, options: ControlRoutesOptions): void {
     const id = c.req.param("id");
     rolloutOr404(registry, id);
     // Loaded on first use: trajectory assembly pulls in the export code, not needed to serve calls.
-    const { trajectoryOf, trajectoryWithImages } = await import("../../trajectories/index.ts");
+    const { OVERLONG_POLICIES, selectForTraining, trajectoryOf, trajectoryWithImages } = await import("../../trajectories/index.ts");
+    const query = trajectoryQuery(c.req.query(), OVERLONG_POLICIES);
     // Only this rollout's frames, by the log's index. Damage must not stop the online loop: it
     // is skipped with a warning on stderr (the proxy quarantined and reported it at start).
     // ?images=1: each sample's image refs and the images' bytes (the veRL loop's multi_modal_data).
     const records = options.index.recordsOf(id, { skipCorrupt: true });
-    const trajectory = c.req.query("images") === "1" ? await trajectoryWithImages(records, id) : await trajectoryOf(records, id);
-    return c.json(trajectory ?? { rollout_id: id, samples: [] });
+    const trajectory = (query.images ? await trajectoryWithImages(records, id) : await trajectoryOf(records, id)) ?? { rollout_id: id, samples: [], reward: 0 };
+    if (!query.limits) return c.json(trajectory);
+    // ?select=1: the samples the trainer trains on, by trajectories' one rule with its settings.
+    const { samples, ...selection } = selectForTraining(trajectory.samples, trajectory.reward, query.limits);
+    return c.json({ ...trajectory, samples, selection });
   });
 }
 

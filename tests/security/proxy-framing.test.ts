@@ -1,5 +1,6 @@
 /**
- * Two ways a client's framing could make the proxy misbehave (issue 35, attacks 4 and 5):
+ * What a request's bytes can do to the proxy: its size, its framing on the connection, its
+ * nesting. Each of these attacks is tested here only.
  *
  * - a body far over `--max-body-bytes` (a declared 3 MB against 1 MiB) used to meet Bun's own
  *   `maxRequestBodySize` and an empty 413; the proxy now answers every declared length over
@@ -7,14 +8,18 @@
  * - pipelined requests: Bun 1.4.5 closes a connection whose next request arrives before the
  *   current one is answered, and aborts the current one (docs/proxy.md, Pipelining). The call
  *   was still recorded as answered (token status MISSING); now nothing is recorded for a call
- *   whose harness was gone before it went upstream.
+ *   whose harness was gone before it went upstream;
+ * - JSON nested 100,000 deep: the translators recurse, so Messages and Responses bodies nested
+ *   over 512 levels are a 400 naming the nesting.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { startProxyHarness, type ProxyHarness } from "../../proxy/testing.ts";
+import { startProxyUnderTest, type ProxyUnderTest } from "../faults/proxy-under-test.ts";
 import { CallStatus } from "../../schemas/index.ts";
 
 const LIMIT = 1024 * 1024;
+const json = { "content-type": "application/json" };
 let h: ProxyHarness;
 beforeAll(async () => {
   h = await startProxyHarness({ proxy: { maxBodyBytes: LIMIT } });
@@ -42,6 +47,7 @@ describe("a body over --max-body-bytes", () => {
   for (const size of [1.5e6, 3e6, 40e6]) {
     test(`${size / 1e6} MB against 1 MiB: the proxy's JSON 413 naming the limit and the flag`, async () => {
       const r = await h.register();
+      const served = h.sims[0]!.samples.length;
       const body = JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(size) }] });
       const response = await fetch(`${r.openai_base_url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${r.api_key}` }, body });
       expect(response.status).toBe(413);
@@ -49,6 +55,8 @@ describe("a body over --max-body-bytes", () => {
       expect(answer.error.code).toBe("request_too_large");
       expect(answer.error.message).toContain(`limit of ${LIMIT} bytes`);
       expect(answer.error.message).toContain("--max-body-bytes");
+      // Nothing of it went upstream or was recorded as a model call.
+      expect(h.sims[0]!.samples.length).toBe(served);
       expect(await h.calls(r.rollout_id)).toHaveLength(0);
     });
   }
@@ -64,6 +72,7 @@ describe("a body over --max-body-bytes", () => {
 
   test("a chunked body over the limit is cut there with the same 413", async () => {
     const r = await h.register();
+    const served = h.sims[0]!.samples.length;
     const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
     let sent = 0;
     const stream = new ReadableStream<Uint8Array>({
@@ -76,6 +85,8 @@ describe("a body over --max-body-bytes", () => {
     const response = await fetch(`${r.openai_base_url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${r.api_key}` }, body: stream });
     expect(response.status).toBe(413);
     expect(((await response.json()) as { error: { message: string } }).error.message).toContain("--max-body-bytes");
+    expect(h.sims[0]!.samples.length).toBe(served);
+    expect(await h.calls(r.rollout_id)).toHaveLength(0);
   });
 });
 
@@ -122,4 +133,30 @@ describe("pipelined requests", () => {
     // What went upstream before the harness was gone is recorded as cut off, not as answered.
     for (const call of calls.filter((call) => call.httpStatus !== 200)) expect(call.status).toBe(CallStatus.CLIENT_ABORTED);
   });
+});
+
+describe("deeply nested JSON", () => {
+  let t: ProxyUnderTest;
+  beforeAll(async () => {
+    t = await startProxyUnderTest();
+  });
+  afterAll(() => t.close());
+
+  const deep = "[".repeat(100_000) + "]".repeat(100_000);
+  const cases: [string, string][] = [
+    ["/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"metadata":${deep}}`],
+    ["/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":${deep}}]}`],
+    ["/v1/responses", `{"model":"m","input":"x","metadata":${deep}}`],
+    ["/v1/responses", `{"model":"m","input":${deep}}`],
+  ];
+  for (const [path, body] of cases) {
+    test(`100k-deep JSON on ${path} is a 400 naming the nesting, and nothing goes upstream`, async () => {
+      const r = await t.register();
+      const sent = t.upstream.requests.length;
+      const res = await fetch(`${t.proxy.url}/r/${r.rollout_id}${path}`, { method: "POST", headers: { ...json, authorization: `Bearer ${r.api_key}` }, body });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as any).error.message).toMatch(/nested more than 512 levels/);
+      expect(t.upstream.requests.length).toBe(sent);
+    });
+  }
 });

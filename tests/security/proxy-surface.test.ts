@@ -1,14 +1,18 @@
 /**
  * Security of the recording proxy over its HTTP surface: per-rollout keys reach only their own
- * rollout, control routes need the admin token, keys are compared in constant time, no secret
- * lands in the log or the process output, loopback by default with a warning otherwise, and
- * request size limits.
+ * rollout, control routes need the admin token and guessing it is throttled, a finished
+ * rollout's key serves nothing more, keys are compared in constant time, no secret (nor any
+ * credential header) lands in the log or the process output, loopback by default with a warning
+ * otherwise, base URLs never from the Host header, and the concurrency limit. What a request's
+ * bytes can do (size, framing, nesting) is tests/security/proxy-framing.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createProxy, parseListen, PROXY_DEFAULTS } from "../../proxy/testing.ts";
+import { readRecords } from "../../records/index.ts";
+import type { ModelCall } from "../../schemas/index.ts";
 import { startChaosUpstream, type ChaosUpstream } from "../faults/chaos-upstream.ts";
 import { startForgeProcess } from "../faults/forge-process.ts";
 import { ADMIN, startProxyUnderTest, type ProxyUnderTest } from "../faults/proxy-under-test.ts";
@@ -21,6 +25,8 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const json = { "content-type": "application/json" };
+/** Headers on the allow-list (proxy/capture/headers.ts): stored as sent. */
+const ALLOWED = { "user-agent": "attack-suite/1.0", "x-stainless-os": "Linux", "session-id": "s-1" };
 const body = (content = "hi") => JSON.stringify({ model: "m", messages: [{ role: "user", content }] });
 
 describe("per-rollout keys", () => {
@@ -68,6 +74,72 @@ describe("per-rollout keys", () => {
   });
 });
 
+describe("admin-token guessing", () => {
+  let t: ProxyUnderTest;
+  beforeAll(async () => {
+    t = await startProxyUnderTest({ proxy: { adminThrottle: { burst: 5, refillMs: 500 } } });
+  });
+  afterAll(() => t.close());
+
+  const control = (token: string) => fetch(`${t.proxy.url}/control/rollouts`, { method: "POST", headers: { ...json, authorization: `Bearer ${token}` }, body: JSON.stringify({ experiment: "x", task_id: "y" }) });
+
+  test("failed attempts are throttled per address: 429 with Retry-After, the right token included, until the bucket refills", async () => {
+    const statuses: number[] = [];
+    let throttled: Response | undefined;
+    for (let i = 0; i < 40; i++) {
+      const res = await control(`guess-${i}`);
+      statuses.push(res.status);
+      if (res.status === 429) throttled ??= res;
+      await res.arrayBuffer();
+    }
+    // The burst is answered 401; every guess after it, 429 (the guessing rate is the refill rate).
+    expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(6);
+    expect(statuses.slice(-20).every((s) => s === 429)).toBe(true);
+    expect(Number(throttled!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(((await control(`guess-x`).then((r) => r.json())) as any).error.code).toBe("admin_attempts_throttled");
+    // While throttled the right token gets 429 too: a 200 would tell a guesser it was right.
+    const right = await control(ADMIN);
+    expect(right.status).toBe(429);
+    await right.arrayBuffer();
+    // Once the bucket has refilled, the right token is served again.
+    await Bun.sleep(Number(right.headers.get("retry-after")) * 1000 + 100);
+    const later = await control(ADMIN);
+    expect(later.status).toBe(201);
+  });
+});
+
+describe("finished rollouts", () => {
+  let t: ProxyUnderTest;
+  beforeAll(async () => {
+    t = await startProxyUnderTest({ chunks: 2 });
+  });
+  afterAll(() => t.close());
+
+  test("refuse model calls on every door and route with 409 naming the rollout and that it finished", async () => {
+    const r = await t.register();
+    expect((await t.chat(r, "before the finish")).status).toBe(200);
+    const fin = await fetch(`${t.proxy.url}/control/rollouts/${r.rollout_id}/finish`, { method: "POST", headers: { ...json, authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ reward: 1, status: "ok" }) });
+    expect(fin.status).toBe(200);
+    const before = (await t.calls()).length;
+    const attempts: [string, unknown][] = [
+      [`/r/${r.rollout_id}/v1/chat/completions`, { model: "m", messages: [{ role: "user", content: "after" }] }],
+      ["/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "after, by key" }] }],
+      [`/r/${r.rollout_id}/v1/completions`, { model: "m", prompt: "after" }],
+      [`/r/${r.rollout_id}/v1/messages`, { model: "m", max_tokens: 5, messages: [{ role: "user", content: "after" }] }],
+      [`/r/${r.rollout_id}/v1/responses`, { model: "m", input: "after" }],
+    ];
+    for (const [path, body] of attempts) {
+      const res = await fetch(`${t.proxy.url}${path}`, { method: "POST", headers: { ...json, authorization: `Bearer ${r.api_key}` }, body: JSON.stringify(body) });
+      const error = ((await res.json()) as any).error;
+      expect({ path, status: res.status, code: error.code }).toEqual({ path, status: 409, code: "rollout_finished" });
+      expect(error.message).toContain(`rollout "${r.rollout_id}" finished`);
+    }
+    expect((await t.calls()).length).toBe(before);
+    expect(t.upstream.requests.filter((q) => q.body.includes("after")).length).toBe(0);
+  });
+});
+
 describe("constant-time key comparison", () => {
   test("a key wrong in its last character is refused no faster or slower than one wrong in its first", async () => {
     const dir = mkdtempSync(join(tmpdir(), "forge-sec-timing-"));
@@ -106,8 +178,16 @@ describe("constant-time key comparison", () => {
 });
 
 describe("no secret in the log or the output", () => {
-  test("upstream key, rollout keys and admin token appear nowhere in the data dir or the process output", async () => {
+  test("upstream key, rollout keys, admin token and any credential header appear nowhere in the data dir or the process output; allow-listed headers are kept", async () => {
     const up: ChaosUpstream = await startChaosUpstream({ chunks: 3 });
+    const credentials: Record<string, string> = {
+      "x-goog-api-key": `goog-${crypto.randomUUID()}`,
+      "openai-api-key": `sk-openai-${crypto.randomUUID()}`,
+      "anthropic-api-key": `sk-ant-${crypto.randomUUID()}`,
+      "x-auth-token": `tok-${crypto.randomUUID()}`,
+      // One nobody could have listed: the allow-list stores it redacted all the same.
+      "x-some-vendor-credential": `vendor-${crypto.randomUUID()}`,
+    };
     const dir = mkdtempSync(join(tmpdir(), "forge-sec-secrets-"));
     const upstreamKey = `sk-upstream-${crypto.randomUUID()}`;
     const admin = `admin-${crypto.randomUUID()}`;
@@ -118,7 +198,7 @@ describe("no secret in the log or the output", () => {
       for (const [stream, header] of [[false, "authorization"], [true, "x-api-key"]] as const) {
         const res = await fetch(`${proxy.url}/r/${r.rollout_id}/v1/chat/completions`, {
           method: "POST",
-          headers: { ...json, [header]: header === "authorization" ? `Bearer ${r.api_key}` : r.api_key, cookie: "session=secret-cookie" },
+          headers: { ...json, ...credentials, ...ALLOWED, [header]: header === "authorization" ? `Bearer ${r.api_key}` : r.api_key, cookie: "session=secret-cookie" },
           body: JSON.stringify({ model: "m", stream, messages: [{ role: "user", content: "hello" }] }),
         });
         expect(res.status).toBe(200);
@@ -139,8 +219,18 @@ describe("no secret in the log or the output", () => {
       walk(dir);
       expect(files.length).toBeGreaterThan(0);
       const everything = files.map((f) => readFileSync(f).toString("latin1")).join("\n") + proxy.output();
-      for (const secret of [upstreamKey, admin, r.api_key, "secret-cookie"]) expect({ secret, found: everything.includes(secret) }).toEqual({ secret, found: false });
+      for (const secret of [upstreamKey, admin, r.api_key, "secret-cookie", ...Object.values(credentials)]) expect({ secret, found: everything.includes(secret) }).toEqual({ secret, found: false });
       expect(everything).toContain("[redacted]");
+      // Each call (stream and not) keeps the allow-listed headers as sent and names every credential header redacted.
+      const calls: ModelCall[] = [];
+      for await (const { record } of readRecords(dir)) if (record.kind.case === "modelCall") calls.push(record.kind.value);
+      expect(calls).toHaveLength(2);
+      for (const call of calls) {
+        const headers = Object.fromEntries(call.requestHeaders.map((h) => [h.name, h.value]));
+        for (const name of [...Object.keys(credentials), "cookie"]) expect({ name, value: headers[name] }).toEqual({ name, value: "[redacted]" });
+        expect(headers["authorization"] ?? headers["x-api-key"]).toBe("[redacted]");
+        expect(headers).toMatchObject(ALLOWED);
+      }
     } finally {
       await proxy.kill("SIGKILL").catch(() => {});
       await up.stop();
@@ -184,24 +274,31 @@ describe("binding", () => {
   });
 });
 
-describe("request size limits", () => {
-  test("a body over --max-body-bytes is refused with 413 naming the limit, declared or chunked", async () => {
-    const a = await t.register("size");
-    const big = body("x".repeat(100 * 1024));
-    const declared = await fetch(`${t.proxy.url}/r/${a.rollout_id}/v1/chat/completions`, { method: "POST", headers: { ...json, authorization: `Bearer ${a.api_key}` }, body: big });
-    expect(declared.status).toBe(413);
-    expect(((await declared.json()) as any).error.message).toMatch(/over the proxy's limit of 65536 bytes.*--max-body-bytes/);
-    // No Content-Length: a stream of chunks is cut at the limit.
-    const chunks = new ReadableStream({
-      start(c) {
-        for (let i = 0; i < 40; i++) c.enqueue(new TextEncoder().encode("x".repeat(4096)));
-        c.close();
-      },
-    });
-    const chunked = await fetch(`${t.proxy.url}/r/${a.rollout_id}/v1/chat/completions`, { method: "POST", headers: { ...json, authorization: `Bearer ${a.api_key}` }, body: chunks });
-    expect(chunked.status).toBe(413);
-    // Nothing of it was sent upstream or recorded as a model call.
-    expect(t.upstream.requests.some((q) => q.body.length > 64 * 1024)).toBe(false);
+describe("base URLs handed out at registration", () => {
+  test("come from the listen address, not from the Host header a client sends", async () => {
+    const t = await startProxyUnderTest();
+    try {
+      const res = await fetch(`${t.proxy.url}/control/rollouts`, {
+        method: "POST",
+        headers: { ...json, authorization: `Bearer ${ADMIN}`, host: "attacker.example:9999" },
+        body: JSON.stringify({ experiment: "x", task_id: "y" }),
+      });
+      const reg = (await res.json()) as { rollout_id: string; openai_base_url: string; anthropic_base_url: string };
+      expect(reg.openai_base_url).toBe(`${t.proxy.url}/r/${reg.rollout_id}/v1`);
+      expect(reg.anthropic_base_url).toBe(`${t.proxy.url}/r/${reg.rollout_id}`);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("come from --public-url when it is given", async () => {
+    const t = await startProxyUnderTest({ proxy: { publicUrl: "https://forge-proxy.internal:8443/" } });
+    try {
+      const reg = await t.register();
+      expect(reg.openai_base_url).toBe(`https://forge-proxy.internal:8443/r/${reg.rollout_id}/v1`);
+    } finally {
+      await t.close();
+    }
   });
 });
 

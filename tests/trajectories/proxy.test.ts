@@ -111,6 +111,26 @@ describe("trajectories through the proxy", () => {
     const served = await h.control(`/control/rollouts/${r.rollout_id}/trajectory`, undefined, "GET");
     expect(served.status).toBe(200);
     expect(JSON.parse(JSON.stringify(t))).toEqual(await served.json());
+    // ?select=1: the samples a trainer trains on, selected at the route by trajectories' rule.
+    const s = t.samples[0]!;
+    const cut = s.response_ids.length - 2;
+    const selected = await h.control(`/control/rollouts/${r.rollout_id}/trajectory?select=1&overlong=penalize&overlong_reward=-1&max_response_length=${cut}`, undefined, "GET");
+    expect(selected.status).toBe(200);
+    const body = (await selected.json()) as { samples: RolloutTrajectory["samples"]; selection: { reward: number; truncated: number; penalized: boolean; of: number } };
+    expect(body.samples[0]!.response_ids).toEqual(s.response_ids.slice(0, cut));
+    expect(body.samples[0]!.response_logprobs).toHaveLength(cut);
+    expect(body.selection).toMatchObject({ reward: -1, truncated: 1, penalized: true, of: 1, dropped: null });
+    const dropped = (await (await h.control(`/control/rollouts/${r.rollout_id}/trajectory?select=1&overlong=drop&max_response_length=${cut}`, undefined, "GET")).json()) as { samples: unknown[]; selection: { dropped: string } };
+    expect(dropped.samples).toEqual([]);
+    expect(dropped.selection.dropped).toContain("rollout.response_length");
+    // Wrong parameters are refused, naming the parameter (an old client's typo must not train unselected).
+    for (const [query, param] of [["select=1&overlong=cut", "overlong"], ["select=1&max_prompt_length=-3", "max_prompt_length"], ["select=1&vision=1,2", "vision"], ["select=1&max_len=9", "max_len"], ["overlong=drop", "overlong"], ["images=yes", "images"]] as const) {
+      const res = await h.control(`/control/rollouts/${r.rollout_id}/trajectory?${query}`, undefined, "GET");
+      expect(res.status).toBe(400);
+      const error = ((await res.json()) as { error: { message: string; param: string } }).error;
+      expect(error.param).toBe(param);
+      expect(error.message).toContain(param);
+    }
   });
 
   test("fork: OpenClaw re-appends its context message at the end and renames tool-call ids", async () => {

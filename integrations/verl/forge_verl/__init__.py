@@ -2,8 +2,8 @@
 
 from .agent_loop import COUNTERS, MASKED_STATUSES, ForgeAgentLoop
 from .batch import Batch, blob_dir_of, read_rows
-from .online import OnlineClient, OnlineError, sampling_of, server_upstreams
-from .samples import Limits, sample_output, select_samples, trajectory_outputs
+from .online import OnlineClient, OnlineError, sampling_of, selection_query, server_upstreams
+from .samples import Limits, route_selection, sample_output, select_samples, selected_outputs, trajectory_outputs
 from .verl_api import VERL_VERSION
 
 __all__ = [
@@ -19,7 +19,10 @@ __all__ = [
     "read_rows",
     "sample_output",
     "sampling_of",
+    "route_selection",
     "select_samples",
+    "selected_outputs",
+    "selection_query",
     "server_upstreams",
     "trajectory_outputs",
 ]

@@ -28,9 +28,9 @@ from typing import Any, Optional
 
 from .batch import Batch
 from .images import BlobDir, check_image_tokens, inline_images, vision_ids
-from .online import OnlineClient, OnlineError, OnlineTimeout, sampling_of, server_upstreams
+from .online import OnlineClient, OnlineError, OnlineTimeout, sampling_of, selection_query, server_upstreams
 from .verl_state import VALIDATION_LABEL, GroupSettle, config_get, read_server_version, refuse_async_trainer, validating, _balancer_handles
-from .samples import Limits, trajectory_outputs
+from .samples import Limits, route_selection, selected_outputs, trajectory_outputs
 from .verl_api import AgentLoopBase, AgentLoopOutput, register
 
 logger = logging.getLogger(__name__)
@@ -217,31 +217,23 @@ class ForgeAgentLoop(AgentLoopBase):
             spec["labels"]["verl.session_id"] = str(kwargs["session_id"])
         assert self.online is not None
         try:
-            trajectory = await self.online.run_rollout(spec)
+            # The proxy's trajectory route selects the samples (trajectories/select.ts), with
+            # this loop's lengths, overlong policy and vision ids: one rule, the export's too.
+            trajectory = await self.online.run_rollout(spec, selection_query(self.limits, several))
         except OnlineTimeout as error:
             # Cancelled at the proxy and its harness ended: masked, like an infrastructure error.
             logger.warning("forge_agent: %s", error)
             _count("cancelled_trajectories")
             return []
         status = str(trajectory.get("status") or "unfinished")
-        samples = list(trajectory.get("samples") or [])
-        if status in MASKED_STATUSES or not trajectory.get("valid", status == "ok") or not samples:
+        selection = route_selection(trajectory, f"rollout {trajectory.get('rollout_id')}")
+        if status in MASKED_STATUSES or not trajectory.get("valid", status == "ok") or not (trajectory.get("selection") or {}).get("of"):
             # Not the policy's doing (a lost sandbox, an unfinished run): masked, not scored.
             logger.warning("forge_agent: rollout %s left out of the loss: status %s (%s)", trajectory.get("rollout_id"), status, trajectory.get("excluded") or "no sample")
             _count("masked_trajectories")
             return []
-        samples.sort(key=lambda s: (bool(s.get("is_final")), int(s.get("sample_index", 0))))
         blobs = trajectory.get("blobs") or {}
-        return self._checked(
-            trajectory_outputs(
-                samples,
-                reward=float(trajectory.get("reward", samples[-1].get("reward", 0.0))),
-                limits=self.limits,
-                several=several,
-                images_of=lambda s: inline_images(s.get("image_refs"), blobs),
-                counters=COUNTERS,
-            )
-        )
+        return self._checked(selected_outputs(selection, reward=float(trajectory.get("reward", 0.0)), images_of=lambda s: inline_images(s.get("image_refs"), blobs), counters=COUNTERS))
 
     def _checked(self, outputs: list[AgentLoopOutput]) -> list[AgentLoopOutput]:
         """The outputs, each one's images checked against its image-pad runs as veRL's vision

@@ -27,6 +27,7 @@ import os
 import signal
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, Optional
 
@@ -75,6 +76,21 @@ def sampling_of(sampling_params: dict) -> dict:
     if sampling_params.get("top_k") is not None:
         out["top_k"] = int(sampling_params["top_k"])
     return out
+
+
+def selection_query(limits: Any, several: bool) -> dict:
+    """The trajectory route's selection parameters for the loop's ``Limits`` (samples.py):
+    veRL's ``rollout.prompt_length`` / ``response_length``, the ``overlong`` policy and reward,
+    the processor's vision ids; ``final_only`` under the legacy trainer. Auxiliary samples are
+    never trained on online (as the export's default, ``--auxiliary drop``)."""
+    query = {"auxiliary": "drop", "overlong": limits.overlong, "overlong_reward": repr(float(limits.overlong_reward)), "final_only": "0" if several else "1"}
+    if limits.prompt_length is not None:
+        query["max_prompt_length"] = str(int(limits.prompt_length))
+    if limits.response_length is not None:
+        query["max_response_length"] = str(int(limits.response_length))
+    if limits.vision:
+        query["vision"] = ",".join(str(int(i)) for i in limits.vision)
+    return query
 
 
 class OnlineClient:
@@ -152,10 +168,13 @@ class OnlineClient:
         (409), aborts those in flight and records nothing of it after the result."""
         return await self._call("POST", f"/control/rollouts/{rollout_id}/cancel", {"reason": reason[:2000], "status": status})
 
-    async def trajectory(self, rollout_id: str) -> dict:
-        return await self._call("GET", f"/control/rollouts/{rollout_id}/trajectory?images=1")
+    async def trajectory(self, rollout_id: str, select: Optional[dict] = None) -> dict:
+        """The rollout's trajectory with its images; with ``select`` (``selection_query``), the
+        samples the trainer trains on, selected by the proxy (trajectories/select.ts)."""
+        query = {"images": "1", **({"select": "1", **select} if select else {})}
+        return await self._call("GET", f"/control/rollouts/{rollout_id}/trajectory?{urllib.parse.urlencode(query)}")
 
-    async def run_rollout(self, spec: dict) -> dict:
+    async def run_rollout(self, spec: dict, select: Optional[dict] = None) -> dict:
         """Registers, starts and awaits one rollout; its trajectory. A session that ends without
         the rollout's result (timeout, a failed orchestrator, veRL cancelling the task) cancels
         it at the proxy and ends the orchestrator process and everything it started: no harness
@@ -180,7 +199,7 @@ class OnlineClient:
                 await _shielded(_end_process(proc, cancelled=not done))
             if output is not None and not output.done():
                 output.cancel()
-        return await self.trajectory(rollout_id)
+        return await self.trajectory(rollout_id, select)
 
 
 class OnlineTimeout(OnlineError):

@@ -135,6 +135,10 @@ class Selection:
     #: samples cut to fit (``truncate`` / ``penalize``), and whether the final one was
     truncated: int = 0
     final_overlong: bool = False
+    #: the final sample was cut under ``penalize`` (its reward is ``reward``: ``overlong_reward``)
+    penalized: bool = False
+    #: the reward the final output carries, where the selection decided it (the route's)
+    reward: Optional[float] = None
 
 
 def select_samples(samples: list[dict], limits: Limits, several: bool) -> Selection:
@@ -262,12 +266,54 @@ def trajectory_outputs(
     images_of: Callable[[dict], Optional[list]],
     counters: Optional[dict] = None,
 ) -> list[AgentLoopOutput]:
-    """The outputs of one trajectory (``[]`` when it is left out), counting what was left out
-    or cut in ``counters`` (process-wide: ``overlong_samples``, ``overlong_trajectories``,
+    """Replay: the outputs of one exported trajectory (``[]`` when it is left out), selected
+    here by ``select_samples`` (an exported batch is read without the proxy). Online, the
+    trajectory route selects (``selected_outputs``)."""
+    selection = select_samples(samples, limits, several)
+    if selection.final_overlong and limits.overlong == "penalize":
+        # The run the policy made too long: penalised, not merely cut.
+        reward = limits.overlong_reward
+        selection.penalized = True
+    return selected_outputs(selection, reward=reward, images_of=images_of, counters=counters)
+
+
+def route_selection(trajectory: dict, where: str) -> "Selection":
+    """The selection the proxy's trajectory route made (``?select=1``: trajectories/select.ts
+    ``selectForTraining``, the rule the export applies too), as a ``Selection``. A proxy that
+    answers without one predates selection at the route: a clear error, never a silent
+    untrained-on or unselected batch."""
+    got = trajectory.get("selection")
+    if not isinstance(got, dict):
+        raise ValueError(f"{where}: the proxy answered without `selection`: it predates selection at the trajectory route (GET /control/rollouts/:id/trajectory?select=1); run the proxy of the same OpenForge version as forge_verl")
+    try:
+        return Selection(
+            samples=list(trajectory.get("samples") or []),
+            overlong=int(got["overlong"]),
+            left_out=int(got["left_out"]),
+            auxiliary=int(got["auxiliary"]),
+            dropped=got.get("dropped"),
+            truncated=int(got["truncated"]),
+            final_overlong=bool(got["final_overlong"]),
+            penalized=bool(got["penalized"]),
+            reward=float(got["reward"]),
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{where}: the proxy's `selection` is not the one forge_verl reads ({error!r}): run the proxy of the same OpenForge version as forge_verl") from error
+
+
+def selected_outputs(
+    selection: "Selection",
+    *,
+    reward: float,
+    images_of: Callable[[dict], Optional[list]],
+    counters: Optional[dict] = None,
+) -> list[AgentLoopOutput]:
+    """The outputs of a selected trajectory (``[]`` when it is left out), counting what was left
+    out or cut in ``counters`` (process-wide: ``overlong_samples``, ``overlong_trajectories``,
     ``samples_left_out``, ``auxiliary_samples``, ``truncated_samples``,
     ``penalized_trajectories``) and on each output's ``extra_fields`` (``forge_overlong``,
-    ``forge_left_out``, ``forge_auxiliary``, ``forge_truncated``)."""
-    selection = select_samples(samples, limits, several)
+    ``forge_left_out``, ``forge_auxiliary``, ``forge_truncated``). ``reward``: the trajectory's
+    (a selection's own ``reward``, the route's, wins)."""
     if counters is not None:
         counters["overlong_samples"] = counters.get("overlong_samples", 0) + selection.overlong
         counters["samples_left_out"] = counters.get("samples_left_out", 0) + selection.left_out
@@ -280,11 +326,10 @@ def trajectory_outputs(
     counts = {"overlong": selection.overlong, "left_out": selection.left_out, "auxiliary": selection.auxiliary, "truncated": selection.truncated}
     if counters is not None and selection.truncated:
         counters["truncated_samples"] = counters.get("truncated_samples", 0) + selection.truncated
-    if selection.final_overlong and limits.overlong == "penalize":
-        # The run the policy made too long: penalised, not merely cut.
-        reward = limits.overlong_reward
-        if counters is not None:
-            counters["penalized_trajectories"] = counters.get("penalized_trajectories", 0) + 1
+    if selection.reward is not None:
+        reward = selection.reward
+    if selection.penalized and counters is not None:
+        counters["penalized_trajectories"] = counters.get("penalized_trajectories", 0) + 1
     last = len(selection.samples) - 1
     return [
         sample_output(s, final=i == last, reward=reward, images=images_of(s), counts=counts)

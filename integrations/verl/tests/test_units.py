@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import unittest
 
-from forge_verl import Batch, Limits, sample_output, sampling_of, select_samples, server_upstreams, trajectory_outputs
+from forge_verl import Batch, Limits, route_selection, sample_output, sampling_of, select_samples, selected_outputs, selection_query, server_upstreams, trajectory_outputs
 from forge_verl.images import image_from_bytes
 from forge_verl.row import READS, SPEC, sample_of_row
 
@@ -125,6 +125,23 @@ class Rules(unittest.TestCase):
         with self.assertRaises(ValueError):
             Limits(overlong="cut")
         vh.checked("loop rules", 4)
+
+    def test_online_takes_the_routes_selection_and_refuses_an_old_proxy(self):
+        # Online, the proxy's trajectory route selects (trajectories/select.ts); the loop asks with its settings.
+        query = selection_query(Limits(prompt_length=4, response_length=3, overlong="penalize", overlong_reward=-1.0, vision=(1, 5, 2)), several=False)
+        self.assertEqual(query, {"auxiliary": "drop", "overlong": "penalize", "overlong_reward": "-1.0", "final_only": "1", "max_prompt_length": "4", "max_response_length": "3", "vision": "1,5,2"})
+        self.assertNotIn("max_prompt_length", selection_query(Limits(), several=True))
+        served = {"rollout_id": "r", "reward": 1.0, "samples": [sample("r#0", 3, 2), sample("r#1", 3, 3, True)], "selection": {"reward": -1.0, "of": 3, "overlong": 1, "left_out": 0, "auxiliary": 1, "truncated": 1, "final_overlong": True, "penalized": True, "dropped": None}}
+        counters: dict = {}
+        outs = selected_outputs(route_selection(served, "rollout r"), reward=1.0, images_of=lambda s: None, counters=counters)
+        self.assertEqual([o.reward_score for o in outs], [0.0, -1.0])
+        self.assertEqual((counters["penalized_trajectories"], counters["auxiliary_samples"], counters["truncated_samples"]), (1, 1, 1))
+        self.assertEqual(outs[0].extra_fields["forge_auxiliary"], 1)
+        with self.assertRaisesRegex(ValueError, "predates selection at the trajectory route"):
+            route_selection({"rollout_id": "r", "samples": []}, "rollout r")
+        with self.assertRaisesRegex(ValueError, "not the one forge_verl reads"):
+            route_selection({"samples": [], "selection": {"of": 1}}, "rollout r")
+        vh.checked("loop rules", 6)
 
     def test_a_group_that_falls_to_one_session_is_left_out(self):
         import asyncio
