@@ -16,6 +16,8 @@ export function commonPrefix(a: readonly number[] | Uint32Array, b: readonly num
     // Whole blocks by a native compare of their bytes (a 40k-id prompt: ~40 compares), then id by id.
     const bytesA = Buffer.from(a.buffer, a.byteOffset, a.byteLength);
     const bytesB = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+    // The whole common length in one compare first: a prompt that repeats or extends an earlier one.
+    if (bytesA.compare(bytesB, 0, n * 4, 0, n * 4) === 0) return n;
     while (i + BLOCK <= n && bytesA.compare(bytesB, i * 4, (i + BLOCK) * 4, i * 4, (i + BLOCK) * 4) === 0) i += BLOCK;
   }
   while (i < n && a[i] === b[i]) i++;

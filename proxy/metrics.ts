@@ -52,25 +52,28 @@ export function createProxyMetrics(): ProxyMetrics {
   let policyVersion = 0;
   const latency = histogram();
   const ttft = histogram();
-  // Label text, escaped once: per rollout object (experiment and iteration), then per
-  // (scope, protocol, status, code) and per (scope, protocol).
-  const rolloutText = new WeakMap<object, string>();
-  const keys = new Map<string, string>();
-  const scopeText = (scope: CallScope | undefined): string => {
-    if (!scope) return 'experiment="",iteration="",policy_version=""';
-    let text = rolloutText.get(scope.rollout);
-    if (text === undefined) {
-      text = labelPairs({ experiment: scope.rollout.experiment, iteration: String(scope.rollout.iteration) });
-      rolloutText.set(scope.rollout, text);
+  // Label text, escaped once: per rollout object (experiment and iteration) and policy version,
+  // then per (scope, protocol, status, code) and per (scope, protocol), looked up by the short
+  // label values in the rollout's own map (not by the whole label text, hashed per call).
+  type ScopeKeys = { version: number; text: string; keys: Map<string, string> };
+  const scopes = new WeakMap<object, ScopeKeys>();
+  const unscoped: ScopeKeys = { version: -1, text: 'experiment="",iteration="",policy_version=""', keys: new Map() };
+  const scopeKeys = (scope: CallScope | undefined): ScopeKeys => {
+    if (!scope) return unscoped;
+    let cached = scopes.get(scope.rollout);
+    if (cached === undefined || cached.version !== scope.policyVersion) {
+      const rolloutText = labelPairs({ experiment: scope.rollout.experiment, iteration: String(scope.rollout.iteration) });
+      cached = { version: scope.policyVersion, text: `${rolloutText},policy_version="${scope.policyVersion}"`, keys: new Map() };
+      scopes.set(scope.rollout, cached);
     }
-    return `${text},policy_version="${scope.policyVersion}"`;
+    return cached;
   };
-  const keyOf = (scope: string, extra: Labels): string => {
-    const raw = `${scope}\u0000${Object.values(extra).join("\u0000")}`;
-    let key = keys.get(raw);
+  const keyOf = (scope: ScopeKeys, extra: Labels): string => {
+    const raw = Object.values(extra).join("\u0000");
+    let key = scope.keys.get(raw);
     if (key === undefined) {
-      key = Object.keys(extra).length ? `{${scope},${labelPairs(extra)}}` : `{${scope}}`;
-      keys.set(raw, key);
+      key = Object.keys(extra).length ? `{${scope.text},${labelPairs(extra)}}` : `{${scope.text}}`;
+      scope.keys.set(raw, key);
     }
     return key;
   };
@@ -78,7 +81,7 @@ export function createProxyMetrics(): ProxyMetrics {
 
   return {
     callFinished(labels, seconds, ttftSeconds, scope) {
-      const text = scopeText(scope);
+      const text = scopeKeys(scope);
       add(calls, keyOf(text, { protocol: labels.protocol, status: labels.status, code: String(labels.http_status) }), 1);
       if (labels.status !== "OK") add(errors, keyOf(text, { protocol: labels.protocol, status: labels.status }), 1);
       const byProtocol = keyOf(text, { protocol: labels.protocol });
@@ -86,10 +89,10 @@ export function createProxyMetrics(): ProxyMetrics {
       if (ttftSeconds !== undefined) ttft.observe(byProtocol, ttftSeconds);
     },
     tokens(kind, n, scope) {
-      add(kind === "prompt" ? promptTokens : completionTokens, keyOf(scopeText(scope), {}), n);
+      add(kind === "prompt" ? promptTokens : completionTokens, keyOf(scopeKeys(scope), {}), n);
     },
     tokenMissing(protocol, scope) {
-      add(missing, keyOf(scopeText(scope), { protocol }), 1);
+      add(missing, keyOf(scopeKeys(scope), { protocol }), 1);
     },
     recorderError() {
       recorderErrors++;

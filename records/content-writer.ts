@@ -16,7 +16,7 @@
  * append leaves no reference to pieces that are not in the log.
  */
 import { randomBytes } from "node:crypto";
-import { create, StoredBodySchema, type StoredBody } from "../schemas/index.ts";
+import { messageFactory, StoredBodySchema, type StoredBody } from "../schemas/index.ts";
 import { base64File } from "./base64-files.ts";
 import { bodySpans, type CutSpan, type PieceSpan, type Span } from "./body-spans.ts";
 
@@ -77,6 +77,8 @@ type RolloutContent = {
 
 const SPACE = 0x20;
 const COMMA = 0x2c;
+/** create(StoredBodySchema, …) without its reflective walk per body (schemas/message-factory.ts). */
+const newStoredBody = messageFactory(StoredBodySchema);
 const keySeed = randomBytes(8).readBigUInt64LE();
 const checkSeed = randomBytes(8).readBigUInt64LE();
 
@@ -187,7 +189,7 @@ class CallContentWriter implements CallContent {
     this.built[kind] = items;
     const { prefixSeq, prefixItems } = longestRecentPrefix(items, this.state.recent[kind]);
     const { literal, numbers } = encodeItems(items.slice(prefixItems));
-    return create(StoredBodySchema, { prefixSeq, prefixItems, literal, items: numbers, length: body.length });
+    return newStoredBody({ prefixSeq, prefixItems, literal, items: numbers, length: body.length });
   }
 
   commit(): void {

@@ -29,6 +29,7 @@ export {
   type StoredBody,
 } from "./gen/forge/v1/records_pb.ts";
 export { create, toBinary, fromBinary, toJson } from "@bufbuild/protobuf";
+export { messageFactory } from "./message-factory.ts";
 export { ExperimentError, TaskSpecSchema, parseExperimentFile, parseExperimentText, type Experiment, type TaskSpec } from "./experiment.ts";
 export { CancelRolloutSchema, FinishRolloutSchema, PauseSchema, RegisterRolloutSchema, ResumeSchema, VALIDATION_LABEL, zodProblems } from "./control.ts";
 export { PolicyScriptError, PolicyScriptSchema, parsePolicyScriptFile, type PolicyScript, type PolicyScriptInput, type PolicyStep, type PromptMatcher, type TaskScript } from "./policy-script.ts";

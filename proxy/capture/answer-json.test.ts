@@ -14,6 +14,7 @@ describe("parseAnswer", () => {
     ["SGLang: per-choice prompt ids and sglext.input_ids", sglang],
     ["the key inside a string is text, not ids", { choices: [{ message: { content: `say ,"prompt_token_ids":[${ids(3000).join(",")}]` } }], prompt_token_ids: ids(3000) }],
     ["an escaped key inside a string", { text: `{\\"prompt_token_ids\\": [${ids(3000).join(",")}]}` }],
+    ["other keys and values ending like the keys (token_ids, my_input_ids, a value \"input_ids\")", { token_ids: [1], my_input_ids: ids(3000), note: "input_ids", tag: "x_prompt_token_ids", prompt_token_ids: ids(3000, 5) }],
     ["short arrays are left to JSON.parse", { prompt_token_ids: [1, 2, 3], pad: "x".repeat(5000) }],
   ];
   for (const [name, value, text] of cases) {

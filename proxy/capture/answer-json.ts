@@ -16,6 +16,8 @@
 /** Answers shorter than this (in characters) are left to JSON.parse: nothing in them is worth a pass. */
 const MIN_LIFT_CHARS = 2048;
 const KEYS = ['"prompt_token_ids"', '"input_ids"'] as const;
+/** The end every key of KEYS shares: what the pass searches for. */
+const KEY_END = '_ids"';
 
 /** Whether `value` is a token-id array as an answer carries it (a JS array, or a lifted Uint32Array). */
 export function isIdArray(value: unknown): value is readonly number[] | Uint32Array {
@@ -38,6 +40,8 @@ const COMPARE_BLOCK = 4096;
 
 /** Length of the common prefix of `text` from `at` and `prev`. */
 function commonChars(text: string, at: number, prev: string): number {
+  // The same array again (a rollout's calls with one prompt): one native compare.
+  if (text.startsWith(prev, at)) return prev.length;
   const max = Math.min(prev.length, text.length - at);
   let lo = 0;
   // Block by block while whole blocks agree, then halving inside the first block that differs.
@@ -201,21 +205,20 @@ function restore(body: any, lifted: Uint32Array[]): number {
 export function parseAnswer(text: string, wants?: { tokenIds: boolean; sglext?: boolean }, memo?: IdsMemo): any {
   // A harness that asked for ids gets them as JSON arrays: nothing is lifted.
   if (text.length < MIN_LIFT_CHARS || wants?.tokenIds || wants?.sglext) return JSON.parse(text);
-  // One pass in text order: the next occurrence of either key, its array lifted, the search
-  // going on after the array (never through it again).
+  // One pass in text order over the end both keys share (`_ids"`): each occurrence is checked
+  // for either key, an id array is lifted and the search goes on after it (never through it
+  // again). One search, not one per key: a key that is not there (SGLang's `input_ids` in a
+  // vLLM answer) would otherwise be searched for through the whole text, ids included.
   const lifted: Uint32Array[] = [];
   const parts: string[] = [];
   let copied = 0;
-  const next = KEYS.map((key) => text.indexOf(key));
-  for (;;) {
-    let k = -1;
-    for (let j = 0; j < KEYS.length; j++) if (next[j]! >= 0 && (k < 0 || next[j]! < next[k]!)) k = j;
-    if (k < 0) break;
-    const quote = next[k]!;
-    const key = KEYS[k]!;
-    let i = quote + key.length;
-    let resume = i;
-    if (isMemberKey(text, quote)) {
+  let at = text.indexOf(KEY_END);
+  while (at >= 0) {
+    let resume = at + KEY_END.length;
+    const key = KEYS.find((k) => resume >= k.length && text.startsWith(k, resume - k.length));
+    const quote = key === undefined ? -1 : resume - key.length;
+    if (key !== undefined && isMemberKey(text, quote)) {
+      let i = resume;
       while (isSpace(text.charCodeAt(i))) i++;
       if (text.charCodeAt(i) === 0x3a) {
         i++;
@@ -230,7 +233,7 @@ export function parseAnswer(text: string, wants?: { tokenIds: boolean; sglext?: 
         }
       }
     }
-    for (let j = 0; j < KEYS.length; j++) if (next[j]! >= 0 && next[j]! < resume) next[j] = text.indexOf(KEYS[j]!, resume);
+    at = text.indexOf(KEY_END, resume);
   }
   if (lifted.length === 0) return JSON.parse(text);
   parts.push(text.slice(copied));

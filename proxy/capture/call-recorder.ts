@@ -4,7 +4,7 @@
  * appends it, updates the rollout state and the metrics. A failed append puts the recorder in a failed state: the proxy then refuses
  * model calls (503) instead of serving calls whose training data would be lost.
  */
-import { CallStatus, create, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
+import { CallStatus, messageFactory, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
 import { createContentWriter, RecorderError, type ContentWriterOptions, type SegmentLog } from "../../records/index.ts";
 import { promptDelta } from "../../records/index.ts";
 import { tokenVerdict, type TokenCapture } from "./tokens.ts";
@@ -55,6 +55,9 @@ export interface CallRecorder {
 }
 
 const EMPTY = new Uint8Array(0);
+// create() without its reflective walk per call (schemas/message-factory.ts).
+const newRecord = messageFactory(RecordSchema);
+const newUsage = messageFactory(UsageSchema);
 
 /**
  * A recorder over `log`. Request bodies (and translated upstream bodies) are stored as
@@ -89,7 +92,7 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
     append: (record) => void append(record),
     record(call) {
       const modelCall = completeRecord(call);
-      const record = create(RecordSchema, { kind: { case: "modelCall", value: modelCall } });
+      const record = newRecord({ kind: { case: "modelCall", value: modelCall } });
       const upstream = call.upstreamRequestBody ?? EMPTY;
       // Built for the segment the log is on; when the append would start a new one, built again
       // for that one (its pieces stored again), so that every segment reads on its own.
@@ -138,7 +141,7 @@ function completeRecord(call: RecordableCall): ModelCall {
   modelCall.servedWeightVersion = version?.served ?? "";
   modelCall.policyVersionMismatch = version?.mismatch ?? "";
   if (u) {
-    modelCall.usage = create(UsageSchema, {
+    modelCall.usage = newUsage({
       promptTokens: u.prompt_tokens ?? 0,
       completionTokens: u.completion_tokens ?? 0,
       totalTokens: u.total_tokens ?? 0,

@@ -6,7 +6,7 @@
  * start when the call goes upstream, the upstream's URL when it answers, status and answer at
  * the end), so nothing is copied into a record at the end.
  */
-import { create, ModelCallSchema, type CallStatus, type ModelCall } from "../../schemas/index.ts";
+import { messageFactory, ModelCallSchema, type CallStatus, type ModelCall } from "../../schemas/index.ts";
 import { newCapture, type HarnessWants, type TokenCapture } from "../capture/tokens.ts";
 import { redactedHeaders } from "../capture/headers.ts";
 import { sessionHeaders } from "../capture/session-headers.ts";
@@ -19,6 +19,8 @@ import type { TokenInCall } from "../token-in/call.ts";
 import type { FrontDoor, PipelineContext, PreparedCall } from "./types.ts";
 
 const encoder = new TextEncoder();
+/** create(ModelCallSchema, …) without its reflective walk per call (schemas/message-factory.ts). */
+const newModelCall = messageFactory(ModelCallSchema);
 
 /** How a call failed before it had an answer to pass on: what the harness and the record are told. */
 export interface CallFailure {
@@ -70,7 +72,7 @@ export class CallInFlight implements RecordableCall {
     this.train = ctx.mode === "train";
     this.wants = prepared.wants;
     const registered = rollout.rollout; // its Rollout record
-    this.record = create(ModelCallSchema, {
+    this.record = newModelCall({
       rolloutId: registered.rolloutId,
       callId: this.callId,
       protocol: door.protocol,

@@ -26,6 +26,8 @@ import type { CallInFlight } from "./call-in-flight.ts";
 import { concatBytes } from "../../lib/index.ts";
 
 const encoder = new TextEncoder();
+/** The first size of a stream's buffer of what the harness was sent (grown by doubling). */
+const SENT_START_BYTES = 16 * 1024;
 const DONE = "data: [DONE]\n\n";
 const NOTHING = new Uint8Array(0);
 export const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
@@ -60,8 +62,13 @@ class StreamRelay {
   private stopped = false;
   private readonly rewriter: SseRewriter;
   private readonly watchdog: ReturnType<typeof setInterval>;
-  /** What the harness was sent, for the record. */
-  private readonly sent: Uint8Array[] = [];
+  /**
+   * What the harness was sent, for the record: one buffer each event is encoded into (its bytes
+   * are handed on as a view and never written again; a fuller buffer is copied into a larger
+   * one), so the record's answer is a view of it rather than every event joined at the end.
+   */
+  private sent = new Uint8Array(SENT_START_BYTES);
+  private sentBytes = 0;
   private sawDone = false;
   /** The first data line that is not JSON. */
   private malformed: string | undefined;
@@ -163,7 +170,7 @@ class StreamRelay {
     this.call.request.signal.removeEventListener("abort", this.onClientAbort);
     let recorded = true;
     try {
-      this.call.end(200, status, error, concatBytes(this.sent));
+      this.call.end(200, status, error, this.sent.subarray(0, this.sentBytes));
       this.call.ctx.recorder.record(this.call);
     } catch {
       // The log refused it (a full disk, ids that do not encode): the stream's end is withheld.
@@ -190,9 +197,16 @@ class StreamRelay {
   /** Encodes what goes to the harness, once, and keeps it for the record. */
   private out(text: string): Uint8Array {
     if (text === "") return NOTHING;
-    const bytes = encoder.encode(text);
-    this.sent.push(bytes);
-    return bytes;
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const need = this.sentBytes + text.length * 3;
+    if (need > this.sent.length) {
+      const grown = new Uint8Array(Math.max(need, this.sent.length * 2));
+      grown.set(this.sent.subarray(0, this.sentBytes));
+      this.sent = grown;
+    }
+    const start = this.sentBytes;
+    this.sentBytes += encoder.encodeInto(text, this.sent.subarray(start)).written;
+    return this.sent.subarray(start, this.sentBytes);
   }
 
   /**

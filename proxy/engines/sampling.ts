@@ -4,9 +4,12 @@
  * model's generation_config and does not say). Neither vLLM 0.33 nor SGLang 0.5.23 reports the
  * effective parameters of a request, so "effective" is request + documented default.
  */
-import { create, SamplingParamsSchema, SamplingSource, type SamplingParams } from "../../schemas/index.ts";
+import { messageFactory, SamplingParamsSchema, SamplingSource, type SamplingParams } from "../../schemas/index.ts";
 import type { CaptureKind } from "../capture/tokens.ts";
 import type { EngineAdapter, SamplingName } from "./adapter.ts";
+
+/** create(SamplingParamsSchema) without its reflective walk per call (schemas/message-factory.ts). */
+const newSamplingParams = messageFactory(SamplingParamsSchema);
 
 const TRACKED: readonly SamplingName[] = [
   "temperature",
@@ -67,7 +70,7 @@ const field: Record<SamplingName, keyof SamplingParams> = {
  */
 export function samplingOf(capture: CaptureKind, body: Record<string, any>, adapter: EngineAdapter): SamplingParams {
   const defaults = adapter.samplingDefaults(capture);
-  const sampling = create(SamplingParamsSchema) as SamplingParams & Record<string, unknown>;
+  const sampling = newSamplingParams() as SamplingParams & Record<string, unknown>;
   for (const name of TRACKED) {
     const requested = name === "max_tokens" && capture === "chat" ? (body.max_completion_tokens ?? body.max_tokens) : body[name];
     const value = requested ?? defaults[name];

@@ -172,3 +172,29 @@ describe("what the upstream is told", () => {
     }
   });
 });
+
+describe("a stream's record", () => {
+  let slow: ProxyHarness;
+  beforeAll(async () => {
+    // Events a millisecond apart: the relay gets them in many reads, so its buffer of what was
+    // sent grows while earlier views of it are already with the harness.
+    slow = await startProxyHarness({ sim: { chunkDelayMs: 1 } });
+  });
+  afterAll(async () => {
+    await slow.close();
+  });
+
+  test("holds exactly the bytes the harness received, across the sent buffer's growths", async () => {
+    const r = await slow.register();
+    const response = await fetch(`${r.openai_base_url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${r.api_key}` },
+      body: JSON.stringify({ model: "qwen3", stream: true, logprobs: true, top_logprobs: 20, return_token_ids: true, messages: [{ role: "user", content: `a long answer ${"é€𝄞".repeat(50)}` }] }),
+    });
+    const received = new Uint8Array(await response.arrayBuffer());
+    const [call] = await slow.calls(r.rollout_id);
+    expect(call!.status).toBe(CallStatus.OK);
+    expect(received.length).toBeGreaterThan(64 * 1024);
+    expect(Buffer.from(call!.responseBody).equals(Buffer.from(received))).toBe(true);
+  });
+});
