@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { compileChatTemplate, ChatTemplateError, type ChatTemplate } from "./chat-template.ts";
-import { preprocessChat, ChatRequestError, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
+import { preprocessChat, PreprocessCache, ChatRequestError, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
 import { appendedAfter, suffixLocal, type AppendEnv, type Appended, type Window } from "./append.ts";
 import { SUFFIX_PROBES } from "./suffix-probe.ts";
 import { fromJs, type PyValue } from "./pyjson.ts";
@@ -167,14 +167,19 @@ async function build(spec: ModelSpec): Promise<Model> {
 
   const templateFor = (tools: unknown) => (tools != null && templates.tool_use ? templates.tool_use : templates.default!);
 
+  // One cache of preprocessed messages per template (its options follow from the template).
+  const preprocessCaches = new Map<ChatTemplate, PreprocessCache>();
   /** vLLM's preprocessing of a request, with the template it renders with. */
   const prepare = (request: ChatRenderRequest): PreparedChat => {
     const template = templateFor(request.tools);
+    let cache = preprocessCaches.get(template);
+    if (!cache) preprocessCaches.set(template, (cache = new PreprocessCache()));
     const pre = preprocessChat(request, {
       modelName: spec.name,
       images: spec.images,
       templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
       contentFormat: spec.images && LOOPS_OVER_CONTENT.test(template.source) ? "openai" : "string",
+      cache,
     });
     return { ...pre, template };
   };
