@@ -109,11 +109,15 @@ interface Detokenizer {
   next(finished: boolean): string;
 }
 
+/** Each tokenizer's special token ids, built once (not per answer). */
+const specialIdSets = new WeakMap<Model["tokenizer"], ReadonlySet<number>>();
+
 /** vLLM's IncrementalDetokenizer (its byte-level fast path), with stop strings. */
 function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpecialTokens: boolean): Detokenizer {
   const tokenizer = model.tokenizer;
   const skipSpecial = !keepsSpecialTokens && (options.skip_special_tokens ?? true);
-  const specialIds = new Set(tokenizer.specialTokens.values());
+  let specialIds = specialIdSets.get(tokenizer);
+  if (!specialIds) specialIdSets.set(tokenizer, (specialIds = new Set(tokenizer.specialTokens.values())));
   const stops = (typeof options.stop === "string" ? [options.stop] : (options.stop ?? [])).filter((s) => s !== "");
   const includeStop = options.include_stop_str_in_output === true;
   const stopBuffer = stops.length > 0 && !includeStop ? Math.max(...stops.map((s) => s.length)) - 1 : 0;

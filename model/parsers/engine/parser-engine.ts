@@ -54,27 +54,7 @@ export function parserEngine(config: EngineConfig, ctx: ParserContext, initialTo
   let contentHasNonWs = false;
   let suppressToolCalls = false;
 
-  const idOf = (token: string | undefined) => (token === undefined ? undefined : ctx.tokenId(token));
-  const reasoningStartId = idOf(config.tokenIdTerminals.THINK_START);
-  const reasoningEndId = idOf(config.tokenIdTerminals.THINK_END);
-  const boundaryIds = new Set(config.turnBoundaryTokens.map((t) => ctx.tokenId(t)).filter((id): id is number => id !== undefined));
-  const reasoningEndIds = ((): Set<number> => {
-    const ends = new Map<string, ParserState>();
-    for (const [key, tr] of Object.entries(config.transitions)) {
-      const [state, terminal] = key.split(" ") as [ParserState, string];
-      if (state !== "REASONING") continue;
-      if (tr.events.includes("REASONING_END")) {
-        if (!ends.has(terminal)) ends.set(terminal, tr.next);
-      } else if (tr.next !== "REASONING") return new Set();
-    }
-    const ids = new Set<number>();
-    for (const [terminal, next] of ends) {
-      const id = idOf(config.tokenIdTerminals[terminal]);
-      if (id !== undefined) ids.add(id);
-      else if (next === "CONTENT") return new Set();
-    }
-    return ids;
-  })();
+  const { reasoningStartId, reasoningEndId, boundaryIds, reasoningEndIds } = tokenIdsOf(config, ctx);
 
   const reset = (initialState?: ParserState) => {
     const promptClosed = initialState === undefined && promptClosesReasoning;
@@ -593,4 +573,44 @@ export function engineToolCallParser(engine: ParserEngine): ToolCallParser {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The token ids a config names, per tokenizer (its `tokenId`) and config: built once, not per request. */
+const tokenIdsCache = new WeakMap<ParserContext["tokenId"], WeakMap<EngineConfig, ConfigTokenIds>>();
+interface ConfigTokenIds {
+  reasoningStartId: number | undefined;
+  reasoningEndId: number | undefined;
+  boundaryIds: ReadonlySet<number>;
+  reasoningEndIds: ReadonlySet<number>;
+}
+function tokenIdsOf(config: EngineConfig, ctx: ParserContext): ConfigTokenIds {
+  let perConfig = tokenIdsCache.get(ctx.tokenId);
+  if (!perConfig) tokenIdsCache.set(ctx.tokenId, (perConfig = new WeakMap()));
+  let ids = perConfig.get(config);
+  if (!ids) perConfig.set(config, (ids = buildTokenIds(config, ctx)));
+  return ids;
+}
+function buildTokenIds(config: EngineConfig, ctx: ParserContext): ConfigTokenIds {
+  const idOf = (token: string | undefined) => (token === undefined ? undefined : ctx.tokenId(token));
+  const reasoningStartId = idOf(config.tokenIdTerminals.THINK_START);
+  const reasoningEndId = idOf(config.tokenIdTerminals.THINK_END);
+  const boundaryIds = new Set(config.turnBoundaryTokens.map((t) => ctx.tokenId(t)).filter((id): id is number => id !== undefined));
+  const reasoningEndIds = ((): Set<number> => {
+    const ends = new Map<string, ParserState>();
+    for (const [key, tr] of Object.entries(config.transitions)) {
+      const [state, terminal] = key.split(" ") as [ParserState, string];
+      if (state !== "REASONING") continue;
+      if (tr.events.includes("REASONING_END")) {
+        if (!ends.has(terminal)) ends.set(terminal, tr.next);
+      } else if (tr.next !== "REASONING") return new Set();
+    }
+    const ids = new Set<number>();
+    for (const [terminal, next] of ends) {
+      const id = idOf(config.tokenIdTerminals[terminal]);
+      if (id !== undefined) ids.add(id);
+      else if (next === "CONTENT") return new Set();
+    }
+    return ids;
+  })();
+  return { reasoningStartId, reasoningEndId, boundaryIds, reasoningEndIds };
 }
