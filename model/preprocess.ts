@@ -82,7 +82,7 @@ export interface PreprocessOptions {
 /**
  * A bounded cache of preprocessed messages and tool lists (its key text counted against
  * `maxChars`; the oldest entries go first). What it holds is about twice its key text (the key,
- * and the dicts' strings): 16 M characters, ~32–64 MiB at most per template. A shard whose open
+ * and the dicts' strings): 4 M characters, ~8–16 MiB at most per template. A shard whose open
  * conversations' recent messages exceed it misses (each message then costs its JSON text on top
  * of its preprocessing), and is still correct.
  */
@@ -90,7 +90,7 @@ export class PreprocessCache {
   private readonly messages = new Map<string, { dict: PyDict; images: string[] }>();
   private readonly tools = new Map<string, PyDict[]>();
   private chars = 0;
-  constructor(readonly maxChars = 16 * 1024 * 1024) {}
+  constructor(readonly maxChars = 4 * 1024 * 1024) {}
 
   message(raw: unknown, parse: (images: string[]) => PyDict, images: string[]): PyDict {
     const key = jsonKey(raw);

@@ -8,7 +8,7 @@
  */
 import type { Model, PreparedChat, PyDict } from "../../model/index.ts";
 
-const MAX_IDS = 4 * 1024 * 1024;
+const MAX_IDS = 1024 * 1024;
 const dictIds = new WeakMap<PyDict, number>();
 let nextDictId = 1;
 const templateIds = new WeakMap<PreparedChat["template"], number>();
