@@ -109,11 +109,15 @@ interface Detokenizer {
   next(finished: boolean): string;
 }
 
+/** Each tokenizer's special token ids, built once (not per answer). */
+const specialIdSets = new WeakMap<Model["tokenizer"], ReadonlySet<number>>();
+
 /** vLLM's IncrementalDetokenizer (its byte-level fast path), with stop strings. */
 function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpecialTokens: boolean): Detokenizer {
   const tokenizer = model.tokenizer;
   const skipSpecial = !keepsSpecialTokens && (options.skip_special_tokens ?? true);
-  const specialIds = new Set(tokenizer.specialTokens.values());
+  let specialIds = specialIdSets.get(tokenizer);
+  if (!specialIds) specialIdSets.set(tokenizer, (specialIds = new Set(tokenizer.specialTokens.values())));
   const stops = (typeof options.stop === "string" ? [options.stop] : (options.stop ?? [])).filter((s) => s !== "");
   const includeStop = options.include_stop_str_in_output === true;
   const stopBuffer = stops.length > 0 && !includeStop ? Math.max(...stops.map((s) => s.length)) - 1 : 0;
@@ -130,6 +134,14 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
       for (let i = 0; i < n; i++) {
         const id = ids[i]!;
         if (skipSpecial && specialIds.has(id)) continue;
+        if (held.length === 0) {
+          // A token that is whole characters on its own: its text, decoded once per tokenizer.
+          const whole = wholeText(tokenizer, id, decoder);
+          if (whole !== undefined) {
+            text += whole;
+            continue;
+          }
+        }
         for (const b of tokenizer.tokenBytes(id)) held.push(b);
         if (completeUtf8(held)) {
           text += decoder.decode(new Uint8Array(held));
@@ -158,6 +170,20 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
       return out;
     },
   };
+}
+
+/** Each tokenizer's tokens' text, for tokens whose bytes are whole UTF-8 characters (null: not whole). */
+const wholeTexts = new WeakMap<Model["tokenizer"], Map<number, string | null>>();
+function wholeText(tokenizer: Model["tokenizer"], id: number, decoder: TextDecoder): string | undefined {
+  let texts = wholeTexts.get(tokenizer);
+  if (!texts) wholeTexts.set(tokenizer, (texts = new Map()));
+  let text = texts.get(id);
+  if (text === undefined) {
+    const bytes = tokenizer.tokenBytes(id);
+    text = completeUtf8(bytes) ? decoder.decode(new Uint8Array(bytes)) : null;
+    texts.set(id, text);
+  }
+  return text ?? undefined;
 }
 
 /** Whether bytes end at a UTF-8 character boundary (a held partial character completes). */

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { compileChatTemplate, ChatTemplateError, type ChatTemplate } from "./chat-template.ts";
-import { preprocessChat, ChatRequestError, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
+import { preprocessChat, PreprocessCache, ChatRequestError, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
 import { appendedAfter, suffixLocal, type AppendEnv, type Appended, type Window } from "./append.ts";
 import { SUFFIX_PROBES } from "./suffix-probe.ts";
 import { fromJs, type PyValue } from "./pyjson.ts";
@@ -167,14 +167,19 @@ async function build(spec: ModelSpec): Promise<Model> {
 
   const templateFor = (tools: unknown) => (tools != null && templates.tool_use ? templates.tool_use : templates.default!);
 
+  // One cache of preprocessed messages per template (its options follow from the template).
+  const preprocessCaches = new Map<ChatTemplate, PreprocessCache>();
   /** vLLM's preprocessing of a request, with the template it renders with. */
   const prepare = (request: ChatRenderRequest): PreparedChat => {
     const template = templateFor(request.tools);
+    let cache = preprocessCaches.get(template);
+    if (!cache) preprocessCaches.set(template, (cache = new PreprocessCache()));
     const pre = preprocessChat(request, {
       modelName: spec.name,
       images: spec.images,
       templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
       contentFormat: spec.images && LOOPS_OVER_CONTENT.test(template.source) ? "openai" : "string",
+      cache,
     });
     return { ...pre, template };
   };
@@ -186,11 +191,49 @@ async function build(spec: ModelSpec): Promise<Model> {
   };
   const renderChat = (request: ChatRenderRequest): string => renderPrompt(request).text;
 
-  // vLLM's processor finds each image's placeholder token in the rendered prompt and repeats it
-  // as many times as the image has merged patches.
+  const images = imageIdsOf(spec, tokenizer);
+  const renderChatIds = (request: ChatRenderRequest): number[] => {
+    const prompt = renderPrompt(request);
+    const ids = tokenizer.encode(prompt.text);
+    if (!images || prompt.images.length === 0) return ids;
+    const found = ids.reduce((count, id) => count + (id === images.padId ? 1 : 0), 0);
+    if (found !== prompt.images.length) {
+      throw new ChatRequestError(`the prompt holds ${found} ${spec.images!.expand!.token} tokens for ${prompt.images.length} images (text that spells the image token is not allowed)`, "messages");
+    }
+    return images.expand(ids, images.tokenCounts(prompt.images));
+  };
+
+  const eos = specials.find(([k]) => k === "eos_token")?.[1];
+  const eosToken = typeof eos === "string" ? eos : undefined;
+
+  const appendEnv: AppendEnv<PreparedChat> = { render: renderPrepared, tokenizer, eosToken, window: suffixWindows(prepare, renderPrepared, tokenizer, eosToken) };
+
+  let callIds = 0;
+  const randomCallId = () => `chatcmpl-tool-${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}${(callIds++).toString(16)}`;
+
+  return {
+    spec,
+    tokenizer,
+    template: templates.default!,
+    renderChat,
+    renderChatIds,
+    prepare,
+    renderPrepared,
+    appendedAfter: (prepared, answerIndex) => appendedAfter(prepared, answerIndex, appendEnv),
+    ...(images ? { images } : {}),
+    outputParser: (options) => newOutputParser(spec, tokenizer, options, randomCallId),
+  };
+}
+
+/**
+ * A vision model's image ids: vLLM's processor finds each image's placeholder token in the
+ * rendered prompt and repeats it as many times as the image has merged patches.
+ */
+function imageIdsOf(spec: ModelSpec, tokenizer: Tokenizer): NonNullable<Model["images"]> | undefined {
   const expand = spec.images?.expand;
   const padId = expand ? tokenizer.encode(expand.token) : undefined;
-  if (expand && padId?.length !== 1) throw new Error(`${spec.name}: the image token ${JSON.stringify(expand.token)} is not one token of the tokenizer`);
+  if (!expand) return undefined;
+  if (padId?.length !== 1) throw new Error(`${spec.name}: the image token ${JSON.stringify(expand.token)} is not one token of the tokenizer`);
   const tokenCounts = (sources: readonly string[]): number[] =>
     sources.map((source, i) => {
       try {
@@ -218,38 +261,7 @@ async function build(spec: ModelSpec): Promise<Model> {
     for (let i = 0; i < ids.length; i++) if (ids[i] !== pad || ids[i - 1] !== pad) out.push(ids[i]!);
     return out;
   };
-  const renderChatIds = (request: ChatRenderRequest): number[] => {
-    const { text, images } = renderPrompt(request);
-    const ids = tokenizer.encode(text);
-    if (!expand || images.length === 0) return ids;
-    const pad = padId![0]!;
-    const found = ids.reduce((count, id) => count + (id === pad ? 1 : 0), 0);
-    if (found !== images.length) {
-      throw new ChatRequestError(`the prompt holds ${found} ${expand.token} tokens for ${images.length} images (text that spells the image token is not allowed)`, "messages");
-    }
-    return expandIds(ids, tokenCounts(images));
-  };
-
-  const eos = specials.find(([k]) => k === "eos_token")?.[1];
-  const eosToken = typeof eos === "string" ? eos : undefined;
-
-  const appendEnv: AppendEnv<PreparedChat> = { render: renderPrepared, tokenizer, eosToken, window: suffixWindows(prepare, renderPrepared, tokenizer, eosToken) };
-
-  let callIds = 0;
-  const randomCallId = () => `chatcmpl-tool-${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}${(callIds++).toString(16)}`;
-
-  return {
-    spec,
-    tokenizer,
-    template: templates.default!,
-    renderChat,
-    renderChatIds,
-    prepare,
-    renderPrepared,
-    appendedAfter: (prepared, answerIndex) => appendedAfter(prepared, answerIndex, appendEnv),
-    ...(expand ? { images: { padId: padId![0]!, tokenCounts, expand: expandIds, collapse: collapseIds } } : {}),
-    outputParser: (options) => newOutputParser(spec, tokenizer, options, randomCallId),
-  };
+  return { padId: padId![0]!, tokenCounts, expand: expandIds, collapse: collapseIds };
 }
 
 /** The prompt text of a prepared request: its template rendered with the special tokens, the request's variables and its messages. */

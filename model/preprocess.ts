@@ -70,6 +70,73 @@ export interface PreprocessOptions {
    * `renderers/chat_utils/chat_message.py`).
    */
   contentFormat?: "string" | "openai";
+  /**
+   * Messages and tool lists already preprocessed with these options, by their JSON text: a
+   * harness resends the whole history on every call, so a call preprocesses only the messages it
+   * appends (docs/performance.md, issue 32). The dicts are shared between calls: nothing
+   * downstream changes them.
+   */
+  cache?: PreprocessCache;
+}
+
+/**
+ * A bounded cache of preprocessed messages and tool lists (its key text counted against
+ * `maxChars`; the oldest entries go first). What it holds is about twice its key text (the key,
+ * and the dicts' strings): 4 M characters, ~8–16 MiB at most per template. A shard whose open
+ * conversations' recent messages exceed it misses (each message then costs its JSON text on top
+ * of its preprocessing), and is still correct.
+ */
+export class PreprocessCache {
+  private readonly messages = new Map<string, { dict: PyDict; images: string[] }>();
+  private readonly tools = new Map<string, PyDict[]>();
+  private chars = 0;
+  constructor(readonly maxChars = 4 * 1024 * 1024) {}
+
+  message(raw: unknown, parse: (images: string[]) => PyDict, images: string[]): PyDict {
+    const key = jsonKey(raw);
+    if (key === undefined) return parse(images);
+    const hit = this.messages.get(key);
+    if (hit) {
+      for (const image of hit.images) images.push(image);
+      return hit.dict;
+    }
+    const own: string[] = [];
+    const dict = parse(own);
+    for (const image of own) images.push(image);
+    this.add(this.messages, key, { dict, images: own });
+    return dict;
+  }
+
+  toolList(raw: readonly unknown[], parse: () => PyDict[]): PyDict[] {
+    const key = jsonKey(raw);
+    if (key === undefined) return parse();
+    const hit = this.tools.get(key);
+    if (hit) return hit;
+    const tools = parse();
+    this.add(this.tools, key, tools);
+    return tools;
+  }
+
+  private add<V>(map: Map<string, V>, key: string, value: V): void {
+    if (key.length > this.maxChars) return;
+    map.set(key, value);
+    this.chars += key.length;
+    while (this.chars > this.maxChars) {
+      const oldest = this.messages.size > 0 ? this.messages : this.tools;
+      const first = oldest.keys().next().value as string;
+      oldest.delete(first);
+      this.chars -= first.length;
+    }
+  }
+}
+
+/** A JSON value's text (undefined for what JSON cannot hold exactly, which is then not cached). */
+function jsonKey(raw: unknown): string | undefined {
+  try {
+    return JSON.stringify(raw);
+  } catch {
+    return undefined;
+  }
 }
 
 export interface Preprocessed {
@@ -105,7 +172,10 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
     throw new ChatRequestError("Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
   }
   const images: string[] = [];
-  let conversation = request.messages.map((message, i) => parseMessage(message, i, options, images));
+  const cache = options.cache;
+  let conversation = cache
+    ? request.messages.map((message, i) => cache.message(message, (own) => parseMessage(message, i, options, own), images))
+    : request.messages.map((message, i) => parseMessage(message, i, options, images));
   postprocessToolCalls(conversation);
   if (!options.templateKnowsDeveloper && conversation.some((m) => m.get("role") === "developer")) {
     conversation = consolidateSystemMessages(conversation.map(developerToSystem));
@@ -127,7 +197,8 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
   if (!isUnset(request.reasoning_effort) && !("enable_thinking" in userKwargs)) extra.push(["enable_thinking", request.reasoning_effort !== "none"]);
   for (const [k, v] of extra) if (!isUnset(v)) kwargs.set(k, fromJs(v));
   // with_defaults: the tool dicts under the request's kwargs.
-  const tools = request.tools == null ? null : request.tools.map((tool, i) => toolDict(tool, i));
+  const toolDicts = (list: readonly unknown[]) => list.map((tool, i) => toolDict(tool, i));
+  const tools = request.tools == null ? null : cache && Array.isArray(request.tools) ? cache.toolList(request.tools, () => toolDicts(request.tools!)) : toolDicts(request.tools);
   const variables = new Map<string, PyValue>();
   if (tools !== null || !kwargs.has("tools")) variables.set("tools", tools);
   for (const [k, v] of kwargs) if (k !== "tools" || tools === null) variables.set(k, v);

@@ -80,7 +80,8 @@ export function sglangGenerateRequest(
   options: { stream?: boolean; topLogprobs?: number; rid?: string } = {},
 ): Record<string, unknown> {
   return {
-    input_ids: [...inputIds],
+    // The caller's ids as they are (a copy of a long prompt costs more than the rest of the body).
+    input_ids: inputIds,
     sampling_params: { skip_special_tokens: false, ...samplingParams },
     return_logprob: true,
     top_logprobs_num: options.topLogprobs ?? 0,

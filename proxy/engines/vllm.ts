@@ -57,7 +57,8 @@ export function vllmTokenCompletionRequest(
 ): Record<string, unknown> {
   return {
     model,
-    prompt: [...promptIds],
+    // The caller's ids as they are (a copy of a long prompt costs more than the rest of the body).
+    prompt: promptIds,
     ...sampling,
     logprobs: options.logprobs ?? 0,
     return_token_ids: true,

@@ -53,6 +53,15 @@ export function assistantKey(content: string, calls: readonly string[]): string 
  * messageKey(prepared.conversation[0]) === messageKey(samePreparedAgain.conversation[0]) // true
  */
 export function messageKey(message: PyDict): string {
+  // A message preprocessed before is the same dict again (model/preprocess.ts's cache).
+  let key = messageKeys.get(message);
+  if (key === undefined) messageKeys.set(message, (key = messageKeyOf(message)));
+  return key;
+}
+
+const messageKeys = new WeakMap<PyDict, string>();
+
+function messageKeyOf(message: PyDict): string {
   const role = String(message.get("role"));
   const content = message.get("content");
   const text = textOf(content) ?? canonical(content as PyValue);
@@ -133,5 +142,15 @@ export function runKey(messages: readonly PyDict[], o: { squashed?: boolean } = 
 export function settingsKey(prepared: PreparedChat): string {
   const vars = [...prepared.variables].filter(([k]) => k !== "add_generation_prompt").sort(([a], [b]) => (a < b ? -1 : 1));
   // Tools are compared in their order: the system block lists them in it.
-  return hash(vars.map(([k, v]) => `${k}=${k === "tools" ? pyDumps(v) : canonical(v)}`).join("\u0001"));
+  return hash(vars.map(([k, v]) => `${k}=${k === "tools" ? toolsText(v) : canonical(v)}`).join("\u0001"));
 }
+
+/** The tools as text; a tool list preprocessed before is the same array again (model/preprocess.ts's cache). */
+function toolsText(tools: PyValue): string {
+  if (!Array.isArray(tools)) return pyDumps(tools);
+  let text = toolsTexts.get(tools);
+  if (text === undefined) toolsTexts.set(tools, (text = pyDumps(tools)));
+  return text;
+}
+
+const toolsTexts = new WeakMap<readonly PyValue[], string>();

@@ -16,6 +16,7 @@ import { AppendError, type Model, type PreparedChat } from "../../model/index.ts
 import { joinIds, type TokenIds } from "../../records/index.ts";
 import type { Chain, RolloutChains } from "../state/chains.ts";
 import { messageKey, runKey, settingsKey } from "./keys.ts";
+import { wholePrompt } from "./whole-prompts.ts";
 
 export interface Plan {
   /** The prompt ids sent to the engine. */
@@ -47,7 +48,7 @@ export function planCall(model: Model, chains: RolloutChains, prepared: Prepared
   const keys = conversation.map(messageKey);
   const settings = settingsKey(prepared);
   const fresh = (start: ChainStart, detail: string): Plan => {
-    const prompt = model.tokenizer.encode(model.renderPrepared(prepared));
+    const prompt = wholePrompt(model, prepared, settings);
     return { prompt, chain: undefined, parent: "", start, detail, rendered: prompt.length, keys, settings };
   };
   const appendable = prepared.variables.get("add_generation_prompt") !== false && !prepared.continueFinalMessage;

@@ -82,8 +82,8 @@ class GrammarParserEngine implements ParserEngine {
   private suppressToolCalls = false;
   private readonly reasoningStartId: number | undefined;
   private readonly reasoningEndId: number | undefined;
-  private readonly boundaryIds: Set<number>;
-  private readonly reasoningEndIds: Set<number>;
+  private readonly boundaryIds: ReadonlySet<number>;
+  private readonly reasoningEndIds: ReadonlySet<number>;
 
   constructor(
     private readonly config: EngineConfig,
@@ -93,11 +93,11 @@ class GrammarParserEngine implements ParserEngine {
     this.engine = streamingEngine(config, ctx);
     this.hasReasoning = "THINK_END" in config.tokenIdTerminals || "THINK_START" in config.terminals || "THINK_END" in config.terminals || config.initialState === "REASONING";
     this.reasoningEndSeen = !this.hasReasoning;
-    const idOf = (token: string | undefined) => (token === undefined ? undefined : ctx.tokenId(token));
-    this.reasoningStartId = idOf(config.tokenIdTerminals.THINK_START);
-    this.reasoningEndId = idOf(config.tokenIdTerminals.THINK_END);
-    this.boundaryIds = new Set(config.turnBoundaryTokens.map((t) => ctx.tokenId(t)).filter((id): id is number => id !== undefined));
-    this.reasoningEndIds = reasoningEndIdsOf(config, idOf);
+    const ids = tokenIdsOf(config, ctx);
+    this.reasoningStartId = ids.reasoningStartId;
+    this.reasoningEndId = ids.reasoningEndId;
+    this.boundaryIds = ids.boundaryIds;
+    this.reasoningEndIds = ids.reasoningEndIds;
   }
 
   get skipToolParsing(): boolean {
@@ -631,4 +631,29 @@ export function engineToolCallParser(engine: ParserEngine): ToolCallParser {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The token ids a config names, per tokenizer (its `tokenId`) and config: built once, not per request. */
+const tokenIdsCache = new WeakMap<ParserContext["tokenId"], WeakMap<EngineConfig, ConfigTokenIds>>();
+interface ConfigTokenIds {
+  reasoningStartId: number | undefined;
+  reasoningEndId: number | undefined;
+  boundaryIds: ReadonlySet<number>;
+  reasoningEndIds: ReadonlySet<number>;
+}
+function tokenIdsOf(config: EngineConfig, ctx: ParserContext): ConfigTokenIds {
+  let perConfig = tokenIdsCache.get(ctx.tokenId);
+  if (!perConfig) tokenIdsCache.set(ctx.tokenId, (perConfig = new WeakMap()));
+  let ids = perConfig.get(config);
+  if (!ids) perConfig.set(config, (ids = buildTokenIds(config, ctx)));
+  return ids;
+}
+function buildTokenIds(config: EngineConfig, ctx: ParserContext): ConfigTokenIds {
+  const idOf = (token: string | undefined) => (token === undefined ? undefined : ctx.tokenId(token));
+  return {
+    reasoningStartId: idOf(config.tokenIdTerminals.THINK_START),
+    reasoningEndId: idOf(config.tokenIdTerminals.THINK_END),
+    boundaryIds: new Set(config.turnBoundaryTokens.map((t) => ctx.tokenId(t)).filter((id): id is number => id !== undefined)),
+    reasoningEndIds: reasoningEndIdsOf(config, idOf),
+  };
 }
