@@ -170,7 +170,8 @@ function countCall(metrics: ProxyMetrics, call: RecordableCall): void {
   const u = call.capture.usage;
   const statusName = CallStatus[modelCall.status] ?? String(modelCall.status);
   // The series' experiment / iteration / policy_version labels (text cached per rollout); the version is the recorded one, i.e. what served the call.
-  const scope = { rollout: call.rollout.rollout, policyVersion: modelCall.policyVersion };
+  const { rollout: registered } = call.rollout;
+  const scope = { rollout: registered, policyVersion: modelCall.policyVersion };
   metrics.callFinished(
     { protocol: call.protocolName, status: statusName, http_status: modelCall.httpStatus },
     modelCall.latencyMs / 1000,

@@ -166,7 +166,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
 }
 
 /** The request rendered as the model renders it, and its place in the rollout's chains (restored first after a restart). */
-async function planForRollout(model: Model, rollout: RolloutState, chat: Record<string, any>) {
+async function planForRollout(model: Model, state: RolloutState, chat: Record<string, any>) {
   let prepared;
   try {
     prepared = model.prepare(chat as never);
@@ -174,8 +174,8 @@ async function planForRollout(model: Model, rollout: RolloutState, chat: Record<
     throw refusal(error, model.spec);
   }
   // A rollout open at a restart: its chains come back from its records at its first call (restore.ts).
-  if (rollout.chains?.recorded) await (rollout.chains.restoring ??= restoreChains(model, rollout.chains, rollout.rollout.rolloutId));
-  const chains = (rollout.chains ??= newRolloutChains());
+  if (state.chains?.recorded) await (state.chains.restoring ??= restoreChains(model, state.chains, state.rollout.rolloutId));
+  const chains = (state.chains ??= newRolloutChains());
   // Records that could not give them back, or the proxy's token budget dropping the rollout's history, lost its chains: the next call says so.
   const lost = chains.lost === true && chains.list.length === 0 ? (chains.lostWhy ?? RESTART_LOST) : undefined;
   let plan: Plan;
