@@ -73,12 +73,8 @@ function vllmGenerateReader(top: boolean): EngineAnswerReader {
         promptSeen = true;
       }
       if (Array.isArray(choice.weight_versions)) step.weightVersions = choice.weight_versions;
-      if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
-        const stopReason = choice.stop_reason ?? null;
-        const reason = choice.finish_reason;
-        step.finish = { reason, stopReason, stopToken: reason === "stop" && typeof stopReason !== "string" };
-        if (reason === "abort") step.finish.aborted = "the engine aborted the request";
-      }
+      const finish = finishOf(choice);
+      if (finish) step.finish = finish;
       return step;
     },
   };
@@ -102,12 +98,8 @@ function vllmReader(top: boolean): EngineAnswerReader {
       }
       if (Array.isArray(choice.prompt_token_ids) || choice.prompt_token_ids instanceof Uint32Array) step.promptIds = choice.prompt_token_ids;
       if (Array.isArray(choice.weight_versions)) step.weightVersions = choice.weight_versions;
-      if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
-        const stopReason = choice.stop_reason ?? null;
-        const reason = choice.finish_reason;
-        step.finish = { reason, stopReason, stopToken: reason === "stop" && typeof stopReason !== "string" };
-        if (reason === "abort") step.finish.aborted = "the engine aborted the request";
-      }
+      const finish = finishOf(choice);
+      if (finish) step.finish = finish;
       return step;
     },
   };
@@ -145,4 +137,14 @@ function sglangReader(): EngineAnswerReader {
       return step;
     },
   };
+}
+
+/** A vLLM choice's finish (both routes write it the same way), or undefined while it streams on. */
+function finishOf(choice: any): EngineStep["finish"] | undefined {
+  if (typeof choice.finish_reason !== "string" || choice.finish_reason === "") return undefined;
+  const stopReason = choice.stop_reason ?? null;
+  const reason = choice.finish_reason;
+  const finish: NonNullable<EngineStep["finish"]> = { reason, stopReason, stopToken: reason === "stop" && typeof stopReason !== "string" };
+  if (reason === "abort") finish.aborted = "the engine aborted the request";
+  return finish;
 }

@@ -44,27 +44,11 @@ const VLLM_SAMPLING = [
 /** vLLM's `/inference/v1/generate`: token ids with images (served with `--enable-scale-out`). */
 export const VLLM_GENERATE_PATH = "/inference/v1/generate";
 
-/** SamplingParams fields (vllm/sampling_params.py) a Chat request sets under the same name. */
-const VLLM_GENERATE_SAMPLING = [
-  "temperature",
-  "top_p",
-  "top_k",
-  "min_p",
-  "presence_penalty",
-  "frequency_penalty",
-  "repetition_penalty",
-  "seed",
-  "stop",
-  "stop_token_ids",
-  "min_tokens",
-  "ignore_eos",
-  "logit_bias",
-  "include_stop_str_in_output",
-  "bad_words",
-  "allowed_token_ids",
-  "structured_outputs",
-  "spaces_between_special_tokens",
-] as const;
+/** CompletionRequest fields that are not SamplingParams fields (vllm/sampling_params.py): the generate route has no place for them. */
+const COMPLETION_REQUEST_ONLY: ReadonlySet<string> = new Set(["response_format", "length_penalty", "priority", "truncate_prompt_tokens", "cache_salt"]);
+
+/** SamplingParams fields a Chat request sets under the same name. */
+const VLLM_GENERATE_SAMPLING = VLLM_SAMPLING.filter((k) => !COMPLETION_REQUEST_ONLY.has(k));
 
 export interface EngineRequest {
   /** "/v1/completions" (vLLM, and servers not identified), "/generate" (SGLang), or VLLM_GENERATE_PATH (vLLM, a prompt with images). */
