@@ -60,8 +60,8 @@ function vllmGenerateReader(top: boolean): EngineAnswerReader {
   return {
     usage: () => usage,
     read(event) {
-      if (event?.usage && typeof event.usage.prompt_tokens === "number") usage = { prompt_tokens: event.usage.prompt_tokens, completion_tokens: event.usage.completion_tokens };
-      const choice = Array.isArray(event?.choices) ? event.choices.find((c: any) => (c?.index ?? 0) === 0) : undefined;
+      usage = openAiUsage(event) ?? usage;
+      const choice = firstChoice(event);
       if (!choice) return undefined;
       const ids: number[] = Array.isArray(choice.token_ids) ? choice.token_ids : [];
       const rows: any[] = Array.isArray(choice.logprobs?.content) ? choice.logprobs.content : [];
@@ -86,8 +86,8 @@ function vllmReader(top: boolean): EngineAnswerReader {
   return {
     usage: () => usage,
     read(event) {
-      if (event?.usage && typeof event.usage.prompt_tokens === "number") usage = { prompt_tokens: event.usage.prompt_tokens, completion_tokens: event.usage.completion_tokens };
-      const choice = Array.isArray(event?.choices) ? event.choices.find((c: any) => (c?.index ?? 0) === 0) : undefined;
+      usage = openAiUsage(event) ?? usage;
+      const choice = firstChoice(event);
       if (!choice) return undefined;
       const ids: number[] = Array.isArray(choice.token_ids) ? choice.token_ids : [];
       const lp = choice.logprobs;
@@ -147,4 +147,15 @@ function finishOf(choice: any): EngineStep["finish"] | undefined {
   const finish: NonNullable<EngineStep["finish"]> = { reason, stopReason, stopToken: reason === "stop" && typeof stopReason !== "string" };
   if (reason === "abort") finish.aborted = "the engine aborted the request";
   return finish;
+}
+
+/** An OpenAI-shaped event's token usage, when it carries one (vLLM sends it in the last chunk). */
+function openAiUsage(event: any): { prompt_tokens: number; completion_tokens: number } | undefined {
+  if (!event?.usage || typeof event.usage.prompt_tokens !== "number") return undefined;
+  return { prompt_tokens: event.usage.prompt_tokens, completion_tokens: event.usage.completion_tokens };
+}
+
+/** Choice 0 of an OpenAI-shaped event (the proxy asks for one), or undefined. */
+function firstChoice(event: any): any {
+  return Array.isArray(event?.choices) ? event.choices.find((c: any) => (c?.index ?? 0) === 0) : undefined;
 }
