@@ -26,7 +26,7 @@ import { hashIds, hashString, mix } from "./hash.ts";
 import { sampledLogprobs } from "./logprobs.ts";
 import type { SimContext } from "./context.ts";
 import { decideTurn } from "./policy.ts";
-import { sleep, sseResponse } from "./sse.ts";
+import { pacedChunks, sseResponse } from "./sse.ts";
 import { IM_END, loadTokenizer } from "./model.ts";
 import { chatmlTurns, chatPrompt } from "./completions.ts";
 import { whileGenerating } from "./flavours/pause.ts";
@@ -180,13 +180,7 @@ export async function handleNativeGenerate(ctx: SimContext, request: Request): P
   const whole = visibleText(g, 0, coveredBytes(g));
   if (body.stream !== true) return Response.json(answer(g.ids.length, whole, true), { headers: { "x-forge-simulator": "1" } });
   return sseResponse(async function* () {
-    await sleep(ctx.ttftMs, request.signal);
-    const per = Math.max(1, Math.floor(ctx.tokensPerChunk));
-    let n = 0;
-    while (n < g.ids.length) {
-      if (n > 0) await sleep(ctx.chunkDelayMs, request.signal);
-      if (request.signal.aborted) return;
-      n = Math.min(n + per, g.ids.length);
+    for await (const [, n] of pacedChunks(g.ids.length, ctx, request.signal)) {
       // The text so far stops before a character the tokens have only begun.
       let end = n === g.ids.length ? coveredBytes(g) : Math.min(g.byteEnds[n - 1]!, coveredBytes(g));
       while (end > 0 && !atCharBoundary(g, end)) end--;

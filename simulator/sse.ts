@@ -46,3 +46,21 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
   });
 }
+
+/**
+ * A generated answer's chunks as [from, to) token ranges, paced as the engine streams them: the
+ * time to the first token, then `tokensPerChunk` ids per chunk with `chunkDelayMs` between; stops
+ * when the request is aborted.
+ */
+export async function* pacedChunks(total: number, pace: { ttftMs: number; tokensPerChunk: number; chunkDelayMs: number }, signal: AbortSignal): AsyncGenerator<[number, number]> {
+  await sleep(pace.ttftMs, signal);
+  const per = Math.max(1, Math.floor(pace.tokensPerChunk));
+  let n = 0;
+  while (n < total) {
+    if (n > 0) await sleep(pace.chunkDelayMs, signal);
+    if (signal.aborted) return;
+    const from = n;
+    n = Math.min(n + per, total);
+    yield [from, n];
+  }
+}

@@ -22,7 +22,7 @@ import { hashIds, hashString, mix } from "./hash.ts";
 import { sampledLogprobs } from "./logprobs.ts";
 import type { SimContext } from "./context.ts";
 import { decideTurn } from "./policy.ts";
-import { sleep, sseResponse } from "./sse.ts";
+import { pacedChunks, sseResponse } from "./sse.ts";
 import { loadTokenizer } from "./model.ts";
 import { chatmlTurns, chatPrompt } from "./completions.ts";
 import { whileGenerating } from "./flavours/pause.ts";
@@ -111,14 +111,7 @@ export async function handleTokenGenerate(ctx: SimContext, request: Request): Pr
   }
   const includeUsage = body.stream_options?.include_usage === true;
   return sseResponse(async function* () {
-    await sleep(ctx.ttftMs, request.signal);
-    const per = Math.max(1, Math.floor(ctx.tokensPerChunk));
-    let n = 0;
-    while (n < g.ids.length) {
-      if (n > 0) await sleep(ctx.chunkDelayMs, request.signal);
-      if (request.signal.aborted) return;
-      const from = n;
-      n = Math.min(n + per, g.ids.length);
+    for await (const [from, n] of pacedChunks(g.ids.length, ctx, request.signal)) {
       const last = n === g.ids.length;
       yield {
         request_id: requestId,
