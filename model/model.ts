@@ -7,8 +7,9 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { compileChatTemplate, ChatTemplateError, type ChatTemplate } from "./chat-template.ts";
 import { preprocessChat, PreprocessCache, ChatRequestError, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
-import { appendedAfter, suffixLocal, type AppendEnv, type Appended, type Window } from "./append.ts";
-import { SUFFIX_PROBES } from "./suffix-probe.ts";
+import { appendedAfter, holesExact, suffixLocal, type AppendEnv, type Appended, type Window } from "./append.ts";
+import { HoleCache } from "./append-holes.ts";
+import { HOLE_PROBES, SUFFIX_PROBES } from "./suffix-probe.ts";
 import { fromJs, type PyValue } from "./pyjson.ts";
 import { pyStrip, pyRstrip } from "./pystr.ts";
 import { chatOutputParser, type ChatOutputParser } from "./parsers/chat-output.ts";
@@ -206,7 +207,8 @@ async function build(spec: ModelSpec): Promise<Model> {
   const eos = specials.find(([k]) => k === "eos_token")?.[1];
   const eosToken = typeof eos === "string" ? eos : undefined;
 
-  const appendEnv: AppendEnv<PreparedChat> = { render: renderPrepared, tokenizer, eosToken, window: suffixWindows(prepare, renderPrepared, tokenizer, eosToken) };
+  const probed = suffixWindows(prepare, renderPrepared, tokenizer, eosToken);
+  const appendEnv: AppendEnv<PreparedChat> = { render: renderPrepared, tokenizer, eosToken, window: (p) => probed(p).window, holes: (p) => probed(p).holes };
 
   let callIds = 0;
   const randomCallId = () => `chatcmpl-tool-${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}${(callIds++).toString(16)}`;
@@ -289,22 +291,30 @@ function renderWithVariables(prepared: PreparedChat, specials: [string, PyValue]
   return rendered.slice(at, at + TAG.length) === TAG ? rendered.slice(0, at) : pyRstrip(rendered.slice(0, at));
 }
 
-/** Each template's suffix-local window, probed once, at its first appended rendering (model/suffix-probe.ts). */
-function suffixWindows(prepare: (request: ChatRenderRequest) => PreparedChat, render: (prepared: PreparedChat) => string, tokenizer: Tokenizer, eosToken: string | undefined): (prepared: PreparedChat) => Window {
-  const suffixLocalTemplates = new Map<ChatTemplate, Window>();
-  return (prepared) => {
-    let local = suffixLocalTemplates.get(prepared.template);
-    if (local === undefined) {
-      const probes: PreparedChat[] = [];
-      for (const request of SUFFIX_PROBES) {
-        try {
-          probes.push({ ...prepare(request), template: prepared.template });
-        } catch {
-          // A request this model's preprocessing refuses probes nothing.
-        }
+/**
+ * Each template's suffix-local window, and its holed texts when it writes tool results as given,
+ * probed once, at its first appended rendering (model/suffix-probe.ts, model/append-holes.ts).
+ */
+function suffixWindows(prepare: (request: ChatRenderRequest) => PreparedChat, render: (prepared: PreparedChat) => string, tokenizer: Tokenizer, eosToken: string | undefined): (prepared: PreparedChat) => { window: Window; holes?: HoleCache } {
+  const probedTemplates = new Map<ChatTemplate, { window: Window; holes?: HoleCache }>();
+  const probesOf = (requests: readonly ChatRenderRequest[], template: ChatTemplate) => {
+    const probes: PreparedChat[] = [];
+    for (const request of requests) {
+      try {
+        probes.push({ ...prepare(request), template });
+      } catch {
+        // A request this model's preprocessing refuses probes nothing.
       }
-      local = suffixLocal(probes, { render, tokenizer, eosToken });
-      suffixLocalTemplates.set(prepared.template, local);
+    }
+    return probes;
+  };
+  return (prepared) => {
+    let local = probedTemplates.get(prepared.template);
+    if (local === undefined) {
+      const env = { render, tokenizer, eosToken };
+      const window = suffixLocal(probesOf(SUFFIX_PROBES, prepared.template), env);
+      local = holesExact(probesOf(HOLE_PROBES, prepared.template), env, window) ? { window, holes: new HoleCache() } : { window };
+      probedTemplates.set(prepared.template, local);
     }
     return local;
   };
