@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { compileChatTemplate, ChatTemplateError, type ChatTemplate } from "./chat-template.ts";
-import { preprocessChat, PreprocessCache, ChatRequestError, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
+import { preprocessChat, PreprocessCache, ChatRequestError, noPreviousMessages, type ChatRenderRequest, type ImageHandling, type Preprocessed, type PreviousMessages } from "./preprocess.ts";
 import { appendedAfter, holesExact, suffixLocal, type AppendEnv, type Appended, type Window } from "./append.ts";
 import { HoleCache } from "./append-holes.ts";
 import { HOLE_PROBES, SUFFIX_PROBES } from "./suffix-probe.ts";
@@ -94,8 +94,12 @@ export interface Model {
   renderChatIds(request: ChatRenderRequest): number[];
   /** A parser for one choice of one request (it keeps streaming state). */
   outputParser(options: OutputParserOptions): ChatOutputParser;
-  /** vLLM's preprocessing of a request (the conversation and variables the template gets), with its template. */
-  prepare(request: ChatRenderRequest): PreparedChat;
+  /**
+   * vLLM's preprocessing of a request (the conversation and variables the template gets), with
+   * its template; `previous`, the conversation's last call's messages (filled in for its next),
+   * spares the messages it resends their JSON text (model/preprocess.ts).
+   */
+  prepare(request: ChatRenderRequest, previous?: PreviousMessages): PreparedChat;
   /** The prompt text of a prepared request (`renderChat` is `renderPrepared(prepare(request))`). */
   renderPrepared(prepared: PreparedChat): string;
   /**
@@ -170,8 +174,15 @@ async function build(spec: ModelSpec): Promise<Model> {
 
   // One cache of preprocessed messages per template (its options follow from the template).
   const preprocessCaches = new Map<ChatTemplate, PreprocessCache>();
+  const previousTemplates = new WeakMap<PreviousMessages, ChatTemplate>();
+  const resetFor = (previous: PreviousMessages | undefined, template: ChatTemplate): PreviousMessages | undefined => {
+    if (!previous) return undefined;
+    Object.assign(previous, noPreviousMessages());
+    previousTemplates.set(previous, template);
+    return previous;
+  };
   /** vLLM's preprocessing of a request, with the template it renders with. */
-  const prepare = (request: ChatRenderRequest): PreparedChat => {
+  const prepare = (request: ChatRenderRequest, previous?: PreviousMessages): PreparedChat => {
     const template = templateFor(request.tools);
     let cache = preprocessCaches.get(template);
     if (!cache) preprocessCaches.set(template, (cache = new PreprocessCache()));
@@ -181,6 +192,8 @@ async function build(spec: ModelSpec): Promise<Model> {
       templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
       contentFormat: spec.images && LOOPS_OVER_CONTENT.test(template.source) ? "openai" : "string",
       cache,
+      // The previous call's dicts are this template's: a call that changes template starts afresh.
+      previous: previous && previousTemplates.get(previous) === template ? previous : resetFor(previous, template),
     });
     return { ...pre, template };
   };

@@ -26,6 +26,7 @@ import { callImages, echoProblem } from "./images.ts";
 import { engineAnswerReader, type EngineAnswerReader } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
 import { chainPromptText, keepPromptText } from "./prompt-texts.ts";
+import { heldMessages, previousMessages } from "./previous-messages.ts";
 import { chatJsonAnswer, chatStreamResponse, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
 
 const encoder = new TextEncoder();
@@ -171,11 +172,13 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
 /** The request rendered as the model renders it, and its place in the rollout's chains (restored first after a restart). */
 async function planForRollout(model: Model, state: RolloutState, chat: Record<string, any>) {
   let prepared;
+  const previous = previousMessages(state.rollout.rolloutId);
   try {
-    prepared = model.prepare(chat as never);
+    prepared = model.prepare(chat as never, previous);
   } catch (error) {
     throw refusal(error, model.spec);
   }
+  heldMessages(state.rollout.rolloutId, previous);
   // A rollout open at a restart: its chains come back from its records at its first call (restore.ts).
   if (state.chains?.recorded) await (state.chains.restoring ??= restoreChains(model, state.chains, state.rollout.rolloutId));
   const chains = (state.chains ??= newRolloutChains());
