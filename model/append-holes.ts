@@ -121,8 +121,13 @@ function cut(text: string): Holed | undefined {
     at = m.index + m[0].length;
   }
   parts.push(text.slice(at));
-  return parts.some((p) => p.includes(nonce) || p.includes("forge-hole-")) ? undefined : { parts, refs };
+  if (parts.some((p) => p.includes(nonce) || p.includes("forge-hole-"))) return undefined;
+  // Own copies: a slice would hold the whole rendered window (a system prompt of 100 KB) alive.
+  return { parts: parts.map(ownCopy), refs };
 }
+
+/** A string of its own, every code unit kept (JavaScriptCore's slices share their source's characters). */
+const ownCopy = (text: string): string => JSON.parse(JSON.stringify(text));
 
 function fill(holed: Holed, after: readonly PyDict[]): string {
   let text = holed.parts[0]!;

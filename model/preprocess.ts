@@ -276,11 +276,24 @@ function messagesOf(messages: readonly unknown[], options: PreprocessOptions, im
   postprocessToolCalls(fresh);
   cache?.commit(pending);
   if (previous) {
-    const raws = conversation.map((_, i) => (reused[i] ? previous.raws[i] : copyJson(messages[i])));
+    const raws = conversation.map((dict, i) => (reused[i] ? previous.raws[i] : copyMessage(messages[i], dict)));
     const chars = conversation.map((_, i) => (reused[i] ? previous.chars[i]! : stringChars(raws[i])));
     Object.assign(previous, { raws, dicts: conversation, images: own, chars });
   }
   return conversation;
+}
+
+/**
+ * A copy of a message as sent, its content the dict's string when they are the same text: a
+ * message the cache gave a dict made from another request's copy of it holds that one string.
+ */
+function copyMessage(raw: unknown, dict: PyDict): unknown {
+  const copy = copyJson(raw);
+  const content = dict.get("content");
+  if (copy && typeof copy === "object" && !Array.isArray(copy) && typeof (copy as Record<string, unknown>).content === "string" && content === (copy as Record<string, unknown>).content) {
+    (copy as Record<string, unknown>).content = content;
+  }
+  return copy;
 }
 
 /** A copy of a plain JSON value (its strings shared): what a request's body becomes later does not change what was kept. */

@@ -156,6 +156,9 @@ function readJson(path: string): unknown {
  * through do not push them out. A short piece costs the library's whole encode path (its
  * normalizer, pre-tokenizer and post-processor) for a few ids.
  */
+/** A string of its own, every code unit kept (JavaScriptCore's slices share their source's characters). */
+const ownCopy = (text: string): string => JSON.parse(JSON.stringify(text));
+
 function pieceCache() {
   const cache = new Map<string, number[]>();
   const short = new Map<string, number[]>();
@@ -168,7 +171,8 @@ function pieceCache() {
     set(piece: string, ids: number[]) {
       if (piece.length < 32) {
         if (short.size >= MAX_SHORT) short.delete(short.keys().next().value!);
-        short.set(piece, ids);
+        // A key of its own: a slice would hold the whole text it was cut from (a prompt) alive.
+        short.set(ownCopy(piece), ids);
         return;
       }
       if (piece.length > MAX_CHARS / 8) return;

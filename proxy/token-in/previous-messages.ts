@@ -11,7 +11,7 @@
  */
 import { noPreviousMessages, type PreviousMessages } from "../../model/index.ts";
 
-const MAX_CHARS = 8 * 1024 * 1024;
+const MAX_CHARS = 4 * 1024 * 1024;
 const held = new Map<string, { previous: PreviousMessages; chars: number }>();
 let chars = 0;
 

@@ -25,11 +25,11 @@ describe("a prompt's ids as JSON text, continued from the chain's last prompt", 
   });
 
   test("bounded: texts past the shard's budget are dropped, oldest first", () => {
-    const big = JSON.stringify(Array.from({ length: 300_000 }, (_, i) => i % 100_000));
-    const arrays = Array.from({ length: 8 }, () => new Uint32Array(300_001));
-    for (const a of arrays) keepPromptText(a, 300_000, big, undefined);
-    // ~1.2 M characters each, 8 Mi in all: the first ones went; a miss writes the whole text.
-    const probe = Array.from({ length: 300_001 }, (_, i) => (i === 300_000 ? 7 : 0));
+    const big = JSON.stringify(Array.from({ length: 150_000 }, (_, i) => i % 100_000));
+    const arrays = Array.from({ length: 8 }, () => new Uint32Array(150_001));
+    for (const a of arrays) keepPromptText(a, 150_000, big, undefined);
+    // ~0.9 M characters each, 4 Mi in all: the first ones went; a miss writes the whole text.
+    const probe = Array.from({ length: 150_001 }, (_, i) => (i === 150_000 ? 7 : 0));
     expect(chainPromptText(probe, arrays[0])).toBe(JSON.stringify(probe));
     expect(chainPromptText(probe, arrays[7])).toBe(`${big.slice(0, -1)},7]`);
   });

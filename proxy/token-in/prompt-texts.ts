@@ -5,13 +5,13 @@
  * the text of the chain's last prompt is kept, keyed by the chain's tokens, and the next call
  * writes only the ids after it instead of all of them (JSON.stringify of ~8k ids is ~40 µs).
  *
- * Shared by the shard's rollouts and bounded by characters (MAX_CHARS: ~8 MiB of text, and the
- * chains' token arrays it keys by, ~5 MiB at most): a shard whose rollouts in flight hold more
+ * Shared by the shard's rollouts and bounded by characters (MAX_CHARS: ~4 MiB of text, and the
+ * chains' token arrays it keys by, ~3 MiB at most): a shard whose rollouts in flight hold more
  * misses, and writes the whole text as before. An entry goes when its chain moves on.
  */
 import type { TokenIds } from "../../records/index.ts";
 
-const MAX_CHARS = 8 * 1024 * 1024;
+const MAX_CHARS = 4 * 1024 * 1024;
 const held = new Map<TokenIds, { text: string; length: number }>();
 let chars = 0;
 
