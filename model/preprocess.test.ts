@@ -102,4 +102,21 @@ describe("preprocessing with a cache of messages", () => {
     const bad = { messages: [{ role: "user", content: "after" }, { role: "assistant", content: "", tool_calls: [{ id: "a", type: "custom", custom: { name: "x" } }] }] };
     for (let i = 0; i < 2; i++) expect(() => preprocessChat(bad, { previous, cache: new PreprocessCache() })).toThrow(/only support assistant tool_calls of type 'function'/);
   });
+
+  test("with the previous call's messages, a message with a tool call's id is the rollout's own: not shared through the cache; the rest are", () => {
+    const cache = new PreprocessCache();
+    const messages = [
+      { role: "user", content: "Go." },
+      { role: "assistant", content: "", tool_calls: [{ id: "a", type: "function", function: { name: "ls", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "a", content: "x" },
+    ];
+    const one = preprocessChat({ messages }, { cache, previous: noPreviousMessages() });
+    const two = preprocessChat({ messages }, { cache, previous: noPreviousMessages() });
+    expect(two.conversation[0]).toBe(one.conversation[0]!);
+    expect(two.conversation[1]).not.toBe(one.conversation[1]!);
+    expect(two.conversation[2]).not.toBe(one.conversation[2]!);
+    expect(pyDumps(two.conversation)).toBe(pyDumps(one.conversation));
+    // Without them (model.prepare outside token-in), the cache serves every message.
+    expect(preprocessChat({ messages }, { cache }).conversation[2]).toBe(preprocessChat({ messages }, { cache }).conversation[2]!);
+  });
 });

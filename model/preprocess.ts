@@ -267,8 +267,11 @@ function messagesOf(messages: readonly unknown[], options: PreprocessOptions, im
     reused.push(false);
     const mine: string[] = [];
     const before = pending.length;
-    const dict = cache ? cache.message(message, (o) => parseMessage(message, i, options, o), mine, pending) : parseMessage(message, i, options, mine);
-    if (!cache || pending.length > before) fresh.push(dict);
+    // A message with a tool call's id is its rollout's own (the ids are the proxy's, random): with
+    // the previous call's messages it is found there, so the shared cache is not asked (nor filled).
+    const shared = cache && !(previous && ownToRollout(message)) ? cache : undefined;
+    const dict = shared ? shared.message(message, (o) => parseMessage(message, i, options, o), mine, pending) : parseMessage(message, i, options, mine);
+    if (!shared || pending.length > before) fresh.push(dict);
     own.push(mine);
     for (const image of mine) images.push(image);
     return dict;
@@ -281,6 +284,12 @@ function messagesOf(messages: readonly unknown[], options: PreprocessOptions, im
     Object.assign(previous, { raws, dicts: conversation, images: own, chars });
   }
   return conversation;
+}
+
+/** Whether a message as sent carries a tool call's id (a tool result, an assistant turn with calls). */
+function ownToRollout(message: unknown): boolean {
+  if (!isObject(message)) return false;
+  return (message.role === "tool" && message.tool_call_id != null) || (message.role === "assistant" && Array.isArray(message.tool_calls) && message.tool_calls.length > 0);
 }
 
 /**
