@@ -30,6 +30,7 @@
 import type { PyDict, PyValue } from "./pyjson.ts";
 import type { Preprocessed } from "./preprocess.ts";
 import type { Tokenizer } from "./tokenizer.ts";
+import { holedTextAfter, HoleCache } from "./append-holes.ts";
 
 /** The request cannot be appended to this way; the message says why. */
 export class AppendError extends Error {
@@ -66,6 +67,12 @@ export interface AppendEnv<P extends Preprocessed> {
    * depend on the assistant and tool messages before the turn.
    */
   window?: (prepared: P) => Window;
+  /**
+   * The template's holed texts (model/append-holes.ts) when its probe (`holesExact`) said it
+   * writes a tool result's strings as given; the short conversation is then rendered once per
+   * shape of what follows the turn.
+   */
+  holes?: (prepared: P) => HoleCache | undefined;
   tokenizer: Tokenizer;
   /** The tokenizer configuration's eos_token: the text the template ends a turn with. */
   eosToken: string | undefined;
@@ -97,8 +104,11 @@ export function appendedAfter<P extends Preprocessed>(prepared: P, answerIndex: 
   if (window) {
     // The short conversation; anything it does not render as the whole one would (an error, no
     // marker) is left to the whole conversation, which says what is wrong.
+    const short = window === "short-no-tools" ? withoutTools(prepared) : prepared;
+    const holes = env.holes?.(prepared);
+    if (holes) text = holedWindowText(holes, short, conversation, answerIndex, closer, env);
     try {
-      text = textAfter(window === "short-no-tools" ? withoutTools(prepared) : prepared, windowOf(conversation, answerIndex), closer, env);
+      text ??= textAfter(short, windowOf(conversation, answerIndex), closer, env);
     } catch {
       text = undefined;
     }
@@ -132,15 +142,32 @@ function standIn(marker: string): PyDict {
  */
 export function windowOf(conversation: readonly PyDict[], answerIndex: number): { conversation: PyDict[]; marker: string } {
   const marker = `forge-answer-${markerNonce}-${answerIndex}`;
+  const out = windowBefore(conversation, answerIndex);
+  out.push(standIn(marker));
+  for (let i = answerIndex + 1; i < conversation.length; i++) out.push(conversation[i]!);
+  return { conversation: out, marker };
+}
+
+/** The short conversation's messages before the answer (`windowOf`). */
+function windowBefore(conversation: readonly PyDict[], answerIndex: number): PyDict[] {
   const out: PyDict[] = [];
   for (let i = 0; i < answerIndex; i++) {
     const message = conversation[i]!;
     const role = message.get("role");
     if (i === 0 || (role !== "assistant" && role !== "tool")) out.push(message);
   }
-  out.push(standIn(marker));
-  for (let i = answerIndex + 1; i < conversation.length; i++) out.push(conversation[i]!);
-  return { conversation: out, marker };
+  return out;
+}
+
+/**
+ * The short conversation's text after the answer from its shape's holed text
+ * (model/append-holes.ts); undefined when it has none (then it is rendered).
+ */
+function holedWindowText<P extends Preprocessed>(holes: HoleCache, short: P, conversation: readonly PyDict[], answerIndex: number, closer: string, env: AppendEnv<P>): string | undefined {
+  const before = windowBefore(conversation, answerIndex);
+  const marker = `forge-answer-${markerNonce}-holes`;
+  const renderAfter = (after: PyDict[]) => textAfter(short, { conversation: [...before, standIn(marker), ...after], marker }, closer, env);
+  return holedTextAfter(holes, short, before, conversation.slice(answerIndex + 1), renderAfter);
 }
 
 /** What the template writes after the stand-in's marker and the closer. */
@@ -194,6 +221,39 @@ function sameAfterEveryTurn<P extends Preprocessed>(probes: readonly P[], env: A
       const whole = outcome(() => textAfter(prepared, standInAt(conversation, i), closer, env));
       const viaWindow = outcome(() => textAfter(shortened, windowOf(conversation, i), closer, env));
       if (whole !== viaWindow) return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * Whether the text after every assistant turn of `probes`, filled into its shape's holed text
+ * (model/append-holes.ts, rendered afresh), is the text rendered from the whole conversation:
+ * the template writes tool results' strings as given (and each marker whole). A turn the whole
+ * conversation cannot be rendered after must have no holed text either.
+ */
+export function holesExact<P extends Preprocessed>(probes: readonly P[], env: AppendEnv<P>, window: Window): boolean {
+  const closer = env.eosToken;
+  if (!closer || !window || probes.length === 0) return false;
+  for (const prepared of probes) {
+    const conversation = prepared.conversation;
+    const short = window === "short-no-tools" ? withoutTools(prepared) : prepared;
+    for (let i = 0; i < conversation.length; i++) {
+      if (conversation[i]!.get("role") !== "assistant") continue;
+      let whole: string | undefined;
+      try {
+        whole = textAfter(prepared, standInAt(conversation, i), closer, env);
+      } catch {
+        whole = undefined;
+      }
+      const holes = new HoleCache();
+      let filled: string | undefined;
+      try {
+        filled = holedWindowText(holes, short, conversation, i, closer, env);
+      } catch {
+        return false;
+      }
+      if (holes.refused() || (filled !== undefined && filled !== whole)) return false;
     }
   }
   return true;

@@ -6,9 +6,10 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { compileChatTemplate, ChatTemplateError, type ChatTemplate } from "./chat-template.ts";
-import { preprocessChat, PreprocessCache, ChatRequestError, type ChatRenderRequest, type ImageHandling, type Preprocessed } from "./preprocess.ts";
-import { appendedAfter, suffixLocal, type AppendEnv, type Appended, type Window } from "./append.ts";
-import { SUFFIX_PROBES } from "./suffix-probe.ts";
+import { preprocessChat, PreprocessCache, ChatRequestError, noPreviousMessages, type ChatRenderRequest, type ImageHandling, type Preprocessed, type PreviousMessages } from "./preprocess.ts";
+import { appendedAfter, holesExact, suffixLocal, type AppendEnv, type Appended, type Window } from "./append.ts";
+import { HoleCache } from "./append-holes.ts";
+import { HOLE_PROBES, SUFFIX_PROBES } from "./suffix-probe.ts";
 import { fromJs, type PyValue } from "./pyjson.ts";
 import { pyStrip, pyRstrip } from "./pystr.ts";
 import { chatOutputParser, type ChatOutputParser } from "./parsers/chat-output.ts";
@@ -93,8 +94,12 @@ export interface Model {
   renderChatIds(request: ChatRenderRequest): number[];
   /** A parser for one choice of one request (it keeps streaming state). */
   outputParser(options: OutputParserOptions): ChatOutputParser;
-  /** vLLM's preprocessing of a request (the conversation and variables the template gets), with its template. */
-  prepare(request: ChatRenderRequest): PreparedChat;
+  /**
+   * vLLM's preprocessing of a request (the conversation and variables the template gets), with
+   * its template; `previous`, the conversation's last call's messages (filled in for its next),
+   * spares the messages it resends their JSON text (model/preprocess.ts).
+   */
+  prepare(request: ChatRenderRequest, previous?: PreviousMessages): PreparedChat;
   /** The prompt text of a prepared request (`renderChat` is `renderPrepared(prepare(request))`). */
   renderPrepared(prepared: PreparedChat): string;
   /**
@@ -169,8 +174,15 @@ async function build(spec: ModelSpec): Promise<Model> {
 
   // One cache of preprocessed messages per template (its options follow from the template).
   const preprocessCaches = new Map<ChatTemplate, PreprocessCache>();
+  const previousTemplates = new WeakMap<PreviousMessages, ChatTemplate>();
+  const resetFor = (previous: PreviousMessages | undefined, template: ChatTemplate): PreviousMessages | undefined => {
+    if (!previous) return undefined;
+    Object.assign(previous, noPreviousMessages());
+    previousTemplates.set(previous, template);
+    return previous;
+  };
   /** vLLM's preprocessing of a request, with the template it renders with. */
-  const prepare = (request: ChatRenderRequest): PreparedChat => {
+  const prepare = (request: ChatRenderRequest, previous?: PreviousMessages): PreparedChat => {
     const template = templateFor(request.tools);
     let cache = preprocessCaches.get(template);
     if (!cache) preprocessCaches.set(template, (cache = new PreprocessCache()));
@@ -180,6 +192,8 @@ async function build(spec: ModelSpec): Promise<Model> {
       templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
       contentFormat: spec.images && LOOPS_OVER_CONTENT.test(template.source) ? "openai" : "string",
       cache,
+      // The previous call's dicts are this template's: a call that changes template starts afresh.
+      previous: previous && previousTemplates.get(previous) === template ? previous : resetFor(previous, template),
     });
     return { ...pre, template };
   };
@@ -206,7 +220,8 @@ async function build(spec: ModelSpec): Promise<Model> {
   const eos = specials.find(([k]) => k === "eos_token")?.[1];
   const eosToken = typeof eos === "string" ? eos : undefined;
 
-  const appendEnv: AppendEnv<PreparedChat> = { render: renderPrepared, tokenizer, eosToken, window: suffixWindows(prepare, renderPrepared, tokenizer, eosToken) };
+  const probed = suffixWindows(prepare, renderPrepared, tokenizer, eosToken);
+  const appendEnv: AppendEnv<PreparedChat> = { render: renderPrepared, tokenizer, eosToken, window: (p) => probed(p).window, holes: (p) => probed(p).holes };
 
   let callIds = 0;
   const randomCallId = () => `chatcmpl-tool-${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}${(callIds++).toString(16)}`;
@@ -289,22 +304,30 @@ function renderWithVariables(prepared: PreparedChat, specials: [string, PyValue]
   return rendered.slice(at, at + TAG.length) === TAG ? rendered.slice(0, at) : pyRstrip(rendered.slice(0, at));
 }
 
-/** Each template's suffix-local window, probed once, at its first appended rendering (model/suffix-probe.ts). */
-function suffixWindows(prepare: (request: ChatRenderRequest) => PreparedChat, render: (prepared: PreparedChat) => string, tokenizer: Tokenizer, eosToken: string | undefined): (prepared: PreparedChat) => Window {
-  const suffixLocalTemplates = new Map<ChatTemplate, Window>();
-  return (prepared) => {
-    let local = suffixLocalTemplates.get(prepared.template);
-    if (local === undefined) {
-      const probes: PreparedChat[] = [];
-      for (const request of SUFFIX_PROBES) {
-        try {
-          probes.push({ ...prepare(request), template: prepared.template });
-        } catch {
-          // A request this model's preprocessing refuses probes nothing.
-        }
+/**
+ * Each template's suffix-local window, and its holed texts when it writes tool results as given,
+ * probed once, at its first appended rendering (model/suffix-probe.ts, model/append-holes.ts).
+ */
+function suffixWindows(prepare: (request: ChatRenderRequest) => PreparedChat, render: (prepared: PreparedChat) => string, tokenizer: Tokenizer, eosToken: string | undefined): (prepared: PreparedChat) => { window: Window; holes?: HoleCache } {
+  const probedTemplates = new Map<ChatTemplate, { window: Window; holes?: HoleCache }>();
+  const probesOf = (requests: readonly ChatRenderRequest[], template: ChatTemplate) => {
+    const probes: PreparedChat[] = [];
+    for (const request of requests) {
+      try {
+        probes.push({ ...prepare(request), template });
+      } catch {
+        // A request this model's preprocessing refuses probes nothing.
       }
-      local = suffixLocal(probes, { render, tokenizer, eosToken });
-      suffixLocalTemplates.set(prepared.template, local);
+    }
+    return probes;
+  };
+  return (prepared) => {
+    let local = probedTemplates.get(prepared.template);
+    if (local === undefined) {
+      const env = { render, tokenizer, eosToken };
+      const window = suffixLocal(probesOf(SUFFIX_PROBES, prepared.template), env);
+      local = holesExact(probesOf(HOLE_PROBES, prepared.template), env, window) ? { window, holes: new HoleCache() } : { window };
+      probedTemplates.set(prepared.template, local);
     }
     return local;
   };

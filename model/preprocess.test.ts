@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { preprocessChat, PreprocessCache, type ChatRenderRequest } from "./preprocess.ts";
+import { noPreviousMessages, preprocessChat, PreprocessCache, type ChatRenderRequest } from "./preprocess.ts";
 import { pyDumps } from "./pyjson.ts";
 import { QWEN_VL_IMAGES } from "./model.ts";
 
@@ -45,5 +45,78 @@ describe("preprocessing with a cache of messages", () => {
     preprocessChat({ messages: [{ role: "user", content: "b".repeat(600) }] }, { cache });
     // The first was dropped to make room: preprocessed again, a new dict.
     expect(preprocessChat({ messages: [{ role: "user", content: "a".repeat(600) }] }, { cache }).conversation[0]).not.toBe(first.conversation[0]!);
+  });
+
+  test("a message whose sketch another shares (a long text of the same length and ends) is preprocessed afresh, not given the other's dict", () => {
+    const cache = new PreprocessCache();
+    const text = (middle: string) => `${"a".repeat(40)}${middle}${"z".repeat(40)}`;
+    const a = preprocessChat({ messages: [{ role: "tool", tool_call_id: "x", content: text("1") }] }, { cache });
+    const b = preprocessChat({ messages: [{ role: "tool", tool_call_id: "x", content: text("2") }] }, { cache });
+    expect(b.conversation[0]!.get("content")).toBe(text("2"));
+    expect(preprocessChat({ messages: [{ role: "tool", tool_call_id: "x", content: text("2") }] }, { cache }).conversation[0]).toBe(b.conversation[0]!);
+    expect(a.conversation[0]!.get("content")).toBe(text("1"));
+  });
+
+  test("a request changed after it was preprocessed does not change what the cache gives for its messages", () => {
+    const cache = new PreprocessCache();
+    const message = { role: "user", content: "before" };
+    const first = preprocessChat({ messages: [message] }, { cache });
+    message.content = "after";
+    expect(preprocessChat({ messages: [{ role: "user", content: "after" }] }, { cache }).conversation[0]!.get("content")).toBe("after");
+    expect(preprocessChat({ messages: [{ role: "user", content: "before" }] }, { cache }).conversation[0]).toBe(first.conversation[0]!);
+  });
+
+  test("a message the post-processing refuses (a tool call that is no function) is refused on every call, never kept", () => {
+    const cache = new PreprocessCache();
+    const bad = { messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "", tool_calls: [{ id: "a", type: "custom", custom: { name: "x" } }] }] };
+    for (let i = 0; i < 2; i++) expect(() => preprocessChat(bad, { cache })).toThrow(/only support assistant tool_calls of type 'function'/);
+  });
+
+  test("with the previous call's messages: a message the same at its place is that call's dict; one that differs at its place is preprocessed afresh; images in order", () => {
+    for (const cache of [new PreprocessCache(), undefined]) {
+      const previous = noPreviousMessages();
+      const options = { images: QWEN_VL_IMAGES, cache, previous };
+      const first = preprocessChat(request(), options);
+      const extra = [{ role: "user", content: [{ type: "image_url", image_url: { url: PNG + "B" } }] }];
+      const next = preprocessChat(request(extra), options);
+      expect(dump(next)).toBe(dump(preprocessChat(request(extra), { images: QWEN_VL_IMAGES })));
+      expect(next.images).toEqual([PNG, PNG + "B"]);
+      for (let i = 0; i < 4; i++) expect(next.conversation[i]).toBe(first.conversation[i]!);
+      // History rewritten at message 1: its own dict, the rest as before.
+      const rewritten = request(extra);
+      (rewritten.messages as unknown[])[1] = { role: "user", content: "No image." };
+      const third = preprocessChat(rewritten, options);
+      expect(dump(third)).toBe(dump(preprocessChat(rewritten, { images: QWEN_VL_IMAGES })));
+      expect(third.images).toEqual([PNG + "B"]);
+      expect(third.conversation[0]).toBe(first.conversation[0]!);
+      expect(third.conversation[2]).toBe(first.conversation[2]!);
+    }
+  });
+
+  test("with the previous call's messages: a request changed after it was preprocessed, or a refused message, does not change what the next call gets", () => {
+    const previous = noPreviousMessages();
+    const message = { role: "user", content: "before" };
+    preprocessChat({ messages: [message] }, { previous });
+    message.content = "after";
+    expect(preprocessChat({ messages: [{ role: "user", content: "after" }] }, { previous }).conversation[0]!.get("content")).toBe("after");
+    const bad = { messages: [{ role: "user", content: "after" }, { role: "assistant", content: "", tool_calls: [{ id: "a", type: "custom", custom: { name: "x" } }] }] };
+    for (let i = 0; i < 2; i++) expect(() => preprocessChat(bad, { previous, cache: new PreprocessCache() })).toThrow(/only support assistant tool_calls of type 'function'/);
+  });
+
+  test("with the previous call's messages, a message with a tool call's id is the rollout's own: not shared through the cache; the rest are", () => {
+    const cache = new PreprocessCache();
+    const messages = [
+      { role: "user", content: "Go." },
+      { role: "assistant", content: "", tool_calls: [{ id: "a", type: "function", function: { name: "ls", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "a", content: "x" },
+    ];
+    const one = preprocessChat({ messages }, { cache, previous: noPreviousMessages() });
+    const two = preprocessChat({ messages }, { cache, previous: noPreviousMessages() });
+    expect(two.conversation[0]).toBe(one.conversation[0]!);
+    expect(two.conversation[1]).not.toBe(one.conversation[1]!);
+    expect(two.conversation[2]).not.toBe(one.conversation[2]!);
+    expect(pyDumps(two.conversation)).toBe(pyDumps(one.conversation));
+    // Without them (model.prepare outside token-in), the cache serves every message.
+    expect(preprocessChat({ messages }, { cache }).conversation[2]).toBe(preprocessChat({ messages }, { cache }).conversation[2]!);
   });
 });

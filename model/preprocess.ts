@@ -77,6 +77,28 @@ export interface PreprocessOptions {
    * downstream changes them.
    */
   cache?: PreprocessCache;
+  /**
+   * The messages of the conversation's last call (filled in by this call for its next): each
+   * message the same as the one at its place there, field for field, is that call's dict, with
+   * no JSON text written for it; the rest go through `cache`.
+   */
+  previous?: PreviousMessages;
+}
+
+/**
+ * A conversation's last call's messages as sent (copies, their strings shared) and as
+ * preprocessed, place by place; `chars` counts their strings (what holding them costs).
+ */
+export interface PreviousMessages {
+  raws: unknown[];
+  dicts: PyDict[];
+  images: string[][];
+  chars: number[];
+}
+
+/** An empty PreviousMessages. */
+export function noPreviousMessages(): PreviousMessages {
+  return { raws: [], dicts: [], images: [], chars: [] };
 }
 
 /**
@@ -92,10 +114,13 @@ export class PreprocessCache {
   private chars = 0;
   constructor(readonly maxChars = 4 * 1024 * 1024) {}
 
-  message(raw: unknown, parse: (images: string[]) => PyDict, images: string[]): PyDict {
+  /**
+   * The dict of a message sent before, or `parse` of it; a new one is kept once `pending` is
+   * committed (`commit`), after the request's preprocessing has checked it.
+   */
+  message(raw: unknown, parse: (images: string[]) => PyDict, images: string[], pending: PendingMessage[]): PyDict {
     const key = jsonKey(raw);
-    if (key === undefined) return parse(images);
-    const hit = this.messages.get(key);
+    const hit = key === undefined ? undefined : this.messages.get(key);
     if (hit) {
       for (const image of hit.images) images.push(image);
       return hit.dict;
@@ -103,8 +128,13 @@ export class PreprocessCache {
     const own: string[] = [];
     const dict = parse(own);
     for (const image of own) images.push(image);
-    this.add(this.messages, key, { dict, images: own });
+    pending.push({ key, entry: { dict, images: own } });
     return dict;
+  }
+
+  /** Keeps the messages `message` preprocessed anew (but those JSON cannot hold exactly). */
+  commit(pending: readonly PendingMessage[]): void {
+    for (const { key, entry } of pending) if (key !== undefined) this.add(this.messages, key, entry);
   }
 
   toolList(raw: readonly unknown[], parse: () => PyDict[]): PyDict[] {
@@ -119,8 +149,10 @@ export class PreprocessCache {
 
   private add<V>(map: Map<string, V>, key: string, value: V): void {
     if (key.length > this.maxChars) return;
+    // A message sent twice in one request is committed twice: counted once.
+    if (map.has(key)) map.delete(key);
+    else this.chars += key.length;
     map.set(key, value);
-    this.chars += key.length;
     while (this.chars > this.maxChars) {
       const oldest = this.messages.size > 0 ? this.messages : this.tools;
       const first = oldest.keys().next().value as string;
@@ -128,6 +160,13 @@ export class PreprocessCache {
       this.chars -= first.length;
     }
   }
+}
+
+/** A message preprocessed anew, kept by `PreprocessCache.commit`. */
+export interface PendingMessage {
+  /** Undefined for a message JSON cannot hold exactly (not kept). */
+  key: string | undefined;
+  entry: { dict: PyDict; images: string[] };
 }
 
 /** A JSON value's text (undefined for what JSON cannot hold exactly, which is then not cached). */
@@ -173,10 +212,7 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
   }
   const images: string[] = [];
   const cache = options.cache;
-  let conversation = cache
-    ? request.messages.map((message, i) => cache.message(message, (own) => parseMessage(message, i, options, own), images))
-    : request.messages.map((message, i) => parseMessage(message, i, options, images));
-  postprocessToolCalls(conversation);
+  let conversation = messagesOf(request.messages, options, images);
   if (!options.templateKnowsDeveloper && conversation.some((m) => m.get("role") === "developer")) {
     conversation = consolidateSystemMessages(conversation.map(developerToSystem));
   }
@@ -207,6 +243,105 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
   if (!variables.has("documents")) variables.set("documents", null);
   variables.delete("continue_final_message");
   return { conversation, variables, continueFinalMessage, images };
+}
+
+/**
+ * The messages as the template gets them: each the previous call's dict at its place when it is
+ * the same message, else the cache's, else parsed. Only the messages parsed anew are
+ * post-processed (a dict kept was, before it was kept): the first that fails is the
+ * conversation's first that fails. Images are collected in order.
+ */
+function messagesOf(messages: readonly unknown[], options: PreprocessOptions, images: string[]): PyDict[] {
+  const { cache, previous } = options;
+  const pending: PendingMessage[] = [];
+  const fresh: PyDict[] = [];
+  const own: string[][] = [];
+  const reused: boolean[] = [];
+  const conversation = messages.map((message, i) => {
+    if (previous && i < previous.raws.length && sameJson(previous.raws[i], message)) {
+      reused.push(true);
+      own.push(previous.images[i]!);
+      for (const image of previous.images[i]!) images.push(image);
+      return previous.dicts[i]!;
+    }
+    reused.push(false);
+    const mine: string[] = [];
+    const before = pending.length;
+    // A message with a tool call's id is its rollout's own (the ids are the proxy's, random): with
+    // the previous call's messages it is found there, so the shared cache is not asked (nor filled).
+    const shared = cache && !(previous && ownToRollout(message)) ? cache : undefined;
+    const dict = shared ? shared.message(message, (o) => parseMessage(message, i, options, o), mine, pending) : parseMessage(message, i, options, mine);
+    if (!shared || pending.length > before) fresh.push(dict);
+    own.push(mine);
+    for (const image of mine) images.push(image);
+    return dict;
+  });
+  postprocessToolCalls(fresh);
+  cache?.commit(pending);
+  if (previous) {
+    const raws = conversation.map((dict, i) => (reused[i] ? previous.raws[i] : copyMessage(messages[i], dict)));
+    const chars = conversation.map((_, i) => (reused[i] ? previous.chars[i]! : stringChars(raws[i])));
+    Object.assign(previous, { raws, dicts: conversation, images: own, chars });
+  }
+  return conversation;
+}
+
+/** Whether a message as sent carries a tool call's id (a tool result, an assistant turn with calls). */
+function ownToRollout(message: unknown): boolean {
+  if (!isObject(message)) return false;
+  return (message.role === "tool" && message.tool_call_id != null) || (message.role === "assistant" && Array.isArray(message.tool_calls) && message.tool_calls.length > 0);
+}
+
+/**
+ * A copy of a message as sent, its content the dict's string when they are the same text: a
+ * message the cache gave a dict made from another request's copy of it holds that one string.
+ */
+function copyMessage(raw: unknown, dict: PyDict): unknown {
+  const copy = copyJson(raw);
+  const content = dict.get("content");
+  if (copy && typeof copy === "object" && !Array.isArray(copy) && typeof (copy as Record<string, unknown>).content === "string" && content === (copy as Record<string, unknown>).content) {
+    (copy as Record<string, unknown>).content = content;
+  }
+  return copy;
+}
+
+/** A copy of a plain JSON value (its strings shared): what a request's body becomes later does not change what was kept. */
+function copyJson(v: unknown): unknown {
+  if (typeof v !== "object" || v === null) return v;
+  if (Array.isArray(v)) return v.map(copyJson);
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) out[k] = copyJson((v as Record<string, unknown>)[k]);
+  return out;
+}
+
+/** The characters of a JSON value's strings (keys included). */
+function stringChars(v: unknown): number {
+  if (typeof v === "string") return v.length;
+  if (typeof v !== "object" || v === null) return 0;
+  let n = 0;
+  if (Array.isArray(v)) for (const item of v) n += stringChars(item);
+  else for (const k of Object.keys(v)) n += k.length + stringChars((v as Record<string, unknown>)[k]);
+  return n;
+}
+
+/** Whether two JSON values are the same: the same keys in the same order, the same strings, numbers and literals. */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i]!;
+    if (k !== kb[i] || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
 }
 
 /** `tool.model_dump()` of vLLM's ChatCompletionToolsParam: only its fields, null for unset ones. */

@@ -55,3 +55,20 @@ export const SUFFIX_PROBES: ChatRenderRequest[] = [
   { messages: chat },
   { messages: [{ role: "system", content: "Be brief." }, ...chat], chat_template_kwargs: { enable_thinking: false } },
 ];
+
+/**
+ * Tool results a template that escapes, trims or re-spells them writes otherwise: quotes,
+ * backslashes, tabs, spaces and newlines at the ends, the template's own tags, non-ASCII, an
+ * empty result, a call id with a space, a `name` (model/append-holes.ts).
+ */
+const oddResults = [
+  { role: "user", content: "Run them." },
+  { role: "assistant", content: "", tool_calls: [call("o1", "bash", { command: "a" }), call("o2", "bash", { command: "b" })] },
+  { role: "tool", tool_call_id: "o1", content: '  "quoted" \\ back\\slash\n\ttab  ' },
+  { role: "tool", tool_call_id: "o2 x", name: "bash", content: '\n<tool_response>\nünïcode ✓ {"a": 1}\n</tool_response>\n' },
+  { role: "assistant", content: "ok", tool_calls: [call("o3", "read", { path: "x" })] },
+  { role: "tool", tool_call_id: "o3", content: "" },
+];
+
+/** The probe's requests for holed texts: the suffix probe's and the odd tool results, with and without tools and a system message. */
+export const HOLE_PROBES: ChatRenderRequest[] = [...SUFFIX_PROBES, { messages: [{ role: "system", content: "You are an agent." }, ...oddResults], tools }, { messages: oddResults }];

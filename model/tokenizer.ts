@@ -148,16 +148,34 @@ function readJson(path: string): unknown {
   }
 }
 
-/** Encoded pieces of at least 32 characters, bounded (a bench sends 200 KB prompts). */
+/**
+ * Encoded pieces, bounded: long ones (at least 32 characters: a system prompt, the tools, a
+ * tool result sent again) by their characters (a bench sends 200 KB prompts), short ones (the
+ * role names and newlines between a chat template's added tokens, which every appended turn
+ * writes: "user\n", "assistant\n", "\n") by their count, apart, so that long pieces passing
+ * through do not push them out. A short piece costs the library's whole encode path (its
+ * normalizer, pre-tokenizer and post-processor) for a few ids.
+ */
+/** A string of its own, every code unit kept (JavaScriptCore's slices share their source's characters). */
+const ownCopy = (text: string): string => JSON.parse(JSON.stringify(text));
+
 function pieceCache() {
   const cache = new Map<string, number[]>();
+  const short = new Map<string, number[]>();
   const MAX_ENTRIES = 4096;
+  const MAX_SHORT = 4096;
   const MAX_CHARS = 16 * 1024 * 1024;
   let chars = 0;
   return {
-    get: (piece: string) => cache.get(piece),
+    get: (piece: string) => (piece.length < 32 ? short.get(piece) : cache.get(piece)),
     set(piece: string, ids: number[]) {
-      if (piece.length < 32 || piece.length > MAX_CHARS / 8) return;
+      if (piece.length < 32) {
+        if (short.size >= MAX_SHORT) short.delete(short.keys().next().value!);
+        // A key of its own: a slice would hold the whole text it was cut from (a prompt) alive.
+        short.set(ownCopy(piece), ids);
+        return;
+      }
+      if (piece.length > MAX_CHARS / 8) return;
       while (cache.size > 0 && (cache.size >= MAX_ENTRIES || chars + piece.length > MAX_CHARS)) {
         const oldest = cache.keys().next().value!;
         chars -= oldest.length;

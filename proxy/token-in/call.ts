@@ -25,6 +25,8 @@ import { engineRequest, idArray, VLLM_GENERATE_PATH } from "./engine-request.ts"
 import { callImages, echoProblem } from "./images.ts";
 import { engineAnswerReader, type EngineAnswerReader } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
+import { chainPromptText, keepPromptText } from "./prompt-texts.ts";
+import { heldMessages, previousMessages } from "./previous-messages.ts";
 import { chatJsonAnswer, chatStreamResponse, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
 
 const encoder = new TextEncoder();
@@ -80,7 +82,8 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   const topLogprobs = chat.logprobs === true && typeof chat.top_logprobs === "number" ? chat.top_logprobs : 0;
   // One plain copy of the prompt ids for the engine body, the parsers and the answer.
   const promptIds = idArray(plan.prompt);
-  const promptText = JSON.stringify(promptIds);
+  // Written on from the text of the chain's last prompt when it is kept (prompt-texts.ts).
+  const promptText = chainPromptText(promptIds, plan.chain?.tokens);
   // The chain's ids hold one pad per image; the engine expands them (images.ts).
   const images = callImages(model, prepared, promptIds);
   const req = engineRequest(kind, chat, promptIds, { maxModelLen: input.maxModelLen, topLogprobs, images: images?.sources, expandedLength: images?.expanded.length });
@@ -158,6 +161,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       // With images the recorded ids are the engine's (expanded); the chain keeps its own (collapsed).
       const tokens = images ? joinIds(plan.prompt, call.completionTokenIds) : (state.recent.find((p) => p.callId === call.callId)?.tokens ?? joinIds(plan.prompt, call.completionTokenIds));
       const prompt = tokens instanceof Uint32Array && startsWithIds(tokens, plan.prompt) ? tokens.subarray(0, plan.prompt.length) : plan.prompt;
+      if (prompt !== plan.prompt) keepPromptText(tokens, plan.prompt.length, promptText, plan.chain?.tokens);
       const chains = (state.chains ??= newRolloutChains());
       chains.lost = false;
       useChain(chains, chainAfter(chainId, call.callId, { ...plan, prompt }, tokens, answer));
@@ -168,11 +172,13 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
 /** The request rendered as the model renders it, and its place in the rollout's chains (restored first after a restart). */
 async function planForRollout(model: Model, state: RolloutState, chat: Record<string, any>) {
   let prepared;
+  const previous = previousMessages(state.rollout.rolloutId);
   try {
-    prepared = model.prepare(chat as never);
+    prepared = model.prepare(chat as never, previous);
   } catch (error) {
     throw refusal(error, model.spec);
   }
+  heldMessages(state.rollout.rolloutId, previous);
   // A rollout open at a restart: its chains come back from its records at its first call (restore.ts).
   if (state.chains?.recorded) await (state.chains.restoring ??= restoreChains(model, state.chains, state.rollout.rolloutId));
   const chains = (state.chains ??= newRolloutChains());
