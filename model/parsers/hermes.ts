@@ -30,16 +30,34 @@ function searchIn(re: RegExp, text: string, start: number, end: number): RegExpE
   return m && m.index + m[0].length <= end ? m : undefined;
 }
 
+/** Python's `str.isspace()` for the character at `i` (ASCII answered without the regex: streaming asks per character per delta). */
+function isSpaceAt(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return c === 0x20 || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
+  return isPySpace(text[i]!);
+}
+
 /** The bounds of text[start, end) without Python whitespace at its ends. */
 function stripBounds(text: string, start: number, end: number, side: "both" | "end" = "both"): [number, number] {
-  if (side === "both") while (start < end && isPySpace(text[start]!)) start++;
-  while (end > start && isPySpace(text[end - 1]!)) end--;
+  if (side === "both") while (start < end && isSpaceAt(text, start)) start++;
+  while (end > start && isSpaceAt(text, end - 1)) end--;
   return [start, end];
 }
 
 /** Length of the longest prefix of `tag` that ends `text` (a tag that may still be arriving). */
 export function partialTagOverlap(text: string, tag: string): number {
-  for (let k = Math.min(tag.length - 1, text.length); k > 0; k--) if (text.endsWith(tag.slice(0, k))) return k;
+  return overlapFrom(text, 0, tag);
+}
+
+/** `partialTagOverlap(text.slice(from), tag)`, compared in place (no slices: it runs on every delta). */
+function overlapFrom(text: string, from: number, tag: string): number {
+  const n = text.length;
+  for (let k = Math.min(tag.length - 1, n - from); k > 0; k--) {
+    const at = n - k;
+    let j = 0;
+    while (j < k && text.charCodeAt(at + j) === tag.charCodeAt(j)) j++;
+    if (j === k) return k;
+  }
   return 0;
 }
 
@@ -124,7 +142,7 @@ function callJsons(text: string): { start: number; end: number; complete: boolea
       out.push({ start: a, end: b, complete: true });
       pos = end + END.length;
     } else {
-      const overlap = partialTagOverlap(text.slice(Math.max(jsonStart, text.length - END.length)), END);
+      const overlap = overlapFrom(text, Math.max(jsonStart, text.length - END.length), END);
       const [a, b] = stripBounds(text, jsonStart, text.length - overlap);
       out.push({ start: a, end: b, complete: isCompleteJson(text, a, b) });
       break;

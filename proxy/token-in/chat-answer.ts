@@ -52,11 +52,12 @@ const FINGERPRINT = "forge-token-in";
  * without parsing them (proxy/token-in/call.ts, chatResponse).
  */
 function promptIdsOf(c: ChatAnswerContext, engine: readonly number[] | Uint32Array | undefined): unknown {
-  const plain = engine instanceof Uint32Array ? idArray(engine) : engine;
-  if (c.promptText === undefined) return plain ?? c.prompt;
+  // A plain copy only where the engine's own ids are written (the memo's array, the common case, is not copied).
+  const plain = () => (engine instanceof Uint32Array ? idArray(engine) : engine);
+  if (c.promptText === undefined) return plain() ?? c.prompt;
   if (engine === undefined || (c.idsMemo?.ids !== undefined && engine === c.idsMemo.ids)) return IDS_PLACEHOLDER;
-  if (engine.length !== c.prompt.length) return plain;
-  for (let i = 0; i < engine.length; i++) if (engine[i] !== c.prompt[i]) return plain;
+  if (engine.length !== c.prompt.length) return plain();
+  for (let i = 0; i < engine.length; i++) if (engine[i] !== c.prompt[i]) return plain();
   return IDS_PLACEHOLDER;
 }
 
@@ -260,22 +261,23 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     }
     completion += step.ids.length;
     const result = derender.push(step.ids, step.finish);
-    heldIds.push(...step.ids);
-    heldLogprobs.push(...step.logprobs);
-    if (step.top) heldTop.push(...step.top);
+    // A step sent at once (the common case) is its own arrays; held steps are joined (concat, not spread arguments).
+    heldIds = heldIds.length === 0 ? step.ids : heldIds.concat(step.ids);
+    heldLogprobs = heldLogprobs.length === 0 ? step.logprobs : heldLogprobs.concat(step.logprobs);
+    if (step.top) heldTop = heldTop.concat(step.top);
     const last = step.finish !== undefined;
     if (!result.delta && !last) return;
     if (result.delta) noteSent(sent, result.delta);
-    const delta = result.delta ? chunkDelta(result.delta) : {};
+    // The choice's fields in vLLM's order (the harness gets them serialised as built).
     const choice: Record<string, unknown> = {
       index: 0,
-      delta,
+      delta: result.delta ? chunkDelta(result.delta) : {},
       logprobs: { content: logprobEntries(c, heldIds, heldLogprobs, heldTop.length ? heldTop : undefined) },
       finish_reason: last ? result.finishReason : null,
-      ...(last ? { stop_reason: result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null) } : {}),
-      token_ids: heldIds,
-      ...(last && step.weightVersions ? { weight_versions: step.weightVersions } : {}),
     };
+    if (last) choice.stop_reason = result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null);
+    choice.token_ids = heldIds;
+    if (last && step.weightVersions) choice.weight_versions = step.weightVersions;
     heldIds = [];
     heldLogprobs = [];
     heldTop = [];
@@ -283,7 +285,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       finished = true;
       c.onAnswer(sent);
     }
-    out.push({ ...head, choices: [choice] });
+    out.push({ id, object: head.object, created, model: head.model, choices: [choice] });
   };
 
   return {
