@@ -163,7 +163,12 @@ function chunkDelta(d: DeltaMessage): Record<string, unknown> {
   if (d.reasoning != null) delta.reasoning = d.reasoning;
   if (d.content != null) delta.content = d.content;
   if (d.toolCalls?.length) {
-    delta.tool_calls = d.toolCalls.map((t) => ({ index: t.index, ...(t.id !== undefined ? { id: t.id, type: "function" } : {}), function: { ...t.function } }));
+    delta.tool_calls = d.toolCalls.map((t) => {
+      const call: Record<string, unknown> = { index: t.index };
+      if (t.id !== undefined) (call.id = t.id), (call.type = "function");
+      call.function = { ...t.function };
+      return call;
+    });
   }
   return delta;
 }
