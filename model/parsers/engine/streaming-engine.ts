@@ -144,6 +144,18 @@ function engineStatics(config: EngineConfig, tokenizer: EngineTokenizer): Engine
   return statics;
 }
 
+/**
+ * Each tokenizer's token texts (keyed as the statics are, by its special-token map), shared by
+ * its parsers: decoded once per tokenizer, not once per answer (the tokenizer's decode was ~2 %
+ * of a token-in answer's derender). Bounded by the vocabulary: at most one short string per token.
+ */
+const tokenTexts = new WeakMap<ReadonlyMap<string, number>, Map<number, string>>();
+function tokenTextsOf(tokenizer: EngineTokenizer): Map<number, string> {
+  let texts = tokenTexts.get(tokenizer.specialTokens);
+  if (!texts) tokenTexts.set(tokenizer.specialTokens, (texts = new Map()));
+  return texts;
+}
+
 export function streamingEngine(config: EngineConfig, tokenizer: EngineTokenizer): StreamingEngine {
   return new GrammarStreamingEngine(config, engineStatics(config, tokenizer), tokenizer);
 }
@@ -165,7 +177,7 @@ class GrammarStreamingEngine implements StreamingEngine {
     tokenizer: EngineTokenizer,
   ) {
     this.state = config.initialState;
-    this.scanner = tokenScanner(statics.idTerminals, tokenizer.decodeToken);
+    this.scanner = tokenScanner(statics.idTerminals, tokenizer.decodeToken, tokenTextsOf(tokenizer));
     this.lexer = incrementalLexer(statics.shape);
   }
 
