@@ -71,7 +71,10 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
   let sentContent = 0;
   // Per call: its name once streamed, and the length of the arguments text streamed so far
   // (vLLM keeps the text itself; only its length and whether any was streamed matter).
-  const calls: { name?: string; streamed: number; argsSet: boolean }[] = [];
+  // `argsAt`: where its arguments text starts, once that cannot move (see argsStart).
+  const calls: { name?: string; streamed: number; argsSet: boolean; argsAt?: number }[] = [];
+  // The text of the last delta: positions found in it hold while each text extends it.
+  let lastText = "";
 
   const extractContent = (text: string): string | null => {
     const at = text.indexOf(START);
@@ -91,6 +94,8 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
 
     extractToolCallsStreaming(args: StreamArgs): DeltaMessage | null {
       const text = args.currentText;
+      if (!text.startsWith(lastText)) for (const call of calls) call.argsAt = undefined;
+      lastText = text;
       const content = extractContent(text);
       const deltas: DeltaToolCall[] = [];
       callJsons(text).some(({ start, end, complete }, i) => {
@@ -103,7 +108,8 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
           call.name = name;
           deltas.push({ index: i, type: "function", id: ctx.newToolCallId(), function: { name } });
         }
-        const bounds = argsBounds(text, start, end, complete);
+        call.argsAt ??= argsStart(text, start, end);
+        const bounds = argsBounds(text, call.argsAt ?? searchArgs(text, start, end), end, complete);
         if (bounds && bounds[1] - bounds[0] > call.streamed) {
           const diff = text.slice(bounds[0] + call.streamed, bounds[1]);
           call.streamed = bounds[1] - bounds[0];
@@ -151,11 +157,26 @@ function callJsons(text: string): { start: number; end: number; complete: boolea
   return out;
 }
 
-/** The bounds of the arguments text of a call's JSON (after `"arguments":`), or undefined. */
-function argsBounds(text: string, start: number, end: number, complete: boolean): [number, number] | undefined {
+/** Where the arguments text of the call's JSON text[start, end) starts (after `"arguments":`), or undefined. */
+function searchArgs(text: string, start: number, end: number): number | undefined {
   const m = searchIn(ARGUMENTS_G, text, start, end);
-  if (!m) return undefined;
-  let a = m.index + m[0].length;
+  return m ? m.index + m[0].length : undefined;
+}
+
+/**
+ * `searchArgs` once its answer cannot change while the text grows (the call's start stays): the
+ * match is followed by a character that is not whitespace inside the call, so its greedy `\s*`
+ * is over, and the text up to there stays as it is. Undefined until then (searched per delta).
+ */
+function argsStart(text: string, start: number, end: number): number | undefined {
+  const a = searchArgs(text, start, end);
+  return a !== undefined && a < end && !JS_SPACE.test(text[a]!) ? a : undefined;
+}
+const JS_SPACE = /\s/;
+
+/** The bounds of the arguments text of a call's JSON (from `a`, where `searchArgs` found it), or undefined. */
+function argsBounds(text: string, a: number | undefined, end: number, complete: boolean): [number, number] | undefined {
+  if (a === undefined) return undefined;
   let b = end;
   if (complete) {
     b = stripBounds(text, a, b, "end")[1];
@@ -188,6 +209,28 @@ function extractHermesToolCalls(output: string, ctx: ParserContext): ExtractedTo
  */
 function isCompleteJson(text: string, start: number, end: number): boolean {
   if (end <= start) return false;
-  if (text[start] === "{" && text[end - 1] !== "}") return false;
+  if (text[start] === "{" && (text[end - 1] !== "}" || !closesAtEnd(text, start, end))) return false;
   return tryPyLoads(text.slice(start, end)) !== undefined;
+}
+
+/**
+ * Whether the braces and brackets of text[start, end), outside strings, close exactly at its last
+ * character, as they do in any JSON text that opens an object (strings are tracked exactly for
+ * valid JSON: a backslash escapes the next character). A necessary condition only: a text that
+ * fails it is not JSON and is not handed to json.loads (whose failure throws, on most deltas of
+ * an arguments object that ends in "}" before the call does); one that passes is still read.
+ */
+function closesAtEnd(text: string, start: number, end: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) depth++;
+    else if ((c === 0x7d || c === 0x5d) && --depth === 0) return i === end - 1;
+  }
+  return false;
 }
