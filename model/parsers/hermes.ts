@@ -75,6 +75,8 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
   const calls: { name?: string; streamed: number; argsSet: boolean; argsAt?: number }[] = [];
   // The text of the last delta: positions found in it hold while each text extends it.
   let lastText = "";
+  // The last unterminated call json.loads read whole: the same bounds in a text that extends it are the same text.
+  const completeSeen: CompleteSeen = { start: -1, end: -1 };
 
   const extractContent = (text: string): string | null => {
     const at = text.indexOf(START);
@@ -94,11 +96,14 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
 
     extractToolCallsStreaming(args: StreamArgs): DeltaMessage | null {
       const text = args.currentText;
-      if (!text.startsWith(lastText)) for (const call of calls) call.argsAt = undefined;
+      if (!text.startsWith(lastText)) {
+        for (const call of calls) call.argsAt = undefined;
+        completeSeen.start = completeSeen.end = -1;
+      }
       lastText = text;
       const content = extractContent(text);
       const deltas: DeltaToolCall[] = [];
-      callJsons(text).some(({ start, end, complete }, i) => {
+      callJsons(text, completeSeen).some(({ start, end, complete }, i) => {
         if (i >= calls.length) calls.push({ streamed: 0, argsSet: false });
         const call = calls[i]!;
         if (call.name === undefined) {
@@ -131,11 +136,15 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
   };
 }
 
+/** Bounds of an unterminated call's text that json.loads read whole (-1: none yet). */
+type CompleteSeen = { start: number; end: number };
+
 /**
  * Each `<tool_call>` region of the text as bounds [start, end) of its stripped JSON, and
  * whether it is complete. Bounds rather than copies: a long call is re-read on every delta.
+ * `seen`: the parser's last complete read, valid for a text that extends the one it was made in.
  */
-function callJsons(text: string): { start: number; end: number; complete: boolean }[] {
+function callJsons(text: string, seen?: CompleteSeen): { start: number; end: number; complete: boolean }[] {
   const out: { start: number; end: number; complete: boolean }[] = [];
   let pos = 0;
   for (;;) {
@@ -150,7 +159,9 @@ function callJsons(text: string): { start: number; end: number; complete: boolea
     } else {
       const overlap = overlapFrom(text, Math.max(jsonStart, text.length - END.length), END);
       const [a, b] = stripBounds(text, jsonStart, text.length - overlap);
-      out.push({ start: a, end: b, complete: isCompleteJson(text, a, b) });
+      let complete = seen !== undefined && seen.start === a && seen.end === b;
+      if (!complete && (complete = isCompleteJson(text, a, b)) && seen) (seen.start = a), (seen.end = b);
+      out.push({ start: a, end: b, complete });
       break;
     }
   }

@@ -150,7 +150,8 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
 function noteSent(sent: SentAnswer, delta: DeltaMessage): void {
   if (delta.content) sent.content = (sent.content ?? "") + delta.content;
   if (delta.reasoning) sent.reasoning = (sent.reasoning ?? "") + delta.reasoning;
-  for (const t of delta.toolCalls ?? []) {
+  if (!delta.toolCalls) return;
+  for (const t of delta.toolCalls) {
     const call = (sent.toolCalls[t.index] ??= { name: "", arguments: "" });
     call.name += t.function?.name ?? "";
     call.arguments += t.function?.arguments ?? "";
