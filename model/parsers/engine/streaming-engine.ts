@@ -147,7 +147,7 @@ function engineStatics(config: EngineConfig, tokenizer: EngineTokenizer): Engine
 /**
  * Each tokenizer's token texts (keyed as the statics are, by its special-token map), shared by
  * its parsers: decoded once per tokenizer, not once per answer (the tokenizer's decode was ~2 %
- * of a token-in answer's derender). Bounded by the vocabulary: at most one short string per token.
+ * of a token-in answer's time in a hot loop). Bounded by the vocabulary: one short string a token.
  */
 const tokenTexts = new WeakMap<ReadonlyMap<string, number>, Map<number, string>>();
 function tokenTextsOf(tokenizer: EngineTokenizer): Map<number, string> {
