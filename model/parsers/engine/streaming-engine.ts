@@ -144,6 +144,12 @@ function engineStatics(config: EngineConfig, tokenizer: EngineTokenizer): Engine
   return statics;
 }
 
+/** Whether any of `ids` is a key of `map` (a loop: this runs on every delta). */
+function hasAny(map: ReadonlyMap<number, string>, ids: readonly number[]): boolean {
+  for (const id of ids) if (map.has(id)) return true;
+  return false;
+}
+
 /**
  * Each tokenizer's token texts (keyed as the statics are, by its special-token map), shared by
  * its parsers: decoded once per tokenizer, not once per answer (the tokenizer's decode was ~2 %
@@ -184,7 +190,7 @@ class GrammarStreamingEngine implements StreamingEngine {
   feed(text: string, ids: readonly number[] = []): SemanticEvent[] {
     const { lexer, scanner } = this;
     if (ids.length > 0) this.everHadIds = true;
-    if (text && !lexer.buffer && !scanner.hasDeferred && !lexer.mayStartTerminal(text) && !ids.some((id) => this.statics.idTerminals.has(id))) return this.emitForState(text);
+    if (text && !lexer.buffer && !scanner.hasDeferred && !lexer.mayStartTerminal(text) && !hasAny(this.statics.idTerminals, ids)) return this.emitForState(text);
     const items = scanner.scan(text, ids);
     if (items.length === 1 && items[0]!.kind === "text") {
       const tokens = lexer.feed(items[0]!.text);
