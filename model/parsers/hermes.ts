@@ -71,7 +71,7 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
   let sentContent = 0;
   // Per call: its name once streamed, and the length of the arguments text streamed so far
   // (vLLM keeps the text itself; only its length and whether any was streamed matter).
-  // `argsAt`: where its arguments text starts, once that cannot move (see argsStart).
+  // `argsAt`: where its arguments text starts, once that cannot move (see settled).
   const calls: { name?: string; streamed: number; argsSet: boolean; argsAt?: number }[] = [];
   // The text of the last delta: positions found in it hold while each text extends it.
   let lastText = "";
@@ -113,8 +113,12 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
           call.name = name;
           deltas.push({ index: i, type: "function", id: ctx.newToolCallId(), function: { name } });
         }
-        call.argsAt ??= argsStart(text, start, end);
-        const bounds = argsBounds(text, call.argsAt ?? searchArgs(text, start, end), end, complete);
+        let a = call.argsAt;
+        if (a === undefined) {
+          a = searchArgs(text, start, end);
+          if (settled(text, a, end)) call.argsAt = a;
+        }
+        const bounds = argsBounds(text, a, end, complete);
         if (bounds && bounds[1] - bounds[0] > call.streamed) {
           const diff = text.slice(bounds[0] + call.streamed, bounds[1]);
           call.streamed = bounds[1] - bounds[0];
@@ -160,7 +164,10 @@ function callJsons(text: string, seen?: CompleteSeen): { start: number; end: num
       const overlap = overlapFrom(text, Math.max(jsonStart, text.length - END.length), END);
       const [a, b] = stripBounds(text, jsonStart, text.length - overlap);
       let complete = seen !== undefined && seen.start === a && seen.end === b;
-      if (!complete && (complete = isCompleteJson(text, a, b)) && seen) (seen.start = a), (seen.end = b);
+      if (!complete && (complete = isCompleteJson(text, a, b)) && seen) {
+        seen.start = a;
+        seen.end = b;
+      }
       out.push({ start: a, end: b, complete });
       break;
     }
@@ -175,13 +182,12 @@ function searchArgs(text: string, start: number, end: number): number | undefine
 }
 
 /**
- * `searchArgs` once its answer cannot change while the text grows (the call's start stays): the
- * match is followed by a character that is not whitespace inside the call, so its greedy `\s*`
- * is over, and the text up to there stays as it is. Undefined until then (searched per delta).
+ * Whether `searchArgs`'s answer `a` cannot change while the text grows (the call's start stays):
+ * the match is followed by a character that is not whitespace inside the call, so its greedy
+ * `\s*` is over, and the text up to there stays as it is. Until then it is searched per delta.
  */
-function argsStart(text: string, start: number, end: number): number | undefined {
-  const a = searchArgs(text, start, end);
-  return a !== undefined && a < end && !JS_SPACE.test(text[a]!) ? a : undefined;
+function settled(text: string, a: number | undefined, end: number): boolean {
+  return a !== undefined && a < end && !JS_SPACE.test(text[a]!);
 }
 const JS_SPACE = /\s/;
 

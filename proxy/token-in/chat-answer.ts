@@ -166,7 +166,10 @@ function chunkDelta(d: DeltaMessage): Record<string, unknown> {
   if (d.toolCalls?.length) {
     delta.tool_calls = d.toolCalls.map((t) => {
       const call: Record<string, unknown> = { index: t.index };
-      if (t.id !== undefined) (call.id = t.id), (call.type = "function");
+      if (t.id !== undefined) {
+        call.id = t.id;
+        call.type = "function";
+      }
       call.function = { ...t.function };
       return call;
     });
