@@ -122,6 +122,7 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
   const includeStop = options.include_stop_str_in_output === true;
   const stopBuffer = stops.length > 0 && !includeStop ? Math.max(...stops.map((s) => s.length)) - 1 : 0;
   const decoder = new TextDecoder();
+  const texts = wholeTextsOf(tokenizer);
   let held: number[] = [];
   let text = "";
   let handedOut = 0;
@@ -136,7 +137,7 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
         if (skipSpecial && specialIds.has(id)) continue;
         if (held.length === 0) {
           // A token that is whole characters on its own: its text, decoded once per tokenizer.
-          const whole = wholeText(tokenizer, id, decoder);
+          const whole = wholeText(tokenizer, texts, id, decoder);
           if (whole !== undefined) {
             text += whole;
             continue;
@@ -174,9 +175,13 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
 
 /** Each tokenizer's tokens' text, for tokens whose bytes are whole UTF-8 characters (null: not whole). */
 const wholeTexts = new WeakMap<Model["tokenizer"], Map<number, string | null>>();
-function wholeText(tokenizer: Model["tokenizer"], id: number, decoder: TextDecoder): string | undefined {
+function wholeTextsOf(tokenizer: Model["tokenizer"]): Map<number, string | null> {
   let texts = wholeTexts.get(tokenizer);
   if (!texts) wholeTexts.set(tokenizer, (texts = new Map()));
+  return texts;
+}
+/** `id`'s text from `texts` (the tokenizer's, looked up once per answer), decoded the first time. */
+function wholeText(tokenizer: Model["tokenizer"], texts: Map<number, string | null>, id: number, decoder: TextDecoder): string | undefined {
   let text = texts.get(id);
   if (text === undefined) {
     const bytes = tokenizer.tokenBytes(id);

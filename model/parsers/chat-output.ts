@@ -177,7 +177,8 @@ class VllmChatOutputParser implements ChatOutputParser {
     const chunk: Chunk = {
       deltaText,
       currentText: engineBased ? deltaText : this.previousText + deltaText,
-      currentIds: engineBased ? [...deltaIds] : [...this.previousIds, ...deltaIds],
+      // Fresh arrays, as vLLM's lists are (concat: native copies, not spread arguments).
+      currentIds: engineBased ? deltaIds.slice() : this.previousIds.concat(deltaIds),
       delta: null,
       transitioned: false,
     };

@@ -30,16 +30,34 @@ function searchIn(re: RegExp, text: string, start: number, end: number): RegExpE
   return m && m.index + m[0].length <= end ? m : undefined;
 }
 
+/** Python's `str.isspace()` for the character at `i` (ASCII answered without the regex: streaming asks per character per delta). */
+function isSpaceAt(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return c === 0x20 || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
+  return isPySpace(text[i]!);
+}
+
 /** The bounds of text[start, end) without Python whitespace at its ends. */
 function stripBounds(text: string, start: number, end: number, side: "both" | "end" = "both"): [number, number] {
-  if (side === "both") while (start < end && isPySpace(text[start]!)) start++;
-  while (end > start && isPySpace(text[end - 1]!)) end--;
+  if (side === "both") while (start < end && isSpaceAt(text, start)) start++;
+  while (end > start && isSpaceAt(text, end - 1)) end--;
   return [start, end];
 }
 
 /** Length of the longest prefix of `tag` that ends `text` (a tag that may still be arriving). */
 export function partialTagOverlap(text: string, tag: string): number {
-  for (let k = Math.min(tag.length - 1, text.length); k > 0; k--) if (text.endsWith(tag.slice(0, k))) return k;
+  return overlapFrom(text, 0, tag);
+}
+
+/** `partialTagOverlap(text.slice(from), tag)`, compared in place (no slices: it runs on every delta). */
+function overlapFrom(text: string, from: number, tag: string): number {
+  const n = text.length;
+  for (let k = Math.min(tag.length - 1, n - from); k > 0; k--) {
+    const at = n - k;
+    let j = 0;
+    while (j < k && text.charCodeAt(at + j) === tag.charCodeAt(j)) j++;
+    if (j === k) return k;
+  }
   return 0;
 }
 
@@ -53,7 +71,12 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
   let sentContent = 0;
   // Per call: its name once streamed, and the length of the arguments text streamed so far
   // (vLLM keeps the text itself; only its length and whether any was streamed matter).
-  const calls: { name?: string; streamed: number; argsSet: boolean }[] = [];
+  // `argsAt`: where its arguments text starts, once that cannot move (see settled).
+  const calls: { name?: string; streamed: number; argsSet: boolean; argsAt?: number }[] = [];
+  // The text of the last delta: positions found in it hold while each text extends it.
+  let lastText = "";
+  // The last unterminated call json.loads read whole: the same bounds in a text that extends it are the same text.
+  const completeSeen: CompleteSeen = { start: -1, end: -1 };
 
   const extractContent = (text: string): string | null => {
     const at = text.indexOf(START);
@@ -73,9 +96,14 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
 
     extractToolCallsStreaming(args: StreamArgs): DeltaMessage | null {
       const text = args.currentText;
+      if (!text.startsWith(lastText)) {
+        for (const call of calls) call.argsAt = undefined;
+        completeSeen.start = completeSeen.end = -1;
+      }
+      lastText = text;
       const content = extractContent(text);
       const deltas: DeltaToolCall[] = [];
-      callJsons(text).some(({ start, end, complete }, i) => {
+      callJsons(text, completeSeen).some(({ start, end, complete }, i) => {
         if (i >= calls.length) calls.push({ streamed: 0, argsSet: false });
         const call = calls[i]!;
         if (call.name === undefined) {
@@ -85,7 +113,12 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
           call.name = name;
           deltas.push({ index: i, type: "function", id: ctx.newToolCallId(), function: { name } });
         }
-        const bounds = argsBounds(text, start, end, complete);
+        let a = call.argsAt;
+        if (a === undefined) {
+          a = searchArgs(text, start, end);
+          if (settled(text, a, end)) call.argsAt = a;
+        }
+        const bounds = argsBounds(text, a, end, complete);
         if (bounds && bounds[1] - bounds[0] > call.streamed) {
           const diff = text.slice(bounds[0] + call.streamed, bounds[1]);
           call.streamed = bounds[1] - bounds[0];
@@ -107,11 +140,15 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
   };
 }
 
+/** Bounds of an unterminated call's text that json.loads read whole (-1: none yet). */
+type CompleteSeen = { start: number; end: number };
+
 /**
  * Each `<tool_call>` region of the text as bounds [start, end) of its stripped JSON, and
  * whether it is complete. Bounds rather than copies: a long call is re-read on every delta.
+ * `seen`: the parser's last complete read, valid for a text that extends the one it was made in.
  */
-function callJsons(text: string): { start: number; end: number; complete: boolean }[] {
+function callJsons(text: string, seen?: CompleteSeen): { start: number; end: number; complete: boolean }[] {
   const out: { start: number; end: number; complete: boolean }[] = [];
   let pos = 0;
   for (;;) {
@@ -124,20 +161,39 @@ function callJsons(text: string): { start: number; end: number; complete: boolea
       out.push({ start: a, end: b, complete: true });
       pos = end + END.length;
     } else {
-      const overlap = partialTagOverlap(text.slice(Math.max(jsonStart, text.length - END.length)), END);
+      const overlap = overlapFrom(text, Math.max(jsonStart, text.length - END.length), END);
       const [a, b] = stripBounds(text, jsonStart, text.length - overlap);
-      out.push({ start: a, end: b, complete: isCompleteJson(text, a, b) });
+      let complete = seen !== undefined && seen.start === a && seen.end === b;
+      if (!complete && (complete = isCompleteJson(text, a, b)) && seen) {
+        seen.start = a;
+        seen.end = b;
+      }
+      out.push({ start: a, end: b, complete });
       break;
     }
   }
   return out;
 }
 
-/** The bounds of the arguments text of a call's JSON (after `"arguments":`), or undefined. */
-function argsBounds(text: string, start: number, end: number, complete: boolean): [number, number] | undefined {
+/** Where the arguments text of the call's JSON text[start, end) starts (after `"arguments":`), or undefined. */
+function searchArgs(text: string, start: number, end: number): number | undefined {
   const m = searchIn(ARGUMENTS_G, text, start, end);
-  if (!m) return undefined;
-  let a = m.index + m[0].length;
+  return m ? m.index + m[0].length : undefined;
+}
+
+/**
+ * Whether `searchArgs`'s answer `a` cannot change while the text grows (the call's start stays):
+ * the match is followed by a character that is not whitespace inside the call, so its greedy
+ * `\s*` is over, and the text up to there stays as it is. Until then it is searched per delta.
+ */
+function settled(text: string, a: number | undefined, end: number): boolean {
+  return a !== undefined && a < end && !JS_SPACE.test(text[a]!);
+}
+const JS_SPACE = /\s/;
+
+/** The bounds of the arguments text of a call's JSON (from `a`, where `searchArgs` found it), or undefined. */
+function argsBounds(text: string, a: number | undefined, end: number, complete: boolean): [number, number] | undefined {
+  if (a === undefined) return undefined;
   let b = end;
   if (complete) {
     b = stripBounds(text, a, b, "end")[1];
@@ -170,6 +226,28 @@ function extractHermesToolCalls(output: string, ctx: ParserContext): ExtractedTo
  */
 function isCompleteJson(text: string, start: number, end: number): boolean {
   if (end <= start) return false;
-  if (text[start] === "{" && text[end - 1] !== "}") return false;
+  if (text[start] === "{" && (text[end - 1] !== "}" || !closesAtEnd(text, start, end))) return false;
   return tryPyLoads(text.slice(start, end)) !== undefined;
+}
+
+/**
+ * Whether the braces and brackets of text[start, end), outside strings, close exactly at its last
+ * character, as they do in any JSON text that opens an object (strings are tracked exactly for
+ * valid JSON: a backslash escapes the next character). A necessary condition only: a text that
+ * fails it is not JSON and is not handed to json.loads (whose failure throws, on most deltas of
+ * an arguments object that ends in "}" before the call does); one that passes is still read.
+ */
+function closesAtEnd(text: string, start: number, end: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) depth++;
+    else if ((c === 0x7d || c === 0x5d) && --depth === 0) return i === end - 1;
+  }
+  return false;
 }

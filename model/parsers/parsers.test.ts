@@ -66,6 +66,8 @@ describe("chat output as vLLM 0.33.0 answers it", () => {
     const wellFormed: [string, string, boolean][] = [
       ["hermes", '<think>\nhm\n</think>\n\nHi\n<tool_call>\n{"name": "f", "arguments": {"a": 1.0, "s": "é"}}\n</tool_call>\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>', true],
       ["hermes", cases[3]![1], true],
+      // Braces, brackets and escaped quotes inside strings, and whitespace after "arguments": split across deltas.
+      ["hermes", '<think>\nr\n</think>\n\nHi\n<tool_call>\n{"name": "f", "arguments" :  \n  {"s": "a}b{\\"}", "o": {"k": [1, {"x": "]"}]}}}\n</tool_call>\n<tool_call>\n{"name": "f", "arguments": {"s": "\\\\}"}}\n</tool_call>', true],
       ["qwen3_coder", cases[5]![1].replace("\n\nDoing it.\n", ""), true],
       ["hermes", "answer without thinking", false],
     ];

@@ -52,11 +52,12 @@ const FINGERPRINT = "forge-token-in";
  * without parsing them (proxy/token-in/call.ts, chatResponse).
  */
 function promptIdsOf(c: ChatAnswerContext, engine: readonly number[] | Uint32Array | undefined): unknown {
-  const plain = engine instanceof Uint32Array ? idArray(engine) : engine;
-  if (c.promptText === undefined) return plain ?? c.prompt;
+  // A plain copy only where the engine's own ids are written (the memo's array, the common case, is not copied).
+  const plain = () => (engine instanceof Uint32Array ? idArray(engine) : engine);
+  if (c.promptText === undefined) return plain() ?? c.prompt;
   if (engine === undefined || (c.idsMemo?.ids !== undefined && engine === c.idsMemo.ids)) return IDS_PLACEHOLDER;
-  if (engine.length !== c.prompt.length) return plain;
-  for (let i = 0; i < engine.length; i++) if (engine[i] !== c.prompt[i]) return plain;
+  if (engine.length !== c.prompt.length) return plain();
+  for (let i = 0; i < engine.length; i++) if (engine[i] !== c.prompt[i]) return plain();
   return IDS_PLACEHOLDER;
 }
 
@@ -149,7 +150,8 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
 function noteSent(sent: SentAnswer, delta: DeltaMessage): void {
   if (delta.content) sent.content = (sent.content ?? "") + delta.content;
   if (delta.reasoning) sent.reasoning = (sent.reasoning ?? "") + delta.reasoning;
-  for (const t of delta.toolCalls ?? []) {
+  if (!delta.toolCalls) return;
+  for (const t of delta.toolCalls) {
     const call = (sent.toolCalls[t.index] ??= { name: "", arguments: "" });
     call.name += t.function?.name ?? "";
     call.arguments += t.function?.arguments ?? "";
@@ -162,7 +164,15 @@ function chunkDelta(d: DeltaMessage): Record<string, unknown> {
   if (d.reasoning != null) delta.reasoning = d.reasoning;
   if (d.content != null) delta.content = d.content;
   if (d.toolCalls?.length) {
-    delta.tool_calls = d.toolCalls.map((t) => ({ index: t.index, ...(t.id !== undefined ? { id: t.id, type: "function" } : {}), function: { ...t.function } }));
+    delta.tool_calls = d.toolCalls.map((t) => {
+      const call: Record<string, unknown> = { index: t.index };
+      if (t.id !== undefined) {
+        call.id = t.id;
+        call.type = "function";
+      }
+      call.function = { ...t.function };
+      return call;
+    });
   }
   return delta;
 }
@@ -260,22 +270,23 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     }
     completion += step.ids.length;
     const result = derender.push(step.ids, step.finish);
-    heldIds.push(...step.ids);
-    heldLogprobs.push(...step.logprobs);
-    if (step.top) heldTop.push(...step.top);
+    // A step sent at once (the common case) is its own arrays; held steps are joined (concat, not spread arguments).
+    heldIds = heldIds.length === 0 ? step.ids : heldIds.concat(step.ids);
+    heldLogprobs = heldLogprobs.length === 0 ? step.logprobs : heldLogprobs.concat(step.logprobs);
+    if (step.top) heldTop = heldTop.concat(step.top);
     const last = step.finish !== undefined;
     if (!result.delta && !last) return;
     if (result.delta) noteSent(sent, result.delta);
-    const delta = result.delta ? chunkDelta(result.delta) : {};
+    // The choice's fields in vLLM's order (the harness gets them serialised as built).
     const choice: Record<string, unknown> = {
       index: 0,
-      delta,
+      delta: result.delta ? chunkDelta(result.delta) : {},
       logprobs: { content: logprobEntries(c, heldIds, heldLogprobs, heldTop.length ? heldTop : undefined) },
       finish_reason: last ? result.finishReason : null,
-      ...(last ? { stop_reason: result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null) } : {}),
-      token_ids: heldIds,
-      ...(last && step.weightVersions ? { weight_versions: step.weightVersions } : {}),
     };
+    if (last) choice.stop_reason = result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null);
+    choice.token_ids = heldIds;
+    if (last && step.weightVersions) choice.weight_versions = step.weightVersions;
     heldIds = [];
     heldLogprobs = [];
     heldTop = [];
@@ -283,7 +294,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       finished = true;
       c.onAnswer(sent);
     }
-    out.push({ ...head, choices: [choice] });
+    out.push({ id, object: head.object, created, model: head.model, choices: [choice] });
   };
 
   return {

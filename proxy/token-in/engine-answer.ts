@@ -91,7 +91,9 @@ function vllmReader(top: boolean): EngineAnswerReader {
       if (!choice) return undefined;
       const ids: number[] = Array.isArray(choice.token_ids) ? choice.token_ids : [];
       const lp = choice.logprobs;
-      const logprobs = ids.map((_, i) => (typeof lp?.token_logprobs?.[i] === "number" ? lp.token_logprobs[i] : Number.NaN));
+      const given = lp?.token_logprobs;
+      const logprobs = new Array<number>(ids.length);
+      for (let i = 0; i < ids.length; i++) logprobs[i] = typeof given?.[i] === "number" ? given[i] : Number.NaN;
       const step: EngineStep = { ids, logprobs };
       if (top && Array.isArray(lp?.top_logprobs)) {
         step.top = ids.map((_, i) => Object.entries((lp.top_logprobs[i] ?? {}) as Record<string, number>).map(([token, logprob]) => ({ token, logprob })));
@@ -157,5 +159,8 @@ function openAiUsage(event: any): { prompt_tokens: number; completion_tokens: nu
 
 /** Choice 0 of an OpenAI-shaped event (the proxy asks for one), or undefined. */
 function firstChoice(event: any): any {
-  return Array.isArray(event?.choices) ? event.choices.find((c: any) => (c?.index ?? 0) === 0) : undefined;
+  const choices = event?.choices;
+  if (!Array.isArray(choices)) return undefined;
+  for (const c of choices) if ((c?.index ?? 0) === 0) return c;
+  return undefined;
 }

@@ -341,6 +341,8 @@ class GrammarParserEngine implements ParserEngine {
 
   private eventsToDelta(events: SemanticEvent[], finished = false): DeltaMessage | null {
     if (events.length === 0 && !this.deferredContent) return null;
+    // Most deltas of a reasoning block: one reasoning chunk, nothing held (what the loop below gives for it).
+    if (events.length === 1 && events[0]!.type === "REASONING_CHUNK" && !this.deferredContent) return events[0]!.value ? { reasoning: events[0]!.value } : null;
     let toolDeltas: DeltaToolCall[] = [];
     const contentParts: string[] = [];
     const reasoningParts: string[] = [];

@@ -144,6 +144,24 @@ function engineStatics(config: EngineConfig, tokenizer: EngineTokenizer): Engine
   return statics;
 }
 
+/** Whether any of `ids` is a key of `map` (a loop: this runs on every delta). */
+function hasAny(map: ReadonlyMap<number, string>, ids: readonly number[]): boolean {
+  for (const id of ids) if (map.has(id)) return true;
+  return false;
+}
+
+/**
+ * Each tokenizer's token texts (keyed as the statics are, by its special-token map), shared by
+ * its parsers: decoded once per tokenizer, not once per answer (the tokenizer's decode was ~2 %
+ * of a token-in answer's time in a hot loop). Bounded by the vocabulary: one short string a token.
+ */
+const tokenTexts = new WeakMap<ReadonlyMap<string, number>, Map<number, string>>();
+function tokenTextsOf(tokenizer: EngineTokenizer): Map<number, string> {
+  let texts = tokenTexts.get(tokenizer.specialTokens);
+  if (!texts) tokenTexts.set(tokenizer.specialTokens, (texts = new Map()));
+  return texts;
+}
+
 export function streamingEngine(config: EngineConfig, tokenizer: EngineTokenizer): StreamingEngine {
   return new GrammarStreamingEngine(config, engineStatics(config, tokenizer), tokenizer);
 }
@@ -165,14 +183,14 @@ class GrammarStreamingEngine implements StreamingEngine {
     tokenizer: EngineTokenizer,
   ) {
     this.state = config.initialState;
-    this.scanner = tokenScanner(statics.idTerminals, tokenizer.decodeToken);
+    this.scanner = tokenScanner(statics.idTerminals, tokenizer.decodeToken, tokenTextsOf(tokenizer));
     this.lexer = incrementalLexer(statics.shape);
   }
 
   feed(text: string, ids: readonly number[] = []): SemanticEvent[] {
     const { lexer, scanner } = this;
     if (ids.length > 0) this.everHadIds = true;
-    if (text && !lexer.buffer && !scanner.hasDeferred && !lexer.mayStartTerminal(text) && !ids.some((id) => this.statics.idTerminals.has(id))) return this.emitForState(text);
+    if (text && !lexer.buffer && !scanner.hasDeferred && !lexer.mayStartTerminal(text) && !hasAny(this.statics.idTerminals, ids)) return this.emitForState(text);
     const items = scanner.scan(text, ids);
     if (items.length === 1 && items[0]!.kind === "text") {
       const tokens = lexer.feed(items[0]!.text);

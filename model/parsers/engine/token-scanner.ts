@@ -19,9 +19,10 @@ export interface TokenScanner {
 /**
  * @param terminals token id → terminal name (the grammar's markers, DROP for other special tokens)
  * @param decodeToken the text of one token, special tokens kept
+ * @param cache the texts decoded so far (the tokenizer's, shared by its scanners; a new one by default)
  */
-export function tokenScanner(terminals: ReadonlyMap<number, string>, decodeToken: (id: number) => string): TokenScanner {
-  return new IdTokenScanner(terminals, decodeToken);
+export function tokenScanner(terminals: ReadonlyMap<number, string>, decodeToken: (id: number) => string, cache: Map<number, string> = new Map()): TokenScanner {
+  return new IdTokenScanner(terminals, decodeToken, cache);
 }
 
 type Terminal = Extract<ScanItem, { kind: "terminal" }>;
@@ -31,7 +32,6 @@ const joined = (items: ScanItem[]) => items.map((i) => i.text).join("");
 
 /** The scanner's state: terminals whose text has not come yet, with the token counts and text around them. */
 class IdTokenScanner implements TokenScanner {
-  private readonly cache = new Map<number, string>();
   private deferred: Terminal[] = [];
   private deferredPrefixCounts: number[] = [];
   private deferredTrailingCount = 0;
@@ -40,6 +40,7 @@ class IdTokenScanner implements TokenScanner {
   constructor(
     private readonly terminals: ReadonlyMap<number, string>,
     private readonly decodeToken: (id: number) => string,
+    private readonly cache: Map<number, string>,
   ) {}
 
   get hasDeferred(): boolean {

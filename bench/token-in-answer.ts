@@ -1,0 +1,157 @@
+/**
+ * Token-in's answer side in a hot loop: the engine streams of one tool-loop conversation turned
+ * into the harness's Chat chunk objects (`chatStreamResponse`, proxy/token-in/chat-answer.ts:
+ * the engine events parsed, read, derendered by model/'s detokenizer and vLLM parsers, the Chat
+ * chunks built), this checkout against another commit, in interleaved rounds in one process.
+ *
+ *   bun bench/token-in-answer.ts [--base REF] [--rounds 9] [--answers 260]
+ *
+ * The streams are real: a `forge proxy --token-in` of this checkout runs the tool loop
+ * (bench/lib/tool-loop.ts, 13 streamed calls) against the policy simulator through a relay that
+ * keeps each `/v1/completions` request and the bytes of its answer as they were read. Both sides
+ * then answer the same streams (the prompt's ids in the rollout's id memo, as call.ts sets it);
+ * the bench checks that they give the same chunks (random ids aside) before timing them. The
+ * pipeline's own work on the chunks (capture, strip, serialise) is not in it: that is
+ * proxy/doors/'s, the same in both modes. docs/performance.md, issue 32's fourth session.
+ */
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { spawnSync } from "node:child_process";
+import { startPolicySimulator } from "../simulator/index.ts";
+import { startForgeProxy } from "./lib/forge-proxy.ts";
+import { benchFlags } from "./lib/flags.ts";
+import { runToolLoop, TOOL_LOOP_SCRIPT, TOOL_LOOP_TOOLS } from "./lib/tool-loop.ts";
+
+const ROOT = resolve(import.meta.dir, "..");
+const { flag } = benchFlags();
+const BASE = flag("base", "HEAD~1");
+const ROUNDS = Number(flag("rounds", "9"));
+const ANSWERS = Number(flag("answers", "260"));
+
+/** One engine answer as the proxy read it: the request's prompt ids and the bytes of each read. */
+type Captured = { prompt: number[]; promptText: string; reads: Uint8Array[] };
+
+/** The engine streams of one tool-loop conversation through a token-in proxy of this checkout. */
+async function captureStreams(work: string): Promise<Captured[]> {
+  const sim = await startPolicySimulator({ seed: 1, chunkDelayMs: 0, script: TOOL_LOOP_SCRIPT });
+  const captured: Captured[] = [];
+  const relay = Bun.serve({
+    port: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      const body = req.method === "GET" ? undefined : await req.text();
+      const answer = await fetch(sim.url + url.pathname + url.search, { method: req.method, headers: req.headers, body });
+      // The proxy's own probes of the engine (Chat) pass; token-in's calls are vLLM's /v1/completions.
+      if (url.pathname !== "/v1/completions" || !answer.body) return answer;
+      const prompt = JSON.parse(body!).prompt as number[];
+      const kept: Captured = { prompt, promptText: JSON.stringify(prompt), reads: [] };
+      captured.push(kept);
+      const reader = answer.body.getReader();
+      const stream = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const next = await reader.read();
+          if (next.done) return controller.close();
+          kept.reads.push(next.value.slice());
+          controller.enqueue(next.value);
+        },
+      });
+      return new Response(stream, { status: answer.status, headers: answer.headers });
+    },
+  });
+  const proxy = await startForgeProxy({ root: ROOT, dataDir: join(work, "data"), upstream: `http://127.0.0.1:${relay.port}/v1`, extraArgs: ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"] });
+  try {
+    const r = await proxy.register("token-in-answer");
+    await runToolLoop(`${proxy.url}/r/${r.rollout_id}/v1/chat/completions`, r.api_key, { stream: true });
+  } finally {
+    await proxy.stop();
+    relay.stop(true);
+    await sim.stop();
+  }
+  if (captured.length === 0) throw new Error("bench/token-in-answer: the proxy sent no /v1/completions request (not in token-in mode?)");
+  return captured;
+}
+
+type Answerer = (s: Captured, keep: boolean) => Promise<unknown[]>;
+
+/** `root`'s token-in answer path: one captured stream in, its chunk objects out (kept when asked). */
+async function answererOf(root: string): Promise<Answerer> {
+  const { loadModel } = await import(join(root, "model/index.ts"));
+  const { chatStreamResponse } = await import(join(root, "proxy/token-in/chat-answer.ts"));
+  const { engineAnswerReader } = await import(join(root, "proxy/token-in/engine-answer.ts"));
+  const { chunkSourceOf } = await import(join(root, "proxy/capture/chunk-source.ts"));
+  const model = await loadModel();
+  return async (s, keep) => {
+    const context = {
+      model,
+      options: { model: "qwen3", stream: true, tools: TOOL_LOOP_TOOLS, promptTokenIds: s.prompt },
+      modelName: "qwen3",
+      prompt: s.prompt,
+      promptText: s.promptText,
+      idsMemo: { text: s.promptText, ids: Uint32Array.from(s.prompt), ends: new Uint32Array(0) },
+      logprobs: false,
+      reader: engineAnswerReader("vllm", { top: false }),
+      onAnswer: (answer: unknown) => keep && items.push(answer),
+    };
+    const items: unknown[] = [];
+    let i = 0;
+    const engine = new ReadableStream<Uint8Array>({ pull: (c) => (i < s.reads.length ? c.enqueue(s.reads[i++]!) : c.close()) });
+    const source = chunkSourceOf(chatStreamResponse(context, engine));
+    for (;;) {
+      const next = await source.read();
+      if (next.done) return items;
+      if (keep) items.push(...next.value.items);
+    }
+  };
+}
+
+/** The chunks as text, the per-answer random ids and times aside, the prompt ids as their count. */
+function comparable(items: unknown[]): string {
+  const text = JSON.stringify(items, (_, v) => (v instanceof Uint32Array ? { ids: v.length } : Array.isArray(v) && v.length > 100 ? { ids: v.length } : v));
+  return text.replace(/chatcmpl-[0-9a-f]+|"created":\d+|call_[0-9A-Za-z]+|chatcmpl-tool-[0-9a-f]+/g, "…");
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+
+const git = (...a: string[]) => {
+  const r = spawnSync("git", a, { cwd: ROOT, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr.trim()}`);
+  return r.stdout.trim();
+};
+const work = mkdtempSync(join(tmpdir(), "forge-bench-answer-"));
+const baseRoot = join(work, "base");
+const baseSha = git("rev-parse", "--verify", `${BASE}^{commit}`);
+git("worktree", "add", "--detach", baseRoot, baseSha);
+symlinkSync(join(ROOT, "node_modules"), join(baseRoot, "node_modules"));
+try {
+  const streams = await captureStreams(work);
+  const sides = [await answererOf(baseRoot), await answererOf(ROOT)];
+  const texts: string[] = [];
+  for (const answer of sides) texts.push(comparable((await Promise.all(streams.map((s) => answer(s, true)))).flat()));
+  const same = texts[0] === texts[1];
+  const per = Math.max(1, Math.floor(ANSWERS / streams.length));
+  /** µs per answer over `per` passes of every stream. */
+  const time = async (answer: Answerer) => {
+    const start = performance.now();
+    for (let k = 0; k < per; k++) for (const s of streams) await answer(s, false);
+    return ((performance.now() - start) / (per * streams.length)) * 1000;
+  };
+  for (let w = 0; w < 2; w++) for (const answer of sides) await time(answer);
+  const rounds: { base: number; this: number }[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    // Alternate which side goes first, so a drift in the machine's speed hits both.
+    const round = { base: 0, this: 0 };
+    for (const k of r % 2 ? [1, 0] : [0, 1]) round[k ? "this" : "base"] = await time(sides[k]!);
+    rounds.push(round);
+  }
+  const events = streams.reduce((n, s) => n + new TextDecoder().decode(Buffer.concat(s.reads)).split("\n\ndata: ").length, 0);
+  console.log(`bench/token-in-answer: ${streams.length} engine streams of the tool loop (${events} events), µs per answer, median of ${ROUNDS} interleaved rounds of ${per * streams.length}`);
+  console.log(`  the same chunks on both sides: ${same ? "yes" : "NO (this checkout answers differently)"}`);
+  console.log(`  base ${BASE}  ${median(rounds.map((r) => r.base)).toFixed(1)} µs`);
+  console.log(`  this checkout  ${median(rounds.map((r) => r.this)).toFixed(1)} µs`);
+  console.log(`  this / base    ${median(rounds.map((r) => r.this / r.base)).toFixed(3)} (per round ${rounds.map((r) => (r.this / r.base).toFixed(2)).join(" ")})`);
+  if (!same) process.exitCode = 1;
+} finally {
+  spawnSync("git", ["worktree", "remove", "--force", baseRoot], { cwd: ROOT });
+  rmSync(work, { recursive: true, force: true });
+}
