@@ -5,7 +5,7 @@
  */
 import type { TokenIds } from "../../records/index.ts";
 import type { Chain } from "../state/chains.ts";
-import { answerKey, reasoningAsTextKey } from "./keys.ts";
+import { answerKeys } from "./keys.ts";
 import type { Plan } from "./plan.ts";
 import type { SentAnswer } from "./chat-answer.ts";
 
@@ -17,6 +17,7 @@ import type { SentAnswer } from "./chat-answer.ts";
  * useChain(chains, chainAfter(chainId, call.callId, plan, joinIds(plan.prompt, call.completionTokenIds), answer));
  */
 export function chainAfter(chainId: string, callId: string, plan: Pick<Plan, "prompt" | "parent" | "keys" | "settings">, tokens: TokenIds, answer: SentAnswer): Chain {
+  const keys = answerKeys(answer);
   return {
     id: chainId,
     lastCall: callId,
@@ -25,8 +26,8 @@ export function chainAfter(chainId: string, callId: string, plan: Pick<Plan, "pr
     tokens,
     keys: plan.keys,
     settings: plan.settings,
-    answer: answerKey(answer),
-    ...(reasoningAsTextKey(answer) ? { answerReasoningAsText: reasoningAsTextKey(answer) } : {}),
+    answer: keys.answer,
+    ...(keys.reasoningAsText ? { answerReasoningAsText: keys.reasoningAsText } : {}),
     answerEmpty: (answer.content ?? "").trim() === "" && answer.toolCalls.length === 0,
   };
 }

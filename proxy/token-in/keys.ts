@@ -92,13 +92,15 @@ function textOf(content: PyValue | undefined): string | undefined {
  * answerKey({ content: "\n\n", toolCalls: [{ name: "ls", arguments: '{"path": "."}' }] }) === messageKey(echoOfIt) // true
  */
 export function answerKey(answer: { content: string | null; toolCalls: readonly { name: string; arguments: string }[] }): string {
-  return assistantKey(
-    answer.content ?? "",
-    answer.toolCalls.map((c) => {
-      const args = tryPyLoads(c.arguments);
-      return `${c.name}\u0000${canonical(args instanceof Map ? args : new Map())}`;
-    }),
-  );
+  return assistantKey(answer.content ?? "", answerCallTexts(answer.toolCalls));
+}
+
+/** The sent calls as `callText` writes an echoed one. */
+function answerCallTexts(toolCalls: readonly { name: string; arguments: string }[]): string[] {
+  return toolCalls.map((c) => {
+    const args = tryPyLoads(c.arguments);
+    return `${c.name}\u0000${canonical(args instanceof Map ? args : new Map())}`;
+  });
 }
 
 /** Text with every whitespace character left out (how the reasoning-as-text echo is compared). */
@@ -111,9 +113,24 @@ const squash = (text: string) => text.replace(/\s+/gu, "");
  * @example
  * reasoningAsTextKey({ content: "Done.", reasoning: "Think.", toolCalls: [] }) === runKey([echo], { squashed: true }) // echo: { role: "assistant", content: "Think.\n\nDone." }
  */
-export function reasoningAsTextKey(answer: { content: string | null; reasoning: string | null; toolCalls: readonly { name: string; arguments: string }[] }): string | undefined {
-  if (!answer.reasoning || answer.reasoning.trim() === "") return undefined;
-  return answerKey({ content: squash(answer.reasoning + (answer.content ?? "")), toolCalls: answer.toolCalls });
+export function reasoningAsTextKey(answer: SentAnswerLike): string | undefined {
+  return answerKeys(answer).reasoningAsText;
+}
+
+type SentAnswerLike = { content: string | null; reasoning: string | null; toolCalls: readonly { name: string; arguments: string }[] };
+
+/**
+ * Both keys of a sent answer (`answerKey`, `reasoningAsTextKey`), its calls read once: what a
+ * chain keeps of its last answer (chain-after.ts).
+ *
+ * @example
+ * answerKeys({ content: "Done.", reasoning: null, toolCalls: [] }) // { answer: answerKey(…) }
+ */
+export function answerKeys(answer: SentAnswerLike): { answer: string; reasoningAsText?: string } {
+  const calls = answerCallTexts(answer.toolCalls);
+  const key = assistantKey(answer.content ?? "", calls);
+  if (!answer.reasoning || answer.reasoning.trim() === "") return { answer: key };
+  return { answer: key, reasoningAsText: assistantKey(squash(answer.reasoning + (answer.content ?? "")), calls) };
 }
 
 /**
