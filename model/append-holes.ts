@@ -17,6 +17,7 @@
  * tool results made to catch escaping and trimming, model/suffix-probe.ts), and a template that
  * writes any of them otherwise is always rendered.
  */
+import { ownCopy } from "../lib/index.ts";
 import type { PyDict, PyValue } from "./pyjson.ts";
 import type { Preprocessed } from "./preprocess.ts";
 
@@ -125,9 +126,6 @@ function cut(text: string): Holed | undefined {
   // Own copies: a slice would hold the whole rendered window (a system prompt of 100 KB) alive.
   return { parts: parts.map(ownCopy), refs };
 }
-
-/** A string of its own, every code unit kept (JavaScriptCore's slices share their source's characters). */
-const ownCopy = (text: string): string => JSON.parse(JSON.stringify(text));
 
 function fill(holed: Holed, after: readonly PyDict[]): string {
   let text = holed.parts[0]!;

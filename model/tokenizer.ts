@@ -13,7 +13,7 @@
  */
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { byteDecoder } from "../lib/index.ts";
+import { byteDecoder, ownCopy } from "../lib/index.ts";
 
 export interface Tokenizer {
   /** Text → ids as `encode(text, add_special_tokens=False)`: added tokens written in the text become their ids. */
@@ -156,9 +156,6 @@ function readJson(path: string): unknown {
  * through do not push them out. A short piece costs the library's whole encode path (its
  * normalizer, pre-tokenizer and post-processor) for a few ids.
  */
-/** A string of its own, every code unit kept (JavaScriptCore's slices share their source's characters). */
-const ownCopy = (text: string): string => JSON.parse(JSON.stringify(text));
-
 function pieceCache() {
   const cache = new Map<string, number[]>();
   const short = new Map<string, number[]>();
