@@ -10,7 +10,7 @@ export type Area = "lib" | "schemas" | "model" | "records" | "trajectories" | "s
 
 /** Which areas each area may import. `*`: any, through their faces. */
 export const AREAS: Record<Area, { dependsOn: Area[] | "*"; what: string }> = {
-  lib: { dependsOn: [], what: "CLI argument parsing, SSE (one reader of recorded streams), byte joins, SQL string literals, the byte-level BPE alphabet, common prefixes of token ids, own copies of strings a cache keeps: building blocks that own nothing" },
+  lib: { dependsOn: [], what: "CLI argument parsing, SSE (one reader of recorded streams), byte joins, SQL string literals, the byte-level BPE alphabet, common prefixes of token ids, own copies of strings a cache keeps, a map bounded by weight: building blocks that own nothing" },
   schemas: { dependsOn: [], what: "the record format (protobuf) and the zod schemas of every file and body a user writes" },
   model: { dependsOn: ["schemas", "lib"], what: "the model's side of the wire: its tokenizer, its chat template run by a real Jinja engine, the parsers of its output" },
   records: { dependsOn: ["schemas", "lib"], what: "the segment log: record encoding, append, read, recovery" },

@@ -10,10 +10,10 @@
  * cache, as before. A finished rollout's go when they are the oldest.
  */
 import { noPreviousMessages, type PreviousMessages } from "../../model/index.ts";
+import { WeighedMap } from "../../lib/index.ts";
 
 const MAX_CHARS = 4 * 1024 * 1024;
-const held = new Map<string, { previous: PreviousMessages; chars: number }>();
-let chars = 0;
+const held = new WeighedMap<string, PreviousMessages>(MAX_CHARS, MAX_CHARS / 4);
 
 /**
  * The rollout's last call's messages (empty at its first call, or when they went), to pass to
@@ -25,28 +25,11 @@ let chars = 0;
  * heldMessages(rolloutId, previous);
  */
 export function previousMessages(rolloutId: string): PreviousMessages {
-  const entry = held.get(rolloutId);
-  if (!entry) return noPreviousMessages();
   // Taken out while the call prepares: a concurrent call of the rollout starts from none.
-  held.delete(rolloutId);
-  chars -= entry.chars;
-  return entry.previous;
+  return held.take(rolloutId) ?? noPreviousMessages();
 }
 
 /** Holds the rollout's messages (as `model.prepare` left them) for its next call, dropping the oldest rollouts' past the bound. */
 export function heldMessages(rolloutId: string, previous: PreviousMessages): void {
-  const size = previous.chars.reduce((n, c) => n + c, 0);
-  const replaced = held.get(rolloutId);
-  if (replaced) {
-    held.delete(rolloutId);
-    chars -= replaced.chars;
-  }
-  if (size > MAX_CHARS / 4) return;
-  held.set(rolloutId, { previous, chars: size });
-  chars += size;
-  for (const [oldest, entry] of held) {
-    if (chars <= MAX_CHARS) break;
-    held.delete(oldest);
-    chars -= entry.chars;
-  }
+  held.set(rolloutId, previous, previous.chars.reduce((n, c) => n + c, 0));
 }

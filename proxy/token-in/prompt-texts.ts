@@ -10,10 +10,10 @@
  * misses, and writes the whole text as before. An entry goes when its chain moves on.
  */
 import type { TokenIds } from "../../records/index.ts";
+import { WeighedMap } from "../../lib/index.ts";
 
 const MAX_CHARS = 4 * 1024 * 1024;
-const held = new Map<TokenIds, { text: string; length: number }>();
-let chars = 0;
+const held = new WeighedMap<TokenIds, { text: string; length: number }>(MAX_CHARS, MAX_CHARS / 4);
 
 /**
  * The JSON text of `prompt` (`JSON.stringify(prompt)`), from the text kept for `base` (the
@@ -38,21 +38,6 @@ export function chainPromptText(prompt: readonly number[], base: TokenIds | unde
  * keepPromptText(chainTokens, plan.prompt.length, promptText, plan.chain?.tokens);
  */
 export function keepPromptText(tokens: TokenIds, length: number, text: string, previous: TokenIds | undefined): void {
-  if (previous !== undefined) drop(previous);
-  if (text.length > MAX_CHARS / 4) return;
-  drop(tokens);
-  held.set(tokens, { text, length });
-  chars += text.length;
-  for (const [oldest, entry] of held) {
-    if (chars <= MAX_CHARS) break;
-    held.delete(oldest);
-    chars -= entry.text.length;
-  }
-}
-
-function drop(tokens: TokenIds): void {
-  const entry = held.get(tokens);
-  if (!entry) return;
-  held.delete(tokens);
-  chars -= entry.text.length;
+  if (previous !== undefined) held.delete(previous);
+  held.set(tokens, { text, length }, text.length);
 }
