@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { loadModel, type Model } from "../../model/index.ts";
 import { parseSseText } from "../../lib/testing.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
-import { chunkSourceOf } from "../capture/chunk-source.ts";
+import { chunkSourceOf, HarnessText, type ChunkSource } from "../capture/chunk-source.ts";
 import { captureAndStrip, emptyAfterStrip, newCapture, type HarnessWants, type TokenCapture } from "../capture/tokens.ts";
 import { chatStreamResponse, type ChatAnswerContext } from "./chat-answer.ts";
 import { engineAnswerReader } from "./engine-answer.ts";
@@ -37,7 +37,7 @@ function engineStream(ids: number[], step: number, cut: number): ReadableStream<
   for (let i = 0; i < ids.length; i += step) {
     const last = i + step >= ids.length;
     const tokens = ids.slice(i, i + step);
-    const choice = { index: 0, text: "", logprobs: { token_logprobs: tokens.map((_, k) => -0.25 * k), tokens: [], text_offset: [], top_logprobs: null }, finish_reason: last ? "stop" : null, stop_reason: null, token_ids: tokens };
+    const choice = { index: 0, text: "", logprobs: { token_logprobs: tokens.map((_, k) => (i + k === 2 ? null : -0.25 * k)), tokens: [], text_offset: [], top_logprobs: null }, finish_reason: last ? "stop" : null, stop_reason: null, token_ids: tokens, ...(last ? { weight_versions: [{ version: "v3", start: 0, end: ids.length }] } : {}) };
     text += `data: ${JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [choice], ...(i === 0 ? { prompt_token_ids: PROMPT } : {}) })}\n\n`;
   }
   text += `data: ${JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [], usage: { prompt_tokens: PROMPT.length, completion_tokens: ids.length, total_tokens: PROMPT.length + ids.length } })}\n\ndata: [DONE]\n\n`;
@@ -59,6 +59,25 @@ function harnessEvent(chunk: any, original: string | undefined, capture: TokenCa
   return emptyAfterStrip(chunk) ? "" : `data: ${JSON.stringify(chunk)}\n\n`;
 }
 
+/** What the pipeline sends the harness for a source's events, and what it captured (`direct`: the source writes them itself). */
+async function harnessSees(source: ChunkSource, wants: HarnessWants, direct: boolean): Promise<{ text: string; capture: TokenCapture }> {
+  const capture = newCapture();
+  if (direct) source.direct!(capture, wants);
+  let text = "";
+  for (let next = await source.read(); !next.done; next = await source.read()) {
+    for (const item of next.value.items) {
+      if (item instanceof HarnessText) {
+        expect(direct).toBe(true);
+        text += item.text;
+      } else text += item === "[DONE]" ? "[DONE]" : harnessEvent(item as Record<string, unknown>, undefined, capture, wants);
+    }
+  }
+  return { text, capture };
+}
+
+/** The ids and clock a stream draws for itself, which two streams never share. */
+const unstable = (s: string) => s.replace(/chatcmpl-(tool-)?[0-9a-f]+/g, "ID").replace(/"created":\d+/g, '"created":T');
+
 describe("chatStreamResponse: the chunk objects and the bytes are the same answer", () => {
   const answer = () => [...model.tokenizer.encode('<think>\nLet me read it.\n</think>\n\nReading.<tool_call>\n{"name": "read", "arguments": {"path": "stock.csv"}}\n</tool_call>'), 151645];
   for (const [step, cut, logprobs] of [
@@ -79,14 +98,9 @@ describe("chatStreamResponse: the chunk objects and the bytes are the same answe
       const c2 = context(PROMPT, logprobs);
       const source = chunkSourceOf(chatStreamResponse(c2, engineStream(ids, step, cut)))!;
       expect(source).toBeDefined();
-      const viaObjects = newCapture();
-      let fromObjects = "";
-      for (let next = await source.read(); !next.done; next = await source.read()) {
-        for (const item of next.value.items) fromObjects += item === "[DONE]" ? "[DONE]" : harnessEvent(item, undefined, viaObjects, wants);
-      }
+      const { text: fromObjects, capture: viaObjects } = await harnessSees(source, wants, false);
       // Each stream draws its own ids and reads the clock for `created`: under load the two can
       // fall in different seconds (CI failed on that once), so neither is compared.
-      const unstable = (s: string) => s.replace(/chatcmpl-(tool-)?[0-9a-f]+/g, "ID").replace(/"created":\d+/g, '"created":T');
       expect(unstable(fromObjects)).toBe(unstable(fromBytes));
       expect(fromObjects).toContain('"tool_calls"');
       expect(viaObjects.completionTokenIds).toEqual(ids);
@@ -96,6 +110,36 @@ describe("chatStreamResponse: the chunk objects and the bytes are the same answe
       expect([...viaBytes.promptTokenIds!]).toEqual(PROMPT);
       expect(viaObjects.finishReason).toBe(viaBytes.finishReason);
       expect(viaObjects.usage).toEqual(viaBytes.usage);
+    });
+  }
+
+  // The harness's text the source writes itself (a Chat stream not translated) is what the pipeline makes of the objects.
+  const wantsCases: HarnessWants[] = [
+    { tokenIds: false, logprobs: false, usage: false },
+    { tokenIds: false, logprobs: true, usage: true },
+    { tokenIds: false, logprobs: false, usage: true, reasoning: false },
+    { tokenIds: false, logprobs: true, usage: false, reasoning: true, weightVersions: true },
+  ];
+  for (const wants of wantsCases) {
+    test(`written directly for a harness that wants ${JSON.stringify(wants)}: the same text and capture as the objects`, async () => {
+      for (const [step, cut] of [
+        [1, 4096],
+        [5, 13],
+      ] as const) {
+        const ids = answer();
+        const objects = await harnessSees(chunkSourceOf(chatStreamResponse(context(PROMPT, wants.logprobs), engineStream(ids, step, cut)))!, wants, false);
+        const direct = await harnessSees(chunkSourceOf(chatStreamResponse(context(PROMPT, wants.logprobs), engineStream(ids, step, cut)))!, wants, true);
+        expect(unstable(direct.text)).toBe(unstable(objects.text));
+        expect(direct.text).toContain('"tool_calls"');
+        expect(direct.text.includes('"reasoning"')).toBe(wants.reasoning !== false);
+        expect(direct.text.includes('"usage"')).toBe(wants.usage);
+        expect(direct.capture).toEqual(objects.capture);
+        expect(direct.capture.completionTokenIds).toEqual(ids);
+        expect(direct.capture.completionLogprobs).toHaveLength(ids.length);
+        expect(direct.capture.usage?.completion_tokens).toBe(ids.length);
+        expect(direct.capture.weightVersions).toEqual(["v3"]);
+        expect(direct.text).toContain(wants.weightVersions ? '"weight_versions":[{"version":"v3"' : '"weight_versions":null');
+      }
     });
   }
 
