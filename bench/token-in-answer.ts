@@ -10,9 +10,10 @@
  * (bench/lib/tool-loop.ts, 13 streamed calls) against the policy simulator through a relay that
  * keeps each `/v1/completions` request and the bytes of its answer as they were read. Both sides
  * then answer the same streams (the prompt's ids in the rollout's id memo, as call.ts sets it);
- * the bench checks that they give the same chunks (random ids aside) before timing them. The
- * pipeline's own work on the chunks (capture, strip, serialise) is not in it: that is
- * proxy/doors/'s, the same in both modes. docs/performance.md, issue 32's fourth session.
+ * the bench checks that they give the same text to the harness and the same capture (random
+ * ids aside) before timing them. Each answer is taken to the harness's text as the Chat door
+ * takes it (proxy/doors/stream-answer.ts: each chunk object captured, stripped and serialised,
+ * `captureAndStrip`). docs/performance.md, issue 32's fourth and fifth sessions.
  */
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -72,15 +73,26 @@ async function captureStreams(work: string): Promise<Captured[]> {
   return captured;
 }
 
-type Answerer = (s: Captured, keep: boolean) => Promise<unknown[]>;
+/** What the harness got for one answer, and what was captured from it (when kept). */
+type Answered = { text: string; capture: unknown; sent: unknown[] };
+type Answerer = (s: Captured, keep: boolean) => Promise<Answered>;
 
-/** `root`'s token-in answer path: one captured stream in, its chunk objects out (kept when asked). */
+/** The harness as the bench's tool loop is one: no ids, no logprobs, no usage asked for. */
+const WANTS = { tokenIds: false, logprobs: false, usage: false, reasoning: true, weightVersions: false };
+
+/** `root`'s token-in answer path: one captured stream in, the harness's text out (kept when asked). */
 async function answererOf(root: string): Promise<Answerer> {
   const { loadModel } = await import(join(root, "model/index.ts"));
   const { chatStreamResponse } = await import(join(root, "proxy/token-in/chat-answer.ts"));
   const { engineAnswerReader } = await import(join(root, "proxy/token-in/engine-answer.ts"));
   const { chunkSourceOf } = await import(join(root, "proxy/capture/chunk-source.ts"));
+  const { captureAndStrip, emptyAfterStrip, newCapture } = await import(join(root, "proxy/capture/tokens.ts"));
   const model = await loadModel();
+  /** The Chat door's handling of one chunk object (stream-answer.ts, onChunk without a translator). */
+  const harnessText = (chunk: Record<string, unknown>, capture: unknown): string => {
+    if (!captureAndStrip("chat", chunk, capture, WANTS)) return `data: ${JSON.stringify(chunk)}\n\n`;
+    return emptyAfterStrip(chunk) ? "" : `data: ${JSON.stringify(chunk)}\n\n`;
+  };
   return async (s, keep) => {
     const context = {
       model,
@@ -91,24 +103,28 @@ async function answererOf(root: string): Promise<Answerer> {
       idsMemo: { text: s.promptText, ids: Uint32Array.from(s.prompt), ends: new Uint32Array(0) },
       logprobs: false,
       reader: engineAnswerReader("vllm", { top: false }),
-      onAnswer: (answer: unknown) => keep && items.push(answer),
+      onAnswer: (answer: unknown) => keep && sent.push(answer),
     };
-    const items: unknown[] = [];
+    const sent: unknown[] = [];
     let i = 0;
     const engine = new ReadableStream<Uint8Array>({ pull: (c) => (i < s.reads.length ? c.enqueue(s.reads[i++]!) : c.close()) });
     const source = chunkSourceOf(chatStreamResponse(context, engine));
+    const capture = newCapture();
+    let text = "";
     for (;;) {
       const next = await source.read();
-      if (next.done) return items;
-      if (keep) items.push(...next.value.items);
+      if (next.done) return { text, capture: keep ? capture : undefined, sent };
+      for (const item of next.value.items) {
+        text += typeof item === "string" ? (item === "[DONE]" ? "" : `data: ${item}\n\n`) : harnessText(item, capture);
+      }
     }
   };
 }
 
-/** The chunks as text, the per-answer random ids and times aside, the prompt ids as their count. */
-function comparable(items: unknown[]): string {
-  const text = JSON.stringify(items, (_, v) => (v instanceof Uint32Array ? { ids: v.length } : Array.isArray(v) && v.length > 100 ? { ids: v.length } : v));
-  return text.replace(/chatcmpl-[0-9a-f]+|"created":\d+|call_[0-9A-Za-z]+|chatcmpl-tool-[0-9a-f]+/g, "…");
+/** The answers as text, the per-answer random ids and times aside, prompt ids as their count. */
+function comparable(answers: Answered[]): string {
+  const text = JSON.stringify(answers, (_, v) => (v instanceof Uint32Array ? { ids: v.length } : Array.isArray(v) && v.length > 100 ? { ids: v.length } : v));
+  return text.replace(/chatcmpl-[0-9a-f]+|\\"created\\":\d+|call_[0-9A-Za-z]+|chatcmpl-tool-[0-9a-f]+/g, "…");
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
@@ -127,7 +143,7 @@ try {
   const streams = await captureStreams(work);
   const sides = [await answererOf(baseRoot), await answererOf(ROOT)];
   const texts: string[] = [];
-  for (const answer of sides) texts.push(comparable((await Promise.all(streams.map((s) => answer(s, true)))).flat()));
+  for (const answer of sides) texts.push(comparable(await Promise.all(streams.map((s) => answer(s, true)))));
   const same = texts[0] === texts[1];
   const per = Math.max(1, Math.floor(ANSWERS / streams.length));
   /** µs per answer over `per` passes of every stream. */
@@ -146,7 +162,7 @@ try {
   }
   const events = streams.reduce((n, s) => n + new TextDecoder().decode(Buffer.concat(s.reads)).split("\n\ndata: ").length, 0);
   console.log(`bench/token-in-answer: ${streams.length} engine streams of the tool loop (${events} events), µs per answer, median of ${ROUNDS} interleaved rounds of ${per * streams.length}`);
-  console.log(`  the same chunks on both sides: ${same ? "yes" : "NO (this checkout answers differently)"}`);
+  console.log(`  the same text to the harness and the same capture on both sides: ${same ? "yes" : "NO (this checkout answers differently)"}`);
   console.log(`  base ${BASE}  ${median(rounds.map((r) => r.base)).toFixed(1)} µs`);
   console.log(`  this checkout  ${median(rounds.map((r) => r.this)).toFixed(1)} µs`);
   console.log(`  this / base    ${median(rounds.map((r) => r.this / r.base)).toFixed(3)} (per round ${rounds.map((r) => (r.this / r.base).toFixed(2)).join(" ")})`);

@@ -11,18 +11,8 @@
  * that is not the pipeline. Whichever is read first consumes the answer.
  */
 
-import type { HarnessWants, TokenCapture } from "./tokens.ts";
-
-/**
- * An event the source already captured into the call's capture and wrote as the harness gets
- * it (`data: …\n\n`, or "" for an event the harness does not get): sent as it is.
- */
-export class HarnessText {
-  constructor(readonly text: string) {}
-}
-
-/** One read's events, in order: a chunk object, an event's data as text (`[DONE]`, a line that is not JSON), or one written for the harness. */
-export type ChunkItem = Record<string, unknown> | string | HarnessText;
+/** One read's events, in order: a chunk object, or an event's data as text (`[DONE]`, a line that is not JSON). */
+export type ChunkItem = Record<string, unknown> | string;
 
 export interface ChunkBatch {
   items: ChunkItem[];
@@ -35,13 +25,6 @@ export interface ChunkSource {
   read(): Promise<{ done: true; value?: undefined } | { done: false; value: ChunkBatch }>;
   /** Stops reading the upstream. */
   cancel(reason?: unknown): void;
-  /**
-   * Asks the source to capture its answer into `capture` itself and hand on its chunks as
-   * HarnessText, written as `captureAndStrip` (tokens.ts) would leave them for a harness that
-   * wants `wants`: no object is built to be stripped and serialised again. Only for a Chat
-   * stream that is not translated for another door (those read the objects).
-   */
-  direct?(capture: TokenCapture, wants: HarnessWants): void;
 }
 
 const SOURCE = Symbol("forge.chunkSource");
@@ -54,14 +37,13 @@ const encoder = new TextEncoder();
  * @example
  * return withChunkSource(source, (item) => `data: ${typeof item === "string" ? item : JSON.stringify(item)}\n\n`, headers);
  */
-export function withChunkSource(source: ChunkSource, serialise: (item: Exclude<ChunkItem, HarnessText>) => string, headers: Record<string, string>): Response {
+export function withChunkSource(source: ChunkSource, serialise: (item: ChunkItem) => string, headers: Record<string, string>): Response {
   const body = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         const next = await source.read();
         if (next.done) return controller.close();
-        let text = "";
-        for (const item of next.value.items) text += item instanceof HarnessText ? item.text : serialise(item);
+        const text = next.value.items.map(serialise).join("");
         if (text !== "") controller.enqueue(encoder.encode(text));
       },
       cancel: (reason) => source.cancel(reason),

@@ -166,7 +166,7 @@ export function captureAndStrip(kind: CaptureKind, body: any, capture: TokenCapt
 }
 
 /** vLLM's spans (`[{version, start, end}]`, only on a choice's last chunk) as the list of their labels. */
-export function noteWeightVersions(capture: TokenCapture, spans: unknown[]): void {
+function noteWeightVersions(capture: TokenCapture, spans: unknown[]): void {
   const labels = capture.weightVersions ?? [];
   for (const span of spans) {
     const version = (span as { version?: unknown } | null)?.version;

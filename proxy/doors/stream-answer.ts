@@ -20,7 +20,7 @@ import { CallStatus } from "../../schemas/index.ts";
 import { captureAndStrip, emptyAfterStrip } from "../capture/tokens.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
 import { createSseRewriter, type SseRewriter } from "../capture/sse-rewriter.ts";
-import { chunkSourceOf, HarnessText, type ChunkBatch, type ChunkItem } from "../capture/chunk-source.ts";
+import { chunkSourceOf, type ChunkBatch, type ChunkItem } from "../capture/chunk-source.ts";
 import type { PreparedCall, StreamTranslator } from "./types.ts";
 import type { CallInFlight } from "./call-in-flight.ts";
 import { concatBytes } from "../../lib/index.ts";
@@ -91,8 +91,6 @@ class StreamRelay {
     // An answer the proxy made itself (token-in) comes as chunk objects, unless the harness asked
     // for ids (then its prompt ids are written as the text made for them: the bytes).
     const chunks = call.prepared.wants.tokenIds || call.prepared.wants.sglext ? undefined : chunkSourceOf(upstream);
-    // A Chat stream sent as it is: the source captures and writes each event itself.
-    if (chunks && !this.translator && call.prepared.capture === "chat") chunks.direct?.(call.capture, call.wants);
     this.reader = chunks ?? upstream.body!.getReader();
     this.rewriter = createSseRewriter(this.onEvent);
     call.request.signal.addEventListener("abort", this.onClientAbort, { once: true });
@@ -158,10 +156,6 @@ class StreamRelay {
     let text = "";
     for (const item of items) {
       if (this.stopped) break;
-      if (item instanceof HarnessText) {
-        text += item.text;
-        continue;
-      }
       const handled = typeof item === "string" ? this.onEvent(item) : this.onChunk(item);
       text += handled ?? `data: ${typeof item === "string" ? item : JSON.stringify(item)}\n\n`;
     }

@@ -15,8 +15,7 @@ import type { EngineAnswerReader, EngineStep } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
 import { idArray } from "./engine-request.ts";
 import { parseAnswer, type IdsMemo } from "../capture/answer-json.ts";
-import { HarnessText, withChunkSource, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
-import { captureAndStrip, emptyAfterStrip, noteWeightVersions, type HarnessWants, type TokenCapture } from "../capture/tokens.ts";
+import { withChunkSource, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
 
 /** The assistant message the harness was sent (accumulated from a stream's deltas). */
 export interface SentAnswer {
@@ -193,7 +192,7 @@ function chunkDelta(d: DeltaMessage): Record<string, unknown> {
 export function chatStreamResponse(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>): Response {
   const source = chatStreamSource(c, engine);
   // As bytes, the first chunk's prompt ids are the text written once for the call (ids-text.ts).
-  const serialise = (item: Exclude<ChunkItem, HarnessText>) => `data: ${typeof item === "string" ? item : item.prompt_token_ids === promptIdsObject(c) ? stringifyWithPromptText(c, item) : JSON.stringify(item)}\n\n`;
+  const serialise = (item: ChunkItem) => `data: ${typeof item === "string" ? item : item.prompt_token_ids === promptIdsObject(c) ? stringifyWithPromptText(c, item) : JSON.stringify(item)}\n\n`;
   return withChunkSource(source, serialise, { "content-type": "text/event-stream; charset=utf-8" });
 }
 
@@ -242,52 +241,13 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
   let ended = false;
   let drained = false;
   const decoderText = new TextDecoder();
-  /** Set by `direct()`: the chunks go out as the harness's text, captured here. */
-  let direct: { capture: TokenCapture; wants: HarnessWants; head: string } | undefined;
-
-  /** A chunk object as the pipeline would send it (captured, stripped, serialised), when direct; else the object. */
-  const asSent = (chunk: Record<string, unknown>): ChunkItem => {
-    if (!direct) return chunk;
-    if (!captureAndStrip("chat", chunk, direct.capture, direct.wants)) return new HarnessText(`data: ${JSON.stringify(chunk)}\n\n`);
-    return new HarnessText(emptyAfterStrip(chunk) ? "" : `data: ${JSON.stringify(chunk)}\n\n`);
-  };
-
-  /**
-   * One step's chunk written for the harness, as `asSent` would leave the object onEvent builds
-   * (token_ids dropped, logprobs null unless asked, reasoning dropped on include_reasoning:
-   * false, weight_versions null unless asked), its ids captured as captureAndStrip takes them.
-   */
-  const stepText = (d: NonNullable<typeof direct>, delta: DeltaMessage | null | undefined, finishReason: string | null | undefined, stopReason: unknown, weightVersions: unknown[] | undefined): HarnessText => {
-    const { capture, wants } = d;
-    for (let i = 0; i < heldIds.length; i++) capture.completionTokenIds.push(heldIds[i]!);
-    capture.sawCompletionIds = true;
-    for (let i = 0; i < heldIds.length; i++) {
-      const logprob = heldLogprobs[i]!;
-      capture.completionLogprobs.push(Number.isNaN(logprob) ? 0 : logprob);
-    }
-    if (typeof finishReason === "string" && finishReason !== "") capture.finishReason = finishReason;
-    const body = delta ? chunkDelta(delta) : {};
-    if (wants.reasoning === false) {
-      delete body.reasoning;
-      delete body.reasoning_content;
-    }
-    let text = `${d.head}{"index":0,"delta":${JSON.stringify(body)},"logprobs":${wants.logprobs ? JSON.stringify({ content: logprobEntries(c, heldIds, heldLogprobs, heldTop.length ? heldTop : undefined) }) : "null"}`;
-    // An undefined finish reason is no key, as JSON.stringify leaves it.
-    if (finishReason !== undefined) text += `,"finish_reason":${JSON.stringify(finishReason)}`;
-    if (stopReason !== undefined) text += `,"stop_reason":${JSON.stringify(stopReason)}`;
-    if (weightVersions) {
-      noteWeightVersions(capture, weightVersions);
-      text += `,"weight_versions":${wants.weightVersions ? JSON.stringify(weightVersions) : "null"}`;
-    }
-    return new HarnessText(`${text}}]}\n\n`);
-  };
 
   /** The Chat events for one engine event, appended to `out`. */
   const onEvent = (data: string, out: ChunkItem[]): void => {
     if (ended) return;
     if (data === "[DONE]") {
       ended = true;
-      if (finished) out.push(asSent({ ...head, choices: [], usage: usageOf(c, completion), system_fingerprint: FINGERPRINT }), "[DONE]");
+      if (finished) out.push({ ...head, choices: [], usage: usageOf(c, completion), system_fingerprint: FINGERPRINT }, "[DONE]");
       return;
     }
     const parsed = engineEvent(c, data);
@@ -301,7 +261,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     if (!started) {
       started = true;
       const prompt = promptIdsOf(c, step.promptIds);
-      out.push(asSent({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt }));
+      out.push({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt });
     }
     if (step.finish?.aborted) {
       ended = true;
@@ -317,24 +277,16 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     const last = step.finish !== undefined;
     if (!result.delta && !last) return;
     if (result.delta) noteSent(sent, result.delta);
-    const finishReason = last ? result.finishReason : null;
-    const stopReason = last ? (result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null)) : undefined;
-    const weightVersions = last ? step.weightVersions : undefined;
-    if (direct) {
-      out.push(stepText(direct, result.delta, finishReason, stopReason, weightVersions));
-    } else {
-      // The choice's fields in vLLM's order (the harness gets them serialised as built).
-      const choice: Record<string, unknown> = {
-        index: 0,
-        delta: result.delta ? chunkDelta(result.delta) : {},
-        logprobs: { content: logprobEntries(c, heldIds, heldLogprobs, heldTop.length ? heldTop : undefined) },
-        finish_reason: finishReason,
-      };
-      if (last) choice.stop_reason = stopReason;
-      choice.token_ids = heldIds;
-      if (weightVersions) choice.weight_versions = weightVersions;
-      out.push({ id, object: head.object, created, model: head.model, choices: [choice] });
-    }
+    // The choice's fields in vLLM's order (the harness gets them serialised as built).
+    const choice: Record<string, unknown> = {
+      index: 0,
+      delta: result.delta ? chunkDelta(result.delta) : {},
+      logprobs: { content: logprobEntries(c, heldIds, heldLogprobs, heldTop.length ? heldTop : undefined) },
+      finish_reason: last ? result.finishReason : null,
+    };
+    if (last) choice.stop_reason = result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null);
+    choice.token_ids = heldIds;
+    if (last && step.weightVersions) choice.weight_versions = step.weightVersions;
     heldIds = [];
     heldLogprobs = [];
     heldTop = [];
@@ -342,6 +294,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       finished = true;
       c.onAnswer(sent);
     }
+    out.push({ id, object: head.object, created, model: head.model, choices: [choice] });
   };
 
   return {
@@ -366,9 +319,6 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     },
     cancel(reason) {
       void reader.cancel(reason).catch(() => {});
-    },
-    direct(capture, wants) {
-      direct = { capture, wants, head: `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(c.modelName)},"choices":[` };
     },
   };
 }
