@@ -89,10 +89,8 @@ async function answererOf(root: string): Promise<Answerer> {
   const { captureAndStrip, emptyAfterStrip, newCapture } = await import(join(root, "proxy/capture/tokens.ts"));
   const model = await loadModel();
   /** The Chat door's handling of one chunk object (stream-answer.ts, onChunk without a translator). */
-  const harnessText = (chunk: Record<string, unknown>, capture: unknown): string => {
-    if (!captureAndStrip("chat", chunk, capture, WANTS)) return `data: ${JSON.stringify(chunk)}\n\n`;
-    return emptyAfterStrip(chunk) ? "" : `data: ${JSON.stringify(chunk)}\n\n`;
-  };
+  const harnessText = (chunk: Record<string, unknown>, capture: unknown): string =>
+    captureAndStrip("chat", chunk, capture, WANTS) && emptyAfterStrip(chunk) ? "" : `data: ${JSON.stringify(chunk)}\n\n`;
   return async (s, keep) => {
     const context = {
       model,
