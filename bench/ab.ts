@@ -6,7 +6,7 @@
  *
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 2 --concurrency 4]
- *                   [--token-in] [--modes] [--profile DIR]
+ *                   [--token-in] [--modes] [--profile DIR] [--perf DIR]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
  * their per-call CPU is not mixed with queueing. The base commit is checked out in a temporary
@@ -19,8 +19,11 @@
  * compares this checkout with itself instead of another commit: engine mode (the base side)
  * against token-in mode (this side), in one run. `--profile DIR` runs the proxies under
  * `bun --cpu-prof --cpu-prof-md`, each side writing its profile to DIR/base or DIR/this on exit.
+ * `--perf DIR` runs them under `perf record` with JSC's jitdump (DIR/base.data, DIR/base-jit,
+ * and the same for this; the CPU figures then include the sampling's cost); `bun bench/perf-report.ts
+ * DIR` then charges each sample to the JS function it is in or under, side by side.
  */
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
@@ -39,6 +42,17 @@ const BASE = flag("base", "HEAD~1");
 const MODES = has("modes");
 const TOKEN_IN_BOTH = has("token-in");
 const PROFILE_DIR = flag("profile", "");
+const PERF_DIR = flag("perf", "") && resolve(flag("perf", ""));
+if (PERF_DIR && spawnSync("perf", ["--version"]).status !== 0) {
+  console.error("bench/ab: --perf needs Linux perf on the PATH (Debian: apt-get install linux-perf)");
+  process.exit(2);
+}
+/** Where a side's perf data and jitdump go. */
+const perfRecording = (name: string) => {
+  const jitDir = join(PERF_DIR, `${name}-jit`);
+  mkdirSync(jitDir, { recursive: true });
+  return { data: join(PERF_DIR, `${name}.data`), jitDir };
+};
 const CONVERSATIONS = Number(flag("conversations", "2"));
 const CONCURRENCY = Number(flag("concurrency", "4"));
 const TOKEN_IN_ARGS = ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"];
@@ -89,6 +103,7 @@ try {
       env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" },
       extraArgs: modeOf(name) === "token-in" ? TOKEN_IN_ARGS : [],
       bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE_DIR, name)}`] : [],
+      ...(PERF_DIR ? { perf: perfRecording(name) } : {}),
     });
     const side: Side = { name, proxy, paths: [], headers: [], perCall: [] };
     for (let i = 0; i < (scenario.toolLoop ? 0 : 64); i++) {
@@ -158,5 +173,6 @@ try {
   await sim.stop();
   if (!MODES) spawnSync("git", ["worktree", "remove", "--force", baseRoot], { cwd: ROOT });
   if (PROFILE_DIR) console.error(`bench/ab: profiles in ${resolve(PROFILE_DIR)}/{base,this}`);
+  if (PERF_DIR) console.error(`bench/ab: perf data in ${PERF_DIR}: bun bench/perf-report.ts ${PERF_DIR}`);
   rmSync(work, { recursive: true, force: true });
 }

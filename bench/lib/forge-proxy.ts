@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
+import { perfEnv, perfRecordArgs, perfWorkload, type PerfRecording } from "./perf-record.ts";
 
 export interface RunningForgeProxy {
   url: string;
@@ -30,10 +31,11 @@ export function forgeProxyAvailable(root: string): boolean {
  * @example
  * const proxy = await startForgeProxy({ root, dataDir, upstream: sim.url });
  */
-export async function startForgeProxy(o: { root: string; dataDir: string; upstream: string; extraArgs?: string[]; bunArgs?: string[]; env?: Record<string, string> }): Promise<RunningForgeProxy> {
+export async function startForgeProxy(o: { root: string; dataDir: string; upstream: string; extraArgs?: string[]; bunArgs?: string[]; env?: Record<string, string>; perf?: PerfRecording }): Promise<RunningForgeProxy> {
   const adminToken = `bench-admin-${Math.random().toString(36).slice(2)}`;
   const args = [...(o.bunArgs ?? []), "bin/forge.ts", "proxy", "--data", o.dataDir, "--upstream", o.upstream, "--listen", "127.0.0.1:0", "--admin-token", adminToken, "--json", ...(o.extraArgs ?? [])];
-  const child: ChildProcess = spawn("bun", args, { cwd: o.root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...o.env } });
+  const env = { ...process.env, ...o.env, ...(o.perf ? perfEnv(o.perf) : {}) };
+  const child: ChildProcess = o.perf ? spawn("perf", [...perfRecordArgs(o.perf), "--", "bun", ...args], { cwd: o.root, stdio: ["ignore", "pipe", "pipe"], env }) : spawn("bun", args, { cwd: o.root, stdio: ["ignore", "pipe", "pipe"], env });
   let out = "";
   let url = "";
   child.stdout?.on("data", (b) => {
@@ -54,9 +56,11 @@ export async function startForgeProxy(o: { root: string; dataDir: string; upstre
     if (Date.now() > deadline) throw new Error(`forge proxy did not answer /healthz within 20 s\n${out}`);
     await Bun.sleep(100);
   }
+  // Under perf the proxy is perf's child: its CPU is read and its end asked for there.
+  const pid = o.perf ? perfWorkload(child.pid!) : child.pid!;
   return {
     url,
-    pid: child.pid!,
+    pid,
     adminToken,
     dataDir: o.dataDir,
     async register(taskId) {
@@ -72,7 +76,9 @@ export async function startForgeProxy(o: { root: string; dataDir: string; upstre
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();
         child.once("exit", () => resolve());
-        child.kill("SIGTERM");
+        // perf writes its data once its workload has exited.
+        if (o.perf) process.kill(pid, "SIGTERM");
+        else child.kill("SIGTERM");
         setTimeout(() => child.kill("SIGKILL"), 5000).unref();
       }),
     output: () => out,

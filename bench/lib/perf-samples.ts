@@ -1,0 +1,131 @@
+/**
+ * `perf script -F comm,tid,time,ip,sym,dso` output read as samples, and each sample charged to
+ * JavaScript functions: the innermost one on its stack (its own code and the native code it
+ * called: JSON.parse, string and typed-array work, a collection it triggered) and every one
+ * on its stack (inclusive). Frames JSC names (its jitdump through the perf map, jitdump.ts)
+ * read `JSC-<tier>: <name>#<hash>`; the hash tells apart functions of one name, and is the same
+ * in two processes running the same source.
+ */
+
+export interface Sample {
+  comm: string;
+  time: number;
+  /** Leaf first: [symbol or address, object]. */
+  frames: [string, string][];
+}
+
+/**
+ * Frames that are JSC's machinery (thunks, inline caches, trampolines), and anonymous
+ * functions (`JSC-FTL: #ARApY9`, a callback): they are looked through, their samples charged
+ * to the named function under them.
+ */
+const MACHINERY = /^JSC-(?:[A-Za-z]*Thunk|InlineCache)|CallTrampoline|^JSC-[A-Za-z]+: #/;
+
+/**
+ * Samples in `perf script` text.
+ *
+ * @example
+ * const samples = parsePerfScript(spawnSync("perf", ["script", "-i", data, "-F", "comm,tid,time,ip,sym,dso"]).stdout);
+ */
+export function parsePerfScript(text: string): Sample[] {
+  const samples: Sample[] = [];
+  let current: Sample | undefined;
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") {
+      current = undefined;
+      continue;
+    }
+    if (line[0] !== "\t" && line[0] !== " ") {
+      // "comm tid time:" (comm may hold spaces: "HTTP Client")
+      const m = /^(.*?)\s+\d+\s+([\d.]+):\s*$/.exec(line);
+      if (!m) continue;
+      current = { comm: m[1]!, time: Number(m[2]), frames: [] };
+      samples.push(current);
+      continue;
+    }
+    const m = /^\s*([0-9a-f]+)\s+(.*)\s+\((.*)\)\s*$/.exec(line);
+    if (m && current) current.frames.push([m[2] === "[unknown]" ? `0x${m[1]}` : m[2]!, m[3]!]);
+  }
+  return samples;
+}
+
+/** The function a JSC frame names ("onEvent#ALm4H1"), or undefined for native code and JSC's machinery. */
+export function jsFunction(frame: [string, string]): string | undefined {
+  const sym = frame[0];
+  if (!sym.startsWith("JSC-") || MACHINERY.test(sym)) return undefined;
+  const name = sym.replace(/^JSC-[A-Za-z]+:\s*/, "");
+  return name === "" ? undefined : name;
+}
+
+/** What a sample's leaf is: Bun's native code, JIT code, the kernel, or another library. */
+export function leafKind(s: Sample): string {
+  const leaf = s.frames[0];
+  if (!leaf) return "none";
+  if (leaf[1].includes("kernel")) return "kernel";
+  if (leaf[0].startsWith("JSC-")) return "JIT";
+  if (leaf[1].endsWith("bun.exe") || leaf[1].endsWith("/bun")) return "bun native";
+  return leaf[1].split("/").pop()!;
+}
+
+export interface Charges {
+  samples: number;
+  /** By the innermost JS function (own code and the native code under it); "(no JS frame)" for the rest. */
+  innermost: Map<string, number>;
+  /** By every JS function on the stack, once per sample. */
+  inclusive: Map<string, number>;
+  /** By leafKind. */
+  leaves: Map<string, number>;
+}
+
+/**
+ * The samples charged to JS functions.
+ *
+ * @example
+ * const main = chargeSamples(samples.filter((s) => s.comm === "bun"));
+ */
+export function chargeSamples(samples: readonly Sample[]): Charges {
+  const out: Charges = { samples: samples.length, innermost: new Map(), inclusive: new Map(), leaves: new Map() };
+  const add = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+  for (const s of samples) {
+    add(out.leaves, leafKind(s));
+    const names = new Set<string>();
+    let innermost: string | undefined;
+    for (const f of s.frames) {
+      const name = jsFunction(f);
+      if (name === undefined) continue;
+      innermost ??= name;
+      names.add(name);
+    }
+    add(out.innermost, innermost ?? "(no JS frame)");
+    for (const n of names) add(out.inclusive, n);
+  }
+  return out;
+}
+
+/**
+ * The samples that have `fn` on their stack, by the JS function directly inside it ("(own code
+ * and native)" where `fn` is the innermost): where a function's inclusive samples go.
+ *
+ * @example
+ * samplesInside(main, "record#D4BVym") // Map { "append#B42O4T" => 433, "store#CHIgVp" => 243, … }
+ */
+export function samplesInside(samples: readonly Sample[], fn: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of samples) {
+    let inner: string | undefined;
+    let found = false;
+    for (const f of s.frames) {
+      const name = jsFunction(f);
+      if (name === undefined) continue;
+      if (name === fn) {
+        found = true;
+        break;
+      }
+      inner = name;
+    }
+    if (!found) continue;
+    const k = inner ?? "(own code and native)";
+    out.set(k, (out.get(k) ?? 0) + 1);
+  }
+  return out;
+}

@@ -1,0 +1,72 @@
+/**
+ * Where the proxy's CPU goes, by JavaScript function, from a `bench/ab.ts --perf DIR` run: each
+ * side's perf samples of the proxy's main thread charged to the innermost JS function on their
+ * stack (its own code and the native code it called) and to every function on it (inclusive),
+ * the two sides side by side, largest difference first. Both sides ran the same calls, so
+ * sample counts compare directly; one sample is 1/999 s of CPU.
+ *
+ *   bun bench/ab.ts --scenario toolloop --modes --rounds 12 --conversations 8 --concurrency 4 --perf /tmp/perf
+ *   bun bench/perf-report.ts /tmp/perf [--skip 12] [--top 40] [--inside FUNCTION]
+ *
+ * `--inside onEvent#ALm4H1` (a name as the tables print it) shows where that function's
+ * inclusive samples go instead: by the JS function directly inside it.
+ * `--skip` leaves out each proxy's first seconds (start-up: the model and templates loaded,
+ * code compiled). Needs Linux perf; writes /tmp/perf-<pid>.map from each jitdump (perf reads
+ * JIT names from there: bench/lib/jitdump.ts says why not `perf inject -j`).
+ */
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { spawnSync } from "node:child_process";
+import { benchFlags } from "./lib/flags.ts";
+import { perfMap, readJitDump } from "./lib/jitdump.ts";
+import { chargeSamples, parsePerfScript, samplesInside, type Charges } from "./lib/perf-samples.ts";
+
+const { flag } = benchFlags();
+const dir = process.argv[2] && !process.argv[2].startsWith("--") ? resolve(process.argv[2]) : "";
+const SKIP = Number(flag("skip", "12"));
+const TOP = Number(flag("top", "40"));
+const INSIDE = flag("inside", "");
+if (!dir || !existsSync(join(dir, "base.data")) || !existsSync(join(dir, "this.data"))) {
+  console.error("usage: bun bench/perf-report.ts DIR [--skip SECONDS] [--top N]; DIR is a bench/ab.ts --perf DIR (with base.data and this.data)");
+  process.exit(2);
+}
+
+/** One side's main-thread charges and its other threads' sample counts. */
+function side(name: string): { main: Charges; threads: Map<string, number>; inside: Map<string, number> } {
+  const jitDir = join(dir, `${name}-jit`);
+  for (const f of existsSync(jitDir) ? readdirSync(jitDir) : []) {
+    if (!f.endsWith(".dump")) continue;
+    const dump = readJitDump(join(jitDir, f));
+    writeFileSync(`/tmp/perf-${dump.pid}.map`, perfMap(dump));
+  }
+  const r = spawnSync("perf", ["script", "-i", join(dir, `${name}.data`), "-F", "comm,tid,time,ip,sym,dso"], { encoding: "utf8", maxBuffer: 4 << 30 });
+  if (r.status !== 0) throw new Error(`perf script -i ${join(dir, `${name}.data`)}: ${r.stderr.slice(0, 500)}`);
+  const all = parsePerfScript(r.stdout);
+  const start = (all[0]?.time ?? 0) + SKIP;
+  const kept = all.filter((s) => s.time >= start);
+  const threads = new Map<string, number>();
+  for (const s of kept) threads.set(s.comm, (threads.get(s.comm) ?? 0) + 1);
+  const main = kept.filter((s) => s.comm === "bun");
+  return { main: chargeSamples(main), threads, inside: INSIDE ? samplesInside(main, INSIDE) : new Map() };
+}
+
+const base = side("base");
+const self = side("this");
+const pct = (n: number, of: number) => `${((100 * n) / Math.max(1, of)).toFixed(1)}%`;
+console.log(`bench/perf-report ${dir} (from ${SKIP} s on): samples of the main thread, base ${base.main.samples}, this ${self.main.samples} (this / base ${(self.main.samples / Math.max(1, base.main.samples)).toFixed(2)})`);
+for (const [label, s] of [["base", base], ["this", self]] as const) {
+  const threads = [...s.threads].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} ${n}`).join(", ");
+  const leaves = [...s.main.leaves].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${pct(n, s.main.samples)}`).join(", ");
+  console.log(`  ${label}: threads ${threads}\n        main thread's leaves: ${leaves}`);
+}
+/** A table of `by`'s counts on both sides, largest difference (this − base) first. */
+function table(title: string, a: Map<string, number>, b: Map<string, number>) {
+  const names = [...new Set([...a.keys(), ...b.keys()])].sort((x, y) => (b.get(y) ?? 0) - (a.get(y) ?? 0) - ((b.get(x) ?? 0) - (a.get(x) ?? 0)));
+  console.log(`\n${title}\n    base    this    diff  function`);
+  for (const n of names.slice(0, TOP)) console.log(`  ${String(a.get(n) ?? 0).padStart(6)}  ${String(b.get(n) ?? 0).padStart(6)}  ${String((b.get(n) ?? 0) - (a.get(n) ?? 0)).padStart(6)}  ${n}`);
+}
+if (INSIDE) table(`Inside ${INSIDE} (by the JS function directly inside it):`, base.inside, self.inside);
+else {
+  table("Inclusive (every JS function on the stack, once per sample):", base.main.inclusive, self.main.inclusive);
+  table("Innermost JS function (its own code and the native code it called):", base.main.innermost, self.main.innermost);
+}
