@@ -11,15 +11,15 @@
  * `--inside onEvent#ALm4H1` (a name as the tables print it) shows where that function's
  * inclusive samples go instead: by the JS function directly inside it.
  * `--skip` leaves out each proxy's first seconds (start-up: the model and templates loaded,
- * code compiled). Needs Linux perf; writes /tmp/perf-<pid>.map from each jitdump (perf reads
- * JIT names from there: bench/lib/jitdump.ts says why not `perf inject -j`).
+ * code compiled). Needs Linux perf; JIT frames are named from each side's jitdump at the
+ * sample's time (bench/lib/jitdump.ts says why not `perf inject -j` or a perf map).
  */
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
 import { benchFlags } from "./lib/flags.ts";
-import { perfMap, readJitDump } from "./lib/jitdump.ts";
-import { chargeSamples, parsePerfScript, samplesInside, type Charges } from "./lib/perf-samples.ts";
+import { jitResolver, readJitDump, type JitDump } from "./lib/jitdump.ts";
+import { chargeSamples, nameJitFrames, parsePerfScript, samplesInside, type Charges } from "./lib/perf-samples.ts";
 
 const { flag } = benchFlags();
 const dir = process.argv[2] && !process.argv[2].startsWith("--") ? resolve(process.argv[2]) : "";
@@ -34,14 +34,12 @@ if (!dir || !existsSync(join(dir, "base.data")) || !existsSync(join(dir, "this.d
 /** One side's main-thread charges and its other threads' sample counts. */
 function side(name: string): { main: Charges; threads: Map<string, number>; inside: Map<string, number> } {
   const jitDir = join(dir, `${name}-jit`);
-  for (const f of existsSync(jitDir) ? readdirSync(jitDir) : []) {
-    if (!f.endsWith(".dump")) continue;
-    const dump = readJitDump(join(jitDir, f));
-    writeFileSync(`/tmp/perf-${dump.pid}.map`, perfMap(dump));
-  }
+  const loads: JitDump["loads"] = [];
+  for (const f of existsSync(jitDir) ? readdirSync(jitDir) : []) if (f.endsWith(".dump")) loads.push(...readJitDump(join(jitDir, f)).loads);
   const r = spawnSync("perf", ["script", "-i", join(dir, `${name}.data`), "-F", "comm,tid,time,ip,sym,dso"], { encoding: "utf8", maxBuffer: 4 << 30 });
   if (r.status !== 0) throw new Error(`perf script -i ${join(dir, `${name}.data`)}: ${r.stderr.slice(0, 500)}`);
   const all = parsePerfScript(r.stdout);
+  nameJitFrames(all, jitResolver(loads));
   const start = (all[0]?.time ?? 0) + SKIP;
   const kept = all.filter((s) => s.time >= start);
   const threads = new Map<string, number>();

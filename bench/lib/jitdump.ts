@@ -4,9 +4,10 @@
  * `{id, total_size, timestamp}`, JIT_CODE_LOAD = 0 carrying `pid, tid, vma, code_addr,
  * code_size, code_index, name\0, code`) when started with `BUN_JSC_useJITDump=1` and
  * `BUN_JSC_jitDumpDirectory=DIR`. Its files are named `jit-<tid>-<pid>.dump`, which
- * `perf inject -j` does not recognise (it expects `jit-<pid>.dump`), so the code loads are
- * written out as the perf map `/tmp/perf-<pid>.map` instead, which `perf script` and
- * `perf report` read for any process's anonymous executable memory.
+ * `perf inject -j` does not recognise (it expects `jit-<pid>.dump`), so samples are named here
+ * (`jitResolver`): JSC frees code and reuses its memory for other functions, so an address is
+ * named by the latest code load at or before the sample's time (both on CLOCK_MONOTONIC with
+ * `perf record -k 1`), not by a static perf map.
  */
 import { readFileSync } from "node:fs";
 
@@ -15,8 +16,8 @@ const JIT_CODE_LOAD = 0;
 
 export interface JitDump {
   pid: number;
-  /** Code loads: start address, size, JSC's name ("JSC-FTL: onEvent#ALm4H1", "JSC-Thunk: …"). */
-  loads: { addr: bigint; size: bigint; name: string }[];
+  /** Code loads: start address, size, JSC's name ("JSC-FTL: onEvent#ALm4H1", "JSC-Thunk: …"), when (ns, CLOCK_MONOTONIC). */
+  loads: { addr: bigint; size: bigint; name: string; time: bigint }[];
 }
 
 /**
@@ -41,7 +42,7 @@ export function readJitDump(path: string): JitDump {
     if (id === JIT_CODE_LOAD) {
       const nameStart = at + 56;
       const nameEnd = bytes.indexOf(0, nameStart);
-      loads.push({ addr: view.getBigUint64(at + 32, true), size: view.getBigUint64(at + 40, true), name: text.decode(bytes.subarray(nameStart, nameEnd)).replaceAll("\n", " ") });
+      loads.push({ addr: view.getBigUint64(at + 32, true), size: view.getBigUint64(at + 40, true), name: text.decode(bytes.subarray(nameStart, nameEnd)).replaceAll("\n", " "), time: view.getBigUint64(at + 8, true) });
     }
     at += size;
   }
@@ -49,17 +50,31 @@ export function readJitDump(path: string): JitDump {
 }
 
 /**
- * The perf map text (`START SIZE name` per line, hex) for a dump's code loads; a later load at
- * the same address (JSC reuses freed code memory) replaces the earlier one.
+ * Names JIT code addresses at a time: the latest load covering the address that happened at or
+ * before it; undefined for an address no load covers then.
  *
  * @example
- * writeFileSync(`/tmp/perf-${dump.pid}.map`, perfMap(dump));
+ * const name = jitResolver(readJitDump(path).loads)(0x7f0000001010, 20451.4676); // "JSC-FTL: onEvent#ALm4H1"
  */
-export function perfMap(dump: JitDump): string {
-  const byAddr = new Map<bigint, { size: bigint; name: string }>();
-  for (const l of dump.loads) byAddr.set(l.addr, l);
-  return [...byAddr.entries()]
-    .sort((a, b) => (a[0] < b[0] ? -1 : 1))
-    .map(([addr, l]) => `${addr.toString(16)} ${l.size.toString(16)} ${l.name}\n`)
-    .join("");
+export function jitResolver(loads: readonly JitDump["loads"][number][]): (addr: number, seconds: number) => string | undefined {
+  const sorted = [...loads].sort((a, b) => (a.addr < b.addr ? -1 : a.addr > b.addr ? 1 : 0));
+  const starts = sorted.map((l) => Number(l.addr));
+  const ends = sorted.map((l) => Number(l.addr + l.size));
+  const times = sorted.map((l) => Number(l.time) / 1e9);
+  const widest = Math.max(0, ...sorted.map((l) => Number(l.size)));
+  return (addr, seconds) => {
+    // The last load starting at or below addr, then back over every one that could still cover it.
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid]! <= addr) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    let best = -1;
+    for (let i = hi; i >= 0 && starts[i]! > addr - widest - 1; i--) {
+      if (addr < ends[i]! && times[i]! <= seconds && (best < 0 || times[i]! > times[best]!)) best = i;
+    }
+    return best < 0 ? undefined : sorted[best]!.name;
+  };
 }

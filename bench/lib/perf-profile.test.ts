@@ -2,11 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { perfMap, readJitDump } from "./jitdump.ts";
-import { chargeSamples, jsFunction, parsePerfScript } from "./perf-samples.ts";
+import { jitResolver, readJitDump } from "./jitdump.ts";
+import { chargeSamples, jsFunction, nameJitFrames, parsePerfScript } from "./perf-samples.ts";
 
 /** A jitdump as perf's jitdump-specification.txt lays it out: header, then JIT_CODE_LOAD records. */
-function jitdumpBytes(pid: number, loads: { addr: bigint; size: bigint; name: string }[], cutLast = false): Uint8Array {
+function jitdumpBytes(pid: number, loads: { addr: bigint; size: bigint; name: string; time: bigint }[], cutLast = false): Uint8Array {
   const parts: Uint8Array[] = [];
   const header = new DataView(new ArrayBuffer(40));
   header.setUint32(0, 0x4a695444, true);
@@ -21,6 +21,7 @@ function jitdumpBytes(pid: number, loads: { addr: bigint; size: bigint; name: st
     const rec = new DataView(new ArrayBuffer(56 + name.length + code.length));
     rec.setUint32(0, 0, true);
     rec.setUint32(4, rec.byteLength, true);
+    rec.setBigUint64(8, l.time, true);
     rec.setUint32(16, pid, true);
     rec.setUint32(20, pid + 2, true);
     rec.setBigUint64(24, l.addr, true);
@@ -41,21 +42,29 @@ function jitdumpBytes(pid: number, loads: { addr: bigint; size: bigint; name: st
   return out;
 }
 
-describe("readJitDump / perfMap", () => {
-  test("reads JSC's code loads into a perf map; a later load at an address replaces the earlier one, a cut last record is left out", () => {
+describe("readJitDump / jitResolver", () => {
+  test("reads JSC's code loads; an address is named by the latest load covering it at the sample's time; a cut last record is left out", () => {
     const dir = mkdtempSync(join(tmpdir(), "jitdump-"));
     const path = join(dir, "jit-12-10.dump");
     const loads = [
-      { addr: 0x7f0000001000n, size: 0x80n, name: "JSC-DFG: onEvent#ALm4H1" },
-      { addr: 0x7f0000000000n, size: 0x40n, name: "JSC-Thunk: CallTrampoline" },
-      { addr: 0x7f0000001000n, size: 0x90n, name: "JSC-FTL: onEvent#ALm4H1" },
-      { addr: 0x7f0000002000n, size: 0x10n, name: "JSC-FTL: cut#AAAAAA" },
+      { addr: 0x7f0000001000n, size: 0x80n, name: "JSC-DFG: onEvent#ALm4H1", time: 1_000_000_000n },
+      { addr: 0x7f0000000000n, size: 0x40n, name: "JSC-Thunk: CallTrampoline", time: 1_000_000_000n },
+      // JSC freed onEvent's DFG code and put another function there.
+      { addr: 0x7f0000001000n, size: 0x90n, name: "JSC-FTL: planCall#AmKjgo", time: 5_000_000_000n },
+      { addr: 0x7f0000002000n, size: 0x10n, name: "JSC-FTL: cut#AAAAAA", time: 6_000_000_000n },
     ];
     writeFileSync(path, jitdumpBytes(10, loads, true));
     const dump = readJitDump(path);
     expect(dump.pid).toBe(10);
     expect(dump.loads.map((l) => l.name)).toEqual(loads.slice(0, 3).map((l) => l.name));
-    expect(perfMap(dump)).toBe("7f0000000000 40 JSC-Thunk: CallTrampoline\n7f0000001000 90 JSC-FTL: onEvent#ALm4H1\n");
+    const name = jitResolver(dump.loads);
+    expect(name(0x7f0000001010, 2)).toBe("JSC-DFG: onEvent#ALm4H1");
+    expect(name(0x7f0000001010, 5.5)).toBe("JSC-FTL: planCall#AmKjgo");
+    // Past the DFG code's end, inside the FTL code's: only the later load covers it.
+    expect(name(0x7f0000001085, 2)).toBeUndefined();
+    expect(name(0x7f0000001085, 5.5)).toBe("JSC-FTL: planCall#AmKjgo");
+    expect(name(0x7f0000000010, 0.5)).toBeUndefined();
+    expect(name(0x7f0000000010, 9)).toBe("JSC-Thunk: CallTrampoline");
   });
 
   test("a file that is no jitdump is refused, naming how to make one", () => {
@@ -75,8 +84,8 @@ describe("parsePerfScript / chargeSamples", () => {
     "\t7f0000002010 JSC-FTL: read#Bd1iC7 ([JIT] tid 10)",
     "",
     "bun 10 100.001002: ",
-    "\t7f0000001020 JSC-FTL: onEvent#ALm4H1 ([JIT] tid 10)",
-    "\t7f0000002010 JSC-DFG: read#Bd1iC7 ([JIT] tid 10)",
+    "\t7f0000001020 [unknown] ([JIT] tid 10)",
+    "\t7f0000002010 JSC-DFG: read#Bd1iC7 (/tmp/perf-10.map)",
     "",
     "HTTP Client 11 100.002003: ",
     "\tffffffff815a71fb do_syscall_64 ([kernel.kallsyms])",
@@ -106,7 +115,10 @@ describe("parsePerfScript / chargeSamples", () => {
   });
 
   test("charges native work to the JS function that called it, and every function on the stack once", () => {
-    const main = chargeSamples(parsePerfScript(script).filter((s) => s.comm === "bun"));
+    const samples = parsePerfScript(script);
+    expect(samples[1]!.frames[0]).toEqual(["0x7f0000001020", "[JIT] tid 10"]);
+    nameJitFrames(samples, (addr) => (addr === 0x7f0000001020 ? "JSC-FTL: onEvent#ALm4H1" : undefined));
+    const main = chargeSamples(samples.filter((s) => s.comm === "bun"));
     expect(main.samples).toBe(3);
     expect(Object.fromEntries(main.innermost)).toEqual({ "onEvent#ALm4H1": 2, "(no JS frame)": 1 });
     expect(Object.fromEntries(main.inclusive)).toEqual({ "onEvent#ALm4H1": 2, "read#Bd1iC7": 2 });

@@ -2,9 +2,9 @@
  * `perf script -F comm,tid,time,ip,sym,dso` output read as samples, and each sample charged to
  * JavaScript functions: the innermost one on its stack (its own code and the native code it
  * called: JSON.parse, string and typed-array work, a collection it triggered) and every one
- * on its stack (inclusive). Frames JSC names (its jitdump through the perf map, jitdump.ts)
- * read `JSC-<tier>: <name>#<hash>`; the hash tells apart functions of one name, and is the same
- * in two processes running the same source.
+ * on its stack (inclusive). JIT frames are named from JSC's jitdump (jitdump.ts: `nameJitFrames`)
+ * as `JSC-<tier>: <name>#<hash>`; the hash tells apart functions of one name, and is the same in
+ * two processes running the same source.
  */
 
 export interface Sample {
@@ -13,6 +13,9 @@ export interface Sample {
   /** Leaf first: [symbol or address, object]. */
   frames: [string, string][];
 }
+
+/** perf's name for anonymous executable memory (JIT code): `[JIT] tid N`, or `/tmp/perf-<pid>.map`. */
+const JIT_OBJECT = /^\[JIT\]|\/perf-\d+\.map$/;
 
 /**
  * Frames that are JSC's machinery (thunks, inline caches, trampolines), and anonymous
@@ -49,6 +52,24 @@ export function parsePerfScript(text: string): Sample[] {
   return samples;
 }
 
+/**
+ * Names each sample's JIT frames (perf writes them as an address in `[JIT] tid N` or
+ * `/tmp/perf-<pid>.map`) with `resolve`
+ * (jitdump.ts's `jitResolver`) at the sample's time; a frame no load covers stays an address.
+ *
+ * @example
+ * nameJitFrames(samples, jitResolver(readJitDump(path).loads));
+ */
+export function nameJitFrames(samples: Sample[], resolve: (addr: number, seconds: number) => string | undefined): void {
+  for (const s of samples) {
+    for (const f of s.frames) {
+      if (!JIT_OBJECT.test(f[1]) || !f[0].startsWith("0x")) continue;
+      const name = resolve(Number.parseInt(f[0].slice(2), 16), s.time);
+      if (name !== undefined) f[0] = name;
+    }
+  }
+}
+
 /** The function a JSC frame names ("onEvent#ALm4H1"), or undefined for native code and JSC's machinery. */
 export function jsFunction(frame: [string, string]): string | undefined {
   const sym = frame[0];
@@ -62,7 +83,7 @@ export function leafKind(s: Sample): string {
   const leaf = s.frames[0];
   if (!leaf) return "none";
   if (leaf[1].includes("kernel")) return "kernel";
-  if (leaf[0].startsWith("JSC-")) return "JIT";
+  if (leaf[0].startsWith("JSC-") || JIT_OBJECT.test(leaf[1])) return "JIT";
   if (leaf[1].endsWith("bun.exe") || leaf[1].endsWith("/bun")) return "bun native";
   return leaf[1].split("/").pop()!;
 }
