@@ -172,8 +172,21 @@ async function build(spec: ModelSpec): Promise<Model> {
 
   const templateFor = (tools: unknown) => (tools != null && templates.tool_use ? templates.tool_use : templates.default!);
 
-  // One cache of preprocessed messages per template (its options follow from the template).
-  const preprocessCaches = new Map<ChatTemplate, PreprocessCache>();
+  // One cache of preprocessed messages per template, with the options that follow from the
+  // template (read from its source once, not per call).
+  const perTemplate = new Map<ChatTemplate, { cache: PreprocessCache; templateKnowsDeveloper: boolean; contentFormat: "openai" | "string" }>();
+  const templateOptions = (template: ChatTemplate) => {
+    let o = perTemplate.get(template);
+    if (!o) {
+      o = {
+        cache: new PreprocessCache(),
+        templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
+        contentFormat: spec.images && LOOPS_OVER_CONTENT.test(template.source) ? "openai" : "string",
+      };
+      perTemplate.set(template, o);
+    }
+    return o;
+  };
   const previousTemplates = new WeakMap<PreviousMessages, ChatTemplate>();
   const resetFor = (previous: PreviousMessages | undefined, template: ChatTemplate): PreviousMessages | undefined => {
     if (!previous) return undefined;
@@ -184,13 +197,12 @@ async function build(spec: ModelSpec): Promise<Model> {
   /** vLLM's preprocessing of a request, with the template it renders with. */
   const prepare = (request: ChatRenderRequest, previous?: PreviousMessages): PreparedChat => {
     const template = templateFor(request.tools);
-    let cache = preprocessCaches.get(template);
-    if (!cache) preprocessCaches.set(template, (cache = new PreprocessCache()));
+    const { cache, templateKnowsDeveloper, contentFormat } = templateOptions(template);
     const pre = preprocessChat(request, {
       modelName: spec.name,
       images: spec.images,
-      templateKnowsDeveloper: template.source.includes('"developer"') || template.source.includes("'developer'"),
-      contentFormat: spec.images && LOOPS_OVER_CONTENT.test(template.source) ? "openai" : "string",
+      templateKnowsDeveloper,
+      contentFormat,
       cache,
       // The previous call's dicts are this template's: a call that changes template starts afresh.
       previous: previous && previousTemplates.get(previous) === template ? previous : resetFor(previous, template),

@@ -40,8 +40,15 @@ export function promptDelta(prompt: TokenIds, recent: readonly PastCall[]): Prom
       bestLen = len;
     }
   }
-  if (!best) return { prefixOf: "", prefixLen: 0, suffix: Array.from(prompt) };
-  return { prefixOf: best.callId, prefixLen: bestLen, suffix: Array.from(prompt instanceof Uint32Array ? prompt.subarray(bestLen) : prompt.slice(bestLen)) };
+  if (!best) return { prefixOf: "", prefixLen: 0, suffix: idsFrom(prompt, 0) };
+  return { prefixOf: best.callId, prefixLen: bestLen, suffix: idsFrom(prompt, bestLen) };
+}
+
+/** `ids[from:]` as a plain array, copied by index (`Array.from` walks a typed array through its iterator, several times slower). */
+function idsFrom(ids: TokenIds, from: number): number[] {
+  const out = new Array<number>(Math.max(0, ids.length - from));
+  for (let i = from; i < ids.length; i++) out[i - from] = ids[i]!;
+  return out;
 }
 
 /**

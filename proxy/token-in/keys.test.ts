@@ -20,6 +20,16 @@ describe("token-in keys", () => {
     expect(messageKey(echo)).toBe(answerKey(sent));
   });
 
+  test("nested arguments compare as values: dict keys in any order at any depth, lists in order, floats as floats", () => {
+    const sent = (args: string) => ({ content: "", reasoning: null, toolCalls: [{ name: "read", arguments: args }] });
+    const echo = (args: string) => messageKey(prepared([{ role: "user", content: "go" }, assistant("", args)]).conversation[1]!);
+    const args = '{"b": {"y": 1, "x": [1, {"d": 2, "c": 1.5}]}, "a": "é\\n"}';
+    expect(echo('{"a":"é\\n","b":{"x":[1,{"c":1.5,"d":2}],"y":1}}')).toBe(answerKey(sent(args)));
+    expect(echo('{"a":"é\\n","b":{"x":[{"c":1.5,"d":2},1],"y":1}}')).not.toBe(answerKey(sent(args)));
+    expect(echo('{"a":"é\\n","b":{"x":[1,{"c":1.5,"d":2.0}],"y":1}}')).not.toBe(answerKey(sent(args)));
+    expect(echo('{"a":"é\\n","b":{"x":[1,{"c":1.5,"d":2}],"y":1,"z":null}}')).not.toBe(answerKey(sent(args)));
+  });
+
   test("what the policy would see differently changes the key", () => {
     const sent = { content: "I'll look.", reasoning: null, toolCalls: [{ name: "read", arguments: '{"path": "a.csv"}' }] };
     for (const echo of [assistant("I'll look.", '{"path":"b.csv"}'), assistant("I will look.", '{"path":"a.csv"}'), { role: "assistant", content: "I'll look." }]) {
