@@ -93,6 +93,26 @@ describe("preprocessing with a cache of messages", () => {
     }
   });
 
+  test("with the previous call's messages: a message with its keys in another order, a key more or less, or an inherited key is preprocessed afresh", () => {
+    const previous = noPreviousMessages();
+    const call = { role: "assistant", content: "", tool_calls: [{ id: "a", type: "function", function: { name: "ls", arguments: '{"p": 1}' } }] };
+    const first = preprocessChat({ messages: [{ role: "user", content: "Go." }, call] }, { previous });
+    const again = (second: unknown) => preprocessChat({ messages: [{ role: "user", content: "Go." }, second] }, { previous });
+    // The same message as the previous call sent it: that call's dict.
+    expect(again(structuredClone(call)).conversation[1]).toBe(first.conversation[1]!);
+    const reordered = { content: "", role: "assistant", tool_calls: call.tool_calls };
+    expect(again(reordered).conversation[1]).not.toBe(first.conversation[1]!);
+    expect(again({ ...call, name: "x" }).conversation[1]!.get("name")).toBe("x");
+    const { content: _, ...fewer } = call;
+    expect(again(fewer).conversation[1]!.has("content")).toBe(true);
+    // A key on the prototype (never JSON's): not the previous dict.
+    const inherited = Object.assign(Object.create({ name: "proto" }), call);
+    const before = again(call).conversation[1]!;
+    const fresh = again(inherited).conversation[1]!;
+    expect(fresh).not.toBe(before);
+    expect(fresh.get("name")).toBe("proto");
+  });
+
   test("with the previous call's messages: a request changed after it was preprocessed, or a refused message, does not change what the next call gets", () => {
     const previous = noPreviousMessages();
     const message = { role: "user", content: "before" };

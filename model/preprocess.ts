@@ -334,14 +334,16 @@ function sameJson(a: unknown, b: unknown): boolean {
     return true;
   }
   if (Array.isArray(b)) return false;
+  // b's keys walked with for…in (JSC caches its key list per object shape) against a's, in
+  // order: one key array per object pair instead of two. An inherited enumerable key (not
+  // JSON's) makes the message differ, so it is preprocessed afresh.
   const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  for (let i = 0; i < ka.length; i++) {
-    const k = ka[i]!;
-    if (k !== kb[i] || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  let i = 0;
+  for (const k in b) {
+    if (k !== ka[i] || !Object.hasOwn(b, k) || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+    i++;
   }
-  return true;
+  return i === ka.length;
 }
 
 /** `tool.model_dump()` of vLLM's ChatCompletionToolsParam: only its fields, null for unset ones. */
