@@ -6,10 +6,12 @@
  * sample counts compare directly; one sample is 1/999 s of CPU.
  *
  *   bun bench/ab.ts --scenario toolloop --modes --rounds 12 --conversations 8 --concurrency 4 --perf /tmp/perf
- *   bun bench/perf-report.ts /tmp/perf [--skip 12] [--top 40] [--inside FUNCTION]
+ *   bun bench/perf-report.ts /tmp/perf [--skip 12] [--top 40] [--inside FUNCTION] [--by-name]
  *
  * `--inside onEvent#ALm4H1` (a name as the tables print it) shows where that function's
- * inclusive samples go instead: by the JS function directly inside it.
+ * inclusive samples go instead: by the JS function directly inside it. `--by-name` groups
+ * functions by name alone: JSC's hash is of the function's source, so an A/B of a change to
+ * a function names it differently on the two sides.
  * `--skip` leaves out each proxy's first seconds (start-up: the model and templates loaded,
  * code compiled). Needs Linux perf; JIT frames are named from each side's jitdump at the
  * sample's time (bench/lib/jitdump.ts says why not `perf inject -j` or a perf map).
@@ -21,11 +23,12 @@ import { benchFlags } from "./lib/flags.ts";
 import { jitResolver, readJitDump, type JitDump } from "./lib/jitdump.ts";
 import { chargeSamples, nameJitFrames, parsePerfScript, samplesInside, type Charges } from "./lib/perf-samples.ts";
 
-const { flag } = benchFlags();
+const { flag, has } = benchFlags();
 const dir = process.argv[2] && !process.argv[2].startsWith("--") ? resolve(process.argv[2]) : "";
 const SKIP = Number(flag("skip", "12"));
 const TOP = Number(flag("top", "40"));
 const INSIDE = flag("inside", "");
+const BY_NAME = has("by-name");
 if (!dir || !existsSync(join(dir, "base.data")) || !existsSync(join(dir, "this.data"))) {
   console.error("usage: bun bench/perf-report.ts DIR [--skip SECONDS] [--top N]; DIR is a bench/ab.ts --perf DIR (with base.data and this.data)");
   process.exit(2);
@@ -57,8 +60,21 @@ for (const [label, s] of [["base", base], ["this", self]] as const) {
   const leaves = [...s.main.leaves].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${pct(n, s.main.samples)}`).join(", ");
   console.log(`  ${label}: threads ${threads}\n        main thread's leaves: ${leaves}`);
 }
-/** A table of `by`'s counts on both sides, largest difference (this − base) first. */
-function table(title: string, a: Map<string, number>, b: Map<string, number>) {
+/** `counts` with functions of one name merged (`--by-name`). */
+function named(counts: Map<string, number>): Map<string, number> {
+  if (!BY_NAME) return counts;
+  const out = new Map<string, number>();
+  for (const [k, n] of counts) {
+    const name = k.replace(/#[A-Za-z0-9]+$/, "");
+    out.set(name, (out.get(name) ?? 0) + n);
+  }
+  return out;
+}
+
+/** A table of both sides' counts, largest difference (this − base) first. */
+function table(title: string, baseCounts: Map<string, number>, thisCounts: Map<string, number>) {
+  const a = named(baseCounts);
+  const b = named(thisCounts);
   const names = [...new Set([...a.keys(), ...b.keys()])].sort((x, y) => (b.get(y) ?? 0) - (a.get(y) ?? 0) - ((b.get(x) ?? 0) - (a.get(x) ?? 0)));
   console.log(`\n${title}\n    base    this    diff  function`);
   for (const n of names.slice(0, TOP)) console.log(`  ${String(a.get(n) ?? 0).padStart(6)}  ${String(b.get(n) ?? 0).padStart(6)}  ${String((b.get(n) ?? 0) - (a.get(n) ?? 0)).padStart(6)}  ${n}`);

@@ -20,20 +20,14 @@
  */
 import { pyDumps, pyStrip, tryPyLoads, type PreparedChat, type PyDict, type PyValue } from "../../model/index.ts";
 
-/**
- * A value with dict keys sorted, as canonical text (arguments compared as values, not
- * spelling): `pyDumps` of the value with every dict's keys sorted, written as it walks (no
- * sorted copy of each dict is built).
- */
+/** A value with dict keys sorted, as canonical text (arguments compared as values, not spelling). */
 function canonical(value: PyValue): string {
-  if (value instanceof Map) {
-    const keys = [...value.keys()].sort();
-    let text = "{";
-    for (let i = 0; i < keys.length; i++) text += `${i === 0 ? "" : ", "}${pyDumps(keys[i]!)}: ${canonical(value.get(keys[i]!)!)}`;
-    return `${text}}`;
-  }
-  if (Array.isArray(value)) return `[${value.map(canonical).join(", ")}]`;
-  return pyDumps(value);
+  const sort = (v: PyValue): PyValue => {
+    if (v instanceof Map) return new Map([...v.keys()].sort().map((k) => [k, sort(v.get(k)!)]));
+    if (Array.isArray(v)) return v.map(sort);
+    return v;
+  };
+  return pyDumps(sort(value));
 }
 
 const hash = (text: string) => Bun.hash(text).toString(36);
