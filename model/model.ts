@@ -74,8 +74,8 @@ export const QWEN2_5_VL_IMAGES: ImageHandling = { ...QWEN_VL_IMAGES, expand: { t
 const LOOPS_OVER_CONTENT = /\{%-?\s*for\s+\w+\s+in\s+(?:message|m|msg)(?:\[\s*['"]content['"]\s*\]|\.content)\s*-?%\}/;
 
 export interface OutputParserOptions extends ParseRequest {
-  /** The rendered prompt ids (vLLM gives them to the parser). */
-  promptTokenIds?: readonly number[];
+  /** The rendered prompt ids (vLLM gives them to the parser); read by index only, so a Uint32Array is taken as it is. */
+  promptTokenIds?: ArrayLike<number>;
   reasoning_effort?: string | null;
   /** Overrides of the spec's parsers (null: none). */
   toolParser?: string | null;

@@ -38,7 +38,7 @@ export interface ChatOutputParserOptions {
   reasoningParser: ReasoningParser | null;
   toolParser: ToolCallParser | null;
   /** The rendered prompt, as vLLM passes it to the parser (a prompt that closes reasoning starts in content). */
-  promptTokenIds?: readonly number[];
+  promptTokenIds?: ArrayLike<number>;
 }
 
 const isNamedChoice = (choice: unknown) => typeof choice === "object" && choice !== null && (choice as { type?: unknown }).type === "function";
@@ -61,7 +61,7 @@ class VllmChatOutputParser implements ChatOutputParser {
   private readonly rp: ReasoningParser | null;
   private readonly tp: ToolCallParser | null;
   private readonly req: ParseRequest;
-  private readonly promptTokenIds: readonly number[] | undefined;
+  private readonly promptTokenIds: ArrayLike<number> | undefined;
   private readonly toolChoice: ParseRequest["tool_choice"];
   private readonly includeReasoning: boolean;
   private readonly forced: boolean;

@@ -81,12 +81,12 @@ export interface ReasoningParser {
   readonly engineBased: boolean;
   extractReasoning(modelOutput: string, request: ParseRequest): [reasoning: string | null, content: string | null];
   extractReasoningStreaming(args: StreamArgs): DeltaMessage | null;
-  /** Whether these (prompt) ids already close the reasoning block. */
-  isReasoningEnd(ids: readonly number[]): boolean;
+  /** Whether these (prompt) ids already close the reasoning block (read by index: a Uint32Array of the prompt is taken as it is). */
+  isReasoningEnd(ids: ArrayLike<number>): boolean;
   /** The content part of ids that end reasoning. */
   extractContentIds(ids: readonly number[]): number[];
   /** The prompt, for parsers that start differently when it closes reasoning. */
-  setPromptTokenIds?(ids: readonly number[]): void;
+  setPromptTokenIds?(ids: ArrayLike<number>): void;
   /** Engine-based: whether the engine saw reasoning end. */
   engineConfirmedReasoningEnd?(): boolean;
   finishStreaming?(): DeltaMessage | null;

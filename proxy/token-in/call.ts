@@ -21,7 +21,7 @@ import { restoreHidden } from "../doors/hidden-strings.ts";
 import { chainAfter } from "./chain-after.ts";
 import { restoreChains, RESTART_LOST } from "./restore.ts";
 import { planCall, type Plan } from "./plan.ts";
-import { engineRequest, idArray, VLLM_GENERATE_PATH } from "./engine-request.ts";
+import { engineRequest, VLLM_GENERATE_PATH } from "./engine-request.ts";
 import { callImages, echoProblem } from "./images.ts";
 import { engineAnswerReader, type EngineAnswerReader } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
@@ -80,8 +80,8 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   const { prepared, plan } = await planForRollout(model, rollout, chat);
   const kind = engine.adapter.kind === "sglang" ? "sglang" : "vllm";
   const topLogprobs = chat.logprobs === true && typeof chat.top_logprobs === "number" ? chat.top_logprobs : 0;
-  // One plain copy of the prompt ids for the engine body, the parsers and the answer.
-  const promptIds = idArray(plan.prompt);
+  // The plan's ids as they are (a Uint32Array: the engine body gets them as text, the parsers and the answer read them by index).
+  const promptIds = plan.prompt;
   // Written on from the text of the chain's last prompt when it is kept (prompt-texts.ts).
   const promptText = chainPromptText(promptIds, plan.chain?.tokens);
   // The chain's ids hold one pad per image; the engine expands them (images.ts).

@@ -15,6 +15,7 @@ import type { EngineAnswerReader, EngineStep } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
 import { idArray } from "./engine-request.ts";
 import { parseAnswer, type IdsMemo } from "../capture/answer-json.ts";
+import type { TokenIds } from "../../records/index.ts";
 import { withChunkSource, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
 
 /** The assistant message the harness was sent (accumulated from a stream's deltas). */
@@ -30,7 +31,8 @@ export interface ChatAnswerContext {
   options: DerenderOptions;
   /** The model name the answer carries (the request's). */
   modelName: string;
-  prompt: readonly number[];
+  /** The prompt's ids (the plan's Uint32Array as it is: read by index). */
+  prompt: TokenIds;
   /** `prompt` as JSON text, written once per call (the answer carries it as prompt_token_ids). */
   promptText?: string;
   /** The rollout's id memo, holding `promptText` and the prompt's Uint32Array (call.ts): the engine's echo of the prompt is read against it. */
@@ -54,7 +56,7 @@ const FINGERPRINT = "forge-token-in";
 function promptIdsOf(c: ChatAnswerContext, engine: readonly number[] | Uint32Array | undefined): unknown {
   // A plain copy only where the engine's own ids are written (the memo's array, the common case, is not copied).
   const plain = () => (engine instanceof Uint32Array ? idArray(engine) : engine);
-  if (c.promptText === undefined) return plain() ?? c.prompt;
+  if (c.promptText === undefined) return plain() ?? idArray(c.prompt);
   if (engine === undefined || (c.idsMemo?.ids !== undefined && engine === c.idsMemo.ids)) return IDS_PLACEHOLDER;
   if (engine.length !== c.prompt.length) return plain();
   for (let i = 0; i < engine.length; i++) if (engine[i] !== c.prompt[i]) return plain();

@@ -79,12 +79,14 @@ export function idArray(ids: TokenIds): readonly number[] {
 }
 
 /**
- * The engine body for `prompt` and the Chat request `chat`.
+ * The engine body for `prompt` and the Chat request `chat`. The body holds `prompt` as given: a
+ * Uint32Array is for a caller that writes the ids into the JSON itself (call.ts: `withIdsText`,
+ * under `promptKey`), as JSON.stringify would write it as an object.
  *
  * @example
  * engineRequest("sglang", { model: "m", messages, temperature: 0.6, max_tokens: 64 }, ids, { maxModelLen: 32768, topLogprobs: 0 }).path // "/generate"
  */
-export function engineRequest(kind: EngineKind, chat: Record<string, any>, prompt: readonly number[], o: { maxModelLen: number; topLogprobs: number; images?: readonly string[]; expandedLength?: number }): EngineRequest {
+export function engineRequest(kind: EngineKind, chat: Record<string, any>, prompt: TokenIds, o: { maxModelLen: number; topLogprobs: number; images?: readonly string[]; expandedLength?: number }): EngineRequest {
   const stream = chat.stream === true;
   // The chat route's default: what the context leaves (vLLM and SGLang alike).
   const asked = chat.max_completion_tokens ?? chat.max_tokens;

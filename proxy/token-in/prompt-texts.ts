@@ -11,6 +11,7 @@
  */
 import type { TokenIds } from "../../records/index.ts";
 import { WeighedMap } from "../../lib/index.ts";
+import { idArray } from "./engine-request.ts";
 
 const MAX_CHARS = 4 * 1024 * 1024;
 const held = new WeighedMap<TokenIds, { text: string; length: number }>(MAX_CHARS, MAX_CHARS / 4);
@@ -22,11 +23,11 @@ const held = new WeighedMap<TokenIds, { text: string; length: number }>(MAX_CHAR
  * @example
  * chainPromptText([1, 2, 3], chain.tokens) // "[1,2,3]", written from "[1,2]" when that was kept for chain.tokens
  */
-export function chainPromptText(prompt: readonly number[], base: TokenIds | undefined): string {
+export function chainPromptText(prompt: TokenIds, base: TokenIds | undefined): string {
   const kept = base === undefined ? undefined : held.get(base);
-  if (!kept || kept.length > prompt.length) return JSON.stringify(prompt);
+  if (!kept || kept.length > prompt.length) return JSON.stringify(idArray(prompt));
   if (kept.length === prompt.length) return kept.text;
-  const rest = JSON.stringify(prompt.slice(kept.length));
+  const rest = JSON.stringify(idArray(prompt instanceof Uint32Array ? prompt.subarray(kept.length) : prompt.slice(kept.length)));
   return kept.length === 0 ? rest : `${kept.text.slice(0, -1)},${rest.slice(1)}`;
 }
 

@@ -31,8 +31,8 @@ export interface ParserEngine {
   extractToolCallsFromContent(content: string, request: ParseRequest): ExtractedToolCalls;
   extractToolCallsStreaming(delta: string, ids: readonly number[], request: ParseRequest, initialState?: ParserState): DeltaMessage | null;
   finishStreaming(): DeltaMessage | null;
-  setPromptTokenIds(ids: readonly number[]): void;
-  isReasoningEnd(ids: readonly number[]): boolean;
+  setPromptTokenIds(ids: ArrayLike<number>): void;
+  isReasoningEnd(ids: ArrayLike<number>): boolean;
   extractContentIds(ids: readonly number[]): number[];
 }
 
@@ -151,11 +151,11 @@ class GrammarParserEngine implements ParserEngine {
     return null;
   }
 
-  setPromptTokenIds(ids: readonly number[]): void {
+  setPromptTokenIds(ids: ArrayLike<number>): void {
     this.promptClosesReasoning = this.config.initialState === "REASONING" && this.boundaryIds.size > 0 && this.isReasoningEnd(ids);
   }
 
-  isReasoningEnd(ids: readonly number[]): boolean {
+  isReasoningEnd(ids: ArrayLike<number>): boolean {
     const config = this.config;
     const wait = config.waitForReasoning ?? config.initialState === "REASONING";
     const start = config.transitions[transitionKey(config.initialState, "THINK_START")];
