@@ -32,7 +32,7 @@ function context(prompt: readonly number[], logprobs: boolean): ChatAnswerContex
 }
 
 /** vLLM 0.33.0's /v1/completions stream for `ids`, `step` tokens per event, cut into reads of `cut` bytes. */
-function engineStream(ids: number[], step: number, cut: number): ReadableStream<Uint8Array> {
+function engineStream(ids: number[], step: number, cut: number, frame: (text: string) => string = (t) => t): ReadableStream<Uint8Array> {
   let text = "";
   for (let i = 0; i < ids.length; i += step) {
     const last = i + step >= ids.length;
@@ -41,7 +41,7 @@ function engineStream(ids: number[], step: number, cut: number): ReadableStream<
     text += `data: ${JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [choice], ...(i === 0 ? { prompt_token_ids: PROMPT } : {}) })}\n\n`;
   }
   text += `data: ${JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [], usage: { prompt_tokens: PROMPT.length, completion_tokens: ids.length, total_tokens: PROMPT.length + ids.length } })}\n\ndata: [DONE]\n\n`;
-  const bytes = new TextEncoder().encode(text);
+  const bytes = new TextEncoder().encode(frame(text));
   let at = 0;
   return new ReadableStream({
     pull(controller) {
@@ -102,6 +102,35 @@ describe("chatStreamResponse: the chunk objects and the bytes are the same answe
       expect(viaBytes.weightVersions).toEqual(["v3"]);
     });
   }
+
+  test("the engine's SSE framing does not change the answer: CRLF line ends, `data:` without its space, comments and event names, non-ASCII text, no blank line at the end", async () => {
+    /** What the harness gets, as the pipeline takes the objects. */
+    const harnessText = async (stream: ReadableStream<Uint8Array>) => {
+      const source = chunkSourceOf(chatStreamResponse(context(PROMPT, true), stream))!;
+      const capture = newCapture();
+      const wants: HarnessWants = { tokenIds: true, logprobs: true, usage: true };
+      let out = "";
+      for (let next = await source.read(); !next.done; next = await source.read()) {
+        for (const item of next.value.items) out += item === "[DONE]" ? "[DONE]" : harnessEvent(item, undefined, capture, wants);
+      }
+      return { text: unstable(out), ids: capture.completionTokenIds };
+    };
+    const ids = answer();
+    const plain = await harnessText(engineStream(ids, 2, 4096));
+    expect(plain.ids).toEqual(ids);
+    const framings: ((t: string) => string)[] = [
+      (t) => t.replaceAll("\n", "\r\n"),
+      (t) => t.replaceAll("data: ", ": keep-alive\nevent: message\ndata:"),
+      (t) => t.replaceAll('"text":""', '"text":"é"').replace(/\n\n$/, ""),
+    ];
+    for (const frame of framings) {
+      for (const cut of [1, 7, 4096]) {
+        const framed = await harnessText(engineStream(ids, 2, cut, frame));
+        expect(framed.ids).toEqual(ids);
+        expect(framed.text).toBe(plain.text);
+      }
+    }
+  });
 
   test("a Response whose bytes were read offers no objects; the bytes carry the prompt ids as JSON", async () => {
     const response = chatStreamResponse(context(PROMPT, false), engineStream(answer(), 4, 4096));
