@@ -21,7 +21,7 @@ import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
 import { benchFlags } from "./lib/flags.ts";
 import { jitResolver, readJitDump, type JitDump } from "./lib/jitdump.ts";
-import { chargeSamples, nameJitFrames, parsePerfScript, samplesInside, type Charges } from "./lib/perf-samples.ts";
+import { chargeSamples, nameJitFrames, parsePerfScript, samplesInside, tally, type Charges } from "./lib/perf-samples.ts";
 
 const { flag, has } = benchFlags();
 const dir = process.argv[2] && !process.argv[2].startsWith("--") ? resolve(process.argv[2]) : "";
@@ -30,7 +30,7 @@ const TOP = Number(flag("top", "40"));
 const INSIDE = flag("inside", "");
 const BY_NAME = has("by-name");
 if (!dir || !existsSync(join(dir, "base.data")) || !existsSync(join(dir, "this.data"))) {
-  console.error("usage: bun bench/perf-report.ts DIR [--skip SECONDS] [--top N]; DIR is a bench/ab.ts --perf DIR (with base.data and this.data)");
+  console.error("usage: bun bench/perf-report.ts DIR [--skip SECONDS] [--top N] [--inside FUNCTION] [--by-name]; DIR is a bench/ab.ts --perf DIR (with base.data and this.data)");
   process.exit(2);
 }
 
@@ -39,14 +39,14 @@ function side(name: string): { main: Charges; threads: Map<string, number>; insi
   const jitDir = join(dir, `${name}-jit`);
   const loads: JitDump["loads"] = [];
   for (const f of existsSync(jitDir) ? readdirSync(jitDir) : []) if (f.endsWith(".dump")) loads.push(...readJitDump(join(jitDir, f)).loads);
-  const r = spawnSync("perf", ["script", "-i", join(dir, `${name}.data`), "-F", "comm,tid,time,ip,sym,dso"], { encoding: "utf8", maxBuffer: 4 << 30 });
+  const r = spawnSync("perf", ["script", "-i", join(dir, `${name}.data`), "-F", "comm,tid,time,ip,sym,dso"], { encoding: "utf8", maxBuffer: 4 * 1024 ** 3 });
   if (r.status !== 0) throw new Error(`perf script -i ${join(dir, `${name}.data`)}: ${r.stderr.slice(0, 500)}`);
   const all = parsePerfScript(r.stdout);
   nameJitFrames(all, jitResolver(loads));
   const start = (all[0]?.time ?? 0) + SKIP;
   const kept = all.filter((s) => s.time >= start);
   const threads = new Map<string, number>();
-  for (const s of kept) threads.set(s.comm, (threads.get(s.comm) ?? 0) + 1);
+  for (const s of kept) tally(threads, s.comm);
   const main = kept.filter((s) => s.comm === "bun");
   return { main: chargeSamples(main), threads, inside: INSIDE ? samplesInside(main, INSIDE) : new Map() };
 }
@@ -64,10 +64,7 @@ for (const [label, s] of [["base", base], ["this", self]] as const) {
 function named(counts: Map<string, number>): Map<string, number> {
   if (!BY_NAME) return counts;
   const out = new Map<string, number>();
-  for (const [k, n] of counts) {
-    const name = k.replace(/#[A-Za-z0-9]+$/, "");
-    out.set(name, (out.get(name) ?? 0) + n);
-  }
+  for (const [k, n] of counts) tally(out, k.replace(/#[A-Za-z0-9]+$/, ""), n);
   return out;
 }
 

@@ -2,8 +2,8 @@
  * `perf script -F comm,tid,time,ip,sym,dso` output read as samples, and each sample charged to
  * JavaScript functions: the innermost one on its stack (its own code and the native code it
  * called: JSON.parse, string and typed-array work, a collection it triggered) and every one
- * on its stack (inclusive). JIT frames are named from JSC's jitdump (jitdump.ts: `nameJitFrames`)
- * as `JSC-<tier>: <name>#<hash>`; the hash tells apart functions of one name, and is the same in
+ * on its stack (inclusive). JIT frames are named from JSC's jitdump (`nameJitFrames` with
+ * jitdump.ts's `jitResolver`) as `JSC-<tier>: <name>#<hash>`; the hash tells apart functions of one name, and is the same in
  * two processes running the same source.
  */
 
@@ -54,8 +54,8 @@ export function parsePerfScript(text: string): Sample[] {
 
 /**
  * Names each sample's JIT frames (perf writes them as an address in `[JIT] tid N` or
- * `/tmp/perf-<pid>.map`) with `resolve`
- * (jitdump.ts's `jitResolver`) at the sample's time; a frame no load covers stays an address.
+ * `/tmp/perf-<pid>.map`) with `resolve` (jitdump.ts's `jitResolver`) at the sample's time; a
+ * frame no load covers stays an address.
  *
  * @example
  * nameJitFrames(samples, jitResolver(readJitDump(path).loads));
@@ -88,6 +88,11 @@ export function leafKind(s: Sample): string {
   return leaf[1].split("/").pop()!;
 }
 
+/** Adds `n` to `key`'s count in `counts`. */
+export function tally(counts: Map<string, number>, key: string, n = 1): void {
+  counts.set(key, (counts.get(key) ?? 0) + n);
+}
+
 export interface Charges {
   samples: number;
   /** By the innermost JS function (own code and the native code under it); "(no JS frame)" for the rest. */
@@ -106,9 +111,8 @@ export interface Charges {
  */
 export function chargeSamples(samples: readonly Sample[]): Charges {
   const out: Charges = { samples: samples.length, innermost: new Map(), inclusive: new Map(), leaves: new Map() };
-  const add = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
   for (const s of samples) {
-    add(out.leaves, leafKind(s));
+    tally(out.leaves, leafKind(s));
     const names = new Set<string>();
     let innermost: string | undefined;
     for (const f of s.frames) {
@@ -117,8 +121,8 @@ export function chargeSamples(samples: readonly Sample[]): Charges {
       innermost ??= name;
       names.add(name);
     }
-    add(out.innermost, innermost ?? "(no JS frame)");
-    for (const n of names) add(out.inclusive, n);
+    tally(out.innermost, innermost ?? "(no JS frame)");
+    for (const n of names) tally(out.inclusive, n);
   }
   return out;
 }
@@ -145,8 +149,7 @@ export function samplesInside(samples: readonly Sample[], fn: string): Map<strin
       inner = name;
     }
     if (!found) continue;
-    const k = inner ?? "(own code and native)";
-    out.set(k, (out.get(k) ?? 0) + 1);
+    tally(out, inner ?? "(own code and native)");
   }
   return out;
 }

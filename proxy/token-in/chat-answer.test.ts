@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { loadModel, type Model } from "../../model/index.ts";
 import { parseSseText } from "../../lib/testing.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
-import { chunkSourceOf } from "../capture/chunk-source.ts";
+import { chunkSourceOf, type ChunkSource } from "../capture/chunk-source.ts";
 import { captureAndStrip, emptyAfterStrip, newCapture, type HarnessWants, type TokenCapture } from "../capture/tokens.ts";
 import { chatStreamResponse, type ChatAnswerContext } from "./chat-answer.ts";
 import { engineAnswerReader } from "./engine-answer.ts";
@@ -59,6 +59,16 @@ function harnessEvent(chunk: any, original: string | undefined, capture: TokenCa
   return emptyAfterStrip(chunk) ? "" : `data: ${JSON.stringify(chunk)}\n\n`;
 }
 
+/** What the pipeline sends the harness for a source's events (as objects), and what it captured. */
+async function harnessSees(source: ChunkSource, wants: HarnessWants): Promise<{ text: string; capture: TokenCapture }> {
+  const capture = newCapture();
+  let text = "";
+  for (let next = await source.read(); !next.done; next = await source.read()) {
+    for (const item of next.value.items) text += item === "[DONE]" ? "[DONE]" : harnessEvent(item, undefined, capture, wants);
+  }
+  return { text, capture };
+}
+
 /** The ids and clock a stream draws for itself, which two streams never share. */
 const unstable = (s: string) => s.replace(/chatcmpl-(tool-)?[0-9a-f]+/g, "ID").replace(/"created":\d+/g, '"created":T');
 
@@ -82,11 +92,7 @@ describe("chatStreamResponse: the chunk objects and the bytes are the same answe
       const c2 = context(PROMPT, logprobs);
       const source = chunkSourceOf(chatStreamResponse(c2, engineStream(ids, step, cut)))!;
       expect(source).toBeDefined();
-      const viaObjects = newCapture();
-      let fromObjects = "";
-      for (let next = await source.read(); !next.done; next = await source.read()) {
-        for (const item of next.value.items) fromObjects += item === "[DONE]" ? "[DONE]" : harnessEvent(item, undefined, viaObjects, wants);
-      }
+      const { text: fromObjects, capture: viaObjects } = await harnessSees(source, wants);
       // Each stream draws its own ids and reads the clock for `created`: under load the two can
       // fall in different seconds (CI failed on that once), so neither is compared.
       expect(unstable(fromObjects)).toBe(unstable(fromBytes));
@@ -106,14 +112,8 @@ describe("chatStreamResponse: the chunk objects and the bytes are the same answe
   test("the engine's SSE framing does not change the answer: CRLF line ends, `data:` without its space, comments and event names, non-ASCII text, no blank line at the end", async () => {
     /** What the harness gets, as the pipeline takes the objects. */
     const harnessText = async (stream: ReadableStream<Uint8Array>) => {
-      const source = chunkSourceOf(chatStreamResponse(context(PROMPT, true), stream))!;
-      const capture = newCapture();
-      const wants: HarnessWants = { tokenIds: true, logprobs: true, usage: true };
-      let out = "";
-      for (let next = await source.read(); !next.done; next = await source.read()) {
-        for (const item of next.value.items) out += item === "[DONE]" ? "[DONE]" : harnessEvent(item, undefined, capture, wants);
-      }
-      return { text: unstable(out), ids: capture.completionTokenIds };
+      const { text, capture } = await harnessSees(chunkSourceOf(chatStreamResponse(context(PROMPT, true), stream))!, { tokenIds: true, logprobs: true, usage: true });
+      return { text: unstable(text), ids: capture.completionTokenIds };
     };
     const ids = answer();
     const plain = await harnessText(engineStream(ids, 2, 4096));

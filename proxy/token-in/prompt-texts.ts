@@ -9,7 +9,7 @@
  * chains' token arrays it keys by, ~3 MiB at most): a shard whose rollouts in flight hold more
  * misses, and writes the whole text as before. An entry goes when its chain moves on.
  */
-import type { TokenIds } from "../../records/index.ts";
+import { idsFrom, type TokenIds } from "../../records/index.ts";
 import { WeighedMap } from "../../lib/index.ts";
 import { idArray } from "./engine-request.ts";
 
@@ -27,7 +27,7 @@ export function chainPromptText(prompt: TokenIds, base: TokenIds | undefined): s
   const kept = base === undefined ? undefined : held.get(base);
   if (!kept || kept.length > prompt.length) return JSON.stringify(idArray(prompt));
   if (kept.length === prompt.length) return kept.text;
-  const rest = JSON.stringify(idArray(prompt instanceof Uint32Array ? prompt.subarray(kept.length) : prompt.slice(kept.length)));
+  const rest = JSON.stringify(idsFrom(prompt, kept.length));
   return kept.length === 0 ? rest : `${kept.text.slice(0, -1)},${rest.slice(1)}`;
 }
 
