@@ -22,6 +22,7 @@ export { DEFAULT_FRONT_DOORS } from "./doors/index.ts";
 export { adapterFor } from "./engines/adapters.ts";
 export { vllmTokenCompletionRequest } from "./engines/vllm.ts";
 export { TokenInSettingsError } from "./token-in/spec.ts";
+export { engineAnswerReader } from "./token-in/engine-answer.ts";
 export { sglangGenerateRequest } from "./engines/sglang.ts";
 export { loadCalls } from "./engines/weight-sync.ts";
 

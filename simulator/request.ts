@@ -54,6 +54,7 @@ const common = {
   n: count("an integer from 1 to 16", 1, 16).nullish(),
   seed: z.number().int().nullish(),
   return_token_ids: z.boolean({ error: "expected true or false" }).nullish(),
+  return_tokens_as_token_ids: z.boolean({ error: "expected true or false" }).nullish(),
   stop: z.union([z.string(), z.array(z.string())], { error: "expected a string or a list of strings" }).nullish(),
 };
 

@@ -43,8 +43,10 @@ export const vllmAdapter: EngineAdapter = {
 
 /**
  * A `/v1/completions` body whose prompt is token ids (what token-in mode sends vLLM): the ids
- * go in unchanged (no BOS is added to an id prompt), the answer carries `prompt_token_ids` and
- * `token_ids` per choice, `logprobs: 0` the sampled tokens' logprobs.
+ * go in unchanged (no BOS is added to an id prompt); `logprobs: 0` with
+ * `return_tokens_as_token_ids` gives each sampled token as `token_id:N` in `logprobs.tokens`
+ * beside its logprob. Not `return_token_ids`: it echoes the whole prompt on every call (the
+ * proxy's own ids, tens of KB the engine writes and the proxy reads back for nothing).
  *
  * @example
  * vllmTokenCompletionRequest("m", [151644, 872], { max_tokens: 64, temperature: 1 }, { stream: true }).prompt // [151644, 872]
@@ -61,7 +63,7 @@ export function vllmTokenCompletionRequest(
     prompt: promptIds,
     ...sampling,
     logprobs: options.logprobs ?? 0,
-    return_token_ids: true,
+    return_tokens_as_token_ids: true,
     // Special tokens (<tool_call>, <think>) stay in the text the proxy parses.
     skip_special_tokens: false,
     ...(options.stream ? { stream: true, stream_options: { include_usage: true } } : {}),

@@ -4,7 +4,7 @@ import { parseSseText } from "../../lib/testing.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
 import { chunkSourceOf, type ChunkSource } from "../capture/chunk-source.ts";
 import { captureAndStrip, emptyAfterStrip, newCapture, type HarnessWants, type TokenCapture } from "../capture/tokens.ts";
-import { chatStreamResponse, type ChatAnswerContext } from "./chat-answer.ts";
+import { chatJsonAnswer, chatStreamResponse, type ChatAnswerContext } from "./chat-answer.ts";
 import { engineAnswerReader } from "./engine-answer.ts";
 
 let model: Model;
@@ -31,14 +31,22 @@ function context(prompt: readonly number[], logprobs: boolean): ChatAnswerContex
   };
 }
 
+/**
+ * How the engine gives the sampled ids: as token-in mode asks vLLM (`return_tokens_as_token_ids`:
+ * `token_id:N` in the logprobs' tokens, no prompt echo), as `return_token_ids` would (`token_ids`,
+ * the prompt echoed first), or as an engine that ignored the flag (the tokens' texts).
+ */
+type IdsFormat = "placeholders" | "token_ids" | "texts";
+
 /** vLLM 0.33.0's /v1/completions stream for `ids`, `step` tokens per event, cut into reads of `cut` bytes. */
-function engineStream(ids: number[], step: number, cut: number, frame: (text: string) => string = (t) => t): ReadableStream<Uint8Array> {
+function engineStream(ids: number[], step: number, cut: number, frame: (text: string) => string = (t) => t, format: IdsFormat = "placeholders"): ReadableStream<Uint8Array> {
   let text = "";
   for (let i = 0; i < ids.length; i += step) {
     const last = i + step >= ids.length;
     const tokens = ids.slice(i, i + step);
-    const choice = { index: 0, text: "", logprobs: { token_logprobs: tokens.map((_, k) => (i + k === 2 ? null : -0.25 * k)), tokens: [], text_offset: [], top_logprobs: null }, finish_reason: last ? "stop" : null, stop_reason: null, token_ids: tokens, ...(last ? { weight_versions: [{ version: "v3", start: 0, end: ids.length }] } : {}) };
-    text += `data: ${JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [choice], ...(i === 0 ? { prompt_token_ids: PROMPT } : {}) })}\n\n`;
+    const names = tokens.map((id) => (format === "texts" ? model.tokenizer.decode([id]) : format === "placeholders" ? `token_id:${id}` : ""));
+    const choice = { index: 0, text: "", logprobs: { token_logprobs: tokens.map((_, k) => (i + k === 2 ? null : -0.25 * k)), tokens: format === "token_ids" ? [] : names, text_offset: [], top_logprobs: null }, finish_reason: last ? "stop" : null, stop_reason: null, token_ids: format === "token_ids" ? tokens : null, ...(last ? { weight_versions: [{ version: "v3", start: 0, end: ids.length }] } : {}) };
+    text += `data: ${JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [choice], ...(i === 0 && format === "token_ids" ? { prompt_token_ids: PROMPT } : {}) })}\n\n`;
   }
   text += `data: ${JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [], usage: { prompt_tokens: PROMPT.length, completion_tokens: ids.length, total_tokens: PROMPT.length + ids.length } })}\n\ndata: [DONE]\n\n`;
   const bytes = new TextEncoder().encode(frame(text));
@@ -74,23 +82,23 @@ const unstable = (s: string) => s.replace(/chatcmpl-(tool-)?[0-9a-f]+/g, "ID").r
 
 describe("chatStreamResponse: the chunk objects and the bytes are the same answer", () => {
   const answer = () => [...model.tokenizer.encode('<think>\nLet me read it.\n</think>\n\nReading.<tool_call>\n{"name": "read", "arguments": {"path": "stock.csv"}}\n</tool_call>'), 151645];
-  for (const [step, cut, logprobs] of [
-    [1, 4096, false],
-    [3, 97, true],
-    [8, 1, false],
+  for (const [step, cut, logprobs, format] of [
+    [1, 4096, false, "placeholders"],
+    [3, 97, true, "token_ids"],
+    [8, 1, false, "placeholders"],
   ] as const) {
-    test(`${step} tokens per engine event, reads of ${cut} bytes, logprobs ${logprobs}`, async () => {
+    test(`${step} tokens per engine event, reads of ${cut} bytes, logprobs ${logprobs}, the ids as ${format}`, async () => {
       const ids = answer();
       const wants: HarnessWants = { tokenIds: false, logprobs, usage: false };
       // The bytes, as a reader that is not the pipeline gets them, then parsed as the pipeline parses an engine's.
       const c1 = context(PROMPT, logprobs);
-      const text = await chatStreamResponse(c1, engineStream(ids, step, cut)).text();
+      const text = await chatStreamResponse(c1, engineStream(ids, step, cut, undefined, format)).text();
       const viaBytes = newCapture();
       let fromBytes = "";
       for (const { data } of parseSseText(text)) fromBytes += data === "[DONE]" ? "[DONE]" : harnessEvent(parseAnswer(data, wants, c1.idsMemo), data, viaBytes, wants);
       // The objects, as the pipeline takes them.
       const c2 = context(PROMPT, logprobs);
-      const source = chunkSourceOf(chatStreamResponse(c2, engineStream(ids, step, cut)))!;
+      const source = chunkSourceOf(chatStreamResponse(c2, engineStream(ids, step, cut, undefined, format)))!;
       expect(source).toBeDefined();
       const { text: fromObjects, capture: viaObjects } = await harnessSees(source, wants);
       // Each stream draws its own ids and reads the clock for `created`: under load the two can
@@ -132,11 +140,41 @@ describe("chatStreamResponse: the chunk objects and the bytes are the same answe
     }
   });
 
+  test("an engine that ignored return_tokens_as_token_ids (the tokens' texts, no token_ids): the stream ends in an error naming it, nothing is captured as sampled", async () => {
+    const { text, capture } = await harnessSees(chunkSourceOf(chatStreamResponse(context(PROMPT, false), engineStream(answer(), 2, 4096, undefined, "texts")))!, { tokenIds: true, logprobs: false, usage: true });
+    const events = parseSseText(text).map((e) => JSON.parse(e.data));
+    expect(events).toHaveLength(1);
+    expect(events[0].error.code).toBe("upstream_bad_stream");
+    expect(events[0].error.message).toContain('logprobs.tokens[0] is "<think>", not "token_id:N": the engine ignored return_tokens_as_token_ids');
+    expect(capture.completionTokenIds).toEqual([]);
+  });
+
   test("a Response whose bytes were read offers no objects; the bytes carry the prompt ids as JSON", async () => {
     const response = chatStreamResponse(context(PROMPT, false), engineStream(answer(), 4, 4096));
     const text = await response.text();
     expect(chunkSourceOf(response)).toBeUndefined();
     const first = JSON.parse(parseSseText(text)[0]!.data);
     expect(first.prompt_token_ids).toEqual(PROMPT);
+  });
+});
+
+describe("chatJsonAnswer: a whole engine answer", () => {
+  /** vLLM's non-streamed /v1/completions answer for `ids`, the tokens named as `names` writes them. */
+  const engineJson = (ids: number[], names: (id: number) => string) =>
+    JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [{ index: 0, text: "", logprobs: { text_offset: ids.map(() => 0), token_logprobs: ids.map(() => -0.5), tokens: ids.map(names), top_logprobs: null }, finish_reason: "stop", stop_reason: null, token_ids: null, prompt_token_ids: null }], usage: { prompt_tokens: PROMPT.length, completion_tokens: ids.length, total_tokens: PROMPT.length + ids.length } });
+  const ids = () => [...model.tokenizer.encode("<think>\nok\n</think>\n\nHello there."), 151645];
+
+  test("the ids read from token_id:N are the answer's, the prompt is the proxy's own", () => {
+    const answer = JSON.parse(chatJsonAnswer(context(PROMPT, false), engineJson(ids(), (id) => `token_id:${id}`)));
+    expect(answer.choices[0].message.content).toBe("\n\nHello there.");
+    expect(answer.choices[0].message.reasoning).toBe("\nok\n");
+    expect(answer.choices[0].token_ids).toEqual(ids());
+    expect(answer.prompt_token_ids).toEqual(PROMPT);
+  });
+
+  test("an engine that ignored return_tokens_as_token_ids: an error body naming it, not an empty answer", () => {
+    const answer = JSON.parse(chatJsonAnswer(context(PROMPT, false), engineJson(ids(), (id) => model.tokenizer.decode([id]))));
+    expect(answer.error.code).toBe("upstream_bad_body");
+    expect(answer.error.message).toContain('logprobs.tokens[0] is "<think>", not "token_id:N"');
   });
 });

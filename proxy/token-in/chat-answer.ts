@@ -112,6 +112,7 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
   if (body?.error !== undefined) return engineText;
   const step = c.reader.read(body);
   if (!step) return JSON.stringify({ error: { message: `the engine's answer has no sampled tokens: ${engineText.slice(0, 200)}`, type: "upstream_error", param: null, code: "upstream_bad_body" } });
+  if (step.unreadable) return JSON.stringify({ error: { message: step.unreadable, type: "upstream_error", param: null, code: "upstream_bad_body" } });
   if (step.finish?.aborted) return JSON.stringify({ error: { message: step.finish.aborted, type: "upstream_error", param: null, code: "engine_abort" } });
   const finish = step.finish ?? { reason: "stop", stopToken: false, stopReason: null };
   const d = derenderChat(c.model, c.options, step.ids, finish);
@@ -215,7 +216,7 @@ function stringifyWithPromptText(c: ChatAnswerContext, item: Record<string, unkn
 function engineEvent(c: ChatAnswerContext, data: string): { event: any } | { end: ChunkItem } {
   let event: any;
   try {
-    // The first event echoes the prompt's ids: read against the memo, they are not parsed again.
+    // An engine that echoes the prompt's ids (SGLang's /generate) has them read against the memo, not parsed again.
     event = c.idsMemo ? parseAnswer(data, undefined, c.idsMemo) : JSON.parse(data);
   } catch {
     return { end: data };
@@ -260,6 +261,11 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     }
     const step = c.reader.read(parsed.event);
     if (!step || finished) return;
+    if (step.unreadable) {
+      ended = true;
+      out.push({ error: { message: step.unreadable, type: "upstream_error", param: null, code: "upstream_bad_stream" } });
+      return;
+    }
     if (!started) {
       started = true;
       const prompt = promptIdsOf(c, step.promptIds);

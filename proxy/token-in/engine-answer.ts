@@ -1,6 +1,7 @@
 /**
  * A token-in engine answer read as steps of sampled tokens: vLLM 0.33.0's `/v1/completions`
- * (`choices[0].token_ids`, `prompt_token_ids`, `logprobs.token_logprobs`, `finish_reason` with
+ * (the ids as `logprobs.tokens` `token_id:N` on `return_tokens_as_token_ids`, or
+ * `choices[0].token_ids`; `logprobs.token_logprobs`, `finish_reason` with
  * `stop_reason`: null for the end-of-turn token, a token id, or a stop string; one chunk per
  * step when streamed) and SGLang 0.5.23's `/generate` (`output_ids`, `meta_info.finish_reason`
  * `{type, matched}`, `meta_info.output_token_logprobs` rows `[logprob, id, text]`; streamed,
@@ -25,6 +26,8 @@ export interface EngineStep {
   finish?: StepFinish;
   /** vLLM's `weight_versions` spans (asked for with `return_weight_versions`; on the last step). */
   weightVersions?: unknown[];
+  /** Why the engine's answer cannot be read as sampled ids (the call fails with it). */
+  unreadable?: string;
 }
 
 export interface StepFinish extends EngineFinish {
@@ -89,14 +92,16 @@ function vllmReader(top: boolean): EngineAnswerReader {
       usage = openAiUsage(event) ?? usage;
       const choice = firstChoice(event);
       if (!choice) return undefined;
-      const ids: number[] = Array.isArray(choice.token_ids) ? choice.token_ids : [];
       const lp = choice.logprobs;
+      // The ids are the logprobs' tokens as `token_id:N` (return_tokens_as_token_ids), or token_ids where an engine sends them.
+      const ids = Array.isArray(choice.token_ids) ? (choice.token_ids as number[]) : placeholderIds(lp?.tokens);
+      if (typeof ids === "string") return { ids: [], logprobs: [], unreadable: ids };
       const given = lp?.token_logprobs;
       const logprobs = new Array<number>(ids.length);
       for (let i = 0; i < ids.length; i++) logprobs[i] = typeof given?.[i] === "number" ? given[i] : Number.NaN;
       const step: EngineStep = { ids, logprobs };
       if (top && Array.isArray(lp?.top_logprobs)) {
-        step.top = ids.map((_, i) => Object.entries((lp.top_logprobs[i] ?? {}) as Record<string, number>).map(([token, logprob]) => ({ token, logprob })));
+        step.top = ids.map((_, i) => Object.entries((lp.top_logprobs[i] ?? {}) as Record<string, number>).map(([token, logprob]) => ({ token: tokenOf(token), logprob })));
       }
       if (Array.isArray(choice.prompt_token_ids) || choice.prompt_token_ids instanceof Uint32Array) step.promptIds = choice.prompt_token_ids;
       if (Array.isArray(choice.weight_versions)) step.weightVersions = choice.weight_versions;
@@ -139,6 +144,42 @@ function sglangReader(): EngineAnswerReader {
       return step;
     },
   };
+}
+
+const PLACEHOLDER = "token_id:";
+
+/**
+ * The sampled ids of a vLLM completions choice asked with `return_tokens_as_token_ids`: its
+ * logprobs' `tokens`, each `token_id:N` (vLLM's `format_token_id_placeholder`); none for a chunk
+ * without logprobs (a usage or held-back chunk). What else is there is a string saying why the ids
+ * cannot be read.
+ */
+function placeholderIds(tokens: unknown): number[] | string {
+  if (tokens === undefined || tokens === null) return [];
+  if (!Array.isArray(tokens)) return `vLLM's logprobs.tokens is ${JSON.stringify(tokens).slice(0, 80)}, not a list`;
+  const ids = new Array<number>(tokens.length);
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i];
+    const id = typeof t === "string" && t.startsWith(PLACEHOLDER) ? placeholderId(t) : -1;
+    if (id < 0) {
+      return `vLLM's logprobs.tokens[${i}] is ${JSON.stringify(t)?.slice(0, 80)}, not "token_id:N": the engine ignored return_tokens_as_token_ids (token-in mode needs vLLM ≥ 0.13.0; OpenForge follows 0.33.0, docs/engines.md)`;
+    }
+    ids[i] = id;
+  }
+  return ids;
+}
+
+/** N of `token_id:N` as vLLM writes it (`f"token_id:{token_id}"`: decimal digits, no sign or padding), or -1. */
+function placeholderId(text: string): number {
+  const digits = text.slice(PLACEHOLDER.length);
+  const id = Number(digits);
+  return digits !== "" && Number.isSafeInteger(id) && id >= 0 && String(id) === digits ? id : -1;
+}
+
+/** A top alternative's key: its id when written as `token_id:N`, else the text vLLM wrote. */
+function tokenOf(key: string): number | string {
+  const id = key.startsWith(PLACEHOLDER) ? placeholderId(key) : -1;
+  return id < 0 ? key : id;
 }
 
 /** A vLLM choice's finish (both routes write it the same way), or undefined while it streams on. */

@@ -19,3 +19,10 @@ test("engineRequest: the prompt ids go into the body (vLLM prompt, SGLang input_
   expect([sglang.path, sglang.body.input_ids, "input_ids" in sglang.recorded, sglang.maxTokens]).toEqual(["/generate", [5, 6, 7], false, 97]);
   expect(JSON.parse(JSON.stringify(sglang.body)).input_ids).toEqual([5, 6, 7]);
 });
+
+test("engineRequest: vLLM is asked for the sampled ids as token_id:N (return_tokens_as_token_ids), not return_token_ids, which would echo the whole prompt", () => {
+  const vllm = engineRequest("vllm", { model: "m", max_tokens: 8, stream: true }, [5, 6, 7], { maxModelLen: 100, topLogprobs: 0 });
+  expect(vllm.body).toMatchObject({ logprobs: 0, return_tokens_as_token_ids: true, skip_special_tokens: false, stream: true });
+  expect("return_token_ids" in vllm.body).toBe(false);
+  expect(vllm.recorded).toMatchObject({ return_tokens_as_token_ids: true });
+});

@@ -15,28 +15,30 @@ export function chatLogprobs(tokenizer: SimTokenizer, logprobs: TokenLogprob[]) 
 /**
  * Completions' `logprobs` of a token range: `tokens`, `token_logprobs`, `top_logprobs` (the
  * sampled token first) and `text_offset` from `offset0`; a null entry (the first prompt token
- * of an echo) has null logprobs.
+ * of an echo) has null logprobs; `asTokenIds` (vLLM's `return_tokens_as_token_ids`) names each
+ * token `token_id:N`, and the offsets advance by those names as vLLM's do.
  *
  * @example
  * completionLogprobs(tokenizer, choice.logprobs, 0).token_logprobs
  */
-export function completionLogprobs(tokenizer: SimTokenizer, entries: (TokenLogprob | null)[], offset0: number, ids?: number[]) {
+export function completionLogprobs(tokenizer: SimTokenizer, entries: (TokenLogprob | null)[], offset0: number, ids?: number[], asTokenIds = false) {
   const offsets: number[] = [];
   let offset = offset0;
   const tokens: string[] = [];
+  const name = (id: number) => (asTokenIds ? `token_id:${id}` : tokenText(tokenizer, id));
   entries.forEach((l, i) => {
     const id = l?.id ?? ids?.[i] ?? 0;
     offsets.push(offset);
-    const text = tokenText(tokenizer, id);
+    const text = name(id);
     tokens.push(text);
-    offset += id === IM_END ? 0 : text.length;
+    offset += id === IM_END && !asTokenIds ? 0 : text.length;
   });
   return {
     text_offset: offsets,
     token_logprobs: entries.map((l) => (l ? l.logprob : null)),
     tokens,
     top_logprobs: entries.map((l) =>
-      l ? Object.fromEntries([[tokenText(tokenizer, l.id), l.logprob], ...l.top.slice(1).map((t) => [tokenText(tokenizer, t.id), t.logprob] as const)]) : null,
+      l ? Object.fromEntries([[name(l.id), l.logprob], ...l.top.slice(1).map((t) => [name(t.id), t.logprob] as const)]) : null,
     ),
   };
 }

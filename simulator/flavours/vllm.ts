@@ -12,7 +12,8 @@
  *   (`exclude_none`) with `choices: []`; `data: [DONE]`.
  * - Completions (`completion/serving.py:298-712`): per choice `prompt_token_ids` (first chunk)
  *   and `token_ids`; `echo` repeats the prompt text, "" when `return_token_ids` is set, and puts
- *   the prompt's logprobs first.
+ *   the prompt's logprobs first; `return_tokens_as_token_ids` writes the logprobs' tokens (and
+ *   top keys) as `token_id:N` (`_create_completion_logprobs`, text offsets advancing by them).
  * - Errors (`serve/engine/protocol.py:79-87`): `{"error": {"message", "type", "param", "code"}}`.
  */
 import { chatLogprobs, completionLogprobs } from "./logprob-blocks.ts";
@@ -164,8 +165,8 @@ export const vllmFlavour: EngineFlavour = {
           body.logprobs === undefined || body.logprobs === null
             ? null
             : body.echo
-              ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, [...a.promptIds, ...c.g.ids])
-              : completionLogprobs(a.tokenizer, c.logprobs, 0),
+              ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, [...a.promptIds, ...c.g.ids], body.return_tokens_as_token_ids === true)
+              : completionLogprobs(a.tokenizer, c.logprobs, 0, undefined, body.return_tokens_as_token_ids === true),
         finish_reason: c.g.finishReason,
         stop_reason: c.g.stopReason,
         token_ids: ids ? allIds(c, ctx.engine.faults.holeyIds) : null,
@@ -197,8 +198,8 @@ export const vllmFlavour: EngineFlavour = {
       const logprobs = !wantLogprobs
         ? null
         : echo
-          ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], offsets[c.index]!, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)])
-          : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), offsets[c.index]!);
+          ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], offsets[c.index]!, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)], body.return_tokens_as_token_ids === true)
+          : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), offsets[c.index]!, undefined, body.return_tokens_as_token_ids === true);
       yield {
         ...head,
         choices: [
@@ -214,7 +215,8 @@ export const vllmFlavour: EngineFlavour = {
           },
         ],
       };
-      offsets[c.index]! += text.length;
+      // vLLM advances by the tokens just reported, not by the text (held back for stop strings it lags).
+      if (logprobs && logprobs.tokens.length > 0) offsets[c.index] = logprobs.text_offset.at(-1)! + logprobs.tokens.at(-1)!.length;
     }
     if (body.stream_options?.include_usage === true) yield { ...head, choices: [], usage: a.usage };
   },

@@ -496,6 +496,34 @@ def op_vllm_derender(req: dict) -> dict:
                     req.get("reasoning_parser", DEFAULT_REASONING_PARSER))
 
 
+def op_vllm_completion_logprobs(req: dict) -> dict:
+    """vLLM's /v1/completions `logprobs` block for sampled steps, as its serving layer writes one
+    chunk's (OpenAIServingCompletion._create_completion_logprobs): each step `{id, logprob, top:
+    [[id, logprob], ...]}` (the alternatives after the sampled token, which vLLM's dict holds
+    first), `num` the request's `logprobs`, `offset` the chunk's first text offset, `as_ids` the
+    request's `return_tokens_as_token_ids`. No tokenizer: with as_ids none is read."""
+    serving = need("vllm.entrypoints.openai.completion.serving")
+    Logprob = need("vllm.logprobs").Logprob
+    server = object.__new__(serving.OpenAIServingCompletion)
+    server.return_tokens_as_token_ids = False
+    steps = req["steps"]
+    top = []
+    for st in steps:
+        d = {st["id"]: Logprob(logprob=st["logprob"], rank=1, decoded_token=None)}
+        for i, (tid, lp) in enumerate(st.get("top", [])):
+            d.setdefault(tid, Logprob(logprob=lp, rank=i + 2, decoded_token=None))
+        top.append(d)
+    block = server._create_completion_logprobs(
+        token_ids=[st["id"] for st in steps],
+        top_logprobs=top,
+        num_output_top_logprobs=req.get("num", 0),
+        tokenizer=None,
+        initial_text_offset=req.get("offset", 0),
+        return_as_token_id=req.get("as_ids", True),
+    )
+    return {"logprobs": json.loads(block.model_dump_json())}
+
+
 # --------------------------------------------------------------------------- validate
 
 MODELS = {
@@ -746,6 +774,7 @@ OPS = {
     "parse_reasoning": op_parse_reasoning,
     "parse_reasoning_stream": op_parse_reasoning_stream,
     "vllm_derender": op_vllm_derender,
+    "vllm_completion_logprobs": op_vllm_completion_logprobs,
     "validate": op_validate,
     "grpo": op_grpo,
     "verl_dataset": op_verl_dataset,

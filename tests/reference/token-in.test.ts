@@ -14,6 +14,10 @@
  *   last, or cut by max_tokens), derendered by model/ (`derenderChat`, `chatStreamDerenderer`
  *   in steps of 1, 3 and 8 tokens; thinking on and off) equals vLLM's own derender of the same tokens (its
  *   disaggregated chat path: detokenizer, then the chat server's parsers), message and deltas.
+ * - The sampled ids as the engine gives them: vLLM's completions `logprobs` block with
+ *   `return_tokens_as_token_ids` (its serving layer's own `_create_completion_logprobs`) is read
+ *   back by the proxy's reader as the ids and logprobs sampled, and the policy simulator writes
+ *   that block, chunk by chunk and whole, as vLLM writes it.
  *
  * Needs .venv/reference (bash python/build-env.sh); a missing venv fails, never skips.
  */
@@ -23,6 +27,9 @@ import { startOracle, type Oracle } from "./oracle.ts";
 import { CASES, harnessCases } from "./rendering-corpus.ts";
 import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
 import { normalizeDelta, type Answer, type Delta } from "./deltas.ts";
+import { engineAnswerReader } from "../../proxy/testing.ts";
+import { startPolicySimulator } from "../../simulator/index.ts";
+import { parseSseText } from "../../lib/testing.ts";
 
 const SLOW = 600_000;
 const IM_END = 151645;
@@ -131,4 +138,66 @@ describe("token-in parsing equals vLLM 0.33.0's derender of the same tokens", ()
     }
     checked.outputs++;
   }
+});
+
+describe("the sampled ids as vLLM 0.33.0 writes them with return_tokens_as_token_ids (what token-in mode asks /v1/completions for)", () => {
+  /** vLLM's logprobs block for `steps` (its serving layer's _create_completion_logprobs). */
+  const vllmBlock = async (steps: { id: number; logprob: number; top?: [number, number][] }[], num: number, offset: number) => {
+    const ref = await oracle.call({ op: "vllm_completion_logprobs", steps, num, offset, as_ids: true });
+    expect(ref.error).toBeUndefined();
+    return ref.logprobs as { text_offset: number[]; token_logprobs: number[]; tokens: string[]; top_logprobs: Record<string, number>[] };
+  };
+
+  test("the proxy's reader takes vLLM's block back to the ids, logprobs and alternatives sampled", async () => {
+    const steps = [
+      { id: 151667, logprob: -0.0001, top: [[198, -9.5]] as [number, number][] },
+      { id: 198, logprob: -0.25, top: [[271, -1.5], [151668, -4]] as [number, number][] },
+      { id: 0, logprob: -2.5, top: [[151645, -0.2]] as [number, number][] },
+      { id: 151645, logprob: -0.01 },
+    ];
+    for (const num of [0, 2]) {
+      const block = await vllmBlock(steps, num, 17);
+      const step = engineAnswerReader("vllm", { top: true }).read({ choices: [{ index: 0, text: "", logprobs: block, finish_reason: null, stop_reason: null, token_ids: null, prompt_token_ids: null }] })!;
+      expect(step.unreadable).toBeUndefined();
+      expect(step.ids).toEqual(steps.map((s) => s.id));
+      expect(step.logprobs).toEqual(steps.map((s) => s.logprob));
+      expect(step.top).toEqual(block.top_logprobs.map((alternatives) => Object.entries(alternatives).map(([key, logprob]) => ({ token: Number(key.slice("token_id:".length)), logprob }))));
+      expect(step.top!.map((alternatives) => alternatives[0]!.token)).toEqual(steps.map((s) => s.id));
+    }
+  }, SLOW);
+
+  test("the policy simulator writes each chunk's block and the whole answer's as vLLM does, and echoes no prompt", async () => {
+    const sim = await startPolicySimulator({ seed: 3, tokensPerChunk: 3 });
+    try {
+      const prompt = model.tokenizer.encode("<|im_start|>user\nWhat is in stock.csv?<|im_end|>\n<|im_start|>assistant\n");
+      const body = { model: "qwen3", prompt, max_tokens: 40, logprobs: 0, return_tokens_as_token_ids: true, skip_special_tokens: false };
+      /** vLLM's block for what a simulator block names: its ids (read back) and logprobs, from its first offset. */
+      const expectVllms = async (block: { text_offset: number[]; token_logprobs: number[]; tokens: string[] }) => {
+        const steps = block.tokens.map((t, i) => ({ id: Number(t.slice("token_id:".length)), logprob: block.token_logprobs[i]! }));
+        expect(block).toEqual(await vllmBlock(steps, 0, block.text_offset[0] ?? 0));
+      };
+      const whole = (await (await fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json()) as any;
+      expect(whole.choices[0].token_ids).toBeNull();
+      expect(whole.choices[0].prompt_token_ids).toBeNull();
+      expect(whole.choices[0].logprobs.tokens.length).toBeGreaterThan(3);
+      await expectVllms(whole.choices[0].logprobs);
+      const text = await (await fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body, stream: true }) })).text();
+      const chunks = parseSseText(text).filter((e) => e.data !== "[DONE]").map((e) => JSON.parse(e.data).choices[0]).filter((c) => c?.logprobs?.tokens.length > 0);
+      expect(chunks.length).toBeGreaterThan(2);
+      let next = 0;
+      const streamed: string[] = [];
+      for (const c of chunks) {
+        expect(c.token_ids).toBeNull();
+        expect(c.prompt_token_ids).toBeNull();
+        // Each chunk starts where vLLM's next_text_offsets left the last: its last offset plus its last token's length.
+        expect(c.logprobs.text_offset[0]).toBe(next);
+        await expectVllms(c.logprobs);
+        next = c.logprobs.text_offset.at(-1) + c.logprobs.tokens.at(-1).length;
+        streamed.push(...c.logprobs.tokens);
+      }
+      expect(streamed).toEqual(whole.choices[0].logprobs.tokens);
+    } finally {
+      await sim.stop();
+    }
+  }, SLOW);
 });
