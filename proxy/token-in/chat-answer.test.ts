@@ -143,9 +143,11 @@ describe("chatStreamResponse: the chunk objects and the bytes are the same answe
   test("an engine that ignored return_tokens_as_token_ids (the tokens' texts, no token_ids): the stream ends in an error naming it, nothing is captured as sampled", async () => {
     const { text, capture } = await harnessSees(chunkSourceOf(chatStreamResponse(context(PROMPT, false), engineStream(answer(), 2, 4096, undefined, "texts")))!, { tokenIds: true, logprobs: false, usage: true });
     const events = parseSseText(text).map((e) => JSON.parse(e.data));
-    expect(events).toHaveLength(1);
-    expect(events[0].error.code).toBe("upstream_bad_stream");
-    expect(events[0].error.message).toContain('logprobs.tokens[0] is "<think>", not "token_id:N": the engine ignored return_tokens_as_token_ids');
+    // The role chunk, then the error (as for an engine abort).
+    expect(events).toHaveLength(2);
+    expect(events[0].choices[0].delta).toEqual({ role: "assistant", content: "" });
+    expect(events[1].error.code).toBe("upstream_bad_stream");
+    expect(events[1].error.message).toContain('logprobs.tokens[0] is "<think>", not "token_id:N": the engine ignored return_tokens_as_token_ids');
     expect(capture.completionTokenIds).toEqual([]);
   });
 

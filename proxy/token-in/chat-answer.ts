@@ -112,8 +112,8 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
   if (body?.error !== undefined) return engineText;
   const step = c.reader.read(body);
   if (!step) return JSON.stringify({ error: { message: `the engine's answer has no sampled tokens: ${engineText.slice(0, 200)}`, type: "upstream_error", param: null, code: "upstream_bad_body" } });
-  if (step.unreadable) return JSON.stringify({ error: { message: step.unreadable, type: "upstream_error", param: null, code: "upstream_bad_body" } });
-  if (step.finish?.aborted) return JSON.stringify({ error: { message: step.finish.aborted, type: "upstream_error", param: null, code: "engine_abort" } });
+  const failed = stepFailure(step, "upstream_bad_body");
+  if (failed) return JSON.stringify(failed);
   const finish = step.finish ?? { reason: "stop", stopToken: false, stopReason: null };
   const d = derenderChat(c.model, c.options, step.ids, finish);
   const calls = d.message.toolCalls.map((t) => ({ id: t.id, type: "function", function: { name: t.name, arguments: t.arguments } }));
@@ -147,6 +147,13 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
     usage: usageOf(c, step.ids.length),
     prompt_token_ids: promptIdsOf(c, step.promptIds),
   });
+}
+
+/** The error a step fails the call with: an answer the reader could not read (`unreadable`: the code), or an engine abort. */
+function stepFailure(step: EngineStep, unreadable: "upstream_bad_stream" | "upstream_bad_body"): { error: Record<string, unknown> } | undefined {
+  if (step.unreadable) return { error: { message: step.unreadable, type: "upstream_error", param: null, code: unreadable } };
+  if (step.finish?.aborted) return { error: { message: step.finish.aborted, type: "upstream_error", param: null, code: "engine_abort" } };
+  return undefined;
 }
 
 /** Adds a streamed delta to what the harness was sent (the chain's answer, token-in/call.ts). */
@@ -261,19 +268,15 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     }
     const step = c.reader.read(parsed.event);
     if (!step || finished) return;
-    if (step.unreadable) {
-      ended = true;
-      out.push({ error: { message: step.unreadable, type: "upstream_error", param: null, code: "upstream_bad_stream" } });
-      return;
-    }
     if (!started) {
       started = true;
       const prompt = promptIdsOf(c, step.promptIds);
       out.push({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt });
     }
-    if (step.finish?.aborted) {
+    const failed = stepFailure(step, "upstream_bad_stream");
+    if (failed) {
       ended = true;
-      out.push({ error: { message: step.finish.aborted, type: "upstream_error", param: null, code: "engine_abort" } });
+      out.push(failed);
       return;
     }
     completion += step.ids.length;
