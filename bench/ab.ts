@@ -6,7 +6,7 @@
  *
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 2 --concurrency 4]
- *                   [--token-in] [--modes] [--profile DIR] [--perf DIR]
+ *                   [--token-in] [--modes] [--engine vllm|sglang] [--profile DIR] [--perf DIR]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
  * their per-call CPU is not mixed with queueing. The base commit is checked out in a temporary
@@ -17,7 +17,9 @@
  * `--concurrency` workers, each conversation its own rollout. `--token-in` runs both proxies in
  * token-in mode (`forge proxy --token-in --model-dir qwen3`, docs/token-in.md); `--modes`
  * compares this checkout with itself instead of another commit: engine mode (the base side)
- * against token-in mode (this side), in one run. `--profile DIR` runs the proxies under
+ * against token-in mode (this side), in one run. `--engine sglang` has the simulator speak SGLang
+ * 0.5.23 (token-in then sends `/generate`) and starts the proxies with `--engine sglang`; the
+ * default is vLLM 0.33.0. `--profile DIR` runs the proxies under
  * `bun --cpu-prof --cpu-prof-md`, each side writing its profile to DIR/base or DIR/this on exit.
  * `--perf DIR` runs them under `perf record` with JSC's jitdump (DIR/base.data, DIR/base-jit,
  * and the same for this; the CPU figures then include the sampling's cost); `bun bench/perf-report.ts
@@ -55,6 +57,11 @@ const perfRecording = (name: string) => {
 };
 const CONVERSATIONS = Number(flag("conversations", "2"));
 const CONCURRENCY = Number(flag("concurrency", "4"));
+const ENGINE = flag("engine", "vllm");
+if (ENGINE !== "vllm" && ENGINE !== "sglang") {
+  console.error(`bench/ab: --engine must be vllm or sglang, got "${ENGINE}"`);
+  process.exit(2);
+}
 const TOKEN_IN_ARGS = ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"];
 const SCENARIO = flag("scenario", "stream256");
 const ROUNDS = Number(flag("rounds", "4"));
@@ -90,7 +97,7 @@ if (!MODES) {
 }
 const modeOf = (name: "base" | "this") => (TOKEN_IN_BOTH || (MODES && name === "this") ? "token-in" : "engine");
 
-const sim = await startPolicySimulator({ seed: 1, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: TOOL_LOOP_SCRIPT } : {}) });
+const sim = await startPolicySimulator({ seed: 1, engine: ENGINE, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: TOOL_LOOP_SCRIPT } : {}) });
 const wrk = scenario.connections ? ensureTools(console.error).wrk : "";
 type Side = { name: string; proxy: RunningForgeProxy; paths: string[]; headers: Record<string, string>[]; perCall: number[] };
 const sides: Side[] = [];
@@ -101,7 +108,7 @@ try {
       dataDir: join(work, `data-${name}`),
       upstream: `${sim.url}/v1`,
       env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" },
-      extraArgs: modeOf(name) === "token-in" ? TOKEN_IN_ARGS : [],
+      extraArgs: [...(modeOf(name) === "token-in" ? TOKEN_IN_ARGS : []), "--engine", ENGINE],
       bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE_DIR, name)}`] : [],
       ...(PERF_DIR ? { perf: perfRecording(name) } : {}),
     });

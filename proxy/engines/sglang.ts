@@ -68,8 +68,10 @@ export const sglangAdapter: EngineAdapter = {
 /**
  * A native `POST /generate` body with a token-id prompt (what token-in mode sends SGLang):
  * `input_ids` in, `output_ids` and `meta_info.output_token_logprobs` (`[logprob, id, text]`)
- * out; `return_prompt_token_ids` echoes the prompt ids. Sampling parameters use SGLang's
- * names (`max_new_tokens`, `sampling_seed`); an unknown one is a 400.
+ * out. `echoPrompt` asks `return_prompt_token_ids`, which echoes the prompt ids it ran — in every
+ * event of a stream (`tokenizer_manager.py` adds them to each output): only for a prompt the
+ * engine changes (images expanded), not for ids it runs as sent. Sampling parameters use
+ * SGLang's names (`max_new_tokens`, `sampling_seed`); an unknown one is a 400.
  *
  * @example
  * sglangGenerateRequest([151644, 872], { max_new_tokens: 64, temperature: 1 }).input_ids // [151644, 872]
@@ -77,7 +79,7 @@ export const sglangAdapter: EngineAdapter = {
 export function sglangGenerateRequest(
   inputIds: readonly number[],
   samplingParams: SglangSamplingParams = {},
-  options: { stream?: boolean; topLogprobs?: number; rid?: string } = {},
+  options: { stream?: boolean; topLogprobs?: number; rid?: string; echoPrompt?: boolean } = {},
 ): Record<string, unknown> {
   return {
     // The caller's ids as they are (a copy of a long prompt costs more than the rest of the body).
@@ -85,7 +87,7 @@ export function sglangGenerateRequest(
     sampling_params: { skip_special_tokens: false, ...samplingParams },
     return_logprob: true,
     top_logprobs_num: options.topLogprobs ?? 0,
-    return_prompt_token_ids: true,
+    ...(options.echoPrompt ? { return_prompt_token_ids: true } : {}),
     stream: options.stream === true,
     ...(options.rid ? { rid: options.rid } : {}),
   };

@@ -26,3 +26,12 @@ test("engineRequest: vLLM is asked for the sampled ids as token_id:N (return_tok
   expect("return_token_ids" in vllm.body).toBe(false);
   expect(vllm.recorded).toMatchObject({ return_tokens_as_token_ids: true });
 });
+
+test("engineRequest: SGLang is asked to echo the prompt only when it expands images (return_prompt_token_ids puts the whole prompt in every streamed event)", () => {
+  const text = engineRequest("sglang", { model: "m", stream: true }, [5, 6, 7], { maxModelLen: 100, topLogprobs: 0 });
+  expect("return_prompt_token_ids" in text.body).toBe(false);
+  expect(text.body).toMatchObject({ return_logprob: true, stream: true });
+  const images = engineRequest("sglang", { model: "m", stream: true }, [5, 151655, 7], { maxModelLen: 100, topLogprobs: 0, images: ["data:image/png;base64,AAAA"], expandedLength: 6 });
+  expect(images.body).toMatchObject({ return_prompt_token_ids: true, image_data: ["data:image/png;base64,AAAA"] });
+  expect(images.recorded).toMatchObject({ return_prompt_token_ids: true });
+});

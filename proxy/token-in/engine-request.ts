@@ -100,7 +100,8 @@ export function engineRequest(kind: EngineKind, chat: Record<string, any>, promp
     if (chat.logit_bias && typeof chat.logit_bias === "object") sp.logit_bias = chat.logit_bias;
     const schema = chat.response_format?.type === "json_schema" ? chat.response_format.json_schema?.schema : undefined;
     if (schema !== undefined) sp.json_schema = JSON.stringify(schema);
-    const body = sglangGenerateRequest(ids, sp, { stream, topLogprobs: o.topLogprobs });
+    // The prompt echoed only where SGLang expands it (images): ids it runs as sent are the proxy's own.
+    const body = sglangGenerateRequest(ids, sp, { stream, topLogprobs: o.topLogprobs, echoPrompt: images !== undefined });
     if (images) body.image_data = [...images];
     const { input_ids: _ids, image_data: _images, ...recorded } = body;
     return { path: "/generate", body, recorded, maxTokens, promptKey: "input_ids" };
