@@ -6,7 +6,8 @@
  *
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 2 --concurrency 4]
- *                   [--token-in] [--modes] [--engine vllm|sglang] [--profile DIR] [--perf DIR]
+ *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]]
+ *                   [--profile DIR] [--perf DIR]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
  * their per-call CPU is not mixed with queueing. The base commit is checked out in a temporary
@@ -18,8 +19,9 @@
  * token-in mode (`forge proxy --token-in --model-dir qwen3`, docs/token-in.md); `--modes`
  * compares this checkout with itself instead of another commit: engine mode (the base side)
  * against token-in mode (this side), in one run. `--engine sglang` has the simulator speak SGLang
- * 0.5.23 (token-in then sends `/generate`) and starts the proxies with `--engine sglang`; the
- * default is vLLM 0.33.0. `--profile DIR` runs the proxies under
+ * 0.5.23 (token-in then sends `/generate`) and starts the proxies with `--engine sglang`
+ * (`--incremental-streaming`: as started with `--incremental-streaming-output`, each streamed
+ * event holding only what is new); the default is vLLM 0.33.0. `--profile DIR` runs the proxies under
  * `bun --cpu-prof --cpu-prof-md`, each side writing its profile to DIR/base or DIR/this on exit.
  * `--perf DIR` runs them under `perf record` with JSC's jitdump (DIR/base.data, DIR/base-jit,
  * and the same for this; the CPU figures then include the sampling's cost); `bun bench/perf-report.ts
@@ -62,6 +64,11 @@ if (ENGINE !== "vllm" && ENGINE !== "sglang") {
   console.error(`bench/ab: --engine must be vllm or sglang, got "${ENGINE}"`);
   process.exit(2);
 }
+const INCREMENTAL = has("incremental-streaming");
+if (INCREMENTAL && ENGINE !== "sglang") {
+  console.error("bench/ab: --incremental-streaming is SGLang's --incremental-streaming-output: it needs --engine sglang");
+  process.exit(2);
+}
 const TOKEN_IN_ARGS = ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"];
 const SCENARIO = flag("scenario", "stream256");
 const ROUNDS = Number(flag("rounds", "4"));
@@ -97,7 +104,7 @@ if (!MODES) {
 }
 const modeOf = (name: "base" | "this") => (TOKEN_IN_BOTH || (MODES && name === "this") ? "token-in" : "engine");
 
-const sim = await startPolicySimulator({ seed: 1, engine: ENGINE, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: TOOL_LOOP_SCRIPT } : {}) });
+const sim = await startPolicySimulator({ seed: 1, engine: ENGINE, incrementalStreamingOutput: INCREMENTAL, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: TOOL_LOOP_SCRIPT } : {}) });
 const wrk = scenario.connections ? ensureTools(console.error).wrk : "";
 type Side = { name: string; proxy: RunningForgeProxy; paths: string[]; headers: Record<string, string>[]; perCall: number[] };
 const sides: Side[] = [];

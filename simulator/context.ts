@@ -28,4 +28,6 @@ export interface SimContext extends FlavourContext {
   imageProcessor: VisionProcessor;
   /** vLLM: started with --enable-scale-out (its /inference/v1/generate route). */
   scaleOut: boolean;
+  /** SGLang: started with --incremental-streaming-output (each streamed /generate event holds only what is new). */
+  incrementalStreaming: boolean;
 }

@@ -60,6 +60,24 @@ describe("POST /generate (SGLang 0.5.23's native API)", () => {
     expect(last.prompt_token_ids).toBeUndefined();
   });
 
+  test("started with --incremental-streaming-output: each event holds only its new text, ids and logprob rows; the counts stay whole; an echoed prompt is in every event", async () => {
+    const promptIds = model.renderChatIds({ messages: [{ role: "user", content: "Please list the files." }], tools: [bash] });
+    const body = { input_ids: promptIds, sampling_params: { max_new_tokens: 256 }, return_logprob: true, return_prompt_token_ids: true, stream: true };
+    const read = async (sim: ReturnType<typeof createPolicySimulator>) => (await (await post(sim, body)).text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
+    const whole = await read(sglang);
+    const parts = await read(createPolicySimulator({ seed: 4, script, engine: "sglang", incrementalStreamingOutput: true }));
+    expect(parts.length).toBe(whole.length);
+    let seen = 0;
+    parts.forEach((p, i) => {
+      expect(p.output_ids).toEqual(whole[i].output_ids.slice(seen));
+      expect(p.meta_info.output_token_logprobs).toEqual(whole[i].meta_info.output_token_logprobs.slice(seen));
+      expect(p.meta_info.completion_tokens).toBe(whole[i].meta_info.completion_tokens);
+      expect(p.prompt_token_ids).toEqual(promptIds);
+      seen = whole[i].output_ids.length;
+    });
+    expect(parts.map((p) => p.text).join("")).toBe(whole.at(-1).text);
+  });
+
   test("max_new_tokens cuts it: finish_reason length; default max_new_tokens is 128", async () => {
     const res = await post(sglang, { text: "Tell me a long story about the sea and the sky, with many details.", sampling_params: { max_new_tokens: 3 } });
     const body = (await res.json()) as any;

@@ -13,7 +13,9 @@
  *   `cached_tokens`, `e2e_latency`; `output_ids` end with the stop token;
  * - streamed (the default cumulative mode): one `data:` event per decode step with the text, the
  *   `output_ids` and the logprob rows *so far*, `finish_reason` null until the last, then
- *   `data: [DONE]`.
+ *   `data: [DONE]`; started with `--incremental-streaming-output` (`incrementalStreamingOutput`),
+ *   each event holds only its new text, ids and logprob rows (`meta_info` counts stay whole).
+ *   `return_prompt_token_ids` adds the prompt to every event.
  *
  * The prompt is token ids (`input_ids`) or text, with `image_data` (one image or a list: data:
  * URLs or base64) expanded as SGLang's Qwen-VL processor does (images.ts), the prompt it ran
@@ -157,10 +159,14 @@ export async function handleNativeGenerate(ctx: SimContext, request: Request): P
   const started = performance.now();
   const returnLogprob = body.return_logprob === true;
   const finishReason = g.finishReason === "length" ? { type: "length", length: g.ids.length } : { type: "stop", matched: g.stopReason ?? (g.ids.at(-1) === IM_END ? IM_END : null) };
-  /** The answer after `n` tokens (cumulative, as the default streaming mode sends it). */
-  const answer = (n: number, text: string, finished: boolean) => ({
+  /**
+   * The answer after `n` tokens: everything so far (the default streaming mode), or with
+   * `from` (--incremental-streaming-output) only the ids and logprob rows from `from` on, the
+   * text given being what is new (`_slice_streaming_output_meta_info`; the counts stay whole).
+   */
+  const answer = (n: number, text: string, finished: boolean, from = 0) => ({
     text,
-    output_ids: g.ids.slice(0, n),
+    output_ids: g.ids.slice(from, n),
     meta_info: {
       id: rid,
       finish_reason: finished ? finishReason : null,
@@ -168,7 +174,7 @@ export async function handleNativeGenerate(ctx: SimContext, request: Request): P
       weight_version: ctx.engine.weightVersion,
       num_retractions: 0,
       ...(returnLogprob
-        ? { input_token_logprobs: [], output_token_logprobs: logprobs.slice(0, n).map((l) => [l.logprob, l.id, null]), output_token_logprobs_length: n }
+        ? { input_token_logprobs: [], output_token_logprobs: logprobs.slice(from, n).map((l) => [l.logprob, l.id, null]), output_token_logprobs_length: n }
         : {}),
       reasoning_tokens: 0,
       completion_tokens: n,
@@ -180,11 +186,16 @@ export async function handleNativeGenerate(ctx: SimContext, request: Request): P
   const whole = visibleText(g, 0, coveredBytes(g));
   if (body.stream !== true) return Response.json(answer(g.ids.length, whole, true), { headers: { "x-forge-simulator": "1" } });
   return sseResponse(async function* () {
-    for await (const [, n] of pacedChunks(g.ids.length, ctx, request.signal)) {
+    let sent = 0;
+    for await (const [from, n] of pacedChunks(g.ids.length, ctx, request.signal)) {
       // The text so far stops before a character the tokens have only begun.
       let end = n === g.ids.length ? coveredBytes(g) : Math.min(g.byteEnds[n - 1]!, coveredBytes(g));
       while (end > 0 && !atCharBoundary(g, end)) end--;
-      yield answer(n, visibleText(g, 0, end), n === g.ids.length);
+      if (!ctx.incrementalStreaming) yield answer(n, visibleText(g, 0, end), n === g.ids.length);
+      else {
+        yield answer(n, visibleText(g, sent, end), n === g.ids.length, from);
+        sent = Math.max(sent, end);
+      }
     }
   }, request.signal);
 }

@@ -51,6 +51,11 @@ export interface PolicySimulatorOptions {
   imageProcessor?: VisionProcessor;
   /** vLLM: started with `--enable-scale-out` (serves `/inference/v1/generate`; without it the route answers 403). Default true. */
   enableScaleOut?: boolean;
+  /**
+   * SGLang: started with `--incremental-streaming-output` (a streamed `/generate` event holds only
+   * its new output ids, text and logprob rows, not everything so far). Default false.
+   */
+  incrementalStreamingOutput?: boolean;
 }
 
 export function resolveOptions(options: PolicySimulatorOptions): SimContext {
@@ -68,6 +73,7 @@ export function resolveOptions(options: PolicySimulatorOptions): SimContext {
     thinks: modelSpec.reasoningParser !== null,
     imageProcessor: options.imageProcessor ?? modelSpec.images?.expand?.processor ?? QWEN2_5_VL_PROCESSOR,
     scaleOut: options.enableScaleOut ?? true,
+    incrementalStreaming: options.incrementalStreamingOutput ?? false,
     seed: options.seed,
     script,
     model,

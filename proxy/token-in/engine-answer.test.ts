@@ -47,3 +47,40 @@ describe("vLLM's completions answer read as sampled steps", () => {
     expect(reader.read(choice("token_id:3"))!.unreadable).toBe(`vLLM's logprobs.tokens is "token_id:3", not a list`);
   });
 });
+
+describe("SGLang's /generate read as sampled steps", () => {
+  const IDS = [151667, 198, 785, 151668, 9707, 151645];
+  const row = (i: number) => [-0.1 * (i + 1), IDS[i], null];
+  /** The events of a stream in steps of `step` ids: everything so far (SGLang's default) or only what is new (--incremental-streaming-output). */
+  const events = (step: number, incremental: boolean) => {
+    const out: any[] = [];
+    for (let from = 0; from < IDS.length; from += step) {
+      const n = Math.min(from + step, IDS.length);
+      const start = incremental ? from : 0;
+      out.push({ text: "", output_ids: IDS.slice(start, n), meta_info: { prompt_tokens: 9, completion_tokens: n, output_token_logprobs: IDS.slice(start, n).map((_, i) => row(start + i)), finish_reason: n === IDS.length ? { type: "stop", matched: 151645 } : null } });
+    }
+    return out;
+  };
+
+  for (const incremental of [false, true]) {
+    test(`streamed ${incremental ? "incrementally" : "cumulatively"}: each id once, with its own logprob, in order`, () => {
+      for (const step of [1, 2, 4]) {
+        const reader = engineAnswerReader("sglang");
+        const steps = events(step, incremental).map((e) => reader.read(e)!);
+        expect(steps.flatMap((s) => s.ids)).toEqual(IDS);
+        expect(steps.flatMap((s) => s.logprobs)).toEqual(IDS.map((_, i) => -0.1 * (i + 1)));
+        expect(steps.at(-1)!.finish).toEqual({ reason: "stop", stopToken: true, stopReason: 151645 });
+        expect(reader.usage()).toEqual({ prompt_tokens: 9, completion_tokens: IDS.length });
+      }
+    });
+  }
+
+  test("an event that adds nothing (a repeated or empty one) adds no ids; one without counts is read as everything so far", () => {
+    const reader = engineAnswerReader("sglang");
+    const [first, second] = events(3, false);
+    expect(reader.read(first)!.ids).toEqual(IDS.slice(0, 3));
+    expect(reader.read(first)!.ids).toEqual([]);
+    const { completion_tokens: _, ...uncounted } = second.meta_info;
+    expect(reader.read({ ...second, meta_info: uncounted })!.ids).toEqual(IDS.slice(3));
+  });
+});

@@ -5,7 +5,8 @@
  * `stop_reason`: null for the end-of-turn token, a token id, or a stop string; one chunk per
  * step when streamed) and SGLang 0.5.23's `/generate` (`output_ids`, `meta_info.finish_reason`
  * `{type, matched}`, `meta_info.output_token_logprobs` rows `[logprob, id, text]`; streamed,
- * every event holds everything so far), and vLLM's `/inference/v1/generate` (a prompt with
+ * every event holds everything so far, or only what is new on a server started with
+ * `--incremental-streaming-output`), and vLLM's `/inference/v1/generate` (a prompt with
  * images: `choices[0].token_ids`, `logprobs.content` rows `{token_id, logprob, top_logprobs}`,
  * the expanded prompt as the top-level `prompt_token_ids`, on the first chunk when streamed).
  * docs/engines.md has the contracts.
@@ -122,18 +123,26 @@ function sglangReader(): EngineAnswerReader {
       if (!event || typeof event !== "object" || !Array.isArray(event.output_ids)) return undefined;
       const meta = event.meta_info ?? {};
       const all: number[] = event.output_ids;
-      const ids = all.slice(seen);
+      // What is new: the last `fresh` ids of the event and of its logprob rows, whether it holds
+      // everything so far (SGLang's default) or only what is new (--incremental-streaming-output);
+      // meta_info.completion_tokens counts all sampled so far either way.
+      const total = typeof meta.completion_tokens === "number" && meta.completion_tokens >= seen ? meta.completion_tokens : seen + Math.max(0, all.length - seen);
+      const fresh = total - seen;
+      const ids = all.slice(Math.max(0, all.length - fresh));
       const rows: unknown[] = Array.isArray(meta.output_token_logprobs) ? meta.output_token_logprobs : [];
+      const rowAt = rows.length - ids.length;
       const logprobs = ids.map((_, i) => {
-        const row = rows[seen + i];
+        const row = rows[rowAt + i];
         return Array.isArray(row) && typeof row[0] === "number" ? row[0] : Number.NaN;
       });
       const step: EngineStep = { ids, logprobs };
       if (Array.isArray(meta.output_top_logprobs)) {
-        step.top = ids.map((_, i) => ((meta.output_top_logprobs[seen + i] ?? []) as unknown[]).filter(Array.isArray).map((r: any) => ({ token: r[1] as number, logprob: r[0] as number })));
+        const top: unknown[] = meta.output_top_logprobs;
+        const topAt = top.length - ids.length;
+        step.top = ids.map((_, i) => ((top[topAt + i] ?? []) as unknown[]).filter(Array.isArray).map((r: any) => ({ token: r[1] as number, logprob: r[0] as number })));
       }
       if (seen === 0 && (Array.isArray(event.prompt_token_ids) || event.prompt_token_ids instanceof Uint32Array)) step.promptIds = event.prompt_token_ids;
-      seen = all.length;
+      seen += ids.length;
       if (typeof meta.prompt_tokens === "number" && typeof meta.completion_tokens === "number") usage = { prompt_tokens: meta.prompt_tokens, completion_tokens: meta.completion_tokens };
       const f = meta.finish_reason;
       if (f && typeof f === "object") {

@@ -35,6 +35,60 @@ const script = { thinking: true, tasks: [STOCK_TASK, { name: "title", match: "Ge
 /** One Chat call of the loop below (docs of chatCall: tests/token-in/calls.ts). */
 const chat = (h: ProxyHarness, r: { api_key: string; openai_base_url: string }, body: Record<string, unknown>, stream: boolean) => chatCall(h, r, { model: "qwen3", tools, ...body }, stream);
 
+/**
+ * A five-call tool loop through `h` (its simulator speaking `engine`): the engine's prompt n+1 =
+ * prompt n + completion n + the new messages; the records one chain, one sample, 0 drift.
+ */
+async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang"): Promise<void> {
+    const r = await h.register({ task_id: "stock" });
+    const messages: Msg[] = [
+      { role: "system", content: "You are a coding agent." },
+      { role: "user", content: "stock.csv lists items and counts. Write the total to total.txt." },
+    ];
+    const answers: Answer[] = [];
+    for (let i = 0; i < 5; i++) {
+      const a = await chat(h, r, { messages }, i % 2 === 1);
+      answers.push(a);
+      messages.push(echo(a));
+      for (const c of a.toolCalls) messages.push({ role: "tool", tool_call_id: c.id, content: c.name === "read" ? "item,count\nbolts,12\nnuts,30\n" : "ok" });
+      if (a.toolCalls.length === 0) break;
+    }
+    // The harness got tool calls (names, arguments as JSON) and the reasoning, as vLLM's chat route gives them.
+    expect(answers.map((a) => a.toolCalls.map((c) => [c.name, Object.keys(JSON.parse(c.arguments))]))).toEqual([[["read", ["path"]]], [["bash", ["command"]]], [["write", ["path", "content"]]], [["bash", ["command"]]], []]);
+    expect(answers[0]!.reasoning.trim()).toBe("Read it first.");
+    expect(answers[0]!.content.trim()).toBe("I'll look at the file first.");
+    expect(answers[4]!.content.trim()).toBe("total.txt holds 42.");
+
+    // At the engine: each prompt begins with exactly the previous prompt and completion.
+    const samples = samplesOf(h, r.rollout_id);
+    expect(samples.length).toBe(5);
+    for (let i = 1; i < samples.length; i++) {
+      const held = [...samples[i - 1]!.prompt_token_ids, ...samples[i - 1]!.token_ids];
+      expect(startsWith(samples[i]!.prompt_token_ids, held)).toBe(true);
+      expect(samples[i]!.prompt_token_ids.length).toBeGreaterThan(held.length);
+    }
+
+    // The records: one chain, each call naming the call it continues and what was rendered.
+    const calls = await h.calls(r.rollout_id);
+    const prompts = resolvePrompts(calls);
+    expect(calls.map((c) => [c.tokenMode, c.chainStart, c.chainId])).toEqual(calls.map(() => [TokenMode.TOKEN_IN, expect.any(Number), calls[0]!.callId]));
+    expect(calls.map((c) => c.chainStart)).toEqual([ChainStart.FIRST, 0, 0, 0, 0]);
+    expect(calls.map((c) => c.chainParent)).toEqual(["", ...calls.slice(0, -1).map((c) => c.callId)]);
+    calls.forEach((c, i) => {
+      expect(c.tokenStatus).toBe(TokenStatus.COMPLETE);
+      expect(prompts.get(c.callId)).toEqual(samples[i]!.prompt_token_ids);
+      expect(c.completionTokenIds).toEqual(samples[i]!.token_ids);
+      const before = i === 0 ? 0 : samples[i - 1]!.prompt_token_ids.length + samples[i - 1]!.token_ids.length;
+      expect(c.renderedTokens).toBe(samples[i]!.prompt_token_ids.length - before);
+      const sent = JSON.parse(new TextDecoder().decode(c.engineRequest));
+      expect(engine === "sglang" ? [sent.input_ids, typeof sent.sampling_params] : [sent.prompt, typeof sent.max_tokens]).toEqual([undefined, engine === "sglang" ? "object" : "number"]);
+      const sentAnswer = JSON.parse(new TextDecoder().decode(c.chainAnswer));
+      expect(sentAnswer.tool_calls.map((t: any) => t.name)).toEqual(answers[i]!.toolCalls.map((t) => t.name));
+    });
+
+    await expectOneSample(h, r.rollout_id, samples);
+}
+
 for (const engine of ["vllm", "sglang"] as const) {
   describe(`token-in mode, ${engine} flavour`, () => {
     let h: ProxyHarness;
@@ -47,55 +101,7 @@ for (const engine of ["vllm", "sglang"] as const) {
 
     test(
       "a five-call tool loop: the engine's prompt n+1 = prompt n + completion n + the new messages; one sample, 0 drift",
-      async () => {
-        const r = await h.register({ task_id: "stock" });
-        const messages: Msg[] = [
-          { role: "system", content: "You are a coding agent." },
-          { role: "user", content: "stock.csv lists items and counts. Write the total to total.txt." },
-        ];
-        const answers: Answer[] = [];
-        for (let i = 0; i < 5; i++) {
-          const a = await chat(h, r, { messages }, i % 2 === 1);
-          answers.push(a);
-          messages.push(echo(a));
-          for (const c of a.toolCalls) messages.push({ role: "tool", tool_call_id: c.id, content: c.name === "read" ? "item,count\nbolts,12\nnuts,30\n" : "ok" });
-          if (a.toolCalls.length === 0) break;
-        }
-        // The harness got tool calls (names, arguments as JSON) and the reasoning, as vLLM's chat route gives them.
-        expect(answers.map((a) => a.toolCalls.map((c) => [c.name, Object.keys(JSON.parse(c.arguments))]))).toEqual([[["read", ["path"]]], [["bash", ["command"]]], [["write", ["path", "content"]]], [["bash", ["command"]]], []]);
-        expect(answers[0]!.reasoning.trim()).toBe("Read it first.");
-        expect(answers[0]!.content.trim()).toBe("I'll look at the file first.");
-        expect(answers[4]!.content.trim()).toBe("total.txt holds 42.");
-
-        // At the engine: each prompt begins with exactly the previous prompt and completion.
-        const samples = samplesOf(h, r.rollout_id);
-        expect(samples.length).toBe(5);
-        for (let i = 1; i < samples.length; i++) {
-          const held = [...samples[i - 1]!.prompt_token_ids, ...samples[i - 1]!.token_ids];
-          expect(startsWith(samples[i]!.prompt_token_ids, held)).toBe(true);
-          expect(samples[i]!.prompt_token_ids.length).toBeGreaterThan(held.length);
-        }
-
-        // The records: one chain, each call naming the call it continues and what was rendered.
-        const calls = await h.calls(r.rollout_id);
-        const prompts = resolvePrompts(calls);
-        expect(calls.map((c) => [c.tokenMode, c.chainStart, c.chainId])).toEqual(calls.map(() => [TokenMode.TOKEN_IN, expect.any(Number), calls[0]!.callId]));
-        expect(calls.map((c) => c.chainStart)).toEqual([ChainStart.FIRST, 0, 0, 0, 0]);
-        expect(calls.map((c) => c.chainParent)).toEqual(["", ...calls.slice(0, -1).map((c) => c.callId)]);
-        calls.forEach((c, i) => {
-          expect(c.tokenStatus).toBe(TokenStatus.COMPLETE);
-          expect(prompts.get(c.callId)).toEqual(samples[i]!.prompt_token_ids);
-          expect(c.completionTokenIds).toEqual(samples[i]!.token_ids);
-          const before = i === 0 ? 0 : samples[i - 1]!.prompt_token_ids.length + samples[i - 1]!.token_ids.length;
-          expect(c.renderedTokens).toBe(samples[i]!.prompt_token_ids.length - before);
-          const sent = JSON.parse(new TextDecoder().decode(c.engineRequest));
-          expect(engine === "sglang" ? [sent.input_ids, typeof sent.sampling_params] : [sent.prompt, typeof sent.max_tokens]).toEqual([undefined, engine === "sglang" ? "object" : "number"]);
-          const sentAnswer = JSON.parse(new TextDecoder().decode(c.chainAnswer));
-          expect(sentAnswer.tool_calls.map((t: any) => t.name)).toEqual(answers[i]!.toolCalls.map((t) => t.name));
-        });
-
-        await expectOneSample(h, r.rollout_id, samples);
-      },
+      () => expectFiveCallLoop(h, engine),
       SLOW,
     );
 
@@ -358,3 +364,16 @@ describe("token-in failures: clear errors", () => {
   });
 });
 
+
+test(
+  "SGLang started with --incremental-streaming-output (each streamed event holds only what is new): the same tool loop, every id read",
+  async () => {
+    const h = await startProxyHarness({ sim: { script, engine: "sglang", incrementalStreamingOutput: true }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } });
+    try {
+      await expectFiveCallLoop(h, "sglang");
+    } finally {
+      await h.close();
+    }
+  },
+  SLOW,
+);
