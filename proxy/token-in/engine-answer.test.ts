@@ -41,7 +41,8 @@ describe("vLLM's completions answer read as sampled steps", () => {
   test("tokens that are not token_id:N (an engine that ignored return_tokens_as_token_ids, or a broken one) make the answer unreadable, naming the token", () => {
     const reader = engineAnswerReader("vllm", { top: false });
     expect(reader.read(choice(["<think>", "\n"]))!.unreadable).toMatch(/^vLLM's logprobs\.tokens\[0\] is "<think>", not "token_id:N": the engine ignored return_tokens_as_token_ids \(token-in mode needs vLLM ≥ 0\.13\.0/);
-    for (const bad of ["token_id:", "token_id:-1", "token_id:1.5", "token_id:12x", "token_id: 5", "token_id:007", 7, null]) {
+    expect(reader.read(choice(["token_id:0", "token_id:151645"]))!.ids).toEqual([0, 151645]);
+    for (const bad of ["token_id:", "token_id:-1", "token_id:1.5", "token_id:12x", "token_id: 5", "token_id:007", "token_id:12345678901", "token_id:1e3", 7, null]) {
       expect(reader.read(choice(["token_id:3", bad]))!.unreadable).toContain(`logprobs.tokens[1] is ${JSON.stringify(bad)}`);
     }
     expect(reader.read(choice("token_id:3"))!.unreadable).toBe(`vLLM's logprobs.tokens is "token_id:3", not a list`);

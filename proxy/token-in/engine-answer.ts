@@ -178,11 +178,22 @@ function placeholderIds(tokens: unknown): number[] | string {
   return ids;
 }
 
-/** N of `token_id:N` as vLLM writes it (`f"token_id:{token_id}"`: decimal digits, no sign or padding), or -1. */
+/**
+ * N of `token_id:N` as vLLM writes it (`f"token_id:{token_id}"`: decimal digits, no sign or
+ * leading zero), or -1. Read by character: one per sampled token, no substring or number text made.
+ */
 function placeholderId(text: string): number {
-  const digits = text.slice(PLACEHOLDER.length);
-  const id = Number(digits);
-  return digits !== "" && Number.isSafeInteger(id) && id >= 0 && String(id) === digits ? id : -1;
+  const start = PLACEHOLDER.length;
+  const end = text.length;
+  // A token id is below 2^32: at most 10 digits.
+  if (end === start || end - start > 10 || (text.charCodeAt(start) === 0x30 && end - start > 1)) return -1;
+  let id = 0;
+  for (let i = start; i < end; i++) {
+    const digit = text.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return -1;
+    id = id * 10 + digit;
+  }
+  return id;
 }
 
 /** A top alternative's key: its id when written as `token_id:N`, else the text vLLM wrote. */
