@@ -3,8 +3,9 @@
  * the assistant turn sent back as harnesses send it, and the simulator's samples per rollout.
  */
 import { expect } from "bun:test";
-import type { ProxyHarness } from "../../proxy/testing.ts";
+import { resolvePrompts, type ProxyHarness } from "../../proxy/testing.ts";
 import { readRecords } from "../../records/index.ts";
+import { ChainStart, TokenMode, TokenStatus, type ModelCall } from "../../schemas/index.ts";
 import type { SimSample } from "../../simulator/testing.ts";
 import { trajectoryOf } from "../../trajectories/index.ts";
 
@@ -76,6 +77,54 @@ export const echo = (a: Answer): Msg => ({
   content: a.content.trim(),
   ...(a.toolCalls.length ? { tool_calls: a.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(JSON.parse(c.arguments)) } })) } : {}),
 });
+
+/** The stock task's first two messages: the system prompt and the user's request. */
+export const STOCK_OPENING: readonly Msg[] = [
+  { role: "system", content: "You are a coding agent." },
+  { role: "user", content: "stock.csv lists items and counts. Write the total to total.txt." },
+];
+
+/**
+ * The stock task's tool loop as a harness runs it, up to five calls (streamed every other one):
+ * each answer echoed back, each tool call answered (`read` with the CSV, anything else "ok"),
+ * until an answer calls no tool. `call` sends one Chat request.
+ *
+ * @example
+ * const answers = await stockLoop((body, stream) => chatCall(h, r, { model: "qwen3", tools: STOCK_TOOLS, ...body }, stream));
+ */
+export async function stockLoop(call: (body: { messages: Msg[] }, stream: boolean) => Promise<Answer>): Promise<Answer[]> {
+  const messages: Msg[] = [...STOCK_OPENING];
+  const answers: Answer[] = [];
+  for (let i = 0; i < 5; i++) {
+    const a = await call({ messages }, i % 2 === 1);
+    answers.push(a);
+    messages.push(echo(a));
+    for (const c of a.toolCalls) messages.push({ role: "tool", tool_call_id: c.id, content: c.name === "read" ? "item,count\nbolts,12\nnuts,30\n" : "ok" });
+    if (a.toolCalls.length === 0) break;
+  }
+  return answers;
+}
+
+/**
+ * A five-call loop's records are one chain: token-in, each call continuing the one before, its
+ * ids COMPLETE and equal to what the engine ran and sampled (`samples`). Returns the calls.
+ *
+ * @example
+ * const calls = await expectOneChain(h, r.rollout_id, samplesOf(h, r.rollout_id));
+ */
+export async function expectOneChain(h: ProxyHarness, rolloutId: string, samples: SimSample[]): Promise<ModelCall[]> {
+  const calls = await h.calls(rolloutId);
+  const prompts = resolvePrompts(calls);
+  expect(calls.map((c) => [c.tokenMode, c.chainId])).toEqual(calls.map(() => [TokenMode.TOKEN_IN, calls[0]!.callId]));
+  expect(calls.map((c) => c.chainStart)).toEqual([ChainStart.FIRST, 0, 0, 0, 0]);
+  expect(calls.map((c) => c.chainParent)).toEqual(["", ...calls.slice(0, -1).map((c) => c.callId)]);
+  calls.forEach((c, i) => {
+    expect(c.tokenStatus).toBe(TokenStatus.COMPLETE);
+    expect(prompts.get(c.callId)).toEqual(samples[i]!.prompt_token_ids);
+    expect(c.completionTokenIds).toEqual(samples[i]!.token_ids);
+  });
+  return calls;
+}
 
 /** The first simulator's samples of one rollout, in order. */
 export const samplesOf = (h: ProxyHarness, rolloutId: string): SimSample[] => h.sims[0]!.samples.filter((s) => s.rollout === rolloutId);

@@ -22,11 +22,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startProxy, tokenInOptions } from "../../proxy/index.ts";
 import { TokenInSettingsError } from "../../proxy/testing.ts";
-import { resolvePrompts, startProxyHarness, type ProxyHarness } from "../../proxy/testing.ts";
-import { ChainStart, TokenMode, TokenStatus } from "../../schemas/index.ts";
+import { startProxyHarness, type ProxyHarness } from "../../proxy/testing.ts";
+import { ChainStart } from "../../schemas/index.ts";
 import { parseExperimentText } from "../../schemas/index.ts";
 import { proxyCommand } from "../../proxy/cli.ts";
-import { chatCall, echo, expectOneSample, STOCK_TASK, STOCK_TOOLS, firstToolUse, messagesEvents, samplesOf, startsWith, type Answer, type Msg } from "./calls.ts";
+import { chatCall, echo, expectOneChain, expectOneSample, STOCK_TASK, STOCK_TOOLS, firstToolUse, messagesEvents, samplesOf, startsWith, stockLoop, type Msg } from "./calls.ts";
 
 const SLOW = 120_000;
 const tools = STOCK_TOOLS;
@@ -41,18 +41,7 @@ const chat = (h: ProxyHarness, r: { api_key: string; openai_base_url: string }, 
  */
 async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang"): Promise<void> {
     const r = await h.register({ task_id: "stock" });
-    const messages: Msg[] = [
-      { role: "system", content: "You are a coding agent." },
-      { role: "user", content: "stock.csv lists items and counts. Write the total to total.txt." },
-    ];
-    const answers: Answer[] = [];
-    for (let i = 0; i < 5; i++) {
-      const a = await chat(h, r, { messages }, i % 2 === 1);
-      answers.push(a);
-      messages.push(echo(a));
-      for (const c of a.toolCalls) messages.push({ role: "tool", tool_call_id: c.id, content: c.name === "read" ? "item,count\nbolts,12\nnuts,30\n" : "ok" });
-      if (a.toolCalls.length === 0) break;
-    }
+    const answers = await stockLoop((body, stream) => chat(h, r, body, stream));
     // The harness got tool calls (names, arguments as JSON) and the reasoning, as vLLM's chat route gives them.
     expect(answers.map((a) => a.toolCalls.map((c) => [c.name, Object.keys(JSON.parse(c.arguments))]))).toEqual([[["read", ["path"]]], [["bash", ["command"]]], [["write", ["path", "content"]]], [["bash", ["command"]]], []]);
     expect(answers[0]!.reasoning.trim()).toBe("Read it first.");
@@ -69,15 +58,8 @@ async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang"): P
     }
 
     // The records: one chain, each call naming the call it continues and what was rendered.
-    const calls = await h.calls(r.rollout_id);
-    const prompts = resolvePrompts(calls);
-    expect(calls.map((c) => [c.tokenMode, c.chainStart, c.chainId])).toEqual(calls.map(() => [TokenMode.TOKEN_IN, expect.any(Number), calls[0]!.callId]));
-    expect(calls.map((c) => c.chainStart)).toEqual([ChainStart.FIRST, 0, 0, 0, 0]);
-    expect(calls.map((c) => c.chainParent)).toEqual(["", ...calls.slice(0, -1).map((c) => c.callId)]);
+    const calls = await expectOneChain(h, r.rollout_id, samples);
     calls.forEach((c, i) => {
-      expect(c.tokenStatus).toBe(TokenStatus.COMPLETE);
-      expect(prompts.get(c.callId)).toEqual(samples[i]!.prompt_token_ids);
-      expect(c.completionTokenIds).toEqual(samples[i]!.token_ids);
       const before = i === 0 ? 0 : samples[i - 1]!.prompt_token_ids.length + samples[i - 1]!.token_ids.length;
       expect(c.renderedTokens).toBe(samples[i]!.prompt_token_ids.length - before);
       const sent = JSON.parse(new TextDecoder().decode(c.engineRequest));

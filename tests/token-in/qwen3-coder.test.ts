@@ -22,8 +22,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readRecords } from "../../records/index.ts";
 import { startProxy, tokenInOptions } from "../../proxy/index.ts";
-import { resolvePrompts, startProxyHarness, type ProxyHarness } from "../../proxy/testing.ts";
-import { ChainStart, TokenMode, TokenStatus } from "../../schemas/index.ts";
+import { startProxyHarness, type ProxyHarness } from "../../proxy/testing.ts";
+import { ChainStart } from "../../schemas/index.ts";
 import { startPolicySimulator } from "../../simulator/index.ts";
 import { parsePolicyScriptFile, type ModelCall } from "../../schemas/index.ts";
 import type { RolloutTrajectory } from "../../trajectories/index.ts";
@@ -31,7 +31,7 @@ import { harnessUnavailable } from "../../workflows/harnesses/index.ts";
 import { runLocal } from "../../workflows/local/executor.ts";
 import { loadTaskDir } from "../../workflows/tasks/index.ts";
 import { loadModel, QWEN3_CODER } from "../../model/index.ts";
-import { chatCall, echo, expectOneSample, firstToolUse, messagesEvents, samplesOf, startsWith, type Answer, type Msg } from "./calls.ts";
+import { chatCall, expectOneChain, expectOneSample, firstToolUse, messagesEvents, samplesOf, startsWith, STOCK_OPENING, stockLoop } from "./calls.ts";
 
 const SLOW = 120_000;
 const fn = (name: string, props: Record<string, string>, required: string[]) => ({
@@ -73,18 +73,7 @@ for (const engine of ["vllm", "sglang"] as const) {
       async () => {
         const model = await loadModel(QWEN3_CODER);
         const r = await h.register({ task_id: "stock" });
-        const messages: Msg[] = [
-          { role: "system", content: "You are a coding agent." },
-          { role: "user", content: "stock.csv lists items and counts. Write the total to total.txt." },
-        ];
-        const answers: Answer[] = [];
-        for (let i = 0; i < 5; i++) {
-          const a = await chat(h, r, { messages }, i % 2 === 1);
-          answers.push(a);
-          messages.push(echo(a));
-          for (const c of a.toolCalls) messages.push({ role: "tool", tool_call_id: c.id, content: c.name === "read" ? "item,count\nbolts,12\nnuts,30\n" : "ok" });
-          if (a.toolCalls.length === 0) break;
-        }
+        const answers = await stockLoop((body, stream) => chat(h, r, body, stream));
         // The engine sampled XML; the harness got OpenAI tool calls, arguments typed by the schema (timeout an integer).
         const samples = samplesOf(h, r.rollout_id);
         expect(samples.length).toBe(5);
@@ -109,19 +98,10 @@ for (const engine of ["vllm", "sglang"] as const) {
           expect(appended).toMatch(/^\n<\|im_start\|>user\n<tool_response>\n[\s\S]*\n<\/tool_response>\n<\|im_end\|>\n<\|im_start\|>assistant\n$/);
         }
         // The first prompt is Qwen3-Coder's rendering (its XML tools block).
-        expect(samples[0]!.prompt_token_ids).toEqual(model.renderChatIds({ messages: messages.slice(0, 2), tools }));
+        expect(samples[0]!.prompt_token_ids).toEqual(model.renderChatIds({ messages: [...STOCK_OPENING], tools }));
 
         // The records: one chain, each call continuing the one before, COMPLETE ids equal to the engine's.
-        const calls = await h.calls(r.rollout_id);
-        const prompts = resolvePrompts(calls);
-        expect(calls.map((c) => [c.tokenMode, c.chainId])).toEqual(calls.map(() => [TokenMode.TOKEN_IN, calls[0]!.callId]));
-        expect(calls.map((c) => c.chainStart)).toEqual([ChainStart.FIRST, 0, 0, 0, 0]);
-        expect(calls.map((c) => c.chainParent)).toEqual(["", ...calls.slice(0, -1).map((c) => c.callId)]);
-        calls.forEach((c, i) => {
-          expect(c.tokenStatus).toBe(TokenStatus.COMPLETE);
-          expect(prompts.get(c.callId)).toEqual(samples[i]!.prompt_token_ids);
-          expect(c.completionTokenIds).toEqual(samples[i]!.token_ids);
-        });
+        await expectOneChain(h, r.rollout_id, samples);
 
         await expectOneSample(h, r.rollout_id, samples);
       },
