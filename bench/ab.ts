@@ -5,7 +5,7 @@
  * taken side by side compare). Prints each round and the median ratio this / base.
  *
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
- *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 2 --concurrency 4]
+ *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 8 --concurrency 4]
  *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]]
  *                   [--profile DIR] [--perf DIR]
  *
@@ -15,10 +15,11 @@
  *
  * `toolloop` is a multi-turn tool-calling conversation (bench/lib/tool-loop.ts: 13 streamed calls
  * per conversation, the history growing to ~30 KB), `--conversations` per round on each of
- * `--concurrency` workers, each conversation its own rollout. `--token-in` runs both proxies in
- * token-in mode (`forge proxy --token-in --model-dir qwen3`, docs/token-in.md); `--modes`
- * compares this checkout with itself instead of another commit: engine mode (the base side)
- * against token-in mode (this side), in one run. `--engine sglang` has the simulator speak SGLang
+ * `--concurrency` workers, each conversation its own rollout (8 × 4: ~420 calls a side a
+ * round, ~0.4 s of CPU, which the kernel's 10 ms ticks resolve to ±2.5 %; 32 for ±0.6 %).
+ * `--token-in` runs both proxies in token-in mode (`forge proxy --token-in --model-dir qwen3`,
+ * docs/token-in.md); `--modes` compares this checkout with itself instead of another commit:
+ * engine mode (the base side) against token-in mode (this side), in one run. `--engine sglang` has the simulator speak SGLang
  * 0.5.23 (token-in then sends `/generate`) and starts the proxies with `--engine sglang`
  * (`--incremental-streaming`: as started with `--incremental-streaming-output`, each streamed
  * event holding only what is new); the default is vLLM 0.33.0. `--profile DIR` runs the proxies under
@@ -57,7 +58,7 @@ const perfRecording = (name: string) => {
   mkdirSync(jitDir, { recursive: true });
   return { data: join(PERF_DIR, `${name}.data`), jitDir };
 };
-const CONVERSATIONS = Number(flag("conversations", "2"));
+const CONVERSATIONS = Number(flag("conversations", "8"));
 const CONCURRENCY = Number(flag("concurrency", "4"));
 const ENGINE = flag("engine", "vllm");
 if (ENGINE !== "vllm" && ENGINE !== "sglang") {
