@@ -19,11 +19,12 @@
  * round, ~0.4 s of CPU, which the kernel's 10 ms ticks resolve to ±2.5 %; 32 for ±0.6 %).
  * `--token-in` runs both proxies in token-in mode (`forge proxy --token-in --model-dir qwen3`,
  * docs/token-in.md); `--modes` compares this checkout with itself instead of another commit:
- * engine mode (the base side) against token-in mode (this side), in one run. `--engine sglang` has the simulator speak SGLang
- * 0.5.23 (token-in then sends `/generate`) and starts the proxies with `--engine sglang`
- * (`--incremental-streaming`: as started with `--incremental-streaming-output`, each streamed
- * event holding only what is new); the default is vLLM 0.33.0. `--profile DIR` runs the proxies under
- * `bun --cpu-prof --cpu-prof-md`, each side writing its profile to DIR/base or DIR/this on exit.
+ * engine mode (the base side) against token-in mode (this side), in one run. `--engine sglang`
+ * has the simulator speak SGLang 0.5.23 (token-in then sends `/generate`) and starts the proxies
+ * with `--engine sglang` (`--incremental-streaming`: as started with
+ * `--incremental-streaming-output`, each streamed event holding only what is new); the default
+ * is vLLM 0.33.0. `--profile DIR` runs the proxies under `bun --cpu-prof --cpu-prof-md`, each
+ * side writing its profile to DIR/base or DIR/this on exit.
  * `--perf DIR` runs them under `perf record` with JSC's jitdump (DIR/base.data, DIR/base-jit,
  * and the same for this; the CPU figures then include the sampling's cost); `bun bench/perf-report.ts
  * DIR` then charges each sample to the JS function it is in or under, side by side.
