@@ -3,8 +3,8 @@
  * JavaScript functions: the innermost one on its stack (its own code and the native code it
  * called: JSON.parse, string and typed-array work, a collection it triggered) and every one
  * on its stack (inclusive). JIT frames are named from JSC's jitdump (`nameJitFrames` with
- * jitdump.ts's `jitResolver`) as `JSC-<tier>: <name>#<hash>`; the hash tells apart functions of one name, and is the same in
- * two processes running the same source.
+ * jitdump.ts's `jitResolver`) as `JSC-<tier>: <name>#<hash>`; the hash tells apart functions
+ * of one name, and is the same in two processes running the same source.
  */
 
 export interface Sample {

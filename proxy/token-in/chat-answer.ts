@@ -149,9 +149,9 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
   });
 }
 
-/** The error a step fails the call with: an answer the reader could not read (`unreadable`: the code), or an engine abort. */
-function stepFailure(step: EngineStep, unreadable: "upstream_bad_stream" | "upstream_bad_body"): { error: Record<string, unknown> } | undefined {
-  if (step.unreadable) return { error: { message: step.unreadable, type: "upstream_error", param: null, code: unreadable } };
+/** The error a step fails the call with: an answer the reader could not read (with `unreadableCode`), or an engine abort. */
+function stepFailure(step: EngineStep, unreadableCode: "upstream_bad_stream" | "upstream_bad_body"): { error: Record<string, unknown> } | undefined {
+  if (step.unreadable) return { error: { message: step.unreadable, type: "upstream_error", param: null, code: unreadableCode } };
   if (step.finish?.aborted) return { error: { message: step.finish.aborted, type: "upstream_error", param: null, code: "engine_abort" } };
   return undefined;
 }

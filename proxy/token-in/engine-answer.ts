@@ -126,7 +126,7 @@ function sglangReader(): EngineAnswerReader {
       // What is new: the last `fresh` ids of the event and of its logprob rows, whether it holds
       // everything so far (SGLang's default) or only what is new (--incremental-streaming-output);
       // meta_info.completion_tokens counts all sampled so far either way.
-      const total = typeof meta.completion_tokens === "number" && meta.completion_tokens >= seen ? meta.completion_tokens : seen + Math.max(0, all.length - seen);
+      const total = typeof meta.completion_tokens === "number" && meta.completion_tokens >= seen ? meta.completion_tokens : Math.max(seen, all.length);
       const fresh = total - seen;
       const ids = all.slice(Math.max(0, all.length - fresh));
       const rows: unknown[] = Array.isArray(meta.output_token_logprobs) ? meta.output_token_logprobs : [];

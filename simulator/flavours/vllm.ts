@@ -151,6 +151,7 @@ export const vllmFlavour: EngineFlavour = {
   completionJson(a: CompletionAnswer, ctx: FlavourContext) {
     const body = a.body;
     const ids = body.return_token_ids === true;
+    const asTokenIds = body.return_tokens_as_token_ids === true;
     // With return_token_ids vLLM does not detokenize the prompt, so an echo repeats "" (serving.py:590-592).
     const echoText = body.echo ? (ids ? "" : a.promptText) : "";
     return {
@@ -165,8 +166,8 @@ export const vllmFlavour: EngineFlavour = {
           body.logprobs === undefined || body.logprobs === null
             ? null
             : body.echo
-              ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, [...a.promptIds, ...c.g.ids], body.return_tokens_as_token_ids === true)
-              : completionLogprobs(a.tokenizer, c.logprobs, 0, undefined, body.return_tokens_as_token_ids === true),
+              ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, [...a.promptIds, ...c.g.ids], asTokenIds)
+              : completionLogprobs(a.tokenizer, c.logprobs, 0, undefined, asTokenIds),
         finish_reason: c.g.finishReason,
         stop_reason: c.g.stopReason,
         token_ids: ids ? allIds(c, ctx.engine.faults.holeyIds) : null,
@@ -187,6 +188,7 @@ export const vllmFlavour: EngineFlavour = {
   async *completionStream(a: CompletionAnswer, ctx: FlavourContext) {
     const body = a.body;
     const ids = body.return_token_ids === true;
+    const asTokenIds = body.return_tokens_as_token_ids === true;
     const id = this.answerId("completion");
     const head = { id, object: "text_completion", created: a.created, model: a.model };
     const offsets = a.choices.map(() => 0);
@@ -198,8 +200,8 @@ export const vllmFlavour: EngineFlavour = {
       const logprobs = !wantLogprobs
         ? null
         : echo
-          ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], offsets[c.index]!, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)], body.return_tokens_as_token_ids === true)
-          : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), offsets[c.index]!, undefined, body.return_tokens_as_token_ids === true);
+          ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], offsets[c.index]!, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)], asTokenIds)
+          : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), offsets[c.index]!, undefined, asTokenIds);
       yield {
         ...head,
         choices: [
