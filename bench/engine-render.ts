@@ -1,10 +1,12 @@
 /**
  * What token-in mode takes off the engine's API server: vLLM 0.33.0's own chat-route
  * preprocessing (OnlineRenderer.render_chat: the messages parsed, the chat template run over the
- * whole conversation, the whole prompt tokenized) per call of the tool loop, timed in CPU in
- * vLLM's own code (the reference venv, python/build-env.sh). In engine mode vLLM does this for
- * every call, the conversation whole each time; in token-in mode the proxy renders only what a
- * call appends and vLLM's /v1/completions gets ids. `bun bench/ab.ts --scenario toolloop --modes`
+ * whole conversation, the whole prompt tokenized) and its reasoning and tool parsers over the
+ * streamed answer (ChatStreamProcessor.step, one engine step a token), per call of the tool loop,
+ * timed in CPU in vLLM's own code (bench/lib/vllm-chat-render.py, the reference venv,
+ * python/build-env.sh). In engine mode vLLM does this for every call, the conversation whole each
+ * time; in token-in mode the proxy renders only what a call appends and parses the answer, and
+ * vLLM's /v1/completions gets ids. `bun bench/ab.ts --scenario toolloop --modes`
  * gives what token-in costs the proxy instead; docs/performance.md sets the two side by side.
  *
  *   bun bench/engine-render.ts [--rounds 5]
@@ -27,8 +29,8 @@ const ROOT = resolve(import.meta.dir, "..");
 const { flag } = benchFlags();
 const ROUNDS = Number(flag("rounds", "5"));
 
-type Call = { request: Record<string, unknown>; prompt_tokens: number };
-type Timed = { prompt_tokens: number; ids: number; cpu_ms: number[] };
+type Call = { request: Record<string, unknown>; prompt_tokens: number; output_ids: number[] };
+type Timed = { prompt_tokens: number; ids: number; tool_calls: number; render_ms: number[]; parsers_ms: number[] };
 
 /** The tool loop's Chat requests as vLLM gets them, each with the prompt length the engine reported. */
 async function recordCalls(): Promise<Call[]> {
@@ -38,16 +40,23 @@ async function recordCalls(): Promise<Call[]> {
     port: 0,
     async fetch(req) {
       const body = (await req.json()) as Record<string, unknown>;
-      const answer = await fetch(`${sim.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      // The sampled ids as engine mode asks for them (return_token_ids); the request kept is the harness's.
+      const answer = await fetch(`${sim.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body, return_token_ids: true }) });
       const text = await answer.text();
-      const usage = text
+      const chunks = text
         .split("\n")
         .filter((l) => l.startsWith("data: {"))
-        .map((l) => JSON.parse(l.slice(6)).usage)
-        .find((u) => u && typeof u.prompt_tokens === "number");
+        .map((l) => JSON.parse(l.slice(6)));
+      const usage = chunks.map((c) => c.usage).find((u) => u && typeof u.prompt_tokens === "number");
       if (!usage) throw new Error("bench/engine-render: the simulator's answer carries no usage (stream_options.include_usage)");
-      calls.push({ request: body, prompt_tokens: usage.prompt_tokens });
-      return new Response(text, { status: answer.status, headers: { "content-type": answer.headers.get("content-type") ?? "text/event-stream" } });
+      const outputIds = chunks.flatMap((c) => c.choices?.[0]?.token_ids ?? []);
+      calls.push({ request: body, prompt_tokens: usage.prompt_tokens, output_ids: outputIds });
+      // The harness gets the answer without the ids it did not ask for.
+      for (const c of chunks) {
+        delete c.prompt_token_ids;
+        for (const choice of c.choices ?? []) delete choice.token_ids;
+      }
+      return new Response(chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n", { status: answer.status, headers: { "content-type": "text/event-stream" } });
     },
   });
   try {
@@ -70,12 +79,17 @@ try {
   const timed = JSON.parse(readFileSync(join(work, "out.json"), "utf8")) as Timed[];
   const wrong = timed.findIndex((t) => t.ids !== t.prompt_tokens);
   if (wrong >= 0) throw new Error(`bench/engine-render: call ${wrong + 1}: vLLM renders ${timed[wrong]!.ids} prompt tokens, the engine counted ${timed[wrong]!.prompt_tokens}`);
-  console.log(`bench/engine-render: vLLM 0.33.0's chat-route preprocessing (render_chat) per call of the tool loop, CPU ms, median of ${ROUNDS} rounds`);
-  console.log("  call  prompt tokens  vLLM render ms");
-  timed.forEach((t, i) => console.log(`  ${String(i + 1).padStart(4)}  ${String(t.ids).padStart(13)}  ${median(t.cpu_ms).toFixed(2).padStart(14)}`));
-  const mean = timed.reduce((s, t) => s + median(t.cpu_ms), 0) / timed.length;
-  console.log(`  mean per call: ${mean.toFixed(2)} ms of the engine's API server CPU, which token-in mode does not ask of it`);
-  console.log("  (what token-in costs the proxy instead: bun bench/ab.ts --scenario toolloop --modes)");
+  console.log(`bench/engine-render: vLLM 0.33.0's chat-route work per call of the tool loop that token-in mode does not ask of it, CPU ms, median of ${ROUNDS} rounds`);
+  console.log("  call  prompt tokens  answer tokens  render ms  parsers ms");
+  // The tool loop's answers are twelve tool calls and a final answer: vLLM's parser must find them so.
+  const unparsed = timed.findIndex((t, i) => t.tool_calls !== (i < timed.length - 1 ? 1 : 0));
+  if (unparsed >= 0) throw new Error(`bench/engine-render: call ${unparsed + 1}: vLLM's parsers found ${timed[unparsed]!.tool_calls} tool calls in the answer`);
+  const rows = timed.map((t, i) => ({ render: median(t.render_ms), parsers: median(t.parsers_ms), answer: calls[i]!.output_ids.length, ids: t.ids }));
+  rows.forEach((r, i) => console.log(`  ${String(i + 1).padStart(4)}  ${String(r.ids).padStart(13)}  ${String(r.answer).padStart(13)}  ${r.render.toFixed(2).padStart(9)}  ${r.parsers.toFixed(2).padStart(10)}`));
+  const mean = (f: (r: (typeof rows)[number]) => number) => rows.reduce((s, r) => s + f(r), 0) / rows.length;
+  console.log(`  mean per call: render ${mean((r) => r.render).toFixed(2)} ms + parsers ${mean((r) => r.parsers).toFixed(2)} ms = ${mean((r) => r.render + r.parsers).toFixed(2)} ms of the engine's API server CPU`);
+  console.log("  (render: OnlineRenderer.render_chat; parsers: the qwen3 and hermes parsers' ChatStreamProcessor.step over the answer, one token a step)");
+  console.log("  what token-in costs the proxy instead: bun bench/ab.ts --scenario toolloop --modes (its per-call CPU, token-in less engine mode)");
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

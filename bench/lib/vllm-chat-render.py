@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""vLLM 0.33.0's own chat-route preprocessing per call, timed in CPU: what its API server does
-for each Chat Completions request before the engine sees it (OnlineRenderer.render_chat:
-parse_chat_messages, the chat template over the whole conversation, the whole prompt tokenized),
-which a token-in call (ids to /v1/completions) does not ask of it. Run by bench/engine-render.ts
-in the reference venv (python/build-env.sh):
+"""vLLM 0.33.0's own chat-route work per call, timed in CPU: what its API server does for each
+Chat Completions request that a token-in call (ids to /v1/completions) does not ask of it.
+Before the engine: OnlineRenderer.render_chat (parse_chat_messages, the chat template over the
+whole conversation, the whole prompt tokenized). After it: the reasoning and tool parsers
+(`--reasoning-parser qwen3 --tool-call-parser hermes`) over the streamed answer, one engine step a
+token, as the coupled chat route runs them (parsers_cpu_ns). Run by bench/engine-render.ts in the
+reference venv (python/build-env.sh):
 
     .venv/reference/bin/python bench/lib/vllm-chat-render.py CALLS.json OUT.json ROUNDS
 
-CALLS.json: [{"request": <the Chat body vLLM got>, "prompt_tokens": <its usage.prompt_tokens>}].
-OUT.json: [{"prompt_tokens", "ids", "cpu_ms": [one per round]}], "ids" the prompt's length as
-vLLM rendered it (the bench holds it to the engine's usage). The first round of each request
-is a warm-up and not kept: vLLM's template and tokenizer are compiled and cached by then, as on
-a serving engine.
+CALLS.json: [{"request": <the Chat body vLLM got>, "prompt_tokens": <its usage.prompt_tokens>,
+"output_ids": <the ids it sampled>}]. OUT.json: [{"prompt_tokens", "ids", "tool_calls",
+"render_ms", "parsers_ms"}], the times a list with one CPU time per round, "ids" the prompt's
+length as vLLM rendered it (the bench holds it to the engine's usage), "tool_calls" how many
+calls vLLM's parser found in the answer. The first round of each
+call is a warm-up and not kept: vLLM's template and tokenizer are compiled and cached by then,
+as on a serving engine.
 """
 import json
 import sys
@@ -28,13 +32,16 @@ def main() -> None:
     src, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
     calls = json.loads(Path(src).read_text())
     # `vllm serve … --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3`.
-    renderer = oracle.vllm_online("renderer", {}, oracle.DEFAULT_TOOL_PARSER, oracle.DEFAULT_REASONING_PARSER)
+    tool, reasoning = oracle.DEFAULT_TOOL_PARSER, oracle.DEFAULT_REASONING_PARSER
+    renderer = oracle.vllm_online("renderer", {}, tool, reasoning)
+    derenderer = oracle.vllm_online("derenderer", {}, tool, reasoning)
     proto = oracle.need("vllm.entrypoints.openai.chat_completion.protocol")
     results = []
     for call in calls:
         request = proto.ChatCompletionRequest.model_validate(call["request"])
-        times = []
-        ids = 0
+        timed = {"render_ms": [], "parsers_ms": []}
+        calls_found = 0
+        prompt_ids: list[int] = []
         for r in range(rounds + 1):
             copy = request.model_copy(deep=True)
             start = time.process_time_ns()
@@ -42,11 +49,42 @@ def main() -> None:
             spent = time.process_time_ns() - start
             if (msg := oracle.error_response_text(res)) is not None:
                 raise SystemExit(f"vLLM refused call {len(results) + 1}: {msg}")
-            ids = len(res[1][0]["prompt_token_ids"])
+            prompt_ids = list(res[1][0]["prompt_token_ids"])
             if r > 0:
-                times.append(spent / 1e6)
-        results.append({"prompt_tokens": call["prompt_tokens"], "ids": ids, "cpu_ms": times})
+                timed["render_ms"].append(spent / 1e6)
+            spent, calls_found = parsers_cpu_ns(derenderer, request, prompt_ids, call["output_ids"])
+            if r > 0:
+                timed["parsers_ms"].append(spent / 1e6)
+        results.append({"prompt_tokens": call["prompt_tokens"], "ids": len(prompt_ids), "tool_calls": calls_found, **timed})
     Path(out).write_text(json.dumps(results))
+
+
+def parsers_cpu_ns(derenderer, request, prompt_ids: list[int], output_ids: list[int]) -> tuple[int, int]:
+    """CPU time of the chat route's parsers over the answer as it streams, one token an engine step,
+    and the tool calls they found: a ChatStreamProcessor with its parser made as the coupled chat
+    route makes one per request (serving.py), `step` per engine step. The steps' texts are vLLM's
+    own incremental detokenizer's, made before the clock starts (the completions route detokenizes
+    too)."""
+    derender = oracle.need("vllm.renderers.online_derenderer")
+    stream = oracle.need("vllm.entrypoints.openai.chat_completion.stream_processor")
+    tokenizer = derenderer.renderer.get_tokenizer()
+    skip_special, spaces_between = derender._decode_params(tokenizer, request, preserve_special=True)
+    state = derender._seed_stream_state(tokenizer, prompt_ids, skip_special_tokens=skip_special)
+    texts = []
+    for token in output_ids:
+        text, state = derenderer._detokenize_delta(tokenizer, [token], state, skip_special_tokens=skip_special, spaces_between_special_tokens=spaces_between)
+        texts.append(text)
+    names = set()
+    start = time.process_time_ns()
+    parser = derenderer.parser(tokenizer, request.tools, chat_template_kwargs=derenderer._resolve_chat_template_kwargs(request), model_config=derenderer.model_config)
+    processor = stream.ChatStreamProcessor(request, parser, enable_auto_tools=derenderer.enable_auto_tools, parser_cls=derenderer.parser)
+    for i, (token, text) in enumerate(zip(output_ids, texts)):
+        step = processor.step(text, [token], "stop" if i == len(output_ids) - 1 else None, prompt_ids)
+        delta = step[0] if isinstance(step, tuple) else getattr(step, "delta_message", None)
+        for call in (getattr(delta, "tool_calls", None) or []):
+            if call.function is not None and call.function.name:
+                names.add(call.function.name)
+    return time.process_time_ns() - start, len(names)
 
 
 if __name__ == "__main__":
