@@ -47,7 +47,8 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
     const decision = decideTurn({ messages: chat?.turns ?? chatmlTurns(promptText), tools: chat?.tools ?? [], script: ctx.script, seed: ctx.seed, conversationKey: rollout, choiceIndex: index, enableThinking: chat?.thinking });
     const turn = chat ? decision.turn : { content: decision.turn.content, toolCalls: [] };
     const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, format: ctx.toolFormat, maxTokens, stop: stopList(body.stop) });
-    const logprobs = sampledLogprobs(g.ids, mix(context, index), topCount ?? 0);
+    // One alternative more than asked: vLLM's candidates hold k + 1 where the sampled token is not among the k most likely (logprob-blocks.ts).
+    const logprobs = sampledLogprobs(g.ids, mix(context, index), topCount === undefined ? 0 : topCount + 1);
     const text = visibleText(g, 0, coveredBytes(g));
     ctx.record({ prompt_token_ids: promptIds, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids), ...(rollout ? { rollout } : {}) });
     ctx.log(`policy simulator: completion ${promptIds.length}+${g.ids.length} tokens, ${decision.task ? `task ${decision.task}` : "default policy"}, finish ${g.finishReason}`);
@@ -56,7 +57,7 @@ export async function handleCompletion(ctx: SimContext, request: Request): Promi
   const completionTokens = choices.reduce((sum, c) => sum + c.g.ids.length, 0);
   const usage = { prompt_tokens: promptIds.length, total_tokens: promptIds.length + completionTokens, completion_tokens: completionTokens };
   // The prompt's own logprobs, for an echo with logprobs: none for the first token (nothing precedes it).
-  const promptLogprobs = body.echo && topCount !== undefined ? [null, ...sampledLogprobs(promptIds.slice(1), mix(context, 0x70), topCount)] : [];
+  const promptLogprobs = body.echo && topCount !== undefined ? [null, ...sampledLogprobs(promptIds.slice(1), mix(context, 0x70), topCount + 1)] : [];
   const answer: CompletionAnswer = { request, body, tokenizer, promptIds, promptText, promptLogprobs, choices, model: body.model ?? ctx.model, created: Math.floor(Date.now() / 1000), usage };
   if (!body.stream) return Response.json(ctx.flavour.completionJson(answer, ctx), { headers: { "x-forge-simulator": "1" } });
   return sseResponse(async function* () {

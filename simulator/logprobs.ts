@@ -42,6 +42,23 @@ export function sampledLogprobs(ids: readonly number[], context: number, topCoun
   });
 }
 
+/**
+ * A position's candidates as vLLM's engine hands them to its serving layer when asked for `k`
+ * top logprobs (its Logprobs dict): the sampled token first, then the k most likely tokens but
+ * it, so k entries when the sampled token is one of the k most likely and k + 1 when not. `l`
+ * holds k alternatives (`sampledLogprobs` with k + 1). vLLM's completions route writes them all
+ * (`completion_top_logprobs_limit`: the first k + 1), its generate route too, its chat route the
+ * first k (the simulator's chat answers take `sampledLogprobs` with k, the same k).
+ *
+ * @example
+ * vllmCandidates(sampledLogprobs([9707], 42, 3)[0]!, 2).length // 2 or 3
+ */
+export function vllmCandidates(l: TokenLogprob, k: number): TokenLogprob["top"] {
+  if (k <= 0 || l.top.length <= 1) return [{ id: l.id, logprob: l.logprob }];
+  const kth = l.top[k];
+  return kth !== undefined && l.logprob >= kth.logprob ? l.top.slice(0, k) : l.top.slice(0, k + 1);
+}
+
 const tokenTextCache = new Map<number, string>();
 
 /** `{token, logprob, bytes, top_logprobs}` as OpenAI/vLLM write a chat logprob entry. */

@@ -19,7 +19,7 @@
  */
 import { generate } from "./generate.ts";
 import { hashIds, hashString, mix } from "./hash.ts";
-import { sampledLogprobs } from "./logprobs.ts";
+import { sampledLogprobs, vllmCandidates } from "./logprobs.ts";
 import type { SimContext } from "./context.ts";
 import { decideTurn } from "./policy.ts";
 import { pacedChunks, sseResponse } from "./sse.ts";
@@ -76,7 +76,7 @@ export async function handleTokenGenerate(ctx: SimContext, request: Request): Pr
   const stop = sp.stop == null ? [] : typeof sp.stop === "string" ? [sp.stop] : (sp.stop as string[]);
   const g = generate(tokenizer, turn, { thinking: chat?.thinking ?? false, format: ctx.toolFormat, maxTokens: sp.max_tokens ?? MAX_MODEL_LEN - prompt.length, stop });
   const top = typeof sp.logprobs === "number" ? sp.logprobs : undefined;
-  // The sampled token first, then `logprobs` alternatives (vLLM's order).
+  // The sampled token first, then the `logprobs` most likely but it (vLLM's candidates: `logprobs` entries when the sampled token is one of them, one more when not).
   const logprobs = sampledLogprobs(g.ids, context, top === undefined ? 0 : top + 1);
   ctx.record({ prompt_token_ids: prompt, token_ids: g.ids, logprobs: logprobs.map((l) => l.logprob), text: tokenizer.decode(g.ids), ...(rollout ? { rollout } : {}) });
   ctx.log(`policy simulator: /inference/v1/generate ${prompt.length}+${g.ids.length} tokens (${images.length} images), ${decision.task ? `task ${decision.task}` : "default policy"}, finish ${g.finishReason}`);
@@ -87,7 +87,7 @@ export async function handleTokenGenerate(ctx: SimContext, request: Request): Pr
   const finishReason = g.finishReason;
   const stopReason = g.finishReason === "length" ? null : g.stopReason;
   const rows = (from: number, to: number) =>
-    top === undefined ? null : { content: logprobs.slice(from, to).map((l) => ({ token_id: l.id, logprob: l.logprob, rank: 1, top_logprobs: l.top.map((t, i) => ({ token_id: t.id, logprob: t.logprob, rank: i + 1 })) })) };
+    top === undefined ? null : { content: logprobs.slice(from, to).map((l) => ({ token_id: l.id, logprob: l.logprob, rank: 1, top_logprobs: vllmCandidates(l, top).map((t, i) => ({ token_id: t.id, logprob: t.logprob, rank: i + 1 })) })) };
   const usage = { prompt_tokens: prompt.length, total_tokens: prompt.length + g.ids.length, completion_tokens: g.ids.length, prompt_tokens_details: null };
   if (body.stream !== true) {
     return Response.json(

@@ -103,6 +103,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     prompt: images ? images.expanded : promptIds,
     ...(images ? {} : { promptText }),
     logprobs: chat.logprobs === true,
+    topLogprobs,
     reader: images ? echoReader(reader, (ids) => (echoed ??= ids)) : reader,
     onAnswer: (a) => (answer = a),
   };

@@ -15,7 +15,7 @@ beforeAll(async () => {
 const tools = [{ type: "function", function: { name: "read", parameters: { type: "object", properties: { path: { type: "string" } } } } }];
 const PROMPT = Array.from({ length: 3000 }, (_, i) => 100 + i);
 
-function context(prompt: readonly number[], logprobs: boolean): ChatAnswerContext {
+function context(prompt: readonly number[], logprobs: boolean, topLogprobs = 0): ChatAnswerContext {
   const promptText = JSON.stringify(prompt);
   const memo = { text: promptText, ids: Uint32Array.from(prompt), ends: new Uint32Array(0) } as never;
   return {
@@ -26,6 +26,7 @@ function context(prompt: readonly number[], logprobs: boolean): ChatAnswerContex
     promptText,
     idsMemo: memo,
     logprobs,
+    topLogprobs,
     reader: engineAnswerReader("vllm", { top: logprobs }),
     onAnswer: () => {},
   };
@@ -172,6 +173,17 @@ describe("chatJsonAnswer: a whole engine answer", () => {
     expect(answer.choices[0].message.reasoning).toBe("\nok\n");
     expect(answer.choices[0].token_ids).toEqual(ids());
     expect(answer.prompt_token_ids).toEqual(PROMPT);
+  });
+
+  test("top_logprobs as vLLM's chat route cuts the candidates: the first top_logprobs of them (the completions route sends one more), none for 0, all for -1", () => {
+    // Each position's candidates as vLLM's /v1/completions sends them for `logprobs: 2`: the sampled token, then the two most likely but it.
+    const out = ids();
+    const body = JSON.parse(engineJson(out, (id) => `token_id:${id}`));
+    body.choices[0].logprobs.top_logprobs = out.map((id) => ({ [`token_id:${id}`]: -0.5, "token_id:0": -1, "token_id:30": -2 }));
+    const tops = (topLogprobs: number) => JSON.parse(chatJsonAnswer(context(PROMPT, true, topLogprobs), JSON.stringify(body))).choices[0].logprobs.content.map((e: any) => e.top_logprobs.map((t: any) => t.token));
+    expect(tops(2)).toEqual(out.map((id) => [model.tokenizer.decode([id]), "!"]));
+    expect(tops(0)).toEqual(out.map(() => []));
+    expect(tops(-1)).toEqual(out.map((id) => [model.tokenizer.decode([id]), "!", "?"]));
   });
 
   test("an engine that ignored return_tokens_as_token_ids: an error body naming it, not an empty answer", () => {

@@ -39,6 +39,13 @@ export interface ChatAnswerContext {
   idsMemo?: IdsMemo;
   /** Whether the harness asked for logprobs (then the entries are full: token, bytes, top_logprobs). */
   logprobs: boolean;
+  /**
+   * The harness's `top_logprobs` (-1: all): vLLM's chat route gives the first that many of a
+   * position's candidates in the engine's order, the sampled token first
+   * (`chat_top_logprobs_limit`), where its completions route gives one more
+   * (`completion_top_logprobs_limit`) and its generate route all of them.
+   */
+  topLogprobs: number;
   reader: EngineAnswerReader;
   /** Called with what the harness was sent, once the answer is complete. */
   onAnswer(answer: SentAnswer): void;
@@ -79,12 +86,18 @@ function logprobEntries(c: ChatAnswerContext, ids: readonly number[], logprobs: 
       token,
       logprob,
       bytes: tokenizer.tokenBytes(id),
-      top_logprobs: (top?.[i] ?? []).map((t) => {
+      top_logprobs: chatCandidates(c, top?.[i]).map((t) => {
         const text = typeof t.token === "number" ? tokenizer.decode([t.token]) : t.token;
         return { token: text, logprob: t.logprob, bytes: [...encoder.encode(text)] };
       }),
     };
   });
+}
+
+/** A position's candidates as vLLM's chat route cuts them (the first `topLogprobs`; all for -1). */
+function chatCandidates(c: ChatAnswerContext, candidates: NonNullable<EngineStep["top"]>[number] | undefined): NonNullable<EngineStep["top"]>[number] {
+  if (!candidates) return [];
+  return c.topLogprobs >= 0 && candidates.length > c.topLogprobs ? candidates.slice(0, c.topLogprobs) : candidates;
 }
 
 function usageOf(c: ChatAnswerContext, completion: number) {

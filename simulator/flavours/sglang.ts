@@ -15,7 +15,7 @@
  * - Errors (`serving_base.py:119-142`): flat `{"object": "error", "message", "type", "param", "code"}`.
  */
 import { IM_END } from "../model.ts";
-import { chatLogprobs, completionLogprobs } from "./logprob-blocks.ts";
+import { chatLogprobs, completionLogprobs, type CompletionTop } from "./logprob-blocks.ts";
 import { chunkIds, decodeSteps, finalMessage, finishReasonOf } from "./steps.ts";
 import { NamedEvent, type ChatAnswer, type CompletionAnswer, type EngineFlavour, type FlavourContext, type SampledChoice } from "./types.ts";
 
@@ -159,6 +159,7 @@ export const sglangFlavour: EngineFlavour = {
     const body = a.body;
     const returnIds = body.return_token_ids === true;
     const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
+    const top: CompletionTop = { engine: "sglang", k: body.logprobs ?? 0 };
     return {
       id: this.answerId("completion"),
       object: "text_completion",
@@ -170,8 +171,8 @@ export const sglangFlavour: EngineFlavour = {
         logprobs: !wantLogprobs
           ? null
           : body.echo && body.logprobs! > 0
-            ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, [...a.promptIds, ...c.g.ids])
-            : completionLogprobs(a.tokenizer, c.logprobs, 0),
+            ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, top, [...a.promptIds, ...c.g.ids])
+            : completionLogprobs(a.tokenizer, c.logprobs, 0, top),
         finish_reason: c.g.finishReason,
         matched_stop: matchedStop(c),
         ...(returnIds ? { token_ids: ids(c, ctx.engine.faults.holeyIds), prompt_token_ids: a.promptIds } : {}),
@@ -185,6 +186,7 @@ export const sglangFlavour: EngineFlavour = {
     const body = a.body;
     const returnIds = body.return_token_ids === true;
     const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
+    const top: CompletionTop = { engine: "sglang", k: body.logprobs ?? 0 };
     const head = { id: this.answerId("completion"), object: "text_completion", created: a.created, model: a.model };
     for await (const { choice: c, delta: d, k, last } of decodeSteps(ctx, a.choices, a.request.signal)) {
       const echo = k === 0 && body.echo === true;
@@ -197,8 +199,8 @@ export const sglangFlavour: EngineFlavour = {
             logprobs: !wantLogprobs
               ? null
               : echo && body.logprobs! > 0
-                ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], 0, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)])
-                : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), 0),
+                ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], 0, top, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)])
+                : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), 0, top),
             finish_reason: last ? c.g.finishReason : null,
             matched_stop: last ? matchedStop(c) : null,
             ...(returnIds ? { token_ids: chunkIds(c, d.start, d.end, k, ctx.engine.faults.holeyIds), ...(k === 0 ? { prompt_token_ids: a.promptIds } : {}) } : {}),

@@ -16,7 +16,7 @@
  *   top keys) as `token_id:N` (`_create_completion_logprobs`, text offsets advancing by them).
  * - Errors (`serve/engine/protocol.py:79-87`): `{"error": {"message", "type", "param", "code"}}`.
  */
-import { chatLogprobs, completionLogprobs } from "./logprob-blocks.ts";
+import { chatLogprobs, completionLogprobs, type CompletionTop } from "./logprob-blocks.ts";
 import { chunkIds, decodeSteps, finalMessage, finishReasonOf } from "./steps.ts";
 import type { ChatAnswer, CompletionAnswer, EngineFlavour, FlavourContext, SampledChoice } from "./types.ts";
 
@@ -152,6 +152,7 @@ export const vllmFlavour: EngineFlavour = {
     const body = a.body;
     const ids = body.return_token_ids === true;
     const asTokenIds = body.return_tokens_as_token_ids === true;
+    const top: CompletionTop = { engine: "vllm", k: body.logprobs ?? 0 };
     // With return_token_ids vLLM does not detokenize the prompt, so an echo repeats "" (serving.py:590-592).
     const echoText = body.echo ? (ids ? "" : a.promptText) : "";
     return {
@@ -166,8 +167,8 @@ export const vllmFlavour: EngineFlavour = {
           body.logprobs === undefined || body.logprobs === null
             ? null
             : body.echo
-              ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, [...a.promptIds, ...c.g.ids], asTokenIds)
-              : completionLogprobs(a.tokenizer, c.logprobs, 0, undefined, asTokenIds),
+              ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs], 0, top, [...a.promptIds, ...c.g.ids], asTokenIds)
+              : completionLogprobs(a.tokenizer, c.logprobs, 0, top, undefined, asTokenIds),
         finish_reason: c.g.finishReason,
         stop_reason: c.g.stopReason,
         token_ids: ids ? allIds(c, ctx.engine.faults.holeyIds) : null,
@@ -189,6 +190,7 @@ export const vllmFlavour: EngineFlavour = {
     const body = a.body;
     const ids = body.return_token_ids === true;
     const asTokenIds = body.return_tokens_as_token_ids === true;
+    const top: CompletionTop = { engine: "vllm", k: body.logprobs ?? 0 };
     const id = this.answerId("completion");
     const head = { id, object: "text_completion", created: a.created, model: a.model };
     const offsets = a.choices.map(() => 0);
@@ -200,8 +202,8 @@ export const vllmFlavour: EngineFlavour = {
       const logprobs = !wantLogprobs
         ? null
         : echo
-          ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], offsets[c.index]!, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)], asTokenIds)
-          : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), offsets[c.index]!, undefined, asTokenIds);
+          ? completionLogprobs(a.tokenizer, [...a.promptLogprobs, ...c.logprobs.slice(d.start, d.end)], offsets[c.index]!, top, [...a.promptIds, ...c.g.ids.slice(d.start, d.end)], asTokenIds)
+          : completionLogprobs(a.tokenizer, c.logprobs.slice(d.start, d.end), offsets[c.index]!, top, undefined, asTokenIds);
       yield {
         ...head,
         choices: [

@@ -54,6 +54,13 @@ Ops (fields with ? are optional):
                        -> non-streaming: {message, finish_reason, prompt_ids} (the assistant
                           message vLLM's chat server assembles from these output tokens);
                           with stream: as parse_*_stream
+  vllm_completion_logprobs / vllm_chat_logprobs
+                       {steps: [{id, logprob, top?: [[id, logprob], ...]}], num?=0, offset?=0,
+                        as_ids?=true}
+                       -> {logprobs}: the block vLLM's /v1/completions (logprobs: num) or
+                          /v1/chat/completions (top_logprobs: num) writes for sampled steps whose
+                          candidates are the sampled token then `top`
+                          (_create_completion_logprobs, _create_chat_logprobs)
   validate             {model, body} -> {ok, errors?, extra, ignored_keys, extra_paths, value?}
                           models: vllm.ChatCompletionRequest, vllm.CompletionRequest,
                           vllm.ResponsesRequest, vllm.AnthropicMessagesRequest,
@@ -496,6 +503,19 @@ def op_vllm_derender(req: dict) -> dict:
                     req.get("reasoning_parser", DEFAULT_REASONING_PARSER))
 
 
+def candidate_dicts(steps: list) -> list:
+    """Each step's candidates as vLLM's engine hands them to its serving layer (a Logprobs dict):
+    the sampled token first, then the step's `top` alternatives in order."""
+    Logprob = need("vllm.logprobs").Logprob
+    dicts = []
+    for st in steps:
+        d = {st["id"]: Logprob(logprob=st["logprob"], rank=1, decoded_token=None)}
+        for i, (tid, lp) in enumerate(st.get("top", [])):
+            d.setdefault(tid, Logprob(logprob=lp, rank=i + 2, decoded_token=None))
+        dicts.append(d)
+    return dicts
+
+
 def op_vllm_completion_logprobs(req: dict) -> dict:
     """vLLM's /v1/completions `logprobs` block for sampled steps, as its serving layer writes one
     chunk's (OpenAIServingCompletion._create_completion_logprobs): each step `{id, logprob, top:
@@ -503,23 +523,34 @@ def op_vllm_completion_logprobs(req: dict) -> dict:
     first), `num` the request's `logprobs`, `offset` the chunk's first text offset, `as_ids` the
     request's `return_tokens_as_token_ids`. No tokenizer: with as_ids none is read."""
     serving = need("vllm.entrypoints.openai.completion.serving")
-    Logprob = need("vllm.logprobs").Logprob
     server = object.__new__(serving.OpenAIServingCompletion)
     server.return_tokens_as_token_ids = False
     steps = req["steps"]
-    top = []
-    for st in steps:
-        d = {st["id"]: Logprob(logprob=st["logprob"], rank=1, decoded_token=None)}
-        for i, (tid, lp) in enumerate(st.get("top", [])):
-            d.setdefault(tid, Logprob(logprob=lp, rank=i + 2, decoded_token=None))
-        top.append(d)
     block = server._create_completion_logprobs(
         token_ids=[st["id"] for st in steps],
-        top_logprobs=top,
+        top_logprobs=candidate_dicts(steps),
         num_output_top_logprobs=req.get("num", 0),
         tokenizer=None,
         initial_text_offset=req.get("offset", 0),
         return_as_token_id=req.get("as_ids", True),
+    )
+    return {"logprobs": json.loads(block.model_dump_json())}
+
+
+def op_vllm_chat_logprobs(req: dict) -> dict:
+    """vLLM's /v1/chat/completions `logprobs` block for the same steps as vllm_completion_logprobs
+    (OpenAIServingChat._create_chat_logprobs), `num` the request's `top_logprobs`, the tokens
+    written `token_id:N` (no tokenizer is read): what the chat route gives of each position's
+    candidates (the first `num`, the sampled token first)."""
+    serving = need("vllm.entrypoints.openai.chat_completion.serving")
+    server = object.__new__(serving.OpenAIServingChat)
+    server.return_tokens_as_token_ids = True
+    block = server._create_chat_logprobs(
+        token_ids=[st["id"] for st in req["steps"]],
+        top_logprobs=candidate_dicts(req["steps"]),
+        tokenizer=None,
+        num_output_top_logprobs=req.get("num", 0),
+        return_as_token_id=True,
     )
     return {"logprobs": json.loads(block.model_dump_json())}
 
@@ -775,6 +806,7 @@ OPS = {
     "parse_reasoning_stream": op_parse_reasoning_stream,
     "vllm_derender": op_vllm_derender,
     "vllm_completion_logprobs": op_vllm_completion_logprobs,
+    "vllm_chat_logprobs": op_vllm_chat_logprobs,
     "validate": op_validate,
     "grpo": op_grpo,
     "verl_dataset": op_verl_dataset,

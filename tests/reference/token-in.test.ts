@@ -17,7 +17,8 @@
  * - The sampled ids as the engine gives them: vLLM's completions `logprobs` block with
  *   `return_tokens_as_token_ids` (its serving layer's own `_create_completion_logprobs`) is read
  *   back by the proxy's reader as the ids and logprobs sampled, and the policy simulator writes
- *   that block, chunk by chunk and whole, as vLLM writes it.
+ *   that block, chunk by chunk and whole, as vLLM writes it. The harness's `top_logprobs` are
+ *   those vLLM's chat route gives of the same candidates (`_create_chat_logprobs`).
  *
  * Needs .venv/reference (bash python/build-env.sh); a missing venv fails, never skips.
  */
@@ -27,7 +28,7 @@ import { startOracle, type Oracle } from "./oracle.ts";
 import { CASES, harnessCases } from "./rendering-corpus.ts";
 import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
 import { normalizeDelta, type Answer, type Delta } from "./deltas.ts";
-import { engineAnswerReader } from "../../proxy/testing.ts";
+import { chatJsonAnswer, engineAnswerReader } from "../../proxy/testing.ts";
 import { startPolicySimulator } from "../../simulator/index.ts";
 import { parseSseText } from "../../lib/testing.ts";
 
@@ -166,6 +167,32 @@ describe("the sampled ids as vLLM 0.33.0 writes them with return_tokens_as_token
     }
   }, SLOW);
 
+  test("the harness's top_logprobs are what vLLM's chat route gives of the engine's candidates (the first top_logprobs, the sampled token first)", async () => {
+    // Candidates as vLLM's engine hands them over for `logprobs: 2`: the sampled token, then the
+    // two most likely but it; one entry fewer where the sampled token is one of those two.
+    const steps = [
+      { id: 151667, logprob: -0.0001, top: [[198, -9.5]] as [number, number][] },
+      { id: 198, logprob: -2.25, top: [[271, -0.5], [151668, -1.5]] as [number, number][] },
+      { id: 0, logprob: -0.5, top: [[151645, -1.2], [11, -2.5]] as [number, number][] },
+      { id: IM_END, logprob: -0.01, top: [[0, -6]] as [number, number][] },
+    ];
+    for (const num of [0, 1, 2]) {
+      // Token-in asks /v1/completions for the harness's top_logprobs as `logprobs`.
+      const block = await vllmBlock(steps, num, 0);
+      const chat = await oracle.call({ op: "vllm_chat_logprobs", steps, num });
+      expect(chat.error).toBeUndefined();
+      const context = { model, options: { promptTokenIds: [] } as never, modelName: "qwen3", prompt: [], logprobs: true, topLogprobs: num, reader: engineAnswerReader("vllm", { top: true }), onAnswer: () => {} };
+      const body = { choices: [{ index: 0, text: "", logprobs: block, finish_reason: "stop", stop_reason: null, token_ids: null, prompt_token_ids: null }] };
+      const answer = JSON.parse(chatJsonAnswer(context, JSON.stringify(body)));
+      const vllms = (chat.logprobs.content as { top_logprobs: { token: string; logprob: number }[] }[]).map((e) =>
+        e.top_logprobs.map((t) => ({ token: model.tokenizer.decode([Number(t.token.slice("token_id:".length))]), logprob: t.logprob })),
+      );
+      const proxys = (answer.choices[0].logprobs.content as { top_logprobs: { token: string; logprob: number }[] }[]).map((e) => e.top_logprobs.map((t) => ({ token: t.token, logprob: t.logprob })));
+      expect(proxys).toEqual(vllms);
+      expect(vllms.map((v) => v.length)).toEqual(steps.map(() => num));
+    }
+  }, SLOW);
+
   test("the policy simulator writes each chunk's block and the whole answer's as vLLM does, and echoes no prompt", async () => {
     const sim = await startPolicySimulator({ seed: 3, tokensPerChunk: 3 });
     try {
@@ -196,6 +223,31 @@ describe("the sampled ids as vLLM 0.33.0 writes them with return_tokens_as_token
         streamed.push(...c.logprobs.tokens);
       }
       expect(streamed).toEqual(whole.choices[0].logprobs.tokens);
+    } finally {
+      await sim.stop();
+    }
+  }, SLOW);
+
+  test("the policy simulator's candidates for `logprobs: k` are vLLM's: the sampled token, then the k most likely but it (k + 1 entries where it is not one of them)", async () => {
+    const sim = await startPolicySimulator({ seed: 3 });
+    try {
+      const prompt = model.tokenizer.encode("<|im_start|>user\nWhat is in stock.csv?<|im_end|>\n<|im_start|>assistant\n");
+      const k = 3;
+      const body = { model: "qwen3", prompt, max_tokens: 80, logprobs: k, return_tokens_as_token_ids: true, skip_special_tokens: false };
+      const whole = (await (await fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json()) as any;
+      const block = whole.choices[0].logprobs as { text_offset: number[]; token_logprobs: number[]; tokens: string[]; top_logprobs: Record<string, number>[] };
+      const id = (name: string) => Number(name.slice("token_id:".length));
+      // The candidates the simulator's engine had: its dict, the sampled token first.
+      const steps = block.tokens.map((t, i) => ({ id: id(t), logprob: block.token_logprobs[i]!, top: Object.entries(block.top_logprobs[i]!).slice(1).map(([name, lp]) => [id(name), lp] as [number, number]) }));
+      expect(block).toEqual(await vllmBlock(steps, k, 0));
+      for (const [i, candidates] of block.top_logprobs.entries()) {
+        const [sampled, ...others] = Object.values(candidates);
+        expect(sampled).toBe(block.token_logprobs[i]!);
+        // k + 1 entries exactly when the sampled token is less likely than all k others.
+        expect(Object.keys(candidates).length).toBe(others.length === k && others.every((lp) => lp > sampled!) ? k + 1 : k);
+      }
+      const sizes = new Set(block.top_logprobs.map((c) => Object.keys(c).length));
+      expect([...sizes].sort()).toEqual([k, k + 1]);
     } finally {
       await sim.stop();
     }
