@@ -23,7 +23,7 @@ export { adapterFor } from "./engines/adapters.ts";
 export { vllmTokenCompletionRequest } from "./engines/vllm.ts";
 export { TokenInSettingsError } from "./token-in/spec.ts";
 export { engineAnswerReader } from "./token-in/engine-answer.ts";
-export { chatJsonAnswer } from "./token-in/chat-answer.ts";
+export { chatJsonAnswer, chatStreamResponse } from "./token-in/chat-answer.ts";
 export { sglangGenerateRequest } from "./engines/sglang.ts";
 export { loadCalls } from "./engines/weight-sync.ts";
 

@@ -14,6 +14,7 @@ import { createSseDecoder } from "../../lib/index.ts";
 import type { EngineAnswerReader, EngineStep } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
 import { idArray } from "./engine-request.ts";
+import { contextAfter, logprobTokenText } from "./logprob-tokens.ts";
 import { parseAnswer, type IdsMemo } from "../capture/answer-json.ts";
 import type { TokenIds } from "../../records/index.ts";
 import { withChunkSource, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
@@ -76,18 +77,24 @@ function stringifyAnswer(c: ChatAnswerContext, value: Record<string, unknown>): 
   return value.prompt_token_ids === IDS_PLACEHOLDER ? withIdsText(json, c.promptText!) : json;
 }
 
-function logprobEntries(c: ChatAnswerContext, ids: readonly number[], logprobs: readonly number[], top?: EngineStep["top"]) {
-  const tokenizer = c.model.tokenizer;
+/**
+ * The Chat logprob entries of sampled `ids`, `before` the answer's sampled ids before them (the
+ * last few: a token that cuts a UTF-8 character is written as vLLM's engine decodes it,
+ * logprob-tokens.ts).
+ */
+function logprobEntries(c: ChatAnswerContext, ids: readonly number[], logprobs: readonly number[], top: EngineStep["top"] | undefined, before: readonly number[]) {
+  const decode = (list: number[]) => c.model.tokenizer.decode(list);
   return ids.map((id, i) => {
     const logprob = Number.isNaN(logprobs[i]!) ? null : logprobs[i]!;
     if (!c.logprobs) return { logprob };
-    const token = tokenizer.decode([id]);
+    const context = contextAfter(before, ids.slice(0, i));
+    const token = logprobTokenText(decode, id, context);
     return {
       token,
       logprob,
-      bytes: tokenizer.tokenBytes(id),
+      bytes: [...encoder.encode(token)],
       top_logprobs: chatCandidates(c, top?.[i]).map((t) => {
-        const text = typeof t.token === "number" ? tokenizer.decode([t.token]) : t.token;
+        const text = typeof t.token === "number" ? logprobTokenText(decode, t.token, context) : t.token;
         return { token: text, logprob: t.logprob, bytes: [...encoder.encode(text)] };
       }),
     };
@@ -149,7 +156,7 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
           ...(calls.length > 0 ? { tool_calls: calls } : {}),
           reasoning: d.message.reasoning,
         },
-        logprobs: { content: logprobEntries(c, step.ids, step.logprobs, step.top) },
+        logprobs: { content: logprobEntries(c, step.ids, step.logprobs, step.top, []) },
         finish_reason: d.finishReason,
         stop_reason: d.stopString ?? (typeof finish.stopReason === "number" ? finish.stopReason : null),
         token_ids: step.ids,
@@ -247,6 +254,27 @@ function engineEvent(c: ChatAnswerContext, data: string): { event: any } | { end
   return { event };
 }
 
+/**
+ * A stream chunk's choice for the steps held until a delta was sent (`before`: the answer's
+ * sampled ids written before them), its fields in vLLM's order: the harness gets them
+ * serialised as built.
+ */
+function streamChoice(c: ChatAnswerContext, result: DerenderedStep, step: EngineStep, held: { ids: number[]; logprobs: number[]; top: NonNullable<EngineStep["top"]> }, before: readonly number[]): Record<string, unknown> {
+  const last = step.finish !== undefined;
+  const choice: Record<string, unknown> = {
+    index: 0,
+    delta: result.delta ? chunkDelta(result.delta) : {},
+    logprobs: { content: logprobEntries(c, held.ids, held.logprobs, held.top.length ? held.top : undefined, before) },
+    finish_reason: last ? result.finishReason : null,
+  };
+  if (last) choice.stop_reason = result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null);
+  choice.token_ids = held.ids;
+  if (last && step.weightVersions) choice.weight_versions = step.weightVersions;
+  return choice;
+}
+
+type DerenderedStep = ReturnType<ReturnType<typeof chatStreamDerenderer>["push"]>;
+
 function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>): ChunkSource {
   const reader = engine.getReader();
   const sse = createSseDecoder();
@@ -261,6 +289,8 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
   let heldIds: number[] = [];
   let heldLogprobs: number[] = [];
   let heldTop: NonNullable<EngineStep["top"]> = [];
+  // The answer's last sampled ids written in a chunk: the context of the next chunk's logprob tokens.
+  let recent: number[] = [];
   let ended = false;
   let drained = false;
   const decoderText = new TextDecoder();
@@ -301,16 +331,8 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     const last = step.finish !== undefined;
     if (!result.delta && !last) return;
     if (result.delta) noteSent(sent, result.delta);
-    // The choice's fields in vLLM's order (the harness gets them serialised as built).
-    const choice: Record<string, unknown> = {
-      index: 0,
-      delta: result.delta ? chunkDelta(result.delta) : {},
-      logprobs: { content: logprobEntries(c, heldIds, heldLogprobs, heldTop.length ? heldTop : undefined) },
-      finish_reason: last ? result.finishReason : null,
-    };
-    if (last) choice.stop_reason = result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null);
-    choice.token_ids = heldIds;
-    if (last && step.weightVersions) choice.weight_versions = step.weightVersions;
+    const choice = streamChoice(c, result, step, { ids: heldIds, logprobs: heldLogprobs, top: heldTop }, recent);
+    if (c.logprobs) recent = contextAfter(recent, heldIds);
     heldIds = [];
     heldLogprobs = [];
     heldTop = [];

@@ -61,6 +61,12 @@ Ops (fields with ? are optional):
                           /v1/chat/completions (top_logprobs: num) writes for sampled steps whose
                           candidates are the sampled token then `top`
                           (_create_completion_logprobs, _create_chat_logprobs)
+  vllm_chat_logprob_entries
+                       {rows: [[[id, logprob], ...], ...], num?=0, rank?=1}
+                       -> {content}: the chat route's logprob entries for sampled positions (each
+                          row the sampled token, then the engine's alternatives), their texts as
+                          vLLM's output processor decodes them (LogprobsProcessor: a token that cuts
+                          a UTF-8 character corrected with the sampled tokens before it)
   validate             {model, body} -> {ok, errors?, extra, ignored_keys, extra_paths, value?}
                           models: vllm.ChatCompletionRequest, vllm.CompletionRequest,
                           vllm.ResponsesRequest, vllm.AnthropicMessagesRequest,
@@ -555,6 +561,42 @@ def op_vllm_chat_logprobs(req: dict) -> dict:
     return {"logprobs": json.loads(block.model_dump_json())}
 
 
+def op_vllm_chat_logprob_entries(req: dict) -> dict:
+    """The logprob entries vLLM's chat route writes for sampled positions, their token texts as
+    its engine decodes them: each position's row `[[id, logprob], ...]` (the sampled token first,
+    then the engine's top `num` alternatives; `rank` the sampled token's rank, default 1) goes
+    through the output processor's LogprobsProcessor (each id decoded alone, a text that ends in
+    U+FFFD corrected with the sampled tokens before it: `_verify_tokens`), then
+    OpenAIServingChat._create_chat_logprobs with `top_logprobs: num` and Qwen3's tokenizer."""
+    np = need("numpy")
+    engine_logprobs = need("vllm.v1.engine.logprobs")
+    outputs = need("vllm.v1.outputs")
+    serving = need("vllm.entrypoints.openai.chat_completion.serving")
+    tokenizer = vllm_tokenizer(req)
+    num = req.get("num", 0)
+    processor = engine_logprobs.LogprobsProcessor(
+        tokenizer=tokenizer, logprobs=[], prompt_logprobs=None, cumulative_logprob=0.0,
+        num_logprobs=num, num_prompt_logprobs=None,
+    )
+    for row in req["rows"]:
+        ids = [int(i) for i, _ in row]
+        lps = [float(lp) for _, lp in row]
+        processor._update_sample_logprobs(outputs.LogprobsLists(
+            np.array([ids], dtype=np.int64), np.array([lps], dtype=np.float32),
+            np.array([int(req.get("rank", 1))], dtype=np.int64), None,
+        ))
+    server = object.__new__(serving.OpenAIServingChat)
+    server.return_tokens_as_token_ids = False
+    block = server._create_chat_logprobs(
+        token_ids=[int(row[0][0]) for row in req["rows"]],
+        top_logprobs=processor.logprobs,
+        tokenizer=tokenizer,
+        num_output_top_logprobs=num,
+        return_as_token_id=False,
+    )
+    return {"content": json.loads(block.model_dump_json())["content"]}
+
+
 # --------------------------------------------------------------------------- validate
 
 MODELS = {
@@ -807,6 +849,7 @@ OPS = {
     "vllm_derender": op_vllm_derender,
     "vllm_completion_logprobs": op_vllm_completion_logprobs,
     "vllm_chat_logprobs": op_vllm_chat_logprobs,
+    "vllm_chat_logprob_entries": op_vllm_chat_logprob_entries,
     "validate": op_validate,
     "grpo": op_grpo,
     "verl_dataset": op_verl_dataset,

@@ -17,8 +17,10 @@
  * - The sampled ids as the engine gives them: vLLM's completions `logprobs` block with
  *   `return_tokens_as_token_ids` (its serving layer's own `_create_completion_logprobs`) is read
  *   back by the proxy's reader as the ids and logprobs sampled, and the policy simulator writes
- *   that block, chunk by chunk and whole, as vLLM writes it. The harness's `top_logprobs` are
- *   those vLLM's chat route gives of the same candidates (`_create_chat_logprobs`).
+ *   that block, chunk by chunk and whole, as vLLM writes it. The harness's logprob entries are
+ *   those vLLM's chat route gives for the same candidates (`_create_chat_logprobs`: the first
+ *   `top_logprobs`; token texts as its engine decodes them, a token that cuts a UTF-8 character
+ *   corrected with the tokens before it).
  *
  * Needs .venv/reference (bash python/build-env.sh); a missing venv fails, never skips.
  */
@@ -28,7 +30,7 @@ import { startOracle, type Oracle } from "./oracle.ts";
 import { CASES, harnessCases } from "./rendering-corpus.ts";
 import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
 import { normalizeDelta, type Answer, type Delta } from "./deltas.ts";
-import { chatJsonAnswer, engineAnswerReader } from "../../proxy/testing.ts";
+import { chatJsonAnswer, chatStreamResponse, engineAnswerReader } from "../../proxy/testing.ts";
 import { startPolicySimulator } from "../../simulator/index.ts";
 import { parseSseText } from "../../lib/testing.ts";
 
@@ -190,6 +192,35 @@ describe("the sampled ids as vLLM 0.33.0 writes them with return_tokens_as_token
       const proxys = (answer.choices[0].logprobs.content as { top_logprobs: { token: string; logprob: number }[] }[]).map((e) => e.top_logprobs.map((t) => ({ token: t.token, logprob: t.logprob })));
       expect(proxys).toEqual(vllms);
       expect(vllms.map((v) => v.length)).toEqual(steps.map(() => num));
+    }
+  }, SLOW);
+
+  test("the harness's logprob entries are vLLM's for tokens that cut UTF-8 characters (token texts as its engine decodes them, bytes of those), whole and streamed", async () => {
+    const ids = [...model.tokenizer.encode("数据 🦀 ok ṩ, ünï 😀😀 done"), IM_END];
+    expect(ids.some((id) => model.tokenizer.decode([id]).endsWith("\ufffd"))).toBe(true);
+    // Each position's candidates: the sampled token, then two others (the next sampled tokens: pieces of characters too).
+    const steps = ids.map((id, i) => ({ id, logprob: -0.25, top: [[ids[(i + 1) % ids.length]!, -1.5], [ids[(i + 2) % ids.length]!, -2.5]] as [number, number][] }));
+    const num = 2;
+    const vllms = (await oracle.call({ op: "vllm_chat_logprob_entries", rows: steps.map((s) => [[s.id, s.logprob], ...s.top]), num })) as { content: unknown[]; error?: string };
+    expect(vllms.error).toBeUndefined();
+    const block = await vllmBlock(steps, num, 0);
+    const context = { model, options: { promptTokenIds: [] } as never, modelName: "qwen3", prompt: [], logprobs: true, topLogprobs: num, reader: engineAnswerReader("vllm", { top: true }), onAnswer: () => {} };
+    const choice = (logprobs: unknown, last: boolean) => ({ index: 0, text: "", logprobs, finish_reason: last ? "stop" : null, stop_reason: null, token_ids: null, prompt_token_ids: null });
+    const whole = JSON.parse(chatJsonAnswer({ ...context, reader: engineAnswerReader("vllm", { top: true }) }, JSON.stringify({ choices: [choice(block, true)] })));
+    expect(whole.choices[0].logprobs.content).toEqual(vllms.content);
+    for (const per of [1, 3]) {
+      let text = "";
+      for (let at = 0; at < ids.length; at += per) {
+        const end = Math.min(at + per, ids.length);
+        const part = { text_offset: block.text_offset.slice(at, end), token_logprobs: block.token_logprobs.slice(at, end), tokens: block.tokens.slice(at, end), top_logprobs: block.top_logprobs.slice(at, end) };
+        text += `data: ${JSON.stringify({ choices: [choice(part, end === ids.length)] })}\n\n`;
+      }
+      const engine = new Response(`${text}data: [DONE]\n\n`).body!;
+      const answer = await chatStreamResponse({ ...context, reader: engineAnswerReader("vllm", { top: true }) }, engine).text();
+      const streamed = parseSseText(answer)
+        .filter((e) => e.data !== "[DONE]")
+        .flatMap((e) => JSON.parse(e.data).choices?.[0]?.logprobs?.content ?? []);
+      expect(streamed).toEqual(vllms.content);
     }
   }, SLOW);
 
