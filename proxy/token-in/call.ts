@@ -104,6 +104,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     ...(images ? {} : { promptText }),
     logprobs: chat.logprobs === true,
     topLogprobs,
+    continuousUsage: chat.stream_options?.include_usage === true && chat.stream_options?.continuous_usage_stats === true,
     reader: images ? echoReader(reader, (ids) => (echoed ??= ids)) : reader,
     onAnswer: (a) => (answer = a),
   };

@@ -47,6 +47,11 @@ export interface ChatAnswerContext {
    * (`completion_top_logprobs_limit`) and its generate route all of them.
    */
   topLogprobs: number;
+  /**
+   * Whether the harness asked `stream_options: {include_usage, continuous_usage_stats}`: vLLM's
+   * chat route then puts the usage so far in every chunk (`include_continuous_usage`).
+   */
+  continuousUsage?: boolean;
   reader: EngineAnswerReader;
   /** Called with what the harness was sent, once the answer is complete. */
   onAnswer(answer: SentAnswer): void;
@@ -105,6 +110,12 @@ function logprobEntries(c: ChatAnswerContext, ids: readonly number[], logprobs: 
 function chatCandidates(c: ChatAnswerContext, candidates: NonNullable<EngineStep["top"]>[number] | undefined): NonNullable<EngineStep["top"]>[number] {
   if (!candidates) return [];
   return c.topLogprobs >= 0 && candidates.length > c.topLogprobs ? candidates.slice(0, c.topLogprobs) : candidates;
+}
+
+/** A chunk's usage so far, as vLLM writes it with continuous_usage_stats (`exclude_unset`: completion_tokens_details set, to null). */
+function continuousUsageOf(c: ChatAnswerContext, completion: number) {
+  const prompt = c.prompt.length;
+  return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, completion_tokens_details: null };
 }
 
 function usageOf(c: ChatAnswerContext, completion: number) {
@@ -314,7 +325,8 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     if (!started) {
       started = true;
       const prompt = promptIdsOf(c, step.promptIds);
-      out.push({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt });
+      const usage = c.continuousUsage ? { usage: continuousUsageOf(c, 0) } : {};
+      out.push({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], ...usage, prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt });
     }
     const failed = stepFailure(step, "upstream_bad_stream");
     if (failed) {
@@ -340,7 +352,9 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       finished = true;
       c.onAnswer(sent);
     }
-    out.push({ id, object: head.object, created, model: head.model, choices: [choice] });
+    const chunk: Record<string, unknown> = { id, object: head.object, created, model: head.model, choices: [choice] };
+    if (c.continuousUsage) chunk.usage = continuousUsageOf(c, completion);
+    out.push(chunk);
   };
 
   return {

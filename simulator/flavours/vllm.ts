@@ -53,6 +53,11 @@ function weightVersions(body: { [key: string]: unknown }, c: SampledChoice, ctx:
   return [{ version: ctx.engine.weightVersion, start: 0, end: c.g.ids.length }];
 }
 
+/** A stream chunk's usage with `continuous_usage_stats` (UsageInfo dumped `exclude_unset`: completion_tokens_details set to null). */
+function continuousUsage(prompt: number, completion: number) {
+  return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, completion_tokens_details: null };
+}
+
 export const vllmFlavour: EngineFlavour = {
   name: "vllm",
   error: vllmError,
@@ -116,7 +121,7 @@ export const vllmFlavour: EngineFlavour = {
         model: a.model,
         prompt_token_ids: ids ? a.promptIds : null,
         prompt_text: null,
-        ...(continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: promptTokens } } : {}),
+        ...(continuous ? { usage: continuousUsage(promptTokens, 0) } : {}),
       };
     }
     const generated = a.choices.map(() => 0);
@@ -135,14 +140,14 @@ export const vllmFlavour: EngineFlavour = {
         token_ids: ids ? chunkIds(c, d.start, d.end, k, ctx.engine.faults.holeyIds) : null,
         ...(last ? { weight_versions: weightVersions(body, c, ctx) } : {}),
       };
-      const done = generated.reduce((x, y) => x + y, 0);
       yield {
         ...head,
         choices: [choice],
         model: a.model,
         kv_transfer_params: null,
         ...(last && !includeUsage ? { system_fingerprint: FINGERPRINT } : {}),
-        ...(continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: done, total_tokens: promptTokens + done } } : {}),
+        // The choice's own count (vLLM's processor.num_output_tokens per choice).
+        ...(continuous ? { usage: continuousUsage(promptTokens, generated[c.index]!) } : {}),
       };
     }
     if (includeUsage) yield { ...head, model: a.model, choices: [], usage: a.usage, system_fingerprint: FINGERPRINT };

@@ -26,7 +26,7 @@ import { startProxyHarness, type ProxyHarness } from "../../proxy/testing.ts";
 import { ChainStart } from "../../schemas/index.ts";
 import { parseExperimentText } from "../../schemas/index.ts";
 import { proxyCommand } from "../../proxy/cli.ts";
-import { chatCall, echo, expectOneChain, expectOneSample, STOCK_TASK, STOCK_TOOLS, firstToolUse, messagesEvents, samplesOf, startsWith, stockLoop, type Msg } from "./calls.ts";
+import { chatCall, echo, expectOneChain, expectOneSample, STOCK_OPENING, STOCK_TASK, STOCK_TOOLS, firstToolUse, messagesEvents, samplesOf, startsWith, stockLoop, type Msg } from "./calls.ts";
 
 const SLOW = 120_000;
 const tools = STOCK_TOOLS;
@@ -86,6 +86,25 @@ for (const engine of ["vllm", "sglang"] as const) {
       () => expectFiveCallLoop(h, engine),
       SLOW,
     );
+
+    test("continuous_usage_stats: every chunk carries the usage so far, as vLLM's chat route writes it", async () => {
+      const r = await h.register({ task_id: "stock-usage" });
+      const stream = (await h.client(r).chat.completions.create({ model: "qwen3", tools, messages: [...STOCK_OPENING], stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } } as any)) as any;
+      const usages: { choices: number; usage: Record<string, unknown> }[] = [];
+      for await (const chunk of stream) usages.push({ choices: chunk.choices.length, usage: chunk.usage });
+      const [sample] = samplesOf(h, r.rollout_id);
+      const prompt = sample!.prompt_token_ids.length;
+      const sampled = sample!.token_ids.length;
+      // The role chunk: nothing sampled yet; then the count so far in each chunk (UsageInfo dumped exclude_unset).
+      expect(usages[0]!.usage).toEqual({ prompt_tokens: prompt, total_tokens: prompt, completion_tokens: 0, completion_tokens_details: null });
+      const perChunk = usages.filter((u) => u.choices > 0).map((u) => u.usage);
+      expect(perChunk.every((u) => Object.keys(u).join() === "prompt_tokens,total_tokens,completion_tokens,completion_tokens_details")).toBe(true);
+      const counts = perChunk.map((u) => u.completion_tokens as number);
+      expect(counts.every((n, i) => i === 0 || n >= counts[i - 1]!)).toBe(true);
+      expect(counts.at(-1)).toBe(sampled);
+      // The usage chunk at the end, as before.
+      expect(usages.at(-1)).toEqual({ choices: 0, usage: expect.objectContaining({ prompt_tokens: prompt, completion_tokens: sampled, total_tokens: prompt + sampled }) });
+    });
 
     test(
       "Anthropic Messages (streamed) and Responses: the tool call reaches the harness, the next call continues the chain",
