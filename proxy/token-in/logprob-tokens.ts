@@ -10,7 +10,7 @@
 
 const REPLACEMENT = "\ufffd";
 /** How many sampled tokens before a position vLLM reads (`_get_sampled_context_ids`: enough for any UTF-8 character). */
-export const LOGPROB_CONTEXT = 4;
+const LOGPROB_CONTEXT = 4;
 
 type Decode = (ids: number[]) => string;
 
