@@ -6,7 +6,7 @@
  *
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 8 --concurrency 4]
- *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]]
+ *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]] [--token-in-route generate]
  *                   [--profile DIR] [--perf DIR]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
@@ -23,7 +23,9 @@
  * has the simulator speak SGLang 0.5.23 (token-in then sends `/generate`) and starts the proxies
  * with `--engine sglang` (`--incremental-streaming`: as started with
  * `--incremental-streaming-output`, each streamed event holding only what is new); the default
- * is vLLM 0.33.0. `--profile DIR` runs the proxies under `bun --cpu-prof --cpu-prof-md`, each
+ * is vLLM 0.33.0. `--token-in-route generate` starts this side's token-in proxy with it (vLLM's
+ * `/inference/v1/generate`; the base side keeps its default): with `--base HEAD --token-in` the
+ * two routes against each other, with `--modes` the generate route against engine mode. `--profile DIR` runs the proxies under `bun --cpu-prof --cpu-prof-md`, each
  * side writing its profile to DIR/base or DIR/this on exit.
  * `--perf DIR` runs them under `perf record` with JSC's jitdump (DIR/base.data, DIR/base-jit,
  * and the same for this; the CPU figures then include the sampling's cost); `bun bench/perf-report.ts
@@ -72,6 +74,11 @@ if (INCREMENTAL && ENGINE !== "sglang") {
   process.exit(2);
 }
 const TOKEN_IN_ARGS = ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"];
+const ROUTE = flag("token-in-route", "");
+if (ROUTE && (ENGINE !== "vllm" || (ROUTE !== "generate" && ROUTE !== "completions"))) {
+  console.error(`bench/ab: --token-in-route takes completions or generate, with --engine vllm; got "${ROUTE}" with ${ENGINE}`);
+  process.exit(2);
+}
 const SCENARIO = flag("scenario", "stream256");
 const ROUNDS = Number(flag("rounds", "4"));
 const SECONDS = Number(flag("seconds", "5"));
@@ -117,7 +124,7 @@ try {
       dataDir: join(work, `data-${name}`),
       upstream: `${sim.url}/v1`,
       env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" },
-      extraArgs: [...(modeOf(name) === "token-in" ? TOKEN_IN_ARGS : []), "--engine", ENGINE],
+      extraArgs: [...(modeOf(name) === "token-in" ? [...TOKEN_IN_ARGS, ...(ROUTE && name === "this" ? ["--token-in-route", ROUTE] : [])] : []), "--engine", ENGINE],
       bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE_DIR, name)}`] : [],
       ...(PERF_DIR ? { perf: perfRecording(name) } : {}),
     });

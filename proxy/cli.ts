@@ -59,6 +59,9 @@ call is recorded token for token to DIR/log (docs/proxy.md).
   --max-held-tokens N       with --token-in: the token ids this shard's open rollouts' chains may hold
                             (default 50331648, 192 MiB of ids); past it a new rollout's first call
                             gets a 503 until open ones finish (docs/performance.md, "Memory per rollout")
+  --token-in-route R        with --token-in on vLLM: completions (default: /v1/completions) or generate
+                            (/inference/v1/generate, vLLM started with --enable-scale-out: lighter
+                            answers, nothing decoded by the engine; docs/token-in.md)
   --eval                    evaluation in one step: --mode eval, registers one rollout and prints
                             the base URLs and key to point a harness at, and how to read what
                             was recorded (docs/eval.md)
@@ -125,6 +128,7 @@ const PROXY_FLAGS = {
     "reasoning-parser": { type: "string" },
     "max-model-len": { type: "string" },
     "max-held-tokens": { type: "string" },
+    "token-in-route": { type: "string" },
     json: { type: "boolean" },
 } as const;
 
@@ -261,7 +265,7 @@ function reportRecovered(state: StartedProxy["proxy"]["state"]): void {
 
 /** `--token-in` and its model flags → the proxy's token-in options (a usage error names the flag). */
 function tokenInFlags(v: Record<string, unknown>, mode: string): TokenInOptions | undefined {
-  const modelFlags = ["model-dir", "tool-call-parser", "reasoning-parser", "max-model-len", "max-held-tokens"].filter((f) => v[f] !== undefined);
+  const modelFlags = ["model-dir", "tool-call-parser", "reasoning-parser", "max-model-len", "max-held-tokens", "token-in-route"].filter((f) => v[f] !== undefined);
   if (v["token-in"] !== true) {
     if (modelFlags.length > 0) throw new UsageError(`forge proxy: --${modelFlags[0]} is a token-in setting: add --token-in`);
     return undefined;
@@ -275,6 +279,7 @@ function tokenInFlags(v: Record<string, unknown>, mode: string): TokenInOptions 
       reasoningParser: v["reasoning-parser"] as string | undefined,
       maxModelLen: v["max-model-len"] === undefined ? undefined : intFlag("max-model-len", v["max-model-len"] as string, 0),
       maxHeldTokens: v["max-held-tokens"] === undefined ? undefined : intFlag("max-held-tokens", v["max-held-tokens"] as string, 0),
+      route: v["token-in-route"] as string | undefined,
     });
   } catch (error) {
     if (error instanceof TokenInSettingsError) throw new UsageError(`forge proxy: ${error.message}`);

@@ -9,6 +9,8 @@
  *   (`{type: "image_url", url}`: images resolved as a chat request's, each `<|image_pad|>` of
  *   the ids expanded to the image's tokens: images.ts) or `features` (not simulated), never both;
  *   `return_token_ids`, `stream`, `stream_options.include_usage`; unknown keys ignored;
+ *   `sampling_params.detokenize` false (nothing decoded) refused with stop strings, as vLLM's
+ *   SamplingParams refuses it;
  * - the answer, `output_mode` "tokens": `choices[0]` with `token_ids`, `finish_reason`,
  *   `stop_reason`, `logprobs.content` rows `{token_id, logprob, rank, top_logprobs}` when
  *   `sampling_params.logprobs` is set; the prompt it ran as `prompt_token_ids` with
@@ -144,6 +146,9 @@ async function readGenerateBody(request: Request): Promise<any> {
   if (body.content_parts && body.features) return invalid("Value error, content_parts and features are mutually exclusive");
   if (body.features) return vllmError(400, "policy simulator: pre-processed multimodal features are not simulated; send content_parts");
   if ((sp.n ?? 1) !== 1) return vllmError(400, "policy simulator: n > 1 is not simulated");
+  // SamplingParams._verify_args: stop strings are matched on the decoded text.
+  const stops = typeof sp.stop === "string" ? [sp.stop] : Array.isArray(sp.stop) ? sp.stop : [];
+  if (sp.detokenize === false && stops.length > 0) return invalid("stop strings are only supported when detokenize is True. Set detokenize=True to use stop.");
   return body;
 }
 

@@ -21,7 +21,7 @@ import { restoreHidden } from "../doors/hidden-strings.ts";
 import { chainAfter } from "./chain-after.ts";
 import { restoreChains, RESTART_LOST } from "./restore.ts";
 import { planCall, type Plan } from "./plan.ts";
-import { engineRequest, VLLM_GENERATE_PATH } from "./engine-request.ts";
+import { engineRequest, VLLM_GENERATE_PATH, type TokenInRoute } from "./engine-request.ts";
 import { callImages, echoProblem } from "./images.ts";
 import { engineAnswerReader, type EngineAnswerReader } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
@@ -65,6 +65,8 @@ export interface PrepareInput {
   engine: EngineState;
   /** The engine's context length (max_model_len). */
   maxModelLen: number;
+  /** Where a vLLM engine gets the call (default "completions"). */
+  route?: TokenInRoute;
 }
 
 /**
@@ -86,7 +88,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   const promptText = chainPromptText(promptIds, plan.chain?.tokens);
   // The chain's ids hold one pad per image; the engine expands them (images.ts).
   const images = callImages(model, prepared, promptIds);
-  const req = engineRequest(kind, chat, promptIds, { maxModelLen: input.maxModelLen, topLogprobs, images: images?.sources, expandedLength: images?.expanded.length });
+  const req = engineRequest(kind, chat, promptIds, { maxModelLen: input.maxModelLen, topLogprobs, images: images?.sources, expandedLength: images?.expanded.length, route: input.route });
   if (kind === "vllm" && req.path !== VLLM_GENERATE_PATH && rollout.serving?.upstreams.length) {
     // Served by the rollout's own servers: the call records the version they report (capture/served-version.ts).
     (req.body as Record<string, unknown>).return_weight_versions = true;
@@ -123,8 +125,8 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     sampling: samplingOf("chat", { ...chat, max_tokens: req.maxTokens }, engine.adapter),
     plan,
     chatResponse(response) {
-      if (response.status === 404) return noTokenRoute(req.path, kind);
-      if (response.status === 403 && req.path === VLLM_GENERATE_PATH) return noTokenRoute(req.path, kind, "403");
+      if (response.status === 404) return noTokenRoute(req.path, kind, "404", images !== undefined);
+      if (response.status === 403 && req.path === VLLM_GENERATE_PATH) return noTokenRoute(req.path, kind, "403", images !== undefined);
       if (!response.ok || !response.body) return response;
       if (images) {
         // The engine's echo is the prompt recorded: no memo of the proxy's ids to read it against.
@@ -196,9 +198,11 @@ async function planForRollout(model: Model, state: RolloutState, chat: Record<st
 }
 
 /** The engine has no token-id route where its kind says (a 404; vLLM's 403 for scale-out routes it was not started with): an error that says what token-in mode needs. */
-function noTokenRoute(path: string, kind: "vllm" | "sglang", status = "404"): Response {
+function noTokenRoute(path: string, kind: "vllm" | "sglang", status: string, withImages: boolean): Response {
   const message =
-    path === VLLM_GENERATE_PATH
+    path === VLLM_GENERATE_PATH && !withImages
+      ? `token-in mode: the engine answered ${status} at ${path}, where --token-in-route generate sends token-in calls; start vLLM (0.33.0) with --enable-scale-out, or leave --token-in-route out (/v1/completions, every vLLM server; docs/token-in.md)`
+      : path === VLLM_GENERATE_PATH
       ? `token-in mode: the engine answered ${status} at ${path}, the route vLLM takes token ids with images at (vLLM's /v1/completions takes no images); start vLLM (0.33.0) with --enable-scale-out, serve the model with SGLang (/generate with input_ids and image_data; 0.5.23), or use engine mode for image calls (tokenMode: engine; docs/token-in.md)`
       : `token-in mode: the engine answered 404 at ${path}, the route ${kind === "sglang" ? "SGLang" : "vLLM"} takes token-id prompts at; token-in mode needs vLLM (/v1/completions with a token-id prompt; OpenForge follows 0.33.0) or SGLang (/generate with input_ids; 0.5.23), named by --engine (or auto), or engine mode (tokenMode: engine; docs/token-in.md)`;
   return new Response(JSON.stringify({ error: { message, type: "upstream_error", code: "no_token_route" } }), { status: 502, headers: { "content-type": "application/json" } });

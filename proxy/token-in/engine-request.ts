@@ -50,8 +50,15 @@ const COMPLETION_REQUEST_ONLY: ReadonlySet<string> = new Set(["response_format",
 /** SamplingParams fields a Chat request sets under the same name. */
 const VLLM_GENERATE_SAMPLING = VLLM_SAMPLING.filter((k) => !COMPLETION_REQUEST_ONLY.has(k));
 
+/**
+ * Where a vLLM engine gets token-in calls: "completions" (`/v1/completions`, every vLLM server;
+ * calls with images go to the generate route), or "generate" (`/inference/v1/generate`, served
+ * with `--enable-scale-out`: lighter events, no text, and the engine decodes nothing).
+ */
+export type TokenInRoute = "completions" | "generate";
+
 export interface EngineRequest {
-  /** "/v1/completions" (vLLM, and servers not identified), "/generate" (SGLang), or VLLM_GENERATE_PATH (vLLM, a prompt with images). */
+  /** "/v1/completions" (vLLM, and servers not identified), "/generate" (SGLang), or VLLM_GENERATE_PATH (vLLM, a prompt with images, or the generate route). */
   path: string;
   /** The body, its prompt included. */
   body: Record<string, unknown>;
@@ -82,7 +89,7 @@ export function idArray(ids: TokenIds): readonly number[] {
  * @example
  * engineRequest("sglang", { model: "m", messages, temperature: 0.6, max_tokens: 64 }, ids, { maxModelLen: 32768, topLogprobs: 0 }).path // "/generate"
  */
-export function engineRequest(kind: EngineKind, chat: Record<string, any>, prompt: TokenIds, o: { maxModelLen: number; topLogprobs: number; images?: readonly string[]; expandedLength?: number }): EngineRequest {
+export function engineRequest(kind: EngineKind, chat: Record<string, any>, prompt: TokenIds, o: { maxModelLen: number; topLogprobs: number; images?: readonly string[]; expandedLength?: number; route?: TokenInRoute }): EngineRequest {
   const stream = chat.stream === true;
   // The chat route's default: what the context leaves (vLLM and SGLang alike).
   const asked = chat.max_completion_tokens ?? chat.max_tokens;
@@ -106,7 +113,7 @@ export function engineRequest(kind: EngineKind, chat: Record<string, any>, promp
     const { input_ids: _ids, image_data: _images, ...recorded } = body;
     return { path: "/generate", body, recorded, maxTokens, promptKey: "input_ids" };
   }
-  if (images) return vllmGenerateRequest(chat, ids, images, maxTokens, o.topLogprobs);
+  if (images || o.route === "generate") return vllmGenerateRequest(chat, ids, images ?? [], maxTokens, o.topLogprobs);
   const sampling: Record<string, unknown> = { max_tokens: maxTokens };
   for (const k of VLLM_SAMPLING) if (chat[k] !== undefined && chat[k] !== null) sampling[k] = chat[k];
   const body = vllmTokenCompletionRequest(String(chat.model ?? ""), ids, sampling, { stream, logprobs: o.topLogprobs });
@@ -115,11 +122,14 @@ export function engineRequest(kind: EngineKind, chat: Record<string, any>, promp
 }
 
 /**
- * vLLM 0.33.0's `GenerateRequest` for a prompt with images: `token_ids` (one pad per image;
- * vLLM's processor expands them), `content_parts` (`{type: "image_url", url}` per image, in
- * order: `serving.py` resolves them as a chat request's images), `sampling_params` (vLLM's
- * SamplingParams: `logprobs` 0 for the sampled tokens' own, `skip_special_tokens` false),
- * `return_token_ids` (the prompt it ran, expanded), `output_mode` tokens.
+ * vLLM 0.33.0's `GenerateRequest` for a prompt with images, or for any prompt on the generate
+ * route (`TokenInRoute`): `token_ids` (one pad per image; vLLM's processor expands them),
+ * `content_parts` (`{type: "image_url", url}` per image, in order: `serving.py` resolves them as
+ * a chat request's images), `sampling_params` (vLLM's SamplingParams: `logprobs` 0 for the
+ * sampled tokens' own, `skip_special_tokens` false, `detokenize` false unless stop strings need
+ * the text: the proxy derenders the ids itself, and vLLM's output processor then decodes nothing),
+ * `return_token_ids` with images (the prompt it ran, expanded; a text prompt is run as sent),
+ * `output_mode` tokens.
  */
 function vllmGenerateRequest(chat: Record<string, any>, ids: number[], images: readonly string[], maxTokens: number, topLogprobs: number): EngineRequest {
   const sampling: Record<string, unknown> = { max_tokens: maxTokens };
@@ -128,13 +138,16 @@ function vllmGenerateRequest(chat: Record<string, any>, ids: number[], images: r
   if (schema !== undefined && sampling.structured_outputs === undefined) sampling.structured_outputs = { json: schema };
   sampling.logprobs = topLogprobs;
   sampling.skip_special_tokens = false;
+  // SamplingParams refuses stop strings without detokenize (`_verify_args`).
+  const stops = typeof sampling.stop === "string" ? [sampling.stop] : Array.isArray(sampling.stop) ? sampling.stop : [];
+  if (stops.length === 0) sampling.detokenize = false;
   const stream = chat.stream === true;
   const body: Record<string, unknown> = {
     ...(chat.model ? { model: String(chat.model) } : {}),
     token_ids: ids,
-    content_parts: images.map((url) => ({ type: "image_url", url })),
+    ...(images.length > 0 ? { content_parts: images.map((url) => ({ type: "image_url", url })) } : {}),
     sampling_params: sampling,
-    return_token_ids: true,
+    ...(images.length > 0 ? { return_token_ids: true } : {}),
     output_mode: "tokens",
     stream,
     ...(stream ? { stream_options: { include_usage: true } } : {}),

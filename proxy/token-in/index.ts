@@ -15,6 +15,7 @@ import type { RolloutState } from "../state/rollouts.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { prepareTokenInCall, type TokenInCall } from "./call.ts";
 import { DEFAULT_MAX_HELD_TOKENS, heldTokens, type HeldTokens } from "./held.ts";
+import type { TokenInRoute } from "./engine-request.ts";
 
 export interface TokenInOptions {
   /** The served model's tokenizer, chat template and parsers (as the engine is started with them). */
@@ -26,6 +27,8 @@ export interface TokenInOptions {
    * rollout's first call is refused with a 503 until open ones finish. Default DEFAULT_MAX_HELD_TOKENS.
    */
   maxHeldTokens?: number;
+  /** Where a vLLM engine gets the calls (engine-request.ts): "completions" (default) or "generate" (vLLM started with --enable-scale-out). */
+  route?: TokenInRoute;
 }
 
 export interface TokenIn {
@@ -70,7 +73,7 @@ export function createTokenIn(options: TokenInOptions): TokenIn {
       if (why) throw new ProxyHttpError(503, why, "service_unavailable", "engine_without_token_in");
       held.admit(input.rollout);
       const [m, contextLength] = await Promise.all([model, maxModelLen(input.rollout, input.client, input.signal)]);
-      const call = await prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength });
+      const call = await prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength, route: options.route });
       const recorded = call.recorded;
       call.recorded = (record, state) => {
         recorded(record, state);

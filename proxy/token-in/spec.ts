@@ -25,6 +25,8 @@ export interface TokenInSettings {
   maxModelLen?: number;
   /** The shard's ceiling on the ids its open rollouts' chains hold (proxy/token-in/held.ts). */
   maxHeldTokens?: number;
+  /** Where a vLLM engine gets the calls: "completions" (default) or "generate" (engine-request.ts). */
+  route?: string;
 }
 
 /** Settings that cannot work; the message names the setting and the fix. */
@@ -48,6 +50,9 @@ export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--
   if (reasoning !== "none" && !known.reasoning.includes(reasoning)) throw new TokenInSettingsError(`${what.reasoningParser}: no reasoning parser "${reasoning}"; known: ${known.reasoning.join(", ")} (or none)`);
   if (settings.maxModelLen !== undefined && !(Number.isInteger(settings.maxModelLen) && settings.maxModelLen > 0)) throw new TokenInSettingsError(`${what.maxModelLen}: expected a positive integer, got ${settings.maxModelLen}`);
   if (settings.maxHeldTokens !== undefined && !(Number.isInteger(settings.maxHeldTokens) && settings.maxHeldTokens > 0)) throw new TokenInSettingsError(`--max-held-tokens: expected a positive integer, got ${settings.maxHeldTokens}`);
+  if (settings.route !== undefined && settings.route !== "completions" && settings.route !== "generate") {
+    throw new TokenInSettingsError(`--token-in-route: expected completions or generate (vLLM's /inference/v1/generate, served with --enable-scale-out), got "${settings.route}"`);
+  }
   let dir: string;
   let name: string;
   let chatTemplate: string | undefined;
@@ -65,5 +70,5 @@ export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--
   // Images: the simulator's Qwen3 takes them as Qwen2.5-VL does; a directory's from its preprocessor_config.json.
   const images = settings.modelDir === "qwen3" ? QWEN2_5_VL_IMAGES : settings.modelDir === "qwen3-coder" ? undefined : visionOfDir(dir, what.modelDir);
   const model: ModelSpec = { name, dir, toolParser, reasoningParser: reasoning === "none" ? null : reasoning, ...(chatTemplate ? { chatTemplate } : {}), ...(images ? { images } : {}) };
-  return { model, ...(settings.maxModelLen ? { maxModelLen: settings.maxModelLen } : {}), ...(settings.maxHeldTokens ? { maxHeldTokens: settings.maxHeldTokens } : {}) };
+  return { model, ...(settings.maxModelLen ? { maxModelLen: settings.maxModelLen } : {}), ...(settings.maxHeldTokens ? { maxHeldTokens: settings.maxHeldTokens } : {}), ...(settings.route === "generate" ? { route: "generate" as const } : {}) };
 }

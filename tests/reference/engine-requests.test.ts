@@ -206,6 +206,25 @@ for (const engine of ["vllm", "sglang"] as const) {
       SLOW,
     );
 
+    if (engine === "vllm") {
+      test(
+        "token-in on the generate route (--token-in-route generate): text prompts' bodies, the engine decoding nothing unless stop strings need the text",
+        async () => {
+          for (const body of imageBodies("vllm", "text")) {
+            await expectAccepted("vllm.GenerateRequest", body);
+            await expectAccepted("vllm.SamplingParams", body.sampling_params as Record<string, unknown>);
+            expect(body.content_parts).toBeUndefined();
+            expect(body.return_token_ids).toBeUndefined();
+            const sampling = body.sampling_params as Record<string, unknown>;
+            expect(sampling.detokenize).toBe(sampling.stop === undefined ? false : undefined);
+          }
+          // vLLM refuses stop strings it would not decode (SamplingParams._verify_args): why they keep detokenize.
+          await expect(validate("vllm.SamplingParams", { max_tokens: 5, stop: ["</answer>"], detokenize: false })).rejects.toThrow("stop strings are only supported when detokenize is True");
+        },
+        SLOW,
+      );
+    }
+
     if (engine === "sglang") {
       test.skipIf(!!nativeSkip)(
         "token-in with images: native /generate with input_ids and image_data, as GenerateReqInput (.venv/sglang-native)",
@@ -267,7 +286,8 @@ for (const engine of ["vllm", "sglang"] as const) {
  * pad per image in the ids, the images as data: URLs, streamed and not, with and without logprobs
  * and a JSON schema.
  */
-function imageBodies(engine: "vllm" | "sglang"): Record<string, unknown>[] {
+/** The route's bodies for three Chat requests' sampling: with two images, or (`text`) a text prompt on vLLM's generate route. */
+function imageBodies(engine: "vllm" | "sglang", prompt: "images" | "text" = "images"): Record<string, unknown>[] {
   const shot = (w: number, h: number) => `data:image/png;base64,${solidPng(w, h).toString("base64")}`;
   const ids = [151644, 872, 198, 151652, 151655, 151653, 151652, 151655, 151653, 198, 6023, 151645, 198, 151644, 77091, 198];
   const images = [shot(1280, 720), shot(390, 844)];
@@ -276,6 +296,7 @@ function imageBodies(engine: "vllm" | "sglang"): Record<string, unknown>[] {
     { model: "qwen3", messages: [], stream: true, temperature: 0.6, top_k: 20, stop: ["</answer>"], logprobs: true, top_logprobs: 3 },
     { model: "qwen3", messages: [], min_tokens: 1, presence_penalty: 0.5, response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "object" } } } },
   ];
+  if (prompt === "text") return chats.map((chat) => engineRequest(engine, chat, ids.filter((id) => id !== 151655), { maxModelLen: 32768, topLogprobs: (chat.top_logprobs as number) ?? 0, route: "generate" }).body);
   return chats.map((chat) => engineRequest(engine, chat, ids, { maxModelLen: 32768, topLogprobs: chat.top_logprobs as number ?? 0, images, expandedLength: 2000 }).body);
 }
 

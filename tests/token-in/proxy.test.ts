@@ -39,7 +39,7 @@ const chat = (h: ProxyHarness, r: { api_key: string; openai_base_url: string }, 
  * A five-call tool loop through `h` (its simulator speaking `engine`): the engine's prompt n+1 =
  * prompt n + completion n + the new messages; the records one chain, one sample, 0 drift.
  */
-async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang"): Promise<void> {
+async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang", route?: "generate"): Promise<void> {
     const r = await h.register({ task_id: "stock" });
     const answers = await stockLoop((body, stream) => chat(h, r, body, stream));
     // The harness got tool calls (names, arguments as JSON) and the reasoning, as vLLM's chat route gives them.
@@ -63,7 +63,10 @@ async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang"): P
       const before = i === 0 ? 0 : samples[i - 1]!.prompt_token_ids.length + samples[i - 1]!.token_ids.length;
       expect(c.renderedTokens).toBe(samples[i]!.prompt_token_ids.length - before);
       const sent = JSON.parse(new TextDecoder().decode(c.engineRequest));
-      expect(engine === "sglang" ? [sent.input_ids, typeof sent.sampling_params] : [sent.prompt, typeof sent.max_tokens]).toEqual([undefined, engine === "sglang" ? "object" : "number"]);
+      // The record keeps the body without its prompt: SGLang's /generate, vLLM's /v1/completions, or vLLM's generate route (its engine decoding nothing).
+      if (engine === "sglang") expect([sent.input_ids, typeof sent.sampling_params]).toEqual([undefined, "object"]);
+      else if (route === "generate") expect([sent.token_ids, sent.sampling_params.detokenize, sent.output_mode]).toEqual([undefined, false, "tokens"]);
+      else expect([sent.prompt, typeof sent.max_tokens]).toEqual([undefined, "number"]);
       const sentAnswer = JSON.parse(new TextDecoder().decode(c.chainAnswer));
       expect(sentAnswer.tool_calls.map((t: any) => t.name)).toEqual(answers[i]!.toolCalls.map((t) => t.name));
     });
@@ -71,11 +74,12 @@ async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang"): P
     await expectOneSample(h, r.rollout_id, samples);
 }
 
-for (const engine of ["vllm", "sglang"] as const) {
-  describe(`token-in mode, ${engine} flavour`, () => {
+// vLLM's /v1/completions, SGLang's /generate, and vLLM's /inference/v1/generate (--token-in-route generate).
+for (const [engine, route] of [["vllm", undefined], ["sglang", undefined], ["vllm", "generate"]] as const) {
+  describe(`token-in mode, ${engine} flavour${route ? `, ${route} route` : ""}`, () => {
     let h: ProxyHarness;
     beforeAll(async () => {
-      h = await startProxyHarness({ sim: { script, engine }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } });
+      h = await startProxyHarness({ sim: { script, engine }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3", route }) } });
     });
     afterAll(async () => {
       await h?.close();
@@ -83,7 +87,7 @@ for (const engine of ["vllm", "sglang"] as const) {
 
     test(
       "a five-call tool loop: the engine's prompt n+1 = prompt n + completion n + the new messages; one sample, 0 drift",
-      () => expectFiveCallLoop(h, engine),
+      () => expectFiveCallLoop(h, engine, route),
       SLOW,
     );
 
@@ -274,6 +278,29 @@ describe("token-in failures: clear errors", () => {
   );
 
   test(
+    "--token-in-route generate against a vLLM started without --enable-scale-out (a 403 at /inference/v1/generate) fails the call naming the flag",
+    async () => {
+      const h = await startProxyHarness({ sim: { script, enableScaleOut: false }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3", route: "generate" }) } });
+      try {
+        const r = await h.register({ task_id: "stock" });
+        const response = await fetch(`${r.openai_base_url}/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${r.api_key}` },
+          body: JSON.stringify({ model: "qwen3", messages: [{ role: "user", content: "stock.csv" }] }),
+        });
+        expect(response.status).toBe(502);
+        const message = ((await response.json()) as any).error.message as string;
+        expect(message).toContain("403 at /inference/v1/generate");
+        expect(message).toContain("--enable-scale-out");
+        expect(message).toContain("--token-in-route");
+      } finally {
+        await h.close();
+      }
+    },
+    SLOW,
+  );
+
+  test(
     "an image given by URL is refused naming the fix (inline data: URLs; images are token-in: tests/token-in/images.test.ts)",
     async () => {
       const h = await startProxyHarness({ sim: { script }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3" }) } });
@@ -345,6 +372,8 @@ describe("token-in failures: clear errors", () => {
       await expect(proxyCommand([...base, "--model-dir", "qwen3"])).rejects.toThrow(/--model-dir is a token-in setting: add --token-in/);
       await expect(proxyCommand([...base, "--token-in", "--model-dir", "qwen3", "--tool-call-parser", "nope"])).rejects.toThrow(/--tool-call-parser: no tool-call parser "nope"/);
       await expect(proxyCommand([...base, "--token-in", "--model-dir", join(data, "nowhere")])).rejects.toThrow(/--model-dir: .*tokenizer.json is missing/);
+      await expect(proxyCommand([...base, "--token-in-route", "generate"])).rejects.toThrow(/--token-in-route is a token-in setting: add --token-in/);
+      await expect(proxyCommand([...base, "--token-in", "--model-dir", "qwen3", "--token-in-route", "chat"])).rejects.toThrow(/--token-in-route: expected completions or generate .*got "chat"/);
     } finally {
       rmSync(data, { recursive: true, force: true });
     }
