@@ -6,7 +6,9 @@
  * timed in CPU in vLLM's own code (bench/lib/vllm-chat-render.py, the reference venv,
  * python/build-env.sh). In engine mode vLLM does this for every call, the conversation whole each
  * time; in token-in mode the proxy renders only what a call appends and parses the answer, and
- * vLLM's /v1/completions gets ids. `bun bench/ab.ts --scenario toolloop --modes`
+ * vLLM's /v1/completions gets ids. It also times vLLM's incremental detokenizer over each answer,
+ * which /v1/completions still runs and the generate route asked with `detokenize: false`
+ * (`--token-in-route generate`) does not. `bun bench/ab.ts --scenario toolloop --modes`
  * gives what token-in costs the proxy instead; docs/performance.md sets the two side by side.
  *
  *   bun bench/engine-render.ts [--rounds 5]
@@ -30,7 +32,7 @@ const { flag } = benchFlags();
 const ROUNDS = Number(flag("rounds", "5"));
 
 type Call = { request: Record<string, unknown>; prompt_tokens: number; output_ids: number[] };
-type Timed = { prompt_tokens: number; ids: number; tool_calls: number; render_ms: number[]; parsers_ms: number[] };
+type Timed = { prompt_tokens: number; ids: number; tool_calls: number; render_ms: number[]; parsers_ms: number[]; detokenizer_ms: number[] };
 
 /** The tool loop's Chat requests as vLLM gets them, each with the prompt length the engine reported. */
 async function recordCalls(): Promise<Call[]> {
@@ -80,15 +82,18 @@ try {
   const wrong = timed.findIndex((t) => t.ids !== t.prompt_tokens);
   if (wrong >= 0) throw new Error(`bench/engine-render: call ${wrong + 1}: vLLM renders ${timed[wrong]!.ids} prompt tokens, the engine counted ${timed[wrong]!.prompt_tokens}`);
   console.log(`bench/engine-render: vLLM 0.33.0's chat-route work per call of the tool loop that token-in mode does not ask of it, CPU ms, median of ${ROUNDS} rounds`);
-  console.log("  call  prompt tokens  answer tokens  render ms  parsers ms");
   // The tool loop's answers are twelve tool calls and a final answer: vLLM's parser must find them so.
   const unparsed = timed.findIndex((t, i) => t.tool_calls !== (i < timed.length - 1 ? 1 : 0));
   if (unparsed >= 0) throw new Error(`bench/engine-render: call ${unparsed + 1}: vLLM's parsers found ${timed[unparsed]!.tool_calls} tool calls in the answer`);
-  const rows = timed.map((t, i) => ({ render: median(t.render_ms), parsers: median(t.parsers_ms), answer: calls[i]!.output_ids.length, ids: t.ids }));
-  rows.forEach((r, i) => console.log(`  ${String(i + 1).padStart(4)}  ${String(r.ids).padStart(13)}  ${String(r.answer).padStart(13)}  ${r.render.toFixed(2).padStart(9)}  ${r.parsers.toFixed(2).padStart(10)}`));
+  console.log("  call  prompt tokens  answer tokens  render ms  parsers ms  detokenizer ms");
+  const rows = timed.map((t, i) => ({ render: median(t.render_ms), parsers: median(t.parsers_ms), detokenizer: median(t.detokenizer_ms), answer: calls[i]!.output_ids.length, ids: t.ids }));
+  rows.forEach((r, i) => console.log(`  ${String(i + 1).padStart(4)}  ${String(r.ids).padStart(13)}  ${String(r.answer).padStart(13)}  ${r.render.toFixed(2).padStart(9)}  ${r.parsers.toFixed(2).padStart(10)}  ${r.detokenizer.toFixed(2).padStart(14)}`));
   const mean = (f: (r: (typeof rows)[number]) => number) => rows.reduce((s, r) => s + f(r), 0) / rows.length;
-  console.log(`  mean per call: render ${mean((r) => r.render).toFixed(2)} ms + parsers ${mean((r) => r.parsers).toFixed(2)} ms = ${mean((r) => r.render + r.parsers).toFixed(2)} ms of the engine's API server CPU`);
-  console.log("  (render: OnlineRenderer.render_chat; parsers: the qwen3 and hermes parsers' ChatStreamProcessor.step over the answer, one token a step)");
+  const chatRoute = mean((r) => r.render + r.parsers);
+  console.log(`  mean per call: render ${mean((r) => r.render).toFixed(2)} ms + parsers ${mean((r) => r.parsers).toFixed(2)} ms = ${chatRoute.toFixed(2)} ms of the engine's API server CPU that token-in does not ask of it;`);
+  console.log(`  with --token-in-route generate also the detokenizer's ${mean((r) => r.detokenizer).toFixed(2)} ms: ${(chatRoute + mean((r) => r.detokenizer)).toFixed(2)} ms`);
+  console.log("  (render: OnlineRenderer.render_chat; parsers: the qwen3 and hermes parsers' ChatStreamProcessor.step over the answer, one token a step;");
+  console.log("  detokenizer: the output processor's IncrementalDetokenizer, one token a step, which /v1/completions pays too)");
   console.log("  what token-in costs the proxy instead: bun bench/ab.ts --scenario toolloop --modes (its per-call CPU, token-in less engine mode)");
 } finally {
   rmSync(work, { recursive: true, force: true });

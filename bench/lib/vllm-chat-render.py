@@ -4,14 +4,16 @@ Chat Completions request that a token-in call (ids to /v1/completions) does not 
 Before the engine: OnlineRenderer.render_chat (parse_chat_messages, the chat template over the
 whole conversation, the whole prompt tokenized). After it: the reasoning and tool parsers
 (`--reasoning-parser qwen3 --tool-call-parser hermes`) over the streamed answer, one engine step a
-token, as the coupled chat route runs them (parsers_cpu_ns). Run by bench/engine-render.ts in the
-reference venv (python/build-env.sh):
+token, as the coupled chat route runs them (parsers_cpu_ns). And the output processor's
+incremental detokenizer (detokenizer_cpu_ns), which /v1/completions pays too but the generate
+route asked with `detokenize: false` does not. Run by bench/engine-render.ts in the reference
+venv (python/build-env.sh):
 
     .venv/reference/bin/python bench/lib/vllm-chat-render.py CALLS.json OUT.json ROUNDS
 
 CALLS.json: [{"request": <the Chat body vLLM got>, "prompt_tokens": <its usage.prompt_tokens>,
 "output_ids": <the ids it sampled>}]. OUT.json: [{"prompt_tokens", "ids", "tool_calls",
-"render_ms", "parsers_ms"}], the times a list with one CPU time per round, "ids" the prompt's
+"render_ms", "parsers_ms", "detokenizer_ms"}], the times a list with one CPU time per round, "ids" the prompt's
 length as vLLM rendered it (the bench holds it to the engine's usage), "tool_calls" how many
 calls vLLM's parser found in the answer. The first round of each
 call is a warm-up and not kept: vLLM's template and tokenizer are compiled and cached by then,
@@ -39,7 +41,7 @@ def main() -> None:
     results = []
     for call in calls:
         request = proto.ChatCompletionRequest.model_validate(call["request"])
-        timed = {"render_ms": [], "parsers_ms": []}
+        timed = {"render_ms": [], "parsers_ms": [], "detokenizer_ms": []}
         calls_found = 0
         prompt_ids: list[int] = []
         for r in range(rounds + 1):
@@ -53,10 +55,38 @@ def main() -> None:
             if r > 0:
                 timed["render_ms"].append(spent / 1e6)
             spent, calls_found = parsers_cpu_ns(derenderer, request, prompt_ids, call["output_ids"])
+            decoded = detokenizer_cpu_ns(derenderer, prompt_ids, call["output_ids"])
             if r > 0:
                 timed["parsers_ms"].append(spent / 1e6)
+                timed["detokenizer_ms"].append(decoded / 1e6)
         results.append({"prompt_tokens": call["prompt_tokens"], "ids": len(prompt_ids), "tool_calls": calls_found, **timed})
     Path(out).write_text(json.dumps(results))
+
+
+def detokenizer_cpu_ns(derenderer, prompt_ids: list[int], output_ids: list[int]) -> int:
+    """CPU time of vLLM's output processor decoding the answer as it streams, one token an engine
+    step: the IncrementalDetokenizer it makes for a request (the tokenizers library's DecodeStream
+    for a fast tokenizer, v1/engine/detokenizer.py), `update` and `get_next_output_text` per step.
+    Both chat and /v1/completions pay it; a `detokenize: false` request on the generate route
+    (--token-in-route generate) does not."""
+    engine = oracle.need("vllm.v1.engine")
+    detokenizer = oracle.need("vllm.v1.engine.detokenizer")
+    sampling = oracle.need("vllm.sampling_params").SamplingParams(max_tokens=len(output_ids) + 1, skip_special_tokens=False)
+    request = engine.EngineCoreRequest(
+        request_id="bench", prompt_token_ids=prompt_ids, mm_features=None, sampling_params=sampling,
+        pooling_params=None, arrival_time=0.0, lora_request=None, cache_salt=None, data_parallel_rank=None,
+    )
+    tokenizer = derenderer.renderer.get_tokenizer()
+    start = time.process_time_ns()
+    detok = detokenizer.IncrementalDetokenizer.from_new_request(tokenizer, request)
+    text = ""
+    for token in output_ids:
+        detok.update([token], False)
+        text += detok.get_next_output_text(False, True)
+    spent = time.process_time_ns() - start
+    if not text:
+        raise SystemExit("vLLM's detokenizer decoded nothing: the bench would time no work")
+    return spent
 
 
 def parsers_cpu_ns(derenderer, request, prompt_ids: list[int], output_ids: list[int]) -> tuple[int, int]:
