@@ -252,53 +252,50 @@ test(
   SLOW,
 );
 
-describe("token-in failures: clear errors", () => {
-  test(
-    "an engine without the token-id route (a vLLM-flavoured simulator called as SGLang answers 404 at /generate) fails the call naming the route",
-    async () => {
-      const h = await startProxyHarness({ sim: { script }, proxy: { mode: "train", engine: "sglang", engineProbe: false, tokenIn: tokenInOptions({ modelDir: "qwen3" }) } });
-      try {
-        const r = await h.register({ task_id: "stock" });
-        const response = await fetch(`${r.openai_base_url}/chat/completions`, {
-          method: "POST",
-          headers: { "content-type": "application/json", authorization: `Bearer ${r.api_key}` },
-          body: JSON.stringify({ model: "qwen3", messages: [{ role: "user", content: "stock.csv" }] }),
-        });
-        expect(response.status).toBe(502);
-        const message = ((await response.json()) as any).error.message as string;
-        expect(message).toContain("404 at /generate");
-        expect(message).toContain("docs/token-in.md");
-        const [call] = await h.calls(r.rollout_id);
-        expect(call!.error).toContain("token-in mode");
-      } finally {
-        await h.close();
-      }
-    },
-    SLOW,
-  );
+/** One Chat call through a proxy started with `options`, which the engine's answer fails: the 502's message and the error the call was recorded with. */
+async function refusedCall(options: Parameters<typeof startProxyHarness>[0]): Promise<{ message: string; recorded: string }> {
+  const h = await startProxyHarness(options);
+  try {
+    const r = await h.register({ task_id: "stock" });
+    const response = await fetch(`${r.openai_base_url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${r.api_key}` },
+      body: JSON.stringify({ model: "qwen3", messages: [{ role: "user", content: "stock.csv" }] }),
+    });
+    expect(response.status).toBe(502);
+    const message = ((await response.json()) as any).error.message as string;
+    const [call] = await h.calls(r.rollout_id);
+    return { message, recorded: call!.error };
+  } finally {
+    await h.close();
+  }
+}
 
-  test(
-    "--token-in-route generate against a vLLM started without --enable-scale-out (a 403 at /inference/v1/generate) fails the call naming the flag",
-    async () => {
-      const h = await startProxyHarness({ sim: { script, enableScaleOut: false }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3", route: "generate" }) } });
-      try {
-        const r = await h.register({ task_id: "stock" });
-        const response = await fetch(`${r.openai_base_url}/chat/completions`, {
-          method: "POST",
-          headers: { "content-type": "application/json", authorization: `Bearer ${r.api_key}` },
-          body: JSON.stringify({ model: "qwen3", messages: [{ role: "user", content: "stock.csv" }] }),
-        });
-        expect(response.status).toBe(502);
-        const message = ((await response.json()) as any).error.message as string;
-        expect(message).toContain("403 at /inference/v1/generate");
-        expect(message).toContain("--enable-scale-out");
-        expect(message).toContain("--token-in-route");
-      } finally {
-        await h.close();
-      }
-    },
-    SLOW,
-  );
+describe("token-in failures: clear errors", () => {
+  // An engine without the token-id route, and vLLM's generate route on an engine started without it: a 502 naming what is needed.
+  const refusals: [string, Parameters<typeof startProxyHarness>[0], string[]][] = [
+    [
+      "an engine without the token-id route (a vLLM-flavoured simulator called as SGLang answers 404 at /generate) fails the call naming the route",
+      { sim: { script }, proxy: { mode: "train", engine: "sglang", engineProbe: false, tokenIn: tokenInOptions({ modelDir: "qwen3" }) } },
+      ["404 at /generate", "docs/token-in.md"],
+    ],
+    [
+      "--token-in-route generate against a vLLM started without --enable-scale-out (a 403 at /inference/v1/generate) fails the call naming the flag",
+      { sim: { script, enableScaleOut: false }, proxy: { mode: "train", tokenIn: tokenInOptions({ modelDir: "qwen3", route: "generate" }) } },
+      ["403 at /inference/v1/generate", "--enable-scale-out", "--token-in-route"],
+    ],
+  ];
+  for (const [name, options, says] of refusals) {
+    test(
+      name,
+      async () => {
+        const { message, recorded } = await refusedCall(options);
+        for (const part of says) expect(message).toContain(part);
+        expect(recorded).toContain("token-in mode");
+      },
+      SLOW,
+    );
+  }
 
   test(
     "an image given by URL is refused naming the fix (inline data: URLs; images are token-in: tests/token-in/images.test.ts)",
