@@ -23,6 +23,12 @@ test("token-in without upstreams: the Qwen3 OpenForge ships, the defaults", asyn
   expect(simulatorToolParser(policy)).toBe("hermes");
 });
 
+test("tokenIn.route: the generate route reaches the proxy's options; another value is refused naming the field", async () => {
+  const { tokenIn } = await tokenInFor(experiment("    tokenMode: token-in\n    tokenIn: { route: generate }").spec.policy);
+  expect(tokenIn!.route).toBe("generate");
+  expect(() => experiment("    tokenMode: token-in\n    tokenIn: { route: chat }")).toThrow(/route.*expected "completions" or "generate"/);
+});
+
 test("qwen3-coder: its parsers by default, and the simulator plays it; a simulator set to qwen3_coder makes it the default model", async () => {
   for (const policyText of ["    tokenMode: token-in\n    tokenIn: { modelDir: qwen3-coder }", "    tokenMode: token-in\n    simulator: { toolCallParser: qwen3_coder }"]) {
     const e = experiment(policyText);
@@ -40,8 +46,8 @@ test("qwen3-coder: its parsers by default, and the simulator plays it; a simulat
 });
 
 test("token-in with a served model: its directory, parsers and length reach the Argo proxy's arguments; a bad directory names the experiment field", async () => {
-  const e = experiment("    upstreams: [http://gpu:8000/v1]\n    tokenMode: token-in\n    tokenIn: { modelDir: /models/q, toolParser: qwen3_coder, reasoningParser: none, maxModelLen: 4096 }");
-  const flags = ["--token-in", "--model-dir", "/models/q", "--tool-call-parser", "qwen3_coder", "--reasoning-parser", "none", "--max-model-len", "4096"];
+  const e = experiment("    upstreams: [http://gpu:8000/v1]\n    tokenMode: token-in\n    tokenIn: { modelDir: /models/q, toolParser: qwen3_coder, reasoningParser: none, maxModelLen: 4096, route: generate }");
+  const flags = ["--token-in", "--model-dir", "/models/q", "--tool-call-parser", "qwen3_coder", "--reasoning-parser", "none", "--max-model-len", "4096", "--token-in-route", "generate"];
   expect(tokenInFlags(e.spec.policy)).toEqual(flags);
   const args = renderProxyDeployment(e, "ns").spec!.template.spec!.containers[0]!.args!;
   expect(args.join(" ")).toContain(flags.join(" "));

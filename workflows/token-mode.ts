@@ -27,7 +27,7 @@ function settings(policy: Policy) {
   if (policy.tokenMode !== "token-in") return undefined;
   const t = policy.tokenIn;
   const modelDir = t?.modelDir ?? (simulatorToolParser(policy) === "qwen3_coder" ? "qwen3-coder" : "qwen3");
-  return { modelDir, toolParser: t?.toolParser, reasoningParser: t?.reasoningParser, maxModelLen: t?.maxModelLen };
+  return { modelDir, toolParser: t?.toolParser, reasoningParser: t?.reasoningParser, maxModelLen: t?.maxModelLen, route: t?.route };
 }
 
 /**
@@ -46,6 +46,7 @@ export function tokenInFlags(policy: Policy): string[] {
     ...(s.toolParser ? ["--tool-call-parser", s.toolParser] : []),
     ...(s.reasoningParser ? ["--reasoning-parser", s.reasoningParser] : []),
     ...(s.maxModelLen ? ["--max-model-len", String(s.maxModelLen)] : []),
+    ...(s.route ? ["--token-in-route", s.route] : []),
   ];
 }
 
