@@ -12,7 +12,8 @@
  *   `sampling_params.detokenize` false (nothing decoded) refused with stop strings, as vLLM's
  *   SamplingParams refuses it;
  * - the answer, `output_mode` "tokens": `choices[0]` with `token_ids`, `finish_reason`,
- *   `stop_reason`, `logprobs.content` rows `{token_id, logprob, rank, top_logprobs}` when
+ *   `stop_reason`, `weight_versions` (the finished output's spans), `logprobs.content` rows
+ *   `{token_id, logprob, rank, top_logprobs}` when
  *   `sampling_params.logprobs` is set; the prompt it ran as `prompt_token_ids` with
  *   `mm_placeholders` (`{image: [{offset, length}]}`) on `return_token_ids`; `usage`;
  * - streamed: one `data:` chunk per step with the new `token_ids` (the first with
@@ -91,6 +92,10 @@ export async function handleTokenGenerate(ctx: SimContext, request: Request): Pr
   const rows = (from: number, to: number) =>
     top === undefined ? null : { content: logprobs.slice(from, to).map((l) => ({ token_id: l.id, logprob: l.logprob, rank: 1, top_logprobs: vllmCandidates(l, top).map((t, i) => ({ token_id: t.id, logprob: t.logprob, rank: i + 1 })) })) };
   const usage = { prompt_tokens: prompt.length, total_tokens: prompt.length + g.ids.length, completion_tokens: g.ids.length, prompt_tokens_details: null };
+  // The finished output's spans, asked or not: vLLM's engine core labels every output with its
+  // weight version ("default" until set, core.py `_attach_weight_version`), the output processor
+  // reports them when the request finishes (`_weight_version_spans`).
+  const versions = [{ version: ctx.engine.weightVersion, start: 0, end: g.ids.length }];
   if (body.stream !== true) {
     return Response.json(
       {
@@ -106,7 +111,7 @@ export async function handleTokenGenerate(ctx: SimContext, request: Request): Pr
         kv_transfer_params: null,
         ec_transfer_params: null,
         output_mode: "tokens",
-        choices: [{ index: 0, finish_reason: finishReason, stop_reason: stopReason, token_ids: g.ids, routed_experts: null, sampling_mask: null, weight_versions: null, logprobs: rows(0, g.ids.length) }],
+        choices: [{ index: 0, finish_reason: finishReason, stop_reason: stopReason, token_ids: g.ids, routed_experts: null, sampling_mask: null, weight_versions: versions, logprobs: rows(0, g.ids.length) }],
       },
       { headers: SIM },
     );
@@ -120,7 +125,7 @@ export async function handleTokenGenerate(ctx: SimContext, request: Request): Pr
         usage: null,
         ...(from === 0 && echo ? { prompt_token_ids: prompt, ...(images.length > 0 ? { mm_placeholders: placeholders } : {}) } : {}),
         output_mode: "tokens",
-        choices: [{ index: 0, finish_reason: last ? finishReason : null, stop_reason: last ? stopReason : null, token_ids: g.ids.slice(from, n), routed_experts: null, sampling_mask: null, weight_versions: null, logprobs: rows(from, n) }],
+        choices: [{ index: 0, finish_reason: last ? finishReason : null, stop_reason: last ? stopReason : null, token_ids: g.ids.slice(from, n), routed_experts: null, sampling_mask: null, weight_versions: last ? versions : null, logprobs: rows(from, n) }],
       };
     }
     if (includeUsage) yield { request_id: requestId, usage, output_mode: "tokens", choices: [] };
