@@ -29,7 +29,7 @@ import { pacedChunks, sseResponse } from "./sse.ts";
 import { loadTokenizer } from "./model.ts";
 import { chatmlTurns, chatPrompt } from "./completions.ts";
 import { whileGenerating } from "./flavours/pause.ts";
-import { vllmError } from "./flavours/vllm.ts";
+import { vllmError, weightVersionSpans } from "./flavours/vllm.ts";
 import { expandPrompt, IMAGE_PAD } from "./images.ts";
 
 const MAX_MODEL_LEN = 131072;
@@ -95,7 +95,7 @@ export async function handleTokenGenerate(ctx: SimContext, request: Request): Pr
   // The finished output's spans, asked or not: vLLM's engine core labels every output with its
   // weight version ("default" until set, core.py `_attach_weight_version`), the output processor
   // reports them when the request finishes (`_weight_version_spans`).
-  const versions = [{ version: ctx.engine.weightVersion, start: 0, end: g.ids.length }];
+  const versions = weightVersionSpans(ctx, g.ids.length);
   if (body.stream !== true) {
     return Response.json(
       {

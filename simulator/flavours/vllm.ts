@@ -50,7 +50,12 @@ function allIds(c: SampledChoice, holey: boolean | undefined): number[] {
  */
 function weightVersions(body: { [key: string]: unknown }, c: SampledChoice, ctx: FlavourContext) {
   if (body.return_weight_versions !== true) return null;
-  return [{ version: ctx.engine.weightVersion, start: 0, end: c.g.ids.length }];
+  return weightVersionSpans(ctx, c.g.ids.length);
+}
+
+/** A finished output's `weight_versions`: its `tokens` sampled by the weights the engine is labelled with (one span: the simulator's weights change only between requests). */
+export function weightVersionSpans(ctx: FlavourContext, tokens: number) {
+  return [{ version: ctx.engine.weightVersion, start: 0, end: tokens }];
 }
 
 /** A stream chunk's usage with `continuous_usage_stats` (UsageInfo dumped `exclude_unset`: completion_tokens_details set to null). */
