@@ -103,6 +103,16 @@ describe("vLLM 0.33.0 /inference/v1/generate with content_parts", () => {
     expect(none.status).toBe(400);
   });
 
+  test("a text prompt, nothing decoded (detokenize false): ids and the finished output's weight version spans; stop strings without detokenize refused, as vLLM's SamplingParams refuses them", async () => {
+    const text = (await loadTokenizer()).encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    const ok = (await (await post(vllm, "/inference/v1/generate", { token_ids: text, sampling_params: { max_tokens: 8, detokenize: false } })).json()) as any;
+    expect(ok.choices[0].token_ids.length).toBeGreaterThan(0);
+    expect(ok.choices[0].weight_versions).toEqual([{ version: "default", start: 0, end: ok.choices[0].token_ids.length }]);
+    const refused = await post(vllm, "/inference/v1/generate", { token_ids: text, sampling_params: { max_tokens: 8, detokenize: false, stop: ["</answer>"] } });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as any).error.message).toContain("stop strings are only supported when detokenize is True");
+  });
+
   test("without --enable-scale-out the route answers 403, as vLLM does", async () => {
     const off = createPolicySimulator({ seed: 4, enableScaleOut: false });
     const res = await post(off, "/inference/v1/generate", { token_ids: collapsed, sampling_params: {} });
