@@ -23,9 +23,12 @@
  * has the simulator speak SGLang 0.5.23 (token-in then sends `/generate`) and starts the proxies
  * with `--engine sglang` (`--incremental-streaming`: as started with
  * `--incremental-streaming-output`, each streamed event holding only what is new); the default
- * is vLLM 0.33.0. `--token-in-route generate` starts this side's token-in proxy with it (vLLM's
- * `/inference/v1/generate`; the base side keeps its default): with `--base HEAD --token-in` the
- * two routes against each other, with `--modes` the generate route against engine mode. `--profile DIR` runs the proxies under `bun --cpu-prof --cpu-prof-md`, each
+ * is vLLM 0.33.0. `--token-in-route completions|generate|auto` starts this side's token-in proxy
+ * with it (the base side keeps its commit's default: `auto`, which finds vLLM's
+ * `/inference/v1/generate` on the simulator, or `/v1/completions` before it): with `--base HEAD
+ * --token-in --token-in-route completions` the two routes against each other, with `--modes
+ * --token-in-route completions` the completions route against engine mode. The route each
+ * token-in side took is printed with the figures. `--profile DIR` runs the proxies under `bun --cpu-prof --cpu-prof-md`, each
  * side writing its profile to DIR/base or DIR/this on exit.
  * `--perf DIR` runs them under `perf record` with JSC's jitdump (DIR/base.data, DIR/base-jit,
  * and the same for this; the CPU figures then include the sampling's cost); `bun bench/perf-report.ts
@@ -75,8 +78,8 @@ if (INCREMENTAL && ENGINE !== "sglang") {
 }
 const TOKEN_IN_ARGS = ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"];
 const ROUTE = flag("token-in-route", "");
-if (ROUTE && (ENGINE !== "vllm" || (ROUTE !== "generate" && ROUTE !== "completions"))) {
-  console.error(`bench/ab: --token-in-route takes completions or generate, with --engine vllm; got "${ROUTE}" with ${ENGINE}`);
+if (ROUTE && (ENGINE !== "vllm" || !["auto", "completions", "generate"].includes(ROUTE))) {
+  console.error(`bench/ab: --token-in-route takes auto, completions or generate, with --engine vllm; got "${ROUTE}" with ${ENGINE}`);
   process.exit(2);
 }
 const SCENARIO = flag("scenario", "stream256");
@@ -177,12 +180,19 @@ try {
       console.error(`round ${round + 1} ${side.name.padEnd(4)} ${ms.toFixed(2)} ms CPU per call`);
     }
   }
+  /** The route a token-in side's calls took: its flag, or what `auto` logged it found. */
+  const routeTaken = (side: Side) => {
+    if (ROUTE && ROUTE !== "auto" && side.name === "this") return `${ROUTE === "generate" ? "/inference/v1/generate" : "/v1/completions"} (--token-in-route ${ROUTE})`;
+    const found = /token-in \(--token-in-route auto\): .*?(token-in calls go (?:there|to \/v1\/completions))/.exec(side.proxy.output())?.[1];
+    return found === undefined ? "/v1/completions (its commit's default)" : found.endsWith("there") ? "/inference/v1/generate (auto: the default)" : "/v1/completions (auto: the default)";
+  };
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
   const [base, self] = sides as [Side, Side];
   const label = (name: "base" | "this") => (MODES ? `${modeOf(name)} mode`.padEnd(16) : name === "base" ? `base ${baseSha.slice(0, 10)}` : "this checkout   ");
   console.log(`bench/ab ${SCENARIO}: proxy CPU per call, median of ${ROUNDS} interleaved rounds${MODES ? ", this checkout in both modes" : TOKEN_IN_BOTH ? ", both in token-in mode" : ""}`);
   console.log(`  ${label("base")}  ${median(base.perCall).toFixed(2)} ms  (${base.perCall.map((x) => x.toFixed(2)).join(" ")})`);
   console.log(`  ${label("this")}  ${median(self.perCall).toFixed(2)} ms  (${self.perCall.map((x) => x.toFixed(2)).join(" ")})`);
+  for (const side of sides) if (modeOf(side.name as "base" | "this") === "token-in" && ENGINE === "vllm") console.log(`  ${label(side.name as "base" | "this").trim()}: token-in route ${routeTaken(side)}`);
   const ratio = median(self.perCall) / median(base.perCall);
   // Each round's two sides ran back to back: their ratio leaves out the machine's drift between rounds.
   const paired = self.perCall.map((x, i) => x / base.perCall[i]!);

@@ -59,9 +59,11 @@ call is recorded token for token to DIR/log (docs/proxy.md).
   --max-held-tokens N       with --token-in: the token ids this shard's open rollouts' chains may hold
                             (default 50331648, 192 MiB of ids); past it a new rollout's first call
                             gets a 503 until open ones finish (docs/performance.md, "Memory per rollout")
-  --token-in-route R        with --token-in on vLLM: completions (default: /v1/completions) or generate
-                            (/inference/v1/generate, vLLM started with --enable-scale-out: lighter
-                            answers, nothing decoded by the engine; docs/token-in.md)
+  --token-in-route R        with --token-in on vLLM: auto (default: generate where the engine serves
+                            it, asked once per set of upstreams), completions (/v1/completions,
+                            every vLLM server) or generate (/inference/v1/generate, vLLM started
+                            with --enable-scale-out: lighter answers, nothing decoded by the
+                            engine; docs/token-in.md)
   --eval                    evaluation in one step: --mode eval, registers one rollout and prints
                             the base URLs and key to point a harness at, and how to read what
                             was recorded (docs/eval.md)

@@ -90,8 +90,8 @@ const TokenInSchema = z.strictObject({
   reasoningParser: text("a reasoning parser name").optional(),
   /** The engine's context length (default: its /v1/models max_model_len). */
   maxModelLen: positiveInt().optional(),
-  /** Where a vLLM engine gets the calls: "completions" (default, /v1/completions) or "generate" (/inference/v1/generate, vLLM started with --enable-scale-out). */
-  route: z.enum(["completions", "generate"], { error: 'expected "completions" or "generate" (vLLM\'s /inference/v1/generate, served with --enable-scale-out)' }).optional(),
+  /** Where a vLLM engine gets the calls: "auto" (default: generate where served), "completions" (/v1/completions) or "generate" (/inference/v1/generate, vLLM started with --enable-scale-out). */
+  route: z.enum(["auto", "completions", "generate"], { error: 'expected "auto" (the default: generate where the engine serves it), "completions" or "generate" (vLLM\'s /inference/v1/generate, served with --enable-scale-out)' }).optional(),
 });
 
 const PolicySchema = z.strictObject({

@@ -26,7 +26,7 @@ test("token-in without upstreams: the Qwen3 OpenForge ships, the defaults", asyn
 test("tokenIn.route: the generate route reaches the proxy's options; another value is refused naming the field", async () => {
   const { tokenIn } = await tokenInFor(experiment("    tokenMode: token-in\n    tokenIn: { route: generate }").spec.policy);
   expect(tokenIn!.route).toBe("generate");
-  expect(() => experiment("    tokenMode: token-in\n    tokenIn: { route: chat }")).toThrow(/route.*expected "completions" or "generate"/);
+  expect(() => experiment("    tokenMode: token-in\n    tokenIn: { route: chat }")).toThrow(/route.*expected "auto" .*"completions" or "generate"/);
 });
 
 test("qwen3-coder: its parsers by default, and the simulator plays it; a simulator set to qwen3_coder makes it the default model", async () => {

@@ -67,6 +67,8 @@ export interface PrepareInput {
   maxModelLen: number;
   /** Where a vLLM engine gets the call (default "completions"). */
   route?: TokenInRoute;
+  /** The route is generate because `--token-in-route auto` found it served (a refusal then says so). */
+  routeFound?: boolean;
 }
 
 /**
@@ -125,8 +127,8 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     sampling: samplingOf("chat", { ...chat, max_tokens: req.maxTokens }, engine.adapter),
     plan,
     chatResponse(response) {
-      if (response.status === 404) return noTokenRoute(req.path, kind, "404", images !== undefined);
-      if (response.status === 403 && req.path === VLLM_GENERATE_PATH) return noTokenRoute(req.path, kind, "403", images !== undefined);
+      const refusedBy = response.status === 404 ? "404" : response.status === 403 && req.path === VLLM_GENERATE_PATH ? "403" : "";
+      if (refusedBy) return noTokenRoute(req.path, kind, refusedBy, images !== undefined, input.routeFound === true);
       if (!response.ok || !response.body) return response;
       if (images) {
         // The engine's echo is the prompt recorded: no memo of the proxy's ids to read it against.
@@ -198,10 +200,12 @@ async function planForRollout(model: Model, state: RolloutState, chat: Record<st
 }
 
 /** The engine has no token-id route where its kind says (a 404; vLLM's 403 for scale-out routes it was not started with): an error that says what token-in mode needs. */
-function noTokenRoute(path: string, kind: "vllm" | "sglang", status: string, withImages: boolean): Response {
+function noTokenRoute(path: string, kind: "vllm" | "sglang", status: string, withImages: boolean, found: boolean): Response {
   const message =
-    path === VLLM_GENERATE_PATH && !withImages
-      ? `token-in mode: the engine answered ${status} at ${path}, where --token-in-route generate sends token-in calls; start vLLM (0.33.0) with --enable-scale-out, or leave --token-in-route out (/v1/completions, every vLLM server; docs/token-in.md)`
+    path === VLLM_GENERATE_PATH && !withImages && found
+      ? `token-in mode: the engine answered ${status} at ${path}, which it served when --token-in-route auto asked (it was restarted without --enable-scale-out?); the next call asks again and takes /v1/completions if the route is gone (docs/token-in.md)`
+      : path === VLLM_GENERATE_PATH && !withImages
+      ? `token-in mode: the engine answered ${status} at ${path}, where --token-in-route generate sends token-in calls; start vLLM (0.33.0) with --enable-scale-out, or use --token-in-route auto or completions (/v1/completions, every vLLM server; docs/token-in.md)`
       : path === VLLM_GENERATE_PATH
       ? `token-in mode: the engine answered ${status} at ${path}, the route vLLM takes token ids with images at (vLLM's /v1/completions takes no images); start vLLM (0.33.0) with --enable-scale-out, serve the model with SGLang (/generate with input_ids and image_data; 0.5.23), or use engine mode for image calls (tokenMode: engine; docs/token-in.md)`
       : `token-in mode: the engine answered 404 at ${path}, the route ${kind === "sglang" ? "SGLang" : "vLLM"} takes token-id prompts at; token-in mode needs vLLM (/v1/completions with a token-id prompt; OpenForge follows 0.33.0) or SGLang (/generate with input_ids; 0.5.23), named by --engine (or auto), or engine mode (tokenMode: engine; docs/token-in.md)`;

@@ -16,6 +16,7 @@ import { ProxyHttpError } from "../errors.ts";
 import { prepareTokenInCall, type TokenInCall } from "./call.ts";
 import { DEFAULT_MAX_HELD_TOKENS, heldTokens, type HeldTokens } from "./held.ts";
 import type { TokenInRoute } from "./engine-request.ts";
+import { probeGenerateRoute, type RouteFinding } from "./route-probe.ts";
 
 export interface TokenInOptions {
   /** The served model's tokenizer, chat template and parsers (as the engine is started with them). */
@@ -27,8 +28,14 @@ export interface TokenInOptions {
    * rollout's first call is refused with a 503 until open ones finish. Default DEFAULT_MAX_HELD_TOKENS.
    */
   maxHeldTokens?: number;
-  /** Where a vLLM engine gets the calls (engine-request.ts): "completions" (default) or "generate" (vLLM started with --enable-scale-out). */
-  route?: TokenInRoute;
+  /**
+   * Where a vLLM engine gets the calls (engine-request.ts): "auto" (default: "generate" where the
+   * upstreams serve it, asked once per set of upstreams: route-probe.ts), "completions", or
+   * "generate" (vLLM started with --enable-scale-out).
+   */
+  route?: TokenInRoute | "auto";
+  /** Where `auto` says which route it found (once per set of upstreams). Default console.error. */
+  log?: (line: string) => void;
 }
 
 export interface TokenIn {
@@ -63,6 +70,7 @@ export function createTokenIn(options: TokenInOptions): TokenIn {
     }
     return known;
   };
+  const routes = autoRoutes(options.log ?? ((line) => console.error(line)));
   const held = heldTokens(options.maxHeldTokens ?? DEFAULT_MAX_HELD_TOKENS);
   return {
     spec: options.model,
@@ -72,8 +80,21 @@ export function createTokenIn(options: TokenInOptions): TokenIn {
       const why = unfitEngine(input.engine);
       if (why) throw new ProxyHttpError(503, why, "service_unavailable", "engine_without_token_in");
       held.admit(input.rollout);
-      const [m, contextLength] = await Promise.all([model, maxModelLen(input.rollout, input.client, input.signal)]);
-      const call = await prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength, route: options.route });
+      const auto = (options.route ?? "auto") === "auto" && input.engine.info.kind === "vllm";
+      const [m, contextLength, route] = await Promise.all([
+        model,
+        maxModelLen(input.rollout, input.client, input.signal),
+        auto ? routes.routeFor(input.rollout, input.client, input.signal) : options.route === "auto" ? undefined : options.route,
+      ]);
+      const call = await prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength, route, routeFound: auto && route === "generate" });
+      if (auto && route === "generate") {
+        // The engine stopped serving it (restarted without the flag): asked again on the next call.
+        const answer = call.chatResponse;
+        call.chatResponse = (response) => {
+          if (response.status === 403 || response.status === 404) routes.forget(input.rollout);
+          return answer(response);
+        };
+      }
       const recorded = call.recorded;
       call.recorded = (record, state) => {
         recorded(record, state);
@@ -95,6 +116,28 @@ export function createTokenIn(options: TokenInOptions): TokenIn {
 export function unfitEngine(engine: EngineState): string {
   if (!engine.identified || engine.info.kind !== "other") return "";
   return `token-in mode sends the engine token-id prompts, which only vLLM (/v1/completions) and SGLang (/generate) take; the upstream is neither (${engine.info.how}): pass --engine vllm|sglang if it is one, or run it in engine mode (tokenMode: engine; docs/token-in.md)`;
+}
+
+/** `--token-in-route auto`: the route each set of upstreams was found to serve, asked on its first call. */
+function autoRoutes(log: (line: string) => void) {
+  const found = new Map<string, Promise<RouteFinding | undefined>>();
+  const keyOf = (rollout: RolloutState) => rollout.serving?.upstreams.map((u) => u.url).join(",") || "";
+  return {
+    async routeFor(rollout: RolloutState, client: UpstreamClient, signal?: AbortSignal): Promise<TokenInRoute> {
+      const key = keyOf(rollout);
+      let finding = found.get(key);
+      if (!finding) {
+        finding = probeGenerateRoute(rollout, client, signal).catch(() => undefined);
+        found.set(key, finding);
+        void finding.then((f) => (f ? log(`forge proxy: token-in (--token-in-route auto): ${f.why}`) : found.delete(key)));
+      }
+      // Not asked (the upstream did not answer): /v1/completions, which every vLLM serves; asked again next call.
+      return (await finding)?.route ?? "completions";
+    },
+    forget(rollout: RolloutState): void {
+      found.delete(keyOf(rollout));
+    },
+  };
 }
 
 /** `max_model_len` of the rollout's upstream (vLLM's and SGLang's /v1/models say it). */

@@ -9,6 +9,10 @@ import { basename, join, resolve } from "node:path";
 import { QWEN3, QWEN3_CODER, QWEN2_5_VL_IMAGES, registeredParserNames, type ModelSpec } from "../../model/index.ts";
 import { visionOfDir } from "./vision-dir.ts";
 import type { TokenInOptions } from "./index.ts";
+import type { TokenInRoute } from "./engine-request.ts";
+
+/** What `--token-in-route` and `spec.policy.tokenIn.route` take. */
+export const TOKEN_IN_ROUTE_SETTINGS = ["auto", "completions", "generate"] as const;
 
 export interface TokenInSettings {
   /**
@@ -25,7 +29,7 @@ export interface TokenInSettings {
   maxModelLen?: number;
   /** The shard's ceiling on the ids its open rollouts' chains hold (proxy/token-in/held.ts). */
   maxHeldTokens?: number;
-  /** Where a vLLM engine gets the calls: "completions" (default) or "generate" (engine-request.ts). */
+  /** Where a vLLM engine gets the calls: "auto" (default: "generate" where served), "completions" or "generate" (engine-request.ts, route-probe.ts). */
   route?: string;
 }
 
@@ -50,8 +54,8 @@ export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--
   if (reasoning !== "none" && !known.reasoning.includes(reasoning)) throw new TokenInSettingsError(`${what.reasoningParser}: no reasoning parser "${reasoning}"; known: ${known.reasoning.join(", ")} (or none)`);
   if (settings.maxModelLen !== undefined && !(Number.isInteger(settings.maxModelLen) && settings.maxModelLen > 0)) throw new TokenInSettingsError(`${what.maxModelLen}: expected a positive integer, got ${settings.maxModelLen}`);
   if (settings.maxHeldTokens !== undefined && !(Number.isInteger(settings.maxHeldTokens) && settings.maxHeldTokens > 0)) throw new TokenInSettingsError(`--max-held-tokens: expected a positive integer, got ${settings.maxHeldTokens}`);
-  if (settings.route !== undefined && settings.route !== "completions" && settings.route !== "generate") {
-    throw new TokenInSettingsError(`--token-in-route: expected completions or generate (vLLM's /inference/v1/generate, served with --enable-scale-out), got "${settings.route}"`);
+  if (settings.route !== undefined && !TOKEN_IN_ROUTE_SETTINGS.includes(settings.route as never)) {
+    throw new TokenInSettingsError(`--token-in-route: expected auto (the default: generate where the engine serves it), completions or generate (vLLM's /inference/v1/generate, served with --enable-scale-out), got "${settings.route}"`);
   }
   let dir: string;
   let name: string;
@@ -70,5 +74,5 @@ export function tokenInOptions(settings: TokenInSettings, what = { modelDir: "--
   // Images: the simulator's Qwen3 takes them as Qwen2.5-VL does; a directory's from its preprocessor_config.json.
   const images = settings.modelDir === "qwen3" ? QWEN2_5_VL_IMAGES : settings.modelDir === "qwen3-coder" ? undefined : visionOfDir(dir, what.modelDir);
   const model: ModelSpec = { name, dir, toolParser, reasoningParser: reasoning === "none" ? null : reasoning, ...(chatTemplate ? { chatTemplate } : {}), ...(images ? { images } : {}) };
-  return { model, ...(settings.maxModelLen ? { maxModelLen: settings.maxModelLen } : {}), ...(settings.maxHeldTokens ? { maxHeldTokens: settings.maxHeldTokens } : {}), ...(settings.route === "generate" ? { route: "generate" as const } : {}) };
+  return { model, ...(settings.maxModelLen ? { maxModelLen: settings.maxModelLen } : {}), ...(settings.maxHeldTokens ? { maxHeldTokens: settings.maxHeldTokens } : {}), ...(settings.route !== undefined && settings.route !== "auto" ? { route: settings.route as TokenInRoute } : {}) };
 }

@@ -15,8 +15,9 @@ import { chatCall, echo, expectOneSample, STOCK_TASK, STOCK_TOOLS, type Msg } fr
 
 const script = { thinking: true, tasks: [STOCK_TASK] };
 
-// /v1/completions (asked for return_weight_versions), and vLLM's generate route (--token-in-route generate: its finished output carries the spans unasked).
-for (const route of [undefined, "generate"] as const) {
+// /v1/completions (asked for return_weight_versions), and vLLM's generate route (--token-in-route generate: its finished output carries the spans unasked);
+// auto finds the generate route on the rollout's own server (its probe goes where the rollout's calls go).
+for (const route of ["completions", "generate", "auto"] as const) {
   describe(`online token-in${route ? `, ${route} route` : ""}`, () => {
     let h: ProxyHarness;
     let replica: StartedPolicySimulator;
@@ -48,7 +49,7 @@ for (const route of [undefined, "generate"] as const) {
       expect(samples).toHaveLength(5);
       const calls = await h.calls(r.rollout_id);
       expect(calls.map((c) => [c.tokenMode, c.upstream, c.servedWeightVersion, c.policyVersion, c.policyVersionMismatch])).toEqual(calls.map(() => [TokenMode.TOKEN_IN, replica.url, "5", 5, ""]));
-      const asked = route === "generate" ? { sampling_params: { temperature: 0.7, top_p: 0.95 } } : { temperature: 0.7, top_p: 0.95, return_weight_versions: true };
+      const asked = route !== "completions" ? { sampling_params: { temperature: 0.7, top_p: 0.95 } } : { temperature: 0.7, top_p: 0.95, return_weight_versions: true };
       for (const sent of calls.map((c) => JSON.parse(new TextDecoder().decode(c.engineRequest)))) expect(sent).toMatchObject(asked);
       expect(upstreamRequestsOf(calls).length).toBe(5);
       await expectOneSample(h, r.rollout_id, samples);

@@ -23,6 +23,7 @@ import { join } from "node:path";
 import { startProxy, tokenInOptions } from "../../proxy/index.ts";
 import { TokenInSettingsError } from "../../proxy/testing.ts";
 import { startProxyHarness, type ProxyHarness } from "../../proxy/testing.ts";
+import { startPolicySimulator } from "../../simulator/index.ts";
 import { ChainStart } from "../../schemas/index.ts";
 import { parseExperimentText } from "../../schemas/index.ts";
 import { proxyCommand } from "../../proxy/cli.ts";
@@ -39,7 +40,7 @@ const chat = (h: ProxyHarness, r: { api_key: string; openai_base_url: string }, 
  * A five-call tool loop through `h` (its simulator speaking `engine`): the engine's prompt n+1 =
  * prompt n + completion n + the new messages; the records one chain, one sample, 0 drift.
  */
-async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang", route?: "generate"): Promise<void> {
+async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang", route?: "completions" | "generate"): Promise<void> {
     const r = await h.register({ task_id: "stock" });
     const answers = await stockLoop((body, stream) => chat(h, r, body, stream));
     // The harness got tool calls (names, arguments as JSON) and the reasoning, as vLLM's chat route gives them.
@@ -74,8 +75,8 @@ async function expectFiveCallLoop(h: ProxyHarness, engine: "vllm" | "sglang", ro
     await expectOneSample(h, r.rollout_id, samples);
 }
 
-// vLLM's /v1/completions, SGLang's /generate, and vLLM's /inference/v1/generate (--token-in-route generate).
-for (const [engine, route] of [["vllm", undefined], ["sglang", undefined], ["vllm", "generate"]] as const) {
+// vLLM's /v1/completions (--token-in-route completions), SGLang's /generate, and vLLM's /inference/v1/generate (--token-in-route generate).
+for (const [engine, route] of [["vllm", "completions"], ["sglang", undefined], ["vllm", "generate"]] as const) {
   describe(`token-in mode, ${engine} flavour${route ? `, ${route} route` : ""}`, () => {
     let h: ProxyHarness;
     beforeAll(async () => {
@@ -271,6 +272,75 @@ async function refusedCall(options: Parameters<typeof startProxyHarness>[0]): Pr
   }
 }
 
+describe("--token-in-route auto (the default): the generate route where the engine serves it", () => {
+  /** A harness with the default route, its "found" lines kept. */
+  const autoHarness = async (sim: NonNullable<Parameters<typeof startProxyHarness>[0]>["sim"], upstreams?: string[]) => {
+    const lines: string[] = [];
+    const h = await startProxyHarness({ sim, proxy: { mode: "train", tokenIn: { ...tokenInOptions({ modelDir: "qwen3" }), log: (l) => lines.push(l) }, ...(upstreams ? { upstreams } : {}) } });
+    return { h, lines };
+  };
+
+  test(
+    "vLLM with --enable-scale-out: asked once, the five-call loop goes to /inference/v1/generate",
+    async () => {
+      const { h, lines } = await autoHarness({ script });
+      try {
+        await expectFiveCallLoop(h, "vllm", "generate");
+        expect(lines).toEqual([expect.stringMatching(/\/inference\/v1\/generate is served .*token-in calls go there/)]);
+      } finally {
+        await h.close();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "vLLM without it (a 403 at /inference/v1/generate): the five-call loop goes to /v1/completions",
+    async () => {
+      const { h, lines } = await autoHarness({ script, enableScaleOut: false });
+      try {
+        await expectFiveCallLoop(h, "vllm", "completions");
+        expect(lines).toEqual([expect.stringMatching(/answered 403 \(vLLM started without --enable-scale-out\): token-in calls go to \/v1\/completions/)]);
+      } finally {
+        await h.close();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "an engine restarted without the flag after the probe: that call fails naming it, the next asks again and goes to /v1/completions",
+    async () => {
+      // One upstream address in front of a vLLM with the route, then of one without it.
+      const withRoute = await startPolicySimulator({ seed: 7, script });
+      const without = await startPolicySimulator({ seed: 7, script, enableScaleOut: false });
+      let behind = withRoute;
+      const front = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => { const url = new URL(req.url); return fetch(behind.url + url.pathname + url.search, { method: req.method, headers: req.headers, body: req.body }); } });
+      const { h, lines } = await autoHarness(undefined, [`http://127.0.0.1:${front.port}/v1`]);
+      try {
+        const r = await h.register({ task_id: "stock" });
+        const call = () => fetch(`${r.openai_base_url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${r.api_key}` }, body: JSON.stringify({ model: "qwen3", tools, messages: [...STOCK_OPENING] }) });
+        expect((await call()).status).toBe(200);
+        behind = without;
+        const refused = await call();
+        expect(refused.status).toBe(502);
+        expect(((await refused.json()) as any).error.message).toContain("which it served when --token-in-route auto asked");
+        expect((await call()).status).toBe(200);
+        // The engine request kept (its prompt left out): the generate route's GenerateRequest, then a CompletionRequest.
+        const routes = (await h.calls(r.rollout_id)).map((c) => (JSON.parse(new TextDecoder().decode(c.engineRequest)).output_mode === "tokens" ? "generate" : "completions"));
+        expect(routes).toEqual(["generate", "generate", "completions"]);
+        expect(lines.map((l) => /is served|answered 403/.exec(l)?.[0])).toEqual(["is served", "answered 403"]);
+      } finally {
+        await h.close();
+        front.stop(true);
+        await withRoute.stop();
+        await without.stop();
+      }
+    },
+    SLOW,
+  );
+});
+
 describe("token-in failures: clear errors", () => {
   // An engine without the token-id route, and vLLM's generate route on an engine started without it: a 502 naming what is needed.
   const refusals: [string, Parameters<typeof startProxyHarness>[0], string[]][] = [
@@ -370,7 +440,7 @@ describe("token-in failures: clear errors", () => {
       await expect(proxyCommand([...base, "--token-in", "--model-dir", "qwen3", "--tool-call-parser", "nope"])).rejects.toThrow(/--tool-call-parser: no tool-call parser "nope"/);
       await expect(proxyCommand([...base, "--token-in", "--model-dir", join(data, "nowhere")])).rejects.toThrow(/--model-dir: .*tokenizer.json is missing/);
       await expect(proxyCommand([...base, "--token-in-route", "generate"])).rejects.toThrow(/--token-in-route is a token-in setting: add --token-in/);
-      await expect(proxyCommand([...base, "--token-in", "--model-dir", "qwen3", "--token-in-route", "chat"])).rejects.toThrow(/--token-in-route: expected completions or generate .*got "chat"/);
+      await expect(proxyCommand([...base, "--token-in", "--model-dir", "qwen3", "--token-in-route", "chat"])).rejects.toThrow(/--token-in-route: expected auto .*, completions or generate .*got "chat"/);
     } finally {
       rmSync(data, { recursive: true, force: true });
     }

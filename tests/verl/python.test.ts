@@ -224,7 +224,8 @@ async function checkTokenIn(ti: Awaited<ReturnType<typeof startProxyHarness>>, s
   for (const call of calls) {
     const server = alive.findIndex((w) => call.startUnixMs >= w.from && call.startUnixMs <= w.to);
     expect([call.tokenMode, call.upstream, call.servedWeightVersion, call.policyVersion, call.policyVersionMismatch]).toEqual([TokenMode.TOKEN_IN, servers[server]!.url, "2", 2, ""]);
-    expect(JSON.parse(new TextDecoder().decode(call.engineRequest))).toMatchObject({ temperature: 0.7, top_p: 0.95 });
+    // veRL's replicas here serve vLLM's generate route, which --token-in-route auto takes: the sampling is in its sampling_params.
+    expect(JSON.parse(new TextDecoder().decode(call.engineRequest))).toMatchObject({ output_mode: "tokens", sampling_params: { temperature: 0.7, top_p: 0.95 } });
   }
   for (const r of registered) {
     const t = (await trajectoryOf(readRecords(ti.dataDir), r.rolloutId, { thinkOpen: 151667, thinkClose: 151668, thinkTrailing: [198, 271] }))!;
