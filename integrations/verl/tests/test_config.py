@@ -46,6 +46,21 @@ class DocumentedCommands(unittest.TestCase):
                 vh.validate(vh.compose(overrides))
                 vh.checked("documented commands")
 
+    def test_the_online_command_starts_vllm_with_scale_out(self):
+        # veRL hands engine_kwargs.vllm to its replicas' server arguments (vllm_async_server.py):
+        # through its own build_cli_args_from_config, then vLLM's own frontend argument parser.
+        from omegaconf import OmegaConf
+        from verl.workers.rollout.vllm_rollout.utils import build_cli_args_from_config
+        from vllm.entrypoints.common.cli_args import FrontendArgs
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+        online = [c for c in documented_commands(SETUP["docs"]) if any("agent_loop_online" in w for w in c)]
+        self.assertEqual(len(online), 1, "docs/verl.md shows one online command")
+        kwargs = OmegaConf.to_container(vh.compose(online[0]).actor_rollout_ref.rollout.engine_kwargs.vllm)
+        cli = build_cli_args_from_config(kwargs)
+        self.assertTrue(FrontendArgs.add_cli_args(FlexibleArgumentParser()).parse_args(cli).enable_scale_out, cli)
+        vh.checked("documented commands")
+
     def test_the_check_can_fail(self):
         # The old docs example: no micro batch size, train_batch_size below the default mini batch.
         with self.assertRaises(Exception):
