@@ -3,7 +3,8 @@
  * without `--enable-scale-out`, SGLang (no such route), and an upstream that does not answer.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startPolicySimulator, type StartedPolicySimulator } from "../../simulator/index.ts";
+import { startPolicySimulator } from "../../simulator/index.ts";
+import { type StartedPolicySimulator } from "../../simulator/testing.ts";
 import { createUpstreamClient } from "../upstream/client.ts";
 import { createUpstreamRouter } from "../upstream/router.ts";
 import type { RolloutState } from "../state/rollouts.ts";
