@@ -6,7 +6,7 @@
  *
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 8 --concurrency 4]
- *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]] [--token-in-route generate]
+ *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]] [--token-in-route auto|completions|generate]
  *                   [--profile DIR] [--perf DIR]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so

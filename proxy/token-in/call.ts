@@ -67,8 +67,11 @@ export interface PrepareInput {
   maxModelLen: number;
   /** Where a vLLM engine gets the call (default "completions"). */
   route?: TokenInRoute;
-  /** The route is generate because `--token-in-route auto` found it served (a refusal then says so). */
-  routeFound?: boolean;
+  /**
+   * Set when the route is generate because `--token-in-route auto` found it served: called when
+   * the engine refuses it after all (403 or 404), whose error then says so.
+   */
+  onRouteRefused?: () => void;
 }
 
 /**
@@ -128,7 +131,10 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     plan,
     chatResponse(response) {
       const refusedBy = response.status === 404 ? "404" : response.status === 403 && req.path === VLLM_GENERATE_PATH ? "403" : "";
-      if (refusedBy) return noTokenRoute(req.path, kind, refusedBy, images !== undefined, input.routeFound === true);
+      if (refusedBy) {
+        input.onRouteRefused?.();
+        return noTokenRoute(req.path, kind, refusedBy, images !== undefined, input.onRouteRefused !== undefined);
+      }
       if (!response.ok || !response.body) return response;
       if (images) {
         // The engine's echo is the prompt recorded: no memo of the proxy's ids to read it against.

@@ -86,15 +86,9 @@ export function createTokenIn(options: TokenInOptions): TokenIn {
         maxModelLen(input.rollout, input.client, input.signal),
         auto ? routes.routeFor(input.rollout, input.client, input.signal) : options.route === "auto" ? undefined : options.route,
       ]);
-      const call = await prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength, route, routeFound: auto && route === "generate" });
-      if (auto && route === "generate") {
-        // The engine stopped serving it (restarted without the flag): asked again on the next call.
-        const answer = call.chatResponse;
-        call.chatResponse = (response) => {
-          if (response.status === 403 || response.status === 404) routes.forget(input.rollout);
-          return answer(response);
-        };
-      }
+      // A found route the engine stopped serving (restarted without the flag) is asked about again on the next call.
+      const onRouteRefused = auto && route === "generate" ? () => routes.forget(input.rollout) : undefined;
+      const call = await prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength, route, onRouteRefused });
       const recorded = call.recorded;
       call.recorded = (record, state) => {
         recorded(record, state);
