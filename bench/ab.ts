@@ -7,7 +7,7 @@
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 8 --concurrency 4]
  *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]] [--token-in-route auto|completions|generate]
- *                   [--profile DIR] [--perf DIR]
+ *                   [--profile DIR] [--perf DIR] [--threads] [--warm-up 13000]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
  * their per-call CPU is not mixed with queueing. The base commit is checked out in a temporary
@@ -33,6 +33,13 @@
  * `--perf DIR` runs them under `perf record` with JSC's jitdump (DIR/base.data, DIR/base-jit,
  * and the same for this; the CPU figures then include the sampling's cost); `bun bench/perf-report.ts
  * DIR` then charges each sample to the JS function it is in or under, side by side.
+ * `--warm-up CALLS` (toolloop; default 13000) runs unmeasured rounds of the same load first until
+ * each side has served that many calls: JSC compiles a token-in proxy's per-call code to its top
+ * tier for about that long, and a training run's proxy serves millions of calls
+ * (`--warm-up 0`: measure from the first round, the compiles included).
+ * `--threads` also prints each side's CPU per call by thread (the main thread "bun", JSC's JIT
+ * and collector helpers, Bun's HTTP client, mimalloc's scavenger), summed over the measured
+ * rounds from /proc: where the per-call figure's difference sits, without a sampler's own cost.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -40,7 +47,7 @@ import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
 import { startPolicySimulator } from "../simulator/index.ts";
 import { startForgeProxy, type RunningForgeProxy } from "./lib/forge-proxy.ts";
-import { cpuSeconds } from "./lib/proc-cpu.ts";
+import { cpuSeconds, threadCpuSeconds } from "./lib/proc-cpu.ts";
 import { ensureTools } from "./lib/tools.ts";
 import { runWrk } from "./lib/wrk.ts";
 import { benchFlags } from "./lib/flags.ts";
@@ -53,6 +60,7 @@ const BASE = flag("base", "HEAD~1");
 const MODES = has("modes");
 const TOKEN_IN_BOTH = has("token-in");
 const PROFILE_DIR = flag("profile", "");
+const THREADS = has("threads");
 const PERF_DIR = flag("perf", "") && resolve(flag("perf", ""));
 if (PERF_DIR && spawnSync("perf", ["--version"]).status !== 0) {
   console.error("bench/ab: --perf needs Linux perf on the PATH (Debian: apt-get install linux-perf)");
@@ -86,6 +94,13 @@ const SCENARIO = flag("scenario", "stream256");
 const ROUNDS = Number(flag("rounds", "4"));
 const SECONDS = Number(flag("seconds", "5"));
 const CALLS = Number(flag("calls", "30"));
+// JSC keeps compiling a token-in proxy's per-call code to its top tier for its first ~13,000
+// tool-loop calls (docs/performance.md, "eleventh session"): the rounds measure after that.
+const WARM_UP = Number(flag("warm-up", SCENARIO === "toolloop" ? "13000" : "0"));
+if (WARM_UP > 0 && SCENARIO !== "toolloop") {
+  console.error("bench/ab: --warm-up counts tool-loop calls: it needs --scenario toolloop");
+  process.exit(2);
+}
 
 const SCENARIOS: Record<string, { body: string; connections?: number; toolLoop?: boolean }> = {
   stream256: { body: chatBody({ stream: true, prompt: PROMPT }), connections: 256 },
@@ -118,7 +133,7 @@ const modeOf = (name: "base" | "this") => (TOKEN_IN_BOTH || (MODES && name === "
 
 const sim = await startPolicySimulator({ seed: 1, engine: ENGINE, incrementalStreamingOutput: INCREMENTAL, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: TOOL_LOOP_SCRIPT } : {}) });
 const wrk = scenario.connections ? ensureTools(console.error).wrk : "";
-type Side = { name: string; proxy: RunningForgeProxy; paths: string[]; headers: Record<string, string>[]; perCall: number[] };
+type Side = { name: string; proxy: RunningForgeProxy; paths: string[]; headers: Record<string, string>[]; perCall: number[]; threads: Map<string, number>; calls: number };
 const sides: Side[] = [];
 try {
   for (const [name, root] of [["base", baseRoot], ["this", ROOT]] as const) {
@@ -131,7 +146,7 @@ try {
       bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE_DIR, name)}`] : [],
       ...(PERF_DIR ? { perf: perfRecording(name) } : {}),
     });
-    const side: Side = { name, proxy, paths: [], headers: [], perCall: [] };
+    const side: Side = { name, proxy, paths: [], headers: [], perCall: [], threads: new Map(), calls: 0 };
     for (let i = 0; i < (scenario.toolLoop ? 0 : 64); i++) {
       const r = await proxy.register(`ab-${i}`);
       side.paths.push(`/r/${r.rollout_id}/v1/chat/completions`);
@@ -140,14 +155,27 @@ try {
     sides.push(side);
   }
 
+  /** Adds the CPU each thread of `side`'s proxy used since `before` to its totals (--threads). */
+  const addThreads = (side: Side, before: Map<string, number>, calls: number) => {
+    const round: string[] = [];
+    for (const [name, s] of threadCpuSeconds(side.proxy.pid)) {
+      const used = s - (before.get(name) ?? 0);
+      side.threads.set(name, (side.threads.get(name) ?? 0) + used);
+      if (used > 0) round.push(`${name} ${((used * 1e6) / Math.max(1, calls)).toFixed(0)}`);
+    }
+    side.calls += calls;
+    console.error(`  ${side.name} µs per call by thread: ${round.join(", ")}`);
+  };
+
   /** One measured batch of calls through `side`; returns proxy CPU ms per call. */
-  const measure = async (side: Side, warmUp: boolean): Promise<number> => {
+  const measure = async (side: Side, warmUp: boolean, counted = !warmUp): Promise<number> => {
     const cpu0 = cpuSeconds(side.proxy.pid);
     let calls = 0;
     if (scenario.toolLoop) {
       // Each conversation is its own rollout, registered before the CPU is read.
       const rollouts = await Promise.all(Array.from({ length: CONCURRENCY * (warmUp ? 1 : CONVERSATIONS) }, (_, i) => side.proxy.register(`toolloop-${i}`)));
       const cpuStart = cpuSeconds(side.proxy.pid);
+      const threadsStart = THREADS && counted ? threadCpuSeconds(side.proxy.pid) : undefined;
       const counts = await Promise.all(
         Array.from({ length: CONCURRENCY }, async (_, w) => {
           let n = 0;
@@ -156,22 +184,35 @@ try {
         }),
       );
       calls = counts.reduce((a, b) => a + b, 0);
-      return ((cpuSeconds(side.proxy.pid) - cpuStart) * 1000) / Math.max(1, calls);
+      const ms = ((cpuSeconds(side.proxy.pid) - cpuStart) * 1000) / Math.max(1, calls);
+      if (threadsStart) addThreads(side, threadsStart, calls);
+      return ms;
     } else if (scenario.connections) {
+      const threadsStart = THREADS && counted ? threadCpuSeconds(side.proxy.pid) : undefined;
       const r = await runWrk({ bin: wrk, dir: work, base: side.proxy.url, paths: side.paths, pathHeaders: side.headers, body: scenario.body, connections: scenario.connections, seconds: warmUp ? 1 : SECONDS });
       calls = r.requests;
+      if (threadsStart) addThreads(side, threadsStart, calls);
     } else {
+      const threadsStart = THREADS && counted ? threadCpuSeconds(side.proxy.pid) : undefined;
       for (let i = 0; i < (warmUp ? 3 : CALLS); i++) {
         const res = await fetch(side.proxy.url + side.paths[i % 64], { method: "POST", headers: { ...side.headers[i % 64], "content-type": "application/json" }, body: scenario.body });
         const answer = await res.arrayBuffer();
         if (res.status !== 200) throw new Error(`${side.name}: HTTP ${res.status}: ${new TextDecoder().decode(answer).slice(0, 300)}`);
         calls++;
       }
+      if (threadsStart) addThreads(side, threadsStart, calls);
     }
     return ((cpuSeconds(side.proxy.pid) - cpu0) * 1000) / Math.max(1, calls);
   };
 
   for (const side of sides) await measure(side, true);
+  if (WARM_UP > 0) {
+    // Unmeasured rounds of the same load until each side has served WARM_UP calls.
+    const perRound = CONVERSATIONS * CONCURRENCY * 13;
+    const rounds = Math.ceil(WARM_UP / perRound);
+    console.error(`bench/ab: warming up: ${rounds} unmeasured round(s), ~${rounds * perRound} calls a side (--warm-up ${WARM_UP})`);
+    for (let i = 0; i < rounds; i++) for (const side of sides) await measure(side, false, false);
+  }
   for (let round = 0; round < ROUNDS; round++) {
     // Alternate which side goes first, so a drift in the machine's speed hits both.
     for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
@@ -198,6 +239,13 @@ try {
   const paired = self.perCall.map((x, i) => x / base.perCall[i]!);
   const spread = [...paired].sort((a, b) => a - b);
   console.log(`  ${MODES ? "token-in / engine" : "this / base     "}  ${ratio.toFixed(2)}  (ratio of the medians; the median of each round's ratio ${median(paired).toFixed(2)}, its middle half ${spread[Math.floor(spread.length / 4)]!.toFixed(2)}–${spread[Math.floor((3 * spread.length) / 4)]!.toFixed(2)})`);
+  if (THREADS) {
+    // By thread, over all measured rounds: µs per call (ticks of 10 ms, so a thread's figure resolves to 10 ms / the calls).
+    const names = [...new Set(sides.flatMap((s) => [...s.threads.keys()]))].sort((a, b) => (self.threads.get(b) ?? 0) - (self.threads.get(a) ?? 0));
+    const us = (s: Side, n: string) => ((s.threads.get(n) ?? 0) * 1e6) / Math.max(1, s.calls);
+    console.log(`  CPU per call by thread, all measured rounds (µs): ${label("base").trim()} / ${label("this").trim()}`);
+    for (const n of names) if (us(base, n) + us(self, n) >= 1) console.log(`    ${n.padEnd(14)} ${us(base, n).toFixed(0).padStart(6)} ${us(self, n).toFixed(0).padStart(6)}  ${us(base, n) > 0 ? (us(self, n) / us(base, n)).toFixed(2) : ""}`);
+  }
   // The goals beside the figure (issue 32): token-in at ≤ 1.3 × engine mode's CPU per call; a change kept only when it wins.
   if (MODES) {
     console.log(`  goal: token-in ≤ 1.3 × engine mode's CPU per call: ${ratio <= 1.3 ? "met" : "NOT met"}`);
