@@ -12,7 +12,9 @@
  *   stop token (the end-of-turn token, `stop_token_ids`) leaves that token's text out; stop
  *   strings cut the text where they start (`include_stop_str_in_output: false`), and while
  *   streaming the last `max(len(stop)) - 1` characters are held back until the end;
- * - the text and ids of each step handed to the model's output parsers (parsers/chat-output.ts).
+ * - the text and ids of each step handed to the model's output parsers (parsers/chat-output.ts);
+ * - the reasoning-token count of the usage (`completion_tokens_details.reasoning_tokens`), asked
+ *   of the parsers where the chat route asks it (`ChatOutputParser.reasoningTokens`).
  *
  * `tests/reference/token-in.test.ts` compares both with vLLM's derender on the parsing corpus.
  */
@@ -42,6 +44,8 @@ export interface DerenderedMessage {
   finishReason: string;
   /** The stop string that cut the text, else null (vLLM's `stop_reason` for a string). */
   stopString: string | null;
+  /** `usage.completion_tokens_details.reasoning_tokens`; null without a reasoning parser (the details are null). */
+  reasoningTokens: number | null;
 }
 
 export interface StreamStep {
@@ -56,6 +60,12 @@ export interface StreamStep {
 export interface ChatStreamDerenderer {
   /** One engine step's ids; `finish` on the last one. */
   push(ids: readonly number[], finish?: EngineFinish): StreamStep;
+  /**
+   * `usage.completion_tokens_details.reasoning_tokens` after the steps pushed so far (what the
+   * chat route writes in each chunk's usage with `continuous_usage_stats`, and after the last
+   * step in the usage chunk); null without a reasoning parser (the details are null).
+   */
+  reasoningTokens(): number | null;
 }
 
 /**
@@ -70,7 +80,7 @@ export function derenderChat(model: Model, options: DerenderOptions, ids: readon
   const stopString = detok.update(ids, finish.stopToken);
   const text = detok.next(true);
   const message = parser.parse(text);
-  return { message, finishReason: parser.finishReason(engineReason(finish, stopString), message.toolCalls.length > 0), stopString };
+  return { message, finishReason: parser.finishReason(engineReason(finish, stopString), message.toolCalls.length > 0), stopString, reasoningTokens: parser.reasoningTokens(ids) };
 }
 
 /**
@@ -85,8 +95,11 @@ export function chatStreamDerenderer(model: Model, options: DerenderOptions): Ch
   const detok = incrementalDetokenizer(model, options, parser.keepsSpecialTokens);
   let toolCallsMade = false;
   let stopString: string | null = null;
+  // The ids so far, as the route keeps them for the count (`generated_token_ids`).
+  const generated: number[] = [];
   return {
     push(ids, finish) {
+      for (const id of ids) generated.push(id);
       const finished = finish !== undefined;
       stopString ??= detok.update(ids, finished && finish.stopToken);
       const delta = parser.parseDelta(detok.next(finished), ids, finished);
@@ -94,6 +107,7 @@ export function chatStreamDerenderer(model: Model, options: DerenderOptions): Ch
       if (!finished) return { delta };
       return { delta, finishReason: parser.finishReason(engineReason(finish, stopString), toolCallsMade), stopString };
     },
+    reasoningTokens: () => parser.reasoningTokens(generated),
   };
 }
 
