@@ -21,6 +21,7 @@
 import type { Model, OutputParserOptions } from "./model.ts";
 import type { DeltaMessage } from "./parsers/types.ts";
 import type { ParsedMessage } from "./parsers/chat-output.ts";
+import { completeUtf8, wholeText, wholeTextsOf } from "./token-texts.ts";
 
 /** How the engine ended the sequence. */
 export interface EngineFinish {
@@ -135,7 +136,8 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
   const stops = (typeof options.stop === "string" ? [options.stop] : (options.stop ?? [])).filter((s) => s !== "");
   const includeStop = options.include_stop_str_in_output === true;
   const stopBuffer = stops.length > 0 && !includeStop ? Math.max(...stops.map((s) => s.length)) - 1 : 0;
-  const decoder = new TextDecoder();
+  // A character that is U+FEFF stays (TextDecoder drops a leading byte-order mark by default).
+  const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   const texts = wholeTextsOf(tokenizer);
   let held: number[] = [];
   let text = "";
@@ -151,7 +153,7 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
         if (skipSpecial && specialIds.has(id)) continue;
         if (held.length === 0) {
           // A token that is whole characters on its own: its text, decoded once per tokenizer.
-          const whole = wholeText(tokenizer, texts, id, decoder);
+          const whole = wholeText(tokenizer, texts, id);
           if (whole !== undefined) {
             text += whole;
             continue;
@@ -185,33 +187,4 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
       return out;
     },
   };
-}
-
-/** Each tokenizer's tokens' text, for tokens whose bytes are whole UTF-8 characters (null: not whole). */
-const wholeTexts = new WeakMap<Model["tokenizer"], Map<number, string | null>>();
-function wholeTextsOf(tokenizer: Model["tokenizer"]): Map<number, string | null> {
-  let texts = wholeTexts.get(tokenizer);
-  if (!texts) wholeTexts.set(tokenizer, (texts = new Map()));
-  return texts;
-}
-/** `id`'s text from `texts` (the tokenizer's, looked up once per answer), decoded the first time. */
-function wholeText(tokenizer: Model["tokenizer"], texts: Map<number, string | null>, id: number, decoder: TextDecoder): string | undefined {
-  let text = texts.get(id);
-  if (text === undefined) {
-    const bytes = tokenizer.tokenBytes(id);
-    text = completeUtf8(bytes) ? decoder.decode(new Uint8Array(bytes)) : null;
-    texts.set(id, text);
-  }
-  return text ?? undefined;
-}
-
-/** Whether bytes end at a UTF-8 character boundary (a held partial character completes). */
-function completeUtf8(bytes: number[]): boolean {
-  for (let back = 1; back <= Math.min(4, bytes.length); back++) {
-    const b = bytes[bytes.length - back]!;
-    if ((b & 0xc0) === 0x80) continue;
-    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-    return need <= back;
-  }
-  return bytes.length === 0;
 }
