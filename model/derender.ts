@@ -12,13 +12,16 @@
  *   stop token (the end-of-turn token, `stop_token_ids`) leaves that token's text out; stop
  *   strings cut the text where they start (`include_stop_str_in_output: false`), and while
  *   streaming the last `max(len(stop)) - 1` characters are held back until the end;
- * - the text and ids of each step handed to the model's output parsers (parsers/chat-output.ts).
+ * - the text and ids of each step handed to the model's output parsers (parsers/chat-output.ts);
+ * - the reasoning-token count of the usage (`completion_tokens_details.reasoning_tokens`), asked
+ *   of the parsers where the chat route asks it (`ChatOutputParser.reasoningTokens`).
  *
  * `tests/reference/token-in.test.ts` compares both with vLLM's derender on the parsing corpus.
  */
 import type { Model, OutputParserOptions } from "./model.ts";
 import type { DeltaMessage } from "./parsers/types.ts";
 import type { ParsedMessage } from "./parsers/chat-output.ts";
+import { completeUtf8, wholeText, wholeTextsOf } from "./token-texts.ts";
 
 /** How the engine ended the sequence. */
 export interface EngineFinish {
@@ -42,6 +45,8 @@ export interface DerenderedMessage {
   finishReason: string;
   /** The stop string that cut the text, else null (vLLM's `stop_reason` for a string). */
   stopString: string | null;
+  /** `usage.completion_tokens_details.reasoning_tokens`; null without a reasoning parser (the details are null). */
+  reasoningTokens: number | null;
 }
 
 export interface StreamStep {
@@ -56,6 +61,12 @@ export interface StreamStep {
 export interface ChatStreamDerenderer {
   /** One engine step's ids; `finish` on the last one. */
   push(ids: readonly number[], finish?: EngineFinish): StreamStep;
+  /**
+   * `usage.completion_tokens_details.reasoning_tokens` after the steps pushed so far (what the
+   * chat route writes in each chunk's usage with `continuous_usage_stats`, and after the last
+   * step in the usage chunk); null without a reasoning parser (the details are null).
+   */
+  reasoningTokens(): number | null;
 }
 
 /**
@@ -70,7 +81,7 @@ export function derenderChat(model: Model, options: DerenderOptions, ids: readon
   const stopString = detok.update(ids, finish.stopToken);
   const text = detok.next(true);
   const message = parser.parse(text);
-  return { message, finishReason: parser.finishReason(engineReason(finish, stopString), message.toolCalls.length > 0), stopString };
+  return { message, finishReason: parser.finishReason(engineReason(finish, stopString), message.toolCalls.length > 0), stopString, reasoningTokens: parser.reasoningTokens(ids) };
 }
 
 /**
@@ -85,8 +96,11 @@ export function chatStreamDerenderer(model: Model, options: DerenderOptions): Ch
   const detok = incrementalDetokenizer(model, options, parser.keepsSpecialTokens);
   let toolCallsMade = false;
   let stopString: string | null = null;
+  // The ids so far, as the route keeps them for the count (`generated_token_ids`).
+  const generated: number[] = [];
   return {
     push(ids, finish) {
+      for (const id of ids) generated.push(id);
       const finished = finish !== undefined;
       stopString ??= detok.update(ids, finished && finish.stopToken);
       const delta = parser.parseDelta(detok.next(finished), ids, finished);
@@ -94,6 +108,7 @@ export function chatStreamDerenderer(model: Model, options: DerenderOptions): Ch
       if (!finished) return { delta };
       return { delta, finishReason: parser.finishReason(engineReason(finish, stopString), toolCallsMade), stopString };
     },
+    reasoningTokens: () => parser.reasoningTokens(generated),
   };
 }
 
@@ -121,7 +136,8 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
   const stops = (typeof options.stop === "string" ? [options.stop] : (options.stop ?? [])).filter((s) => s !== "");
   const includeStop = options.include_stop_str_in_output === true;
   const stopBuffer = stops.length > 0 && !includeStop ? Math.max(...stops.map((s) => s.length)) - 1 : 0;
-  const decoder = new TextDecoder();
+  // A character that is U+FEFF stays (TextDecoder drops a leading byte-order mark by default).
+  const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   const texts = wholeTextsOf(tokenizer);
   let held: number[] = [];
   let text = "";
@@ -137,7 +153,7 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
         if (skipSpecial && specialIds.has(id)) continue;
         if (held.length === 0) {
           // A token that is whole characters on its own: its text, decoded once per tokenizer.
-          const whole = wholeText(tokenizer, texts, id, decoder);
+          const whole = wholeText(tokenizer, texts, id);
           if (whole !== undefined) {
             text += whole;
             continue;
@@ -171,33 +187,4 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
       return out;
     },
   };
-}
-
-/** Each tokenizer's tokens' text, for tokens whose bytes are whole UTF-8 characters (null: not whole). */
-const wholeTexts = new WeakMap<Model["tokenizer"], Map<number, string | null>>();
-function wholeTextsOf(tokenizer: Model["tokenizer"]): Map<number, string | null> {
-  let texts = wholeTexts.get(tokenizer);
-  if (!texts) wholeTexts.set(tokenizer, (texts = new Map()));
-  return texts;
-}
-/** `id`'s text from `texts` (the tokenizer's, looked up once per answer), decoded the first time. */
-function wholeText(tokenizer: Model["tokenizer"], texts: Map<number, string | null>, id: number, decoder: TextDecoder): string | undefined {
-  let text = texts.get(id);
-  if (text === undefined) {
-    const bytes = tokenizer.tokenBytes(id);
-    text = completeUtf8(bytes) ? decoder.decode(new Uint8Array(bytes)) : null;
-    texts.set(id, text);
-  }
-  return text ?? undefined;
-}
-
-/** Whether bytes end at a UTF-8 character boundary (a held partial character completes). */
-function completeUtf8(bytes: number[]): boolean {
-  for (let back = 1; back <= Math.min(4, bytes.length); back++) {
-    const b = bytes[bytes.length - back]!;
-    if ((b & 0xc0) === 0x80) continue;
-    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-    return need <= back;
-  }
-  return bytes.length === 0;
 }

@@ -16,6 +16,7 @@ import { chatOutputParser, type ChatOutputParser } from "./parsers/chat-output.t
 import { reasoningParserFactory, toolCallParserFactory } from "./parsers/registry.ts";
 import type { ParseRequest, ParserContext } from "./parsers/types.ts";
 import { loadTokenizerFrom, type Tokenizer } from "./tokenizer.ts";
+import { decodeIds } from "./token-texts.ts";
 import { imageDimensions, imageTokenCount, ImageSizeError, QWEN2_5_VL_PROCESSOR } from "./vision.ts";
 
 export interface ModelSpec {
@@ -347,7 +348,7 @@ function suffixWindows(prepare: (request: ChatRenderRequest) => PreparedChat, re
 
 /** A parser for one choice of one request: the spec's (or the request's) tool and reasoning parsers, built with the kwargs vLLM builds them with. */
 function newOutputParser(spec: ModelSpec, tokenizer: Tokenizer, options: OutputParserOptions, randomCallId: () => string): ChatOutputParser {
-  const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, decodeToken: (id) => tokenizer.decode([id]), newToolCallId: options.newToolCallId ?? randomCallId };
+  const ctx: ParserContext = { tokenId: tokenizer.tokenId, specialTokens: tokenizer.specialTokens, decodeToken: (id) => tokenizer.decode([id]), decode: (ids) => decodeIds(tokenizer, ids), newToolCallId: options.newToolCallId ?? randomCallId };
   // The kwargs vLLM builds the parser with: the request's, and enable_thinking from reasoning_effort.
   const chatTemplateKwargs: Record<string, unknown> = { ...(options.chat_template_kwargs ?? {}) };
   if (options.reasoning_effort != null && options.reasoning_effort !== "auto" && !("enable_thinking" in chatTemplateKwargs)) {

@@ -3,7 +3,9 @@
  * `tokensPerChunk` tokens (widened to whole UTF-8 characters, as vLLM's detokenizer holds a
  * partial character back) fed to the model's streaming output parser (none for
  * /v1/completions: raw text). Tokens that show nothing yet (`<tool_call>`, `{"name": "`) are
- * carried into the next delta, so every sampled token lands in exactly one chunk.
+ * carried into the next delta, so every sampled token lands in exactly one chunk. Each delta
+ * carries the reasoning-token count after its step, as vLLM's chat route asks the parser for
+ * it after every step (`count_reasoning_tokens` of the ids so far).
  */
 import type { ChatOutputParser } from "../model/index.ts";
 import { atCharBoundary, visibleText, type Generation } from "./generate.ts";
@@ -17,6 +19,8 @@ export interface StreamDelta {
   toolCalls?: { index: number; id?: string; type?: "function"; function: { name?: string; arguments?: string } }[];
   /** On the last delta: vLLM's chat finish_reason. */
   finishReason?: string;
+  /** The reasoning tokens so far (`completion_tokens_details.reasoning_tokens`); null without a reasoning parser or a parser. */
+  reasoningTokens: number | null;
 }
 
 /**
@@ -29,16 +33,20 @@ export function planDeltas(g: Generation, parser: ChatOutputParser | null, token
   let toolCallsMade = false;
   let start = 0;
   let pending = 0;
+  // The ids so far, as the route keeps them for the count (`generated_token_ids`).
+  const generated: number[] = [];
   while (pending < g.ids.length) {
     let end = Math.min(pending + per, g.ids.length);
     while (end < g.ids.length && !atCharBoundary(g, g.byteEnds[end - 1]!)) end++;
     const from = pending === 0 ? 0 : g.byteEnds[pending - 1]!;
     const last = end === g.ids.length;
     const text = visibleText(g, from, g.byteEnds[end - 1]!);
-    const parsed = parser ? parser.parseDelta(text, g.ids.slice(pending, end), last) : { content: text };
+    const ids = g.ids.slice(pending, end);
+    const parsed = parser ? parser.parseDelta(text, ids, last) : { content: text };
+    for (const id of ids) generated.push(id);
     pending = end;
     if (!parsed && !last) continue;
-    const delta: StreamDelta = { start, end };
+    const delta: StreamDelta = { start, end, reasoningTokens: parser ? parser.reasoningTokens(generated) : null };
     if (parsed?.reasoning != null) delta.reasoning = parsed.reasoning;
     if (parsed?.content != null) delta.content = parsed.content;
     if (parsed?.toolCalls?.length) {

@@ -369,6 +369,42 @@ describe("thinking, n, truncation, pacing", () => {
     }
   });
 
+  test("vLLM's usage.completion_tokens_details.reasoning_tokens (a server with --reasoning-parser qwen3): the think block's tokens, per chunk with continuous_usage_stats; null for Qwen3-Coder (no reasoning parser)", async () => {
+    const thinking = await startPolicySimulator({ seed: 1, script: thinkingScript, tokensPerChunk: 3 });
+    const coder = await startPolicySimulator({ seed: 1, script: thinkingScript, toolCallParser: "qwen3_coder" });
+    try {
+      const post = (url: string, body: Extra) => fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const body = { model: "m", messages: [{ role: "user", content: "Please think about it" }], tools: [bashTool], return_token_ids: true };
+      const res = (await (await post(thinking.url, body)).json()) as any;
+      const ids = res.choices[0].token_ids as number[];
+      const thought = ids.indexOf(151668) - ids.indexOf(151667) - 1;
+      expect(thought).toBeGreaterThan(0);
+      expect(res.usage).toEqual({ prompt_tokens: res.prompt_token_ids.length, total_tokens: res.prompt_token_ids.length + ids.length, completion_tokens: ids.length, prompt_tokens_details: null, completion_tokens_details: { reasoning_tokens: thought } });
+      const two = (await (await post(thinking.url, { ...body, n: 2 })).json()) as any;
+      expect(two.usage.completion_tokens_details.reasoning_tokens).toBe(two.choices.reduce((n: number, c: any) => n + c.token_ids.indexOf(151668) - c.token_ids.indexOf(151667) - 1, 0));
+      const off = (await (await post(thinking.url, { ...body, chat_template_kwargs: { enable_thinking: false } })).json()) as any;
+      expect(off.usage.completion_tokens_details).toEqual({ reasoning_tokens: 0 });
+
+      const text = await (await post(thinking.url, { ...body, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } })).text();
+      const chunks = text.split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
+      expect(chunks[0].usage.completion_tokens_details).toEqual({ reasoning_tokens: 0 });
+      const counts = chunks.filter((c) => c.choices.length > 0).map((c) => c.usage.completion_tokens_details.reasoning_tokens as number);
+      expect(counts.every((n, i) => i === 0 || n >= counts[i - 1]!)).toBe(true);
+      expect(new Set(counts).size).toBeGreaterThan(2);
+      expect(counts.at(-1)).toBe(thought);
+      expect(chunks.at(-1)!.usage).toEqual({ prompt_tokens: res.prompt_token_ids.length, total_tokens: res.prompt_token_ids.length + ids.length, completion_tokens: ids.length, completion_tokens_details: { reasoning_tokens: thought } });
+
+      const coded = (await (await post(coder.url, body)).json()) as any;
+      expect(coded.usage.completion_tokens_details).toBeNull();
+      const coderText = await (await post(coder.url, { ...body, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } })).text();
+      const coderChunks = coderText.split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
+      expect(coderChunks.slice(0, -1).every((c) => c.usage.completion_tokens_details === null)).toBe(true);
+      expect(Object.keys(coderChunks.at(-1)!.usage)).toEqual(["prompt_tokens", "total_tokens", "completion_tokens"]);
+    } finally {
+      await Promise.all([thinking.stop(), coder.stop()]);
+    }
+  });
+
   test("n > 1 gives independent samples, usage sums them", async () => {
     const res = (await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "two please" }], n: 2, logprobs: true, ...({ return_token_ids: true } as Extra) })) as OpenAI.ChatCompletion & {
       choices: { token_ids: number[] }[];

@@ -25,6 +25,14 @@ export interface ChatOutputParser {
   /** vLLM's chat `finish_reason` for an engine finish reason. */
   finishReason(engineFinish: "stop" | "length" | string, toolCallsMade: boolean): string;
   /**
+   * `usage.completion_tokens_details.reasoning_tokens` for the generated `ids` (all of them,
+   * the stop token included), asked where vLLM's chat route asks `Parser.count_reasoning_tokens`:
+   * after `parse`, or after `parseDelta` steps (then what the reasoning parser counted while
+   * streaming). Null when there is no reasoning parser: the route then writes
+   * `completion_tokens_details: null` (`_include_reasoning_tokens_details = bool(reasoning_parser)`).
+   */
+  reasoningTokens(ids: readonly number[]): number | null;
+  /**
    * Whether the parsers make vLLM detokenize with special tokens kept (`adjust_request` sets
    * `skip_special_tokens = False`): an engine-based parser always does, hermes when tools are
    * offered and tool_choice is not "none". The chat server calls it when a reasoning parser is
@@ -122,6 +130,12 @@ class VllmChatOutputParser implements ChatOutputParser {
     this.outputTokens += deltaIds.length;
     if (delta?.toolCalls) delta.toolCalls = this.filterParallel(delta.toolCalls);
     return delta;
+  }
+
+  reasoningTokens(ids: readonly number[]): number | null {
+    const rp = this.rp;
+    if (rp === null) return null;
+    return rp.countReasoningTokens ? rp.countReasoningTokens(ids) : 0;
   }
 
   finishReason(engineFinish: "stop" | "length" | string, toolCallsMade: boolean): string {

@@ -102,6 +102,44 @@ describe("chat output as vLLM 0.33.0 answers it", () => {
   });
 });
 
+describe("reasoning tokens (usage.completion_tokens_details.reasoning_tokens), as vLLM 0.33.0's chat route counts them", () => {
+  const THINK = 151667;
+  const IM_END = 151645;
+  const promptOf = (thinking: boolean) => model.renderChatIds({ messages: [{ role: "user", content: "q" }], chat_template_kwargs: { enable_thinking: thinking } });
+  const reasoning = () => model.tokenizer.encode("\nLet me think.\n");
+  const output = () => [THINK, ...reasoning(), ...model.tokenizer.encode("</think>\n\nHello."), IM_END];
+
+  test("not streamed: the output's ids parsed once more; streamed: what the reasoning parser counted, step by step", () => {
+    const ids = output();
+    const whole = model.outputParser({ tools, promptTokenIds: promptOf(true) });
+    whole.parse(model.tokenizer.decode(ids.slice(0, -1)));
+    expect(whole.reasoningTokens(ids)).toBe(reasoning().length);
+    const stream = model.outputParser({ tools, promptTokenIds: promptOf(true) });
+    const counts = ids.map((id, i) => {
+      stream.parseDelta(model.tokenizer.decode([id]), [id], i === ids.length - 1);
+      return stream.reasoningTokens(ids.slice(0, i + 1));
+    });
+    expect(counts).toEqual(ids.map((_, i) => Math.min(i, reasoning().length)));
+  });
+
+  test("thinking off, or a prompt that closed reasoning: 0; no ids: 0", () => {
+    const ids = output();
+    const off = model.outputParser({ tools, chat_template_kwargs: { enable_thinking: false }, promptTokenIds: promptOf(false) });
+    off.parse(model.tokenizer.decode(ids.slice(0, -1)));
+    expect(off.reasoningTokens(ids)).toBe(0);
+    const closed = model.outputParser({ tools, promptTokenIds: [...promptOf(true), THINK, ...model.tokenizer.encode("\nx\n</think>\n\n")] });
+    closed.parse(model.tokenizer.decode(ids.slice(0, -1)));
+    expect(closed.reasoningTokens(ids)).toBe(0);
+    expect(model.outputParser({ tools }).reasoningTokens([])).toBe(0);
+  });
+
+  test("a server without a reasoning parser has no count (the route writes completion_tokens_details: null)", () => {
+    const p = model.outputParser({ tools, reasoningParser: null });
+    p.parse("<think>\nr\n</think>\n\nx");
+    expect(p.reasoningTokens(output())).toBeNull();
+  });
+});
+
 describe("pieces", () => {
   test("Python's int() and float() on strings", () => {
     expect([" 42 ", "+7", "1_000", "٣", "-0"].map(pythonInt)).toEqual([42, 7, 1000, 3, 0]);

@@ -52,6 +52,8 @@ export interface ParserContext {
   specialTokens: ReadonlyMap<string, number>;
   /** The text of one token, special tokens kept. */
   decodeToken(id: number): string;
+  /** The text of ids together, special tokens kept (the tokenizer's `decode`). */
+  decode(ids: readonly number[]): string;
   /** A fresh tool-call id (vLLM: `chatcmpl-tool-<random>`). */
   newToolCallId(): string;
 }
@@ -90,6 +92,12 @@ export interface ReasoningParser {
   /** Engine-based: whether the engine saw reasoning end. */
   engineConfirmedReasoningEnd?(): boolean;
   finishStreaming?(): DeltaMessage | null;
+  /**
+   * How many of the generated `ids` are reasoning (vLLM's `count_reasoning_tokens`, 0 for a
+   * parser that does not count): after a stream, what the parser counted while streaming; after
+   * a whole output, `ids` parsed for it.
+   */
+  countReasoningTokens?(ids: readonly number[]): number;
 }
 
 /** Options every parser factory gets (vLLM passes chat_template_kwargs to engine parsers). */

@@ -192,3 +192,49 @@ describe("chatJsonAnswer: a whole engine answer", () => {
     expect(answer.error.message).toContain('logprobs.tokens[0] is "<think>", not "token_id:N"');
   });
 });
+
+describe("usage: vLLM 0.33.0's chat route's, with the reasoning-token count of a server started with --reasoning-parser qwen3", () => {
+  const reasoning = () => model.tokenizer.encode("\nLet me read it.\n");
+  const ids = () => [151667, ...reasoning(), ...model.tokenizer.encode("</think>\n\nReading."), 151645];
+  const withOptions = (c: ChatAnswerContext, extra: Record<string, unknown>): ChatAnswerContext => ({ ...c, options: { ...c.options, ...extra } as never });
+  const engineJson = (out: number[]) =>
+    JSON.stringify({ id: "cmpl-1", object: "text_completion", created: 1, model: "qwen3", choices: [{ index: 0, text: "", logprobs: { text_offset: out.map(() => 0), token_logprobs: out.map(() => -0.5), tokens: out.map((id) => `token_id:${id}`), top_logprobs: null }, finish_reason: "stop", stop_reason: null, token_ids: null, prompt_token_ids: null }], usage: { prompt_tokens: PROMPT.length, completion_tokens: out.length, total_tokens: PROMPT.length + out.length } });
+  /** The usage of every chunk a stream sends (continuous_usage_stats asked), and whether it had choices. */
+  const streamUsages = async (c: ChatAnswerContext) => {
+    const text = await chatStreamResponse({ ...c, continuousUsage: true }, engineStream(ids(), 2, 4096)).text();
+    return parseSseText(text)
+      .filter((e) => e.data !== "[DONE]")
+      .map((e) => JSON.parse(e.data))
+      .map((chunk) => ({ choices: chunk.choices.length, usage: chunk.usage }));
+  };
+
+  test("not streamed: every field (model_dump), completion_tokens_details.reasoning_tokens the think block's tokens", () => {
+    const usage = JSON.parse(chatJsonAnswer(context(PROMPT, false), engineJson(ids()))).usage;
+    expect(usage).toEqual({ prompt_tokens: PROMPT.length, total_tokens: PROMPT.length + ids().length, completion_tokens: ids().length, prompt_tokens_details: null, completion_tokens_details: { reasoning_tokens: reasoning().length } });
+    expect(Object.keys(usage)).toEqual(["prompt_tokens", "total_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"]);
+    const off = JSON.parse(chatJsonAnswer(withOptions(context(PROMPT, false), { chat_template_kwargs: { enable_thinking: false } }), engineJson(ids()))).usage;
+    expect(off.completion_tokens_details).toEqual({ reasoning_tokens: 0 });
+  });
+
+  test("not streamed, no reasoning parser: completion_tokens_details null", () => {
+    const usage = JSON.parse(chatJsonAnswer(withOptions(context(PROMPT, false), { reasoningParser: null }), engineJson(ids()))).usage;
+    expect(usage.completion_tokens_details).toBeNull();
+  });
+
+  test("streamed with continuous_usage_stats: 0 on the role chunk, then the count so far in each chunk; the usage chunk leaves out what is None", async () => {
+    const usages = await streamUsages(context(PROMPT, false));
+    expect(usages[0]!.usage).toEqual({ prompt_tokens: PROMPT.length, total_tokens: PROMPT.length, completion_tokens: 0, completion_tokens_details: { reasoning_tokens: 0 } });
+    const perChunk = usages.filter((u) => u.choices > 0).map((u) => u.usage.completion_tokens_details.reasoning_tokens as number);
+    expect(perChunk.every((n, i) => i === 0 || n >= perChunk[i - 1]!)).toBe(true);
+    expect(perChunk.at(-1)).toBe(reasoning().length);
+    const last = usages.at(-1)!;
+    expect(last.choices).toBe(0);
+    expect(last.usage).toEqual({ prompt_tokens: PROMPT.length, total_tokens: PROMPT.length + ids().length, completion_tokens: ids().length, completion_tokens_details: { reasoning_tokens: reasoning().length } });
+  });
+
+  test("streamed, no reasoning parser: null in each chunk, none in the usage chunk", async () => {
+    const usages = await streamUsages(withOptions(context(PROMPT, false), { reasoningParser: null }));
+    expect(usages.slice(0, -1).every((u) => u.usage.completion_tokens_details === null)).toBe(true);
+    expect(Object.keys(usages.at(-1)!.usage)).toEqual(["prompt_tokens", "total_tokens", "completion_tokens"]);
+  });
+});

@@ -3,8 +3,9 @@
  * by model/ (`derenderChat`, `chatStreamDerenderer`: vLLM 0.33.0's detokenizer and parsers),
  * written in vLLM 0.33.0's chat shape (`message.reasoning`, `tool_calls` only when there are
  * some, the stream's role chunk, deltas, finish chunk and usage chunk) with the ids vLLM's chat
- * route gives on `return_token_ids` (`prompt_token_ids`, `choices[0].token_ids`) and the
- * logprobs (`choices[0].logprobs.content`). The pipeline then treats it as any engine's Chat
+ * route gives on `return_token_ids` (`prompt_token_ids`, `choices[0].token_ids`), the
+ * logprobs (`choices[0].logprobs.content`) and the usage with its reasoning-token count
+ * (`completion_tokens_details`, usage.ts). The pipeline then treats it as any engine's Chat
  * answer: captures the ids, strips what the harness did not ask for, translates it for the
  * Messages and Responses doors, records it (a stream's chunks handed to it as objects,
  * capture/chunk-source.ts).
@@ -18,6 +19,7 @@ import { contextAfter, logprobTokenText } from "./logprob-tokens.ts";
 import { parseAnswer, type IdsMemo } from "../capture/answer-json.ts";
 import type { TokenIds } from "../../records/index.ts";
 import { withChunkSource, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
+import { answerUsage, continuousUsage, streamUsage } from "./usage.ts";
 
 /** The assistant message the harness was sent (accumulated from a stream's deltas). */
 export interface SentAnswer {
@@ -112,17 +114,10 @@ function chatCandidates(c: ChatAnswerContext, candidates: NonNullable<EngineStep
   return c.topLogprobs >= 0 && candidates.length > c.topLogprobs ? candidates.slice(0, c.topLogprobs) : candidates;
 }
 
-/** A chunk's usage so far, as vLLM writes it with continuous_usage_stats (`exclude_unset`: completion_tokens_details set, to null). */
-function continuousUsageOf(c: ChatAnswerContext, completion: number) {
-  const prompt = c.prompt.length;
-  return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, completion_tokens_details: null };
-}
-
-function usageOf(c: ChatAnswerContext, completion: number) {
+/** The answer's prompt and completion token counts: the engine's usage where it gave one. */
+function tokenCounts(c: ChatAnswerContext, completion: number): { prompt: number; completion: number } {
   const u = c.reader.usage();
-  const prompt = u?.prompt_tokens ?? c.prompt.length;
-  const completionTokens = u?.completion_tokens ?? completion;
-  return { prompt_tokens: prompt, total_tokens: prompt + completionTokens, completion_tokens: completionTokens, prompt_tokens_details: null };
+  return { prompt: u?.prompt_tokens ?? c.prompt.length, completion: u?.completion_tokens ?? completion };
 }
 
 /**
@@ -175,7 +170,7 @@ export function chatJsonAnswer(c: ChatAnswerContext, engineText: string): string
       },
     ],
     system_fingerprint: FINGERPRINT,
-    usage: usageOf(c, step.ids.length),
+    usage: answerUsage(tokenCounts(c, step.ids.length), d.reasoningTokens),
     prompt_token_ids: promptIdsOf(c, step.promptIds),
   });
 }
@@ -311,7 +306,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     if (ended) return;
     if (data === "[DONE]") {
       ended = true;
-      if (finished) out.push({ ...head, choices: [], usage: usageOf(c, completion), system_fingerprint: FINGERPRINT }, "[DONE]");
+      if (finished) out.push({ ...head, choices: [], usage: streamUsage(tokenCounts(c, completion), derender.reasoningTokens()), system_fingerprint: FINGERPRINT }, "[DONE]");
       return;
     }
     const parsed = engineEvent(c, data);
@@ -325,7 +320,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     if (!started) {
       started = true;
       const prompt = promptIdsOf(c, step.promptIds);
-      const usage = c.continuousUsage ? { usage: continuousUsageOf(c, 0) } : {};
+      const usage = c.continuousUsage ? { usage: continuousUsage(c.prompt.length, 0, derender.reasoningTokens()) } : {};
       out.push({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], ...usage, prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt });
     }
     const failed = stepFailure(step, "upstream_bad_stream");
@@ -353,7 +348,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       c.onAnswer(sent);
     }
     const chunk: Record<string, unknown> = { id, object: head.object, created, model: head.model, choices: [choice] };
-    if (c.continuousUsage) chunk.usage = continuousUsageOf(c, completion);
+    if (c.continuousUsage) chunk.usage = continuousUsage(c.prompt.length, completion, derender.reasoningTokens());
     out.push(chunk);
   };
 

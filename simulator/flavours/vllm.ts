@@ -14,6 +14,11 @@
  *   and `token_ids`; `echo` repeats the prompt text, "" when `return_token_ids` is set, and puts
  *   the prompt's logprobs first; `return_tokens_as_token_ids` writes the logprobs' tokens (and
  *   top keys) as `token_id:N` (`_create_completion_logprobs`, text offsets advancing by them).
+ * - Usage (`UsageInfo`, `serve/engine/protocol.py:135-140`): `completion_tokens_details` is
+ *   `{reasoning_tokens}` on a server with a reasoning parser (the simulated Qwen3's `qwen3`;
+ *   `serving.py:165`, `_include_reasoning_tokens_details`), else null: the count the model's
+ *   parser gives (model/'s port of `count_reasoning_tokens`), summed over the choices; with
+ *   `continuous_usage_stats` each chunk's is its choice's count so far, the role chunk's 0.
  * - Errors (`serve/engine/protocol.py:79-87`): `{"error": {"message", "type", "param", "code"}}`.
  */
 import { chatLogprobs, completionLogprobs, type CompletionTop } from "./logprob-blocks.ts";
@@ -58,10 +63,21 @@ export function weightVersionSpans(ctx: FlavourContext, tokens: number) {
   return [{ version: ctx.engine.weightVersion, start: 0, end: tokens }];
 }
 
-/** A stream chunk's usage with `continuous_usage_stats` (UsageInfo dumped `exclude_unset`: completion_tokens_details set to null). */
-function continuousUsage(prompt: number, completion: number) {
-  return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, completion_tokens_details: null };
+/** `completion_tokens_details` for a reasoning-token count (null: the server has no reasoning parser). */
+const details = (reasoning: number | null) => (reasoning === null ? null : { reasoning_tokens: reasoning });
+
+/** A stream chunk's usage with `continuous_usage_stats` (UsageInfo dumped `exclude_unset`: the four fields the route sets). */
+function continuousUsage(prompt: number, completion: number, reasoning: number | null) {
+  return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, completion_tokens_details: details(reasoning) };
 }
+
+/** The choices' reasoning tokens together (`sum(previous_reasoning_tokens)`), null without a reasoning parser. */
+function totalReasoning(counts: (number | null)[]): number | null {
+  return counts.some((n) => n === null) ? null : counts.reduce<number>((sum, n) => sum + n!, 0);
+}
+
+/** Whether the choices' parsers count reasoning tokens (the server has a reasoning parser): their count of nothing, 0, else null. */
+const reasoningBefore = (choices: SampledChoice[]) => totalReasoning(choices.map((c) => c.parser?.reasoningTokens([]) ?? null));
 
 export const vllmFlavour: EngineFlavour = {
   name: "vllm",
@@ -71,6 +87,8 @@ export const vllmFlavour: EngineFlavour = {
 
   chatJson(a: ChatAnswer, ctx: FlavourContext) {
     const ids = a.body.return_token_ids === true;
+    // Asked after each choice's parse (finalMessage), over all its ids, as the route asks it.
+    const reasoning = () => totalReasoning(a.choices.map((c) => (finalMessage(c), c.parser?.reasoningTokens(c.g.ids) ?? null)));
     return {
       id: this.answerId("chat"),
       object: "chat.completion",
@@ -101,7 +119,7 @@ export const vllmFlavour: EngineFlavour = {
       }),
       service_tier: null,
       system_fingerprint: FINGERPRINT,
-      usage: { ...a.usage, prompt_tokens_details: null, completion_tokens_details: null },
+      usage: { ...a.usage, prompt_tokens_details: null, completion_tokens_details: details(reasoning()) },
       prompt_logprobs: null,
       prompt_token_ids: ids ? a.promptIds : null,
       prompt_text: null,
@@ -119,6 +137,7 @@ export const vllmFlavour: EngineFlavour = {
     const id = this.answerId("chat");
     const head = { id, object: "chat.completion.chunk", created: a.created };
     const promptTokens = a.usage.prompt_tokens;
+    const noReasoningYet = reasoningBefore(a.choices);
     for (const c of a.choices) {
       yield {
         ...head,
@@ -126,12 +145,14 @@ export const vllmFlavour: EngineFlavour = {
         model: a.model,
         prompt_token_ids: ids ? a.promptIds : null,
         prompt_text: null,
-        ...(continuous ? { usage: continuousUsage(promptTokens, 0) } : {}),
+        ...(continuous ? { usage: continuousUsage(promptTokens, 0, noReasoningYet) } : {}),
       };
     }
     const generated = a.choices.map(() => 0);
+    const reasoning = a.choices.map(() => noReasoningYet);
     for await (const { choice: c, delta: d, k, last } of decodeSteps(ctx, a.choices, a.request.signal)) {
       generated[c.index] = d.end;
+      reasoning[c.index] = d.reasoningTokens;
       const delta: Record<string, unknown> = {};
       if (d.reasoning !== undefined) delta.reasoning = d.reasoning;
       if (d.content !== undefined) delta.content = d.content;
@@ -152,10 +173,12 @@ export const vllmFlavour: EngineFlavour = {
         kv_transfer_params: null,
         ...(last && !includeUsage ? { system_fingerprint: FINGERPRINT } : {}),
         // The choice's own count (vLLM's processor.num_output_tokens per choice).
-        ...(continuous ? { usage: continuousUsage(promptTokens, generated[c.index]!) } : {}),
+        ...(continuous ? { usage: continuousUsage(promptTokens, generated[c.index]!, d.reasoningTokens) } : {}),
       };
     }
-    if (includeUsage) yield { ...head, model: a.model, choices: [], usage: a.usage, system_fingerprint: FINGERPRINT };
+    // The usage chunk is dumped exclude_none: completion_tokens_details only with a reasoning parser.
+    const total = totalReasoning(reasoning);
+    if (includeUsage) yield { ...head, model: a.model, choices: [], usage: total === null ? a.usage : { ...a.usage, completion_tokens_details: details(total) }, system_fingerprint: FINGERPRINT };
   },
 
   completionJson(a: CompletionAnswer, ctx: FlavourContext) {

@@ -54,6 +54,15 @@ Ops (fields with ? are optional):
                        -> non-streaming: {message, finish_reason, prompt_ids} (the assistant
                           message vLLM's chat server assembles from these output tokens);
                           with stream: as parse_*_stream
+  vllm_reasoning_tokens {request | messages, ids | text, tool_parser?="hermes", reasoning_parser?="qwen3",
+                        stream?: n=1, prompt_ids?, finish_reason?="stop"}
+                       -> {configured, non_stream, continuous: [per step], final, steps, prompt_ids}:
+                          usage.completion_tokens_details.reasoning_tokens as the chat route counts
+                          it (serving.py, Parser.count_reasoning_tokens): not streamed (after
+                          parse), streamed with continuous_usage_stats (after each step of n ids)
+                          and without (once after the last step); configured is false and the
+                          counts null where the server has no reasoning parser (the route writes
+                          completion_tokens_details null)
   vllm_completion_logprobs / vllm_chat_logprobs
                        {steps: [{id, logprob, top?: [[id, logprob], ...]}], num?=0, offset?=0,
                         as_ids?=true}
@@ -509,6 +518,86 @@ def op_vllm_derender(req: dict) -> dict:
                     req.get("reasoning_parser", DEFAULT_REASONING_PARSER))
 
 
+def op_vllm_reasoning_tokens(req: dict) -> dict:
+    """`usage.completion_tokens_details.reasoning_tokens` as vLLM's chat route counts it
+    (vllm/entrypoints/openai/chat_completion/serving.py): the same Parser built per choice,
+    given the same text and ids as the derender, then asked `count_reasoning_tokens` where the
+    route asks it. The derenderer is used only for its detokenizer and its parser class."""
+    tool_parser = req.get("tool_parser", DEFAULT_TOOL_PARSER)
+    reasoning_parser = req.get("reasoning_parser", DEFAULT_REASONING_PARSER)
+    ids = output_ids(req)
+    request = vllm_chat_request(req, default_messages=[{"role": "user", "content": ""}])
+    prompt_ids = req.get("prompt_ids")
+    if prompt_ids is None:
+        online_r = vllm_online("renderer", req, tool_parser, reasoning_parser)
+        res = run_async(online_r.render_chat(request.model_copy(deep=True)))
+        if (msg := error_response_text(res)) is not None:
+            raise OracleError(msg)
+        prompt_ids = list(res[1][0]["prompt_token_ids"])
+    online = vllm_online("derenderer", req, tool_parser, reasoning_parser)
+    if online.parser is None:
+        # No parser at all: the route writes completion_tokens_details null.
+        return {"configured": False, "non_stream": None, "continuous": None, "final": None, "prompt_ids": prompt_ids}
+    od = need("vllm.renderers.online_derenderer")
+    stream_processor = need("vllm.entrypoints.openai.chat_completion.stream_processor")
+    tokenizer = online.renderer.get_tokenizer()
+    kwargs = online._resolve_chat_template_kwargs(request)
+    finish_reason = req.get("finish_reason", "stop")
+    # serving.py: _include_reasoning_tokens_details = bool(reasoning_parser).
+    configured = bool(reasoning_parser)
+
+    def make_parser():
+        # serving.py _make_parser.
+        return online.parser(tokenizer, request.tools, chat_template_kwargs=kwargs, model_config=online.model_config)
+
+    skip_special, spaces_between = od._decode_params(tokenizer, request, preserve_special=True)
+    seed = od._seed_stream_state(tokenizer, prompt_ids, skip_special_tokens=skip_special)
+
+    # Not streamed (serving.py chat_completion_full_generator): set_prompt_token_ids, parse, then
+    # total_reasoning_tokens += parser.count_reasoning_tokens(token_ids).
+    text, _ = online._decode_output(tokenizer, ids, finish_reason, None, request, seed,
+                                    skip_special_tokens=skip_special, spaces_between_special_tokens=spaces_between)
+    parser = make_parser()
+    parser.set_prompt_token_ids(prompt_ids)
+    parser.parse(text, request, enable_auto_tools=online.enable_auto_tools, model_output_token_ids=ids)
+    non_stream = parser.count_reasoning_tokens(ids)
+
+    # Streamed (chat_completion_stream_generator_raw): processor.step per engine step, then with
+    # continuous usage count_reasoning_tokens(tuple(generated_token_ids)) after each step; without
+    # it once after the loop, when any ids came.
+    n = int(req.get("n", req.get("stream", 1)) or 1)
+    chunks = [ids[i:i + n] for i in range(0, len(ids), n)] or [[]]
+
+    def stream(continuous: bool):
+        parser = make_parser()
+        processor = stream_processor.ChatStreamProcessor(request, parser, enable_auto_tools=online.enable_auto_tools,
+                                                         parser_cls=online.parser)
+        state = seed
+        generated: list[int] = []
+        counts = []
+        for i, chunk in enumerate(chunks):
+            last = i == len(chunks) - 1
+            text_ids, _ = online._drop_stop_token(chunk, finish_reason if last else None, None, request)
+            delta_text, state = online._detokenize_delta(tokenizer, text_ids, state, skip_special_tokens=skip_special,
+                                                         spaces_between_special_tokens=spaces_between)
+            processor.step(delta_text, chunk, finish_reason if last else None, prompt_ids)
+            generated.extend(chunk)
+            if continuous:
+                counts.append(parser.count_reasoning_tokens(tuple(generated)))
+        if continuous:
+            return counts
+        return parser.count_reasoning_tokens(tuple(generated)) if generated else 0
+
+    return {
+        "configured": configured,
+        "non_stream": non_stream if configured else None,
+        "continuous": stream(True) if configured else None,
+        "final": stream(False) if configured else None,
+        "steps": chunks,
+        "prompt_ids": prompt_ids,
+    }
+
+
 def candidate_dicts(steps: list) -> list:
     """Each step's candidates as vLLM's engine hands them to its serving layer (a Logprobs dict):
     the sampled token first, then the step's `top` alternatives in order."""
@@ -847,6 +936,7 @@ OPS = {
     "parse_reasoning": op_parse_reasoning,
     "parse_reasoning_stream": op_parse_reasoning_stream,
     "vllm_derender": op_vllm_derender,
+    "vllm_reasoning_tokens": op_vllm_reasoning_tokens,
     "vllm_completion_logprobs": op_vllm_completion_logprobs,
     "vllm_chat_logprobs": op_vllm_chat_logprobs,
     "vllm_chat_logprob_entries": op_vllm_chat_logprob_entries,

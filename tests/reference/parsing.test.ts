@@ -86,7 +86,7 @@ function completeUtf8(bytes: number[]): boolean {
 
 const ctx = (): ParserContext => {
   let n = 0;
-  return { tokenId: model.tokenizer.tokenId, specialTokens: model.tokenizer.specialTokens, decodeToken: (id) => model.tokenizer.decode([id]), newToolCallId: () => `call_${n++}` };
+  return { tokenId: model.tokenizer.tokenId, specialTokens: model.tokenizer.specialTokens, decodeToken: (id) => model.tokenizer.decode([id]), decode: (ids) => model.tokenizer.decode([...ids]), newToolCallId: () => `call_${n++}` };
 };
 
 test("the corpus covers what the issue lists", () => {

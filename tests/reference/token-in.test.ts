@@ -143,6 +143,24 @@ describe("token-in parsing equals vLLM 0.33.0's derender of the same tokens", ()
   }
 });
 
+test("a token that is a byte-order mark (U+FEFF) keeps its text, whole and split, derendered and streamed, as vLLM's detokenizer keeps it", async () => {
+  const request = { messages: [{ role: "user", content: "q" }], chat_template_kwargs: { enable_thinking: false } };
+  const promptIds = model.renderChatIds(request);
+  const finish = { reason: "stop", stopToken: true };
+  // "\ufeff" is one token; a BOM after other bytes of a token may be split across tokens.
+  for (const text of ["\ufeffhello", "a\ufeffb \ufeff", "<think>\n\ufeff\n</think>\n\n\ufeff"]) {
+    const ids = [...model.tokenizer.encode(text), IM_END];
+    const ref = await oracle.call({ op: "vllm_derender", request, ids, prompt_ids: promptIds });
+    expect(ref.error).toBeUndefined();
+    expect(ref.message.content).toContain("\ufeff");
+    expect(derenderChat(model, { ...request, promptTokenIds: promptIds }, ids, finish).message.content).toBe(ref.message.content);
+    const refStream = await oracle.call({ op: "vllm_derender", request, ids, prompt_ids: promptIds, stream: 1 });
+    const stream = chatStreamDerenderer(model, { ...request, promptTokenIds: promptIds });
+    const deltas = ids.map((id, i) => normalizeDelta(stream.push([id], i === ids.length - 1 ? finish : undefined).delta as DeltaMessage | null));
+    expect(deltas).toEqual((refStream.deltas as { delta: any }[]).map((d) => normalizeDelta(d.delta)));
+  }
+}, SLOW);
+
 describe("the sampled ids as vLLM 0.33.0 writes them with return_tokens_as_token_ids (what token-in mode asks /v1/completions for)", () => {
   /** vLLM's logprobs block for `steps` (its serving layer's _create_completion_logprobs). */
   const vllmBlock = async (steps: { id: number; logprob: number; top?: [number, number][] }[], num: number, offset: number) => {

@@ -100,15 +100,22 @@ for (const [engine, route] of [["vllm", "completions"], ["sglang", undefined], [
       const [sample] = samplesOf(h, r.rollout_id);
       const prompt = sample!.prompt_token_ids.length;
       const sampled = sample!.token_ids.length;
+      // The think block's tokens (<think> and </think> left out): what vLLM's qwen3 reasoning parser counts.
+      const ids = sample!.token_ids;
+      const reasoning = ids.indexOf(151668) - ids.indexOf(151667) - 1;
+      expect(reasoning).toBeGreaterThan(0);
       // The role chunk: nothing sampled yet; then the count so far in each chunk (UsageInfo dumped exclude_unset).
-      expect(usages[0]!.usage).toEqual({ prompt_tokens: prompt, total_tokens: prompt, completion_tokens: 0, completion_tokens_details: null });
+      expect(usages[0]!.usage).toEqual({ prompt_tokens: prompt, total_tokens: prompt, completion_tokens: 0, completion_tokens_details: { reasoning_tokens: 0 } });
       const perChunk = usages.filter((u) => u.choices > 0).map((u) => u.usage);
       expect(perChunk.every((u) => Object.keys(u).join() === "prompt_tokens,total_tokens,completion_tokens,completion_tokens_details")).toBe(true);
       const counts = perChunk.map((u) => u.completion_tokens as number);
       expect(counts.every((n, i) => i === 0 || n >= counts[i - 1]!)).toBe(true);
       expect(counts.at(-1)).toBe(sampled);
-      // The usage chunk at the end, as before.
-      expect(usages.at(-1)).toEqual({ choices: 0, usage: expect.objectContaining({ prompt_tokens: prompt, completion_tokens: sampled, total_tokens: prompt + sampled }) });
+      const reasoningCounts = perChunk.map((u) => (u.completion_tokens_details as { reasoning_tokens: number }).reasoning_tokens);
+      expect(reasoningCounts.every((n, i) => i === 0 || n >= reasoningCounts[i - 1]!)).toBe(true);
+      expect(reasoningCounts.at(-1)).toBe(reasoning);
+      // The usage chunk at the end (a chunk without choices: dumped exclude_none).
+      expect(usages.at(-1)).toEqual({ choices: 0, usage: { prompt_tokens: prompt, total_tokens: prompt + sampled, completion_tokens: sampled, completion_tokens_details: { reasoning_tokens: reasoning } } });
     });
 
     test(
@@ -138,6 +145,11 @@ for (const [engine, route] of [["vllm", "completions"], ["sglang", undefined], [
         const first = await responses([{ role: "user", content: user }]);
         const call = first.output.find((o: any) => o.type === "function_call");
         expect([call?.name, JSON.parse(call?.arguments ?? "{}")]).toEqual(["read", { path: "stock.csv" }]);
+        // Codex reads the think block's size from the usage the derender counted (completion_tokens_details).
+        const [firstSample] = samplesOf(h, r2.rollout_id);
+        const thought = firstSample!.token_ids.indexOf(151668) - firstSample!.token_ids.indexOf(151667) - 1;
+        expect(thought).toBeGreaterThan(0);
+        expect(first.usage.output_tokens_details.reasoning_tokens).toBe(thought);
         const next = await responses([
           { role: "user", content: user },
           ...first.output.filter((o: any) => o.type !== "reasoning"),

@@ -2,13 +2,21 @@
  * The incremental lexer of vLLM 0.33.0's parser engine (`vllm/parser/engine/incremental_lexer.py`)
  * for grammars whose terminals are all literal strings: text in, terminals and content out,
  * holding back a tail that may still grow into a terminal (`<tool_` before `call>` arrives).
+ *
+ * Each lexed piece carries the number of tokens it holds, as vLLM counts them for
+ * `usage.completion_tokens_details.reasoning_tokens`: a fed chunk's tokens sit at the first
+ * character of their text in it (those whose text is not found, at its first character), and a
+ * piece holds the tokens that sit in it (token-counts.ts).
  */
+import { tokenMarks, type TokenMarks } from "./token-counts.ts";
 
 export const CONTENT = "__CONTENT__";
 
 export interface LexToken {
   terminal: string;
   value: string;
+  /** The tokens the piece holds (vLLM's `LexToken.token_count`). */
+  tokenCount: number;
 }
 
 /** The literal terminals of a grammar, precomputed once per grammar. */
@@ -42,7 +50,11 @@ export function lexerShape(terminals: [literal: string, name: string][]): LexerS
 
 export interface IncrementalLexer {
   readonly buffer: string;
-  feed(text: string): LexToken[];
+  /**
+   * A chunk of text, with the texts of its tokens (each decoded alone) and how many tokens it
+   * holds (at least as many as texts: tokens without a text of their own count at its start).
+   */
+  feed(text: string, tokenTexts?: readonly string[], tokenCount?: number): LexToken[];
   flush(): LexToken[];
   reset(): void;
   /** Whether text may start a terminal (the engine's fast path skips the lexer otherwise). */
@@ -51,6 +63,8 @@ export interface IncrementalLexer {
 
 export function incrementalLexer(shape: LexerShape): IncrementalLexer {
   let buffer = "";
+  // The buffered tokens, by where they sit in the buffer.
+  const marks: TokenMarks = tokenMarks();
   const hasPotential = (text: string) => {
     for (const ch of text) if (shape.firstChars.has(ch)) return true;
     return false;
@@ -67,12 +81,17 @@ export function incrementalLexer(shape: LexerShape): IncrementalLexer {
     }
     return n;
   };
+  /** The first `length` characters of the buffer as one piece. */
+  const take = (terminal: string, length: number): LexToken => {
+    const value = buffer.slice(0, length);
+    buffer = buffer.slice(length);
+    return { terminal, value, tokenCount: marks.take(length) };
+  };
   const drain = (final: boolean): LexToken[] => {
     const tokens: LexToken[] = [];
     while (buffer) {
       if (shape.firstChars.size > 0 && !hasPotential(buffer)) {
-        tokens.push({ terminal: CONTENT, value: buffer });
-        buffer = "";
+        tokens.push(take(CONTENT, buffer.length));
         break;
       }
       let best: [string, string] | undefined;
@@ -83,18 +102,13 @@ export function incrementalLexer(shape: LexerShape): IncrementalLexer {
         if (!best) break;
         const longer = candidates.some(([lit]) => lit.length > best![1].length && lit.startsWith(buffer));
         if (longer) break;
-        tokens.push({ terminal: best[0], value: best[1] });
-        buffer = buffer.slice(best[1].length);
+        tokens.push(take(best[0], best[1].length));
         continue;
       }
-      if (best) {
-        tokens.push({ terminal: best[0], value: best[1] });
-        buffer = buffer.slice(best[1].length);
-      } else {
+      if (best) tokens.push(take(best[0], best[1].length));
+      else {
         const end = contentBoundary();
-        const take = end > 0 ? end : 1;
-        tokens.push({ terminal: CONTENT, value: buffer.slice(0, take) });
-        buffer = buffer.slice(take);
+        tokens.push(take(CONTENT, end > 0 ? end : 1));
       }
     }
     return tokens;
@@ -103,22 +117,22 @@ export function incrementalLexer(shape: LexerShape): IncrementalLexer {
     get buffer() {
       return buffer;
     },
-    feed(text) {
-      if (!buffer && shape.firstChars.size > 0 && !hasPotential(text)) return [{ terminal: CONTENT, value: text }];
+    feed(text, tokenTexts = [], tokenCount = 0) {
+      // Nothing held and nothing that may start a terminal: one piece with all its tokens.
+      if (!buffer && shape.firstChars.size > 0 && !hasPotential(text)) return [{ terminal: CONTENT, value: text, tokenCount: text ? tokenCount : 0 }];
+      marks.add(buffer.length, text, tokenTexts, tokenCount);
       buffer += text;
       return drain(false);
     },
     flush() {
       const tokens: LexToken[] = [];
       if (buffer) tokens.push(...drain(true));
-      if (buffer) {
-        tokens.push({ terminal: CONTENT, value: buffer });
-        buffer = "";
-      }
+      if (buffer) tokens.push(take(CONTENT, buffer.length));
       return tokens;
     },
     reset() {
       buffer = "";
+      marks.clear();
     },
     mayStartTerminal: hasPotential,
   };

@@ -5,6 +5,11 @@
  * tool adapter (the engine started in content, on reasoning-stripped text). Written from that
  * source: semantic events become deltas (content held back while it is only whitespace, tool
  * names and argument JSON streamed as they become stable) and, at the end, the extracted result.
+ *
+ * The reasoning face also counts reasoning tokens as vLLM's chat route asks it to
+ * (`ParserEngineReasoningAdapter.count_reasoning_tokens`, for
+ * `usage.completion_tokens_details.reasoning_tokens`): while it streams, what its engine counted
+ * so far; otherwise the whole output parsed once more from its ids by a second engine.
  */
 import { pyDumps, tryPyLoads, type PyDict, type PyValue } from "../../pyjson.ts";
 import { pyStrip, pyRstrip } from "../../pystr.ts";
@@ -26,6 +31,15 @@ const newSlot = (): Slot => ({ id: "", name: "", args: "", nameSent: false, stri
 export interface ParserEngine {
   skipToolParsing: boolean;
   readonly reasoningEnded: boolean;
+  /** The reasoning tokens the engine's events held since it last started (vLLM's `ParserEngine.count_reasoning_tokens`). */
+  readonly reasoningTokenCount: number;
+  /**
+   * The reasoning tokens of a whole output (its ids, special tokens among them): vLLM's
+   * counting engine, `_single_pass_parse(tokenizer.decode(ids), ids)` on a second engine that
+   * starts where this one does (in content when the prompt closed reasoning) and parses tool
+   * markup. 0 without parsing where the grammar cannot reach reasoning from there.
+   */
+  countReasoningTokensOf(ids: readonly number[]): number;
   extractReasoning(text: string): [string | null, string | null];
   extractReasoningStreaming(delta: string, ids: readonly number[]): DeltaMessage | null;
   extractToolCallsFromContent(content: string, request: ParseRequest): ExtractedToolCalls;
@@ -84,6 +98,8 @@ class GrammarParserEngine implements ParserEngine {
   private readonly reasoningEndId: number | undefined;
   private readonly boundaryIds: ReadonlySet<number>;
   private readonly reasoningEndIds: ReadonlySet<number>;
+  /** vLLM's `_counting_parser_engine`: built on the first count that needs it. */
+  private countingEngine: StreamingEngine | undefined;
 
   constructor(
     private readonly config: EngineConfig,
@@ -110,6 +126,20 @@ class GrammarParserEngine implements ParserEngine {
 
   get reasoningEnded(): boolean {
     return this.reasoningEndSeen;
+  }
+
+  get reasoningTokenCount(): number {
+    return this.engine.reasoningTokenCount;
+  }
+
+  countReasoningTokensOf(ids: readonly number[]): number {
+    const start: ParserState = this.promptClosesReasoning ? "CONTENT" : this.config.initialState;
+    if (!reachesReasoning(this.config, start)) return 0;
+    const engine = (this.countingEngine ??= streamingEngine(this.config, this.ctx));
+    engine.reset(start);
+    engine.feed(this.ctx.decode(ids), ids);
+    engine.finish();
+    return engine.reasoningTokenCount;
   }
 
   extractReasoning(text: string): [string | null, string | null] {
@@ -597,6 +627,38 @@ export function safeArgPrefix(json: string, stringKeys: Set<string> | null): str
   return json;
 }
 
+/**
+ * Whether a grammar started in `start` can get into REASONING (or emit reasoning chunks): a
+ * count of a grammar that cannot is 0 whatever the output (Qwen3 with thinking off, or after a
+ * prompt that closed reasoning), so it needs no parse.
+ */
+function reachesReasoning(config: EngineConfig, start: ParserState): boolean {
+  let byStart = reachability.get(config);
+  if (!byStart) reachability.set(config, (byStart = new Map()));
+  let reaches = byStart.get(start);
+  if (reaches === undefined) {
+    const edges = Object.entries(config.transitions).map(([key, tr]) => ({ from: key.split(" ")[0] as ParserState, tr }));
+    if (edges.some((e) => e.tr.events.includes("REASONING_CHUNK"))) reaches = true;
+    else {
+      // The engine's end (finish) goes to CONTENT: reachable from anywhere.
+      const seen = new Set<ParserState>([start, "CONTENT"]);
+      for (let grew = true; grew; ) {
+        grew = false;
+        for (const e of edges) {
+          if (seen.has(e.from) && !seen.has(e.tr.next)) {
+            seen.add(e.tr.next);
+            grew = true;
+          }
+        }
+      }
+      reaches = seen.has("REASONING");
+    }
+    byStart.set(start, reaches);
+  }
+  return reaches;
+}
+const reachability = new WeakMap<EngineConfig, Map<ParserState, boolean>>();
+
 /** The reasoning face of an engine (vLLM's ParserEngineReasoningAdapter): tool markup stays text. */
 export function engineReasoningParser(engine: ParserEngine, options: { thinkingDisabled?: boolean } = {}): ReasoningParser {
   const skipTools = <T>(fn: () => T): T => {
@@ -608,10 +670,19 @@ export function engineReasoningParser(engine: ParserEngine, options: { thinkingD
       engine.skipToolParsing = saved;
     }
   };
+  // vLLM's `_streaming_count_valid`: the engine streamed this output, so its own count is the output's.
+  let streamed = false;
   return {
     engineBased: true,
-    extractReasoning: (text) => (options.thinkingDisabled ? [null, text] : skipTools(() => engine.extractReasoning(text))),
-    extractReasoningStreaming: (args: StreamArgs) => skipTools(() => engine.extractReasoningStreaming(args.deltaText, args.deltaTokenIds)),
+    extractReasoning: (text) => {
+      streamed = false;
+      return options.thinkingDisabled ? [null, text] : skipTools(() => engine.extractReasoning(text));
+    },
+    extractReasoningStreaming: (args: StreamArgs) => {
+      streamed = true;
+      return skipTools(() => engine.extractReasoningStreaming(args.deltaText, args.deltaTokenIds));
+    },
+    countReasoningTokens: (ids) => (streamed ? engine.reasoningTokenCount : ids.length === 0 ? 0 : engine.countReasoningTokensOf(ids)),
     isReasoningEnd: (ids) => engine.isReasoningEnd(ids),
     extractContentIds: (ids) => engine.extractContentIds(ids),
     setPromptTokenIds: (ids) => engine.setPromptTokenIds(ids),

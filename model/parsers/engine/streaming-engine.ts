@@ -8,6 +8,12 @@
  * plain content; fed text alone (the non-streamed answer), everything is matched as text.
  * Grammar features no model here uses (message headers, JSON-array tool bodies, JSON argument
  * buffering) are left out.
+ *
+ * It counts the reasoning tokens as vLLM does (`reasoning_token_count`, the source of
+ * `usage.completion_tokens_details.reasoning_tokens`): the tokens its REASONING_CHUNK events
+ * hold, each event holding the tokens of the text it came from (a fast-path delta: all its
+ * ids; a lexed piece: the tokens that start in it, lexer.ts). A terminal matched by id holds
+ * none, so `<think>` and `</think>` never count; once fed text alone (no ids), nothing counts.
  */
 import { CONTENT, incrementalLexer, lexerShape, type LexerShape, type LexToken } from "./lexer.ts";
 import { DROP, tokenScanner, type ScanItem, type TokenScanner } from "./token-scanner.ts";
@@ -19,6 +25,8 @@ export interface SemanticEvent {
   type: EventType;
   value: string;
   toolIndex: number;
+  /** The tokens the event's text came from (vLLM's `SemanticEvent.token_count`). */
+  tokenCount: number;
 }
 
 export interface Transition {
@@ -65,6 +73,8 @@ export interface StreamingEngine {
   state: ParserState;
   skipToolParsing: boolean;
   skipReasoningParsing: boolean;
+  /** The tokens of the REASONING_CHUNK events since the last reset (vLLM's `reasoning_token_count`). */
+  readonly reasoningTokenCount: number;
   /** A delta's text and, when streaming, its token ids. */
   feed(text: string, ids?: readonly number[]): SemanticEvent[];
   finish(): SemanticEvent[];
@@ -176,6 +186,7 @@ class GrammarStreamingEngine implements StreamingEngine {
   private toolIndex = -1;
   private inSkippedToolSpan = false;
   private everHadIds = false;
+  private reasoningTokens = 0;
 
   constructor(
     private readonly config: EngineConfig,
@@ -187,30 +198,35 @@ class GrammarStreamingEngine implements StreamingEngine {
     this.lexer = incrementalLexer(statics.shape);
   }
 
+  get reasoningTokenCount(): number {
+    return this.reasoningTokens;
+  }
+
   feed(text: string, ids: readonly number[] = []): SemanticEvent[] {
     const { lexer, scanner } = this;
     if (ids.length > 0) this.everHadIds = true;
-    if (text && !lexer.buffer && !scanner.hasDeferred && !lexer.mayStartTerminal(text) && !hasAny(this.statics.idTerminals, ids)) return this.emitForState(text);
+    if (text && !lexer.buffer && !scanner.hasDeferred && !lexer.mayStartTerminal(text) && !hasAny(this.statics.idTerminals, ids)) return this.counted(this.emitForState(text, ids.length));
     const items = scanner.scan(text, ids);
     if (items.length === 1 && items[0]!.kind === "text") {
-      const tokens = lexer.feed(items[0]!.text);
-      if (tokens.length === 1 && tokens[0]!.terminal === CONTENT) return this.emitForState(tokens[0]!.value);
-      return this.processLexTokens(tokens);
+      const item = items[0]!;
+      const tokens = lexer.feed(item.text, item.tokenTexts, item.tokenCount);
+      if (tokens.length === 1 && tokens[0]!.terminal === CONTENT) return this.counted(this.emitForState(tokens[0]!.value, tokens[0]!.tokenCount));
+      return this.counted(this.processLexTokens(tokens));
     }
-    return this.processScanItems(items);
+    return this.counted(this.processScanItems(items));
   }
 
   finish(): SemanticEvent[] {
     const events = this.processScanItems(this.scanner.flushPending());
     events.push(...this.processLexTokens(this.lexer.flush()));
     if (TOOL_STATES.has(this.state)) {
-      if (this.toolIndex >= 0) events.push({ type: "TOOL_CALL_END", value: "", toolIndex: this.toolIndex });
+      if (this.toolIndex >= 0) events.push({ type: "TOOL_CALL_END", value: "", toolIndex: this.toolIndex, tokenCount: 0 });
       this.state = "CONTENT";
     } else if (this.state === "REASONING") {
-      events.push({ type: "REASONING_END", value: "", toolIndex: this.toolIndex });
+      events.push({ type: "REASONING_END", value: "", toolIndex: this.toolIndex, tokenCount: 0 });
       this.state = "CONTENT";
     }
-    return events;
+    return this.counted(events);
   }
 
   reset(initialState?: ParserState): void {
@@ -218,8 +234,15 @@ class GrammarStreamingEngine implements StreamingEngine {
     this.toolIndex = -1;
     this.inSkippedToolSpan = false;
     this.everHadIds = false;
+    this.reasoningTokens = 0;
     this.scanner.reset();
     this.lexer.reset();
+  }
+
+  /** `events`, their reasoning tokens added to the count (vLLM's `_record_reasoning_tokens`). */
+  private counted(events: SemanticEvent[]): SemanticEvent[] {
+    for (const ev of events) if (ev.type === "REASONING_CHUNK") this.reasoningTokens += ev.tokenCount;
+    return events;
   }
 
   private processScanItems(items: ScanItem[]): SemanticEvent[] {
@@ -227,9 +250,10 @@ class GrammarStreamingEngine implements StreamingEngine {
     for (const item of items) {
       if (item.kind === "terminal") {
         events.push(...this.processLexTokens(this.lexer.flush()));
+        // A terminal matched by id holds no tokens (vLLM passes it none).
         events.push(...this.onTerminal(item.terminal, item.text));
-      } else if (!item.text && item.tokenCount) events.push(...this.emitForState(""));
-      else events.push(...this.processLexTokens(this.lexer.feed(item.text)));
+      } else if (!item.text && item.tokenCount) events.push(...this.emitForState("", item.tokenCount));
+      else events.push(...this.processLexTokens(this.lexer.feed(item.text, item.tokenTexts, item.tokenCount)));
     }
     return events;
   }
@@ -240,27 +264,28 @@ class GrammarStreamingEngine implements StreamingEngine {
     const strict = this.everHadIds ? this.statics.idTerminalNames : undefined;
     for (const tok of tokens) {
       if (tok.terminal === CONTENT || strict?.has(tok.terminal)) {
-        if (tok.value) events.push(...this.emitForState(tok.value));
-      } else events.push(...this.onTerminal(tok.terminal, tok.value));
+        if (tok.value) events.push(...this.emitForState(tok.value, tok.tokenCount));
+      } else events.push(...this.onTerminal(tok.terminal, tok.value, tok.tokenCount));
     }
     return events;
   }
 
-  private emitForState(text: string): SemanticEvent[] {
+  private emitForState(text: string, tokenCount = 0): SemanticEvent[] {
     const type = CONTENT_EVENTS[this.state];
-    return type ? [{ type, value: text, toolIndex: this.toolIndex }] : [];
+    return type ? [{ type, value: text, toolIndex: this.toolIndex, tokenCount }] : [];
   }
 
-  private onTerminal(terminal: string, value: string): SemanticEvent[] {
+  private onTerminal(terminal: string, value: string, tokenCount = 0): SemanticEvent[] {
     const { transitions, hasDrops, toolExitTerminals, reasoningMarkup, toolTerminals } = this.statics;
     const toolIndex = this.toolIndex;
     const tr = transitions.get(transitionKey(this.state, terminal));
     if (!tr) {
+      // A dropped special token's tokens go with it.
       if (hasDrops && terminal === DROP) return [];
       if (this.skipToolParsing && toolExitTerminals.has(terminal)) this.inSkippedToolSpan = false;
-      return this.emitForState(value);
+      return this.emitForState(value, tokenCount);
     }
-    if (this.skipReasoningParsing && reasoningMarkup.has(terminal)) return this.emitForState(value);
+    if (this.skipReasoningParsing && reasoningMarkup.has(terminal)) return this.emitForState(value, tokenCount);
     if (this.skipToolParsing && toolTerminals.has(terminal)) {
       const isOpener = TOOL_STATES.has(tr.next);
       const isExit = toolExitTerminals.has(terminal);
@@ -269,28 +294,29 @@ class GrammarStreamingEngine implements StreamingEngine {
         if (isOpener) this.inSkippedToolSpan = true;
         else if (isExit) this.inSkippedToolSpan = false;
         // A tool marker that implicitly ends reasoning still reports it, so the reasoning
-        // pass hands the block to the tool pass.
+        // pass hands the block to the tool pass. Forwarded markup holds no tokens (vLLM's
+        // events here carry none).
         if (tr.events.includes("REASONING_END")) {
           this.state = "CONTENT";
           return [
-            { type: "REASONING_END", value, toolIndex },
-            { type: "TEXT_CHUNK", value, toolIndex },
+            { type: "REASONING_END", value, toolIndex, tokenCount: 0 },
+            { type: "TEXT_CHUNK", value, toolIndex, tokenCount: 0 },
           ];
         }
         const type = CONTENT_EVENTS[this.state];
-        return type ? [{ type, value, toolIndex }] : [];
+        return type ? [{ type, value, toolIndex, tokenCount: 0 }] : [];
       }
     }
-    return this.applyTransition(tr, value);
+    return this.applyTransition(tr, value, tokenCount);
   }
 
-  private applyTransition(tr: Transition, value: string): SemanticEvent[] {
+  private applyTransition(tr: Transition, value: string, tokenCount: number): SemanticEvent[] {
     const events: SemanticEvent[] = [];
     this.state = tr.next;
     for (const type of tr.events) {
       if (type === "TOOL_CALL_START") this.toolIndex++;
       if (type === "TEXT_CHUNK" && !value) continue;
-      events.push({ type, value, toolIndex: this.toolIndex });
+      events.push({ type, value, toolIndex: this.toolIndex, tokenCount });
     }
     return events;
   }

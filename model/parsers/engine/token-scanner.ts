@@ -3,11 +3,13 @@
  * the grammar's marker tokens (`<think>`, `</think>`, `<tool_call>`, `</tool_call>`) and the
  * special tokens it drops are recognised by token id, not by text; the delta text is split
  * around them, and a marker whose text the detokenizer has not released yet waits for it.
- * Written from that source (token counting, which only feeds usage statistics, left out).
+ * Written from that source, with its token counting: each text item carries the texts of its
+ * tokens (decoded one by one) and how many tokens it holds, for the reasoning-token count
+ * (`usage.completion_tokens_details.reasoning_tokens`); a terminal holds none.
  */
 export const DROP = "__DROP__";
 
-export type ScanItem = { kind: "text"; text: string; tokenCount: number } | { kind: "terminal"; terminal: string; id: number; text: string };
+export type ScanItem = { kind: "text"; text: string; tokenTexts: readonly string[]; tokenCount: number } | { kind: "terminal"; terminal: string; id: number; text: string };
 
 export interface TokenScanner {
   readonly hasDeferred: boolean;
@@ -27,7 +29,8 @@ export function tokenScanner(terminals: ReadonlyMap<number, string>, decodeToken
 
 type Terminal = Extract<ScanItem, { kind: "terminal" }>;
 
-const text = (t: string, tokenCount = 0): ScanItem => ({ kind: "text", text: t, tokenCount });
+const NO_TEXTS: readonly string[] = [];
+const text = (t: string, tokenCount = 0, tokenTexts: readonly string[] = NO_TEXTS): ScanItem => ({ kind: "text", text: t, tokenTexts, tokenCount });
 const joined = (items: ScanItem[]) => items.map((i) => i.text).join("");
 
 /** The scanner's state: terminals whose text has not come yet, with the token counts and text around them. */
@@ -54,7 +57,7 @@ class IdTokenScanner implements TokenScanner {
     let trailing = 0;
     if (this.deferred.length > 0) [prefix, effective, trailing] = this.resolveDeferred(deltaText, deltaIds.length);
     if (terminals.size === 0 || !deltaIds.some((id) => terminals.has(id))) {
-      if (effective) prefix.push(text(effective, trailing + deltaIds.length));
+      if (effective) prefix.push(text(effective, trailing + deltaIds.length, this.decodeAll(deltaIds)));
       return prefix;
     }
     let results = this.split(deltaIds);
@@ -108,13 +111,17 @@ class IdTokenScanner implements TokenScanner {
     return decoded;
   }
 
+  private decodeAll(ids: readonly number[]): string[] {
+    return ids.map((id) => this.decode(id));
+  }
+
   /** The ids as text runs (decoded token by token) and terminals. */
   private split(deltaIds: readonly number[]): ScanItem[] {
     const results: ScanItem[] = [];
     let accum: string[] = [];
     const flushText = () => {
       const joinedText = accum.join("");
-      if (joinedText) results.push(text(joinedText, accum.length));
+      if (joinedText) results.push(text(joinedText, accum.length, accum));
       accum = [];
     };
     for (const id of deltaIds) {
@@ -172,10 +179,14 @@ class IdTokenScanner implements TokenScanner {
     const anchors = results.filter((i): i is Terminal => i.kind === "terminal");
     if (anchors.length === 0) return [text(deltaText)];
     const counts = new Array<number>(anchors.length + 1).fill(0);
+    const texts: string[][] = Array.from({ length: anchors.length + 1 }, () => []);
     let group = 0;
     for (const item of results) {
       if (item.kind === "terminal") group++;
-      else counts[group]! += item.tokenCount;
+      else {
+        counts[group]! += item.tokenCount;
+        for (const t of item.tokenTexts) texts[group]!.push(t);
+      }
     }
     // Right to left: each anchor takes the rightmost occurrence before the next one.
     const positions = new Array<number>(anchors.length).fill(-1);
@@ -192,7 +203,7 @@ class IdTokenScanner implements TokenScanner {
     anchors.forEach((anchor, i) => {
       const pos = positions[i]!;
       if (pos >= consumed) {
-        if (pos > consumed) out.push(text(deltaText.slice(consumed, pos), counts[i]!));
+        if (pos > consumed) out.push(text(deltaText.slice(consumed, pos), counts[i]!, texts[i]!));
         out.push(anchor);
         consumed = pos + anchor.text.length;
       } else {
@@ -206,7 +217,7 @@ class IdTokenScanner implements TokenScanner {
         this.deferredPrefixCounts.push(counts[i]!);
       }
     });
-    if (consumed < deltaText.length) out.push(text(deltaText.slice(consumed), counts.at(-1)!));
+    if (consumed < deltaText.length) out.push(text(deltaText.slice(consumed), counts.at(-1)!, texts.at(-1)!));
     return out;
   }
 
