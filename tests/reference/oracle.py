@@ -437,18 +437,24 @@ def output_ids(req: dict) -> list[int]:
     raise OracleError("needs ids (output token ids) or text")
 
 
+def rendered_prompt_ids(req: dict, request, tool_parser: str | None, reasoning_parser: str | None) -> list:
+    """The request's "prompt_ids", else the prompt vLLM renders for it: as the disaggregated flow
+    does, /render gives the prompt ids that /derender is told."""
+    prompt_ids = req.get("prompt_ids")
+    if prompt_ids is not None:
+        return prompt_ids
+    online_r = vllm_online("renderer", req, tool_parser, reasoning_parser)
+    res = run_async(online_r.render_chat(request.model_copy(deep=True)))
+    if (msg := error_response_text(res)) is not None:
+        raise OracleError(msg)
+    return list(res[1][0]["prompt_token_ids"])
+
+
 def derender(req: dict, tool_parser: str | None, reasoning_parser: str | None) -> dict:
     """Output tokens -> what vLLM 0.33.0's chat server returns for them, streaming or not."""
     ids = output_ids(req)
     request = vllm_chat_request(req, default_messages=[{"role": "user", "content": ""}])
-    prompt_ids = req.get("prompt_ids")
-    if prompt_ids is None:
-        # As the disaggregated flow does: /render gives the prompt ids that /derender is told.
-        online_r = vllm_online("renderer", req, tool_parser, reasoning_parser)
-        res = run_async(online_r.render_chat(request.model_copy(deep=True)))
-        if (msg := error_response_text(res)) is not None:
-            raise OracleError(msg)
-        prompt_ids = list(res[1][0]["prompt_token_ids"])
+    prompt_ids = rendered_prompt_ids(req, request, tool_parser, reasoning_parser)
     online = vllm_online("derenderer", req, tool_parser, reasoning_parser)
     tio = need("vllm.entrypoints.scale_out.token_in_token_out.protocol")
     finish_reason = req.get("finish_reason", "stop")
@@ -527,13 +533,7 @@ def op_vllm_reasoning_tokens(req: dict) -> dict:
     reasoning_parser = req.get("reasoning_parser", DEFAULT_REASONING_PARSER)
     ids = output_ids(req)
     request = vllm_chat_request(req, default_messages=[{"role": "user", "content": ""}])
-    prompt_ids = req.get("prompt_ids")
-    if prompt_ids is None:
-        online_r = vllm_online("renderer", req, tool_parser, reasoning_parser)
-        res = run_async(online_r.render_chat(request.model_copy(deep=True)))
-        if (msg := error_response_text(res)) is not None:
-            raise OracleError(msg)
-        prompt_ids = list(res[1][0]["prompt_token_ids"])
+    prompt_ids = rendered_prompt_ids(req, request, tool_parser, reasoning_parser)
     online = vllm_online("derenderer", req, tool_parser, reasoning_parser)
     if online.parser is None:
         # No parser at all: the route writes completion_tokens_details null.
