@@ -101,6 +101,52 @@ describe("POST /generate (SGLang 0.5.23's native API)", () => {
     expect(res.status).toBe(200);
   });
 
+  test("meta_info.reasoning_tokens (a server with --reasoning-parser qwen3): with require_reasoning, every output token through </think>, all of them when cut inside the think block or when the prompt closed it; 0 without it or without a reasoning parser; streamed, the count so far", async () => {
+    const thinking = { ...script, thinking: true };
+    const thinker = createPolicySimulator({ seed: 4, script: thinking, engine: "sglang", tokensPerChunk: 2 });
+    const coder = createPolicySimulator({ seed: 4, script: thinking, engine: "sglang", toolCallParser: "qwen3_coder" });
+    const messages = [{ role: "user" as const, content: "Please list the files." }];
+    const promptIds = model.renderChatIds({ messages, tools: [bash] });
+    const ask = async (sim: ReturnType<typeof createPolicySimulator>, extra: Record<string, unknown>, input_ids = promptIds) =>
+      (await (await post(sim, { input_ids, sampling_params: { max_new_tokens: 256 }, ...extra })).json()) as any;
+    // Thinking then a tool call.
+    const on = await ask(thinker, { require_reasoning: true });
+    const through = on.output_ids.indexOf(151668) + 1;
+    expect(on.output_ids[0]).toBe(151667);
+    expect(through).toBeGreaterThan(3);
+    expect(model.tokenizer.decode(on.output_ids.slice(through))).toContain("<tool_call>");
+    expect(on.meta_info.reasoning_tokens).toBe(through);
+    // Thinking then content (the task's second step, after the tool's answer).
+    const after = [...messages, { role: "assistant" as const, content: model.tokenizer.decode(on.output_ids.slice(0, -1)) }, { role: "user" as const, content: "<tool_response>\na.txt\n</tool_response>" }];
+    const done = await ask(thinker, { require_reasoning: true }, model.renderChatIds({ messages: after, tools: [bash] }));
+    expect(model.tokenizer.decode(done.output_ids)).toEndWith("</think>\n\nListed.<|im_end|>");
+    expect(done.meta_info.reasoning_tokens).toBe(done.output_ids.indexOf(151668) + 1);
+    // GenerateReqInput.require_reasoning defaults to false, and the qwen3 parser has no self-opened start.
+    expect((await ask(thinker, {})).meta_info.reasoning_tokens).toBe(0);
+    expect((await ask(thinker, { require_reasoning: false })).meta_info.reasoning_tokens).toBe(0);
+    // Cut inside the think block: every token so far.
+    const cut = await ask(thinker, { require_reasoning: true, sampling_params: { max_new_tokens: 3 } });
+    expect(cut.meta_info).toMatchObject({ finish_reason: { type: "length", length: 3 }, reasoning_tokens: 3 });
+    // Thinking off in the prompt: no </think> comes, so the count runs to the end.
+    const off = await ask(thinker, { require_reasoning: true }, model.renderChatIds({ messages, tools: [bash], chat_template_kwargs: { enable_thinking: false } }));
+    expect(off.output_ids).not.toContain(151668);
+    expect(off.meta_info.reasoning_tokens).toBe(off.output_ids.length);
+    // No reasoning parser: no think_end_ids, no count.
+    expect((await ask(coder, { require_reasoning: true })).meta_info.reasoning_tokens).toBe(0);
+    // Streamed: each event carries the count over the output so far.
+    const events = (await (await post(thinker, { input_ids: promptIds, sampling_params: { max_new_tokens: 256 }, require_reasoning: true, stream: true })).text())
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: {"))
+      .map((e) => JSON.parse(e.slice(6)));
+    expect(events.map((e) => e.meta_info.reasoning_tokens)).toEqual(events.map((e) => Math.min(e.output_ids.length, through)));
+    expect(new Set(events.map((e) => e.meta_info.reasoning_tokens)).size).toBeGreaterThan(2);
+    expect(events.at(-1).meta_info.reasoning_tokens).toBe(through);
+    // The contract: require_reasoning is a boolean.
+    const bad = await post(thinker, { input_ids: promptIds, require_reasoning: "yes" });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: 'invalid type: string "yes", expected a boolean' });
+  });
+
   test("the vLLM flavour has no /generate", async () => {
     const res = await post(vllm, { input_ids: [1, 2] });
     expect(res.status).toBe(404);

@@ -10,11 +10,16 @@
  *   "length": N}`), `prompt_tokens`, `weight_version`, `num_retractions`, with `return_logprob`
  *   `input_token_logprobs` and `output_token_logprobs` (`[logprob, id, null]` rows) and
  *   `output_token_logprobs_length`, then `reasoning_tokens`, `completion_tokens`,
- *   `cached_tokens`, `e2e_latency`; `output_ids` end with the stop token;
+ *   `cached_tokens`, `e2e_latency`; `output_ids` end with the stop token; `reasoning_tokens`
+ *   is the scheduler's count (`tokenizer_manager.py:2555`, flavours/sglang.ts
+ *   `sglangReasoningTokens`), nonzero only when the body sets `require_reasoning: true`
+ *   (`GenerateRequest.require_reasoning`, `api_types.py:264`; `GenerateReqInput` defaults it
+ *   to false, `io_struct.py:317`) on a server with a reasoning parser;
  * - streamed (the default cumulative mode): one `data:` event per decode step with the text, the
  *   `output_ids` and the logprob rows *so far*, `finish_reason` null until the last, then
  *   `data: [DONE]`; started with `--incremental-streaming-output` (`incrementalStreamingOutput`),
- *   each event holds only its new text, ids and logprob rows (`meta_info` counts stay whole).
+ *   each event holds only its new text, ids and logprob rows (`meta_info` counts stay whole:
+ *   `reasoning_tokens` is the count over the output so far).
  *   `return_prompt_token_ids` adds the prompt to every event.
  *
  * The prompt is token ids (`input_ids`) or text, with `image_data` (one image or a list: data:
@@ -32,6 +37,7 @@ import { pacedChunks, sseResponse } from "./sse.ts";
 import { IM_END, loadTokenizer } from "./model.ts";
 import { chatmlTurns, chatPrompt } from "./completions.ts";
 import { whileGenerating } from "./flavours/pause.ts";
+import { sglangReasoningTokens } from "./flavours/sglang.ts";
 import { atCharBoundary } from "./generate.ts";
 import { expandPrompt } from "./images.ts";
 
@@ -88,6 +94,7 @@ function contractProblem(body: unknown): string | undefined {
   const b = body as Record<string, unknown>;
   if (b.stream !== undefined && b.stream !== null && typeof b.stream !== "boolean") return `invalid type: ${unexpected(b.stream)}, expected a boolean`;
   if (b.return_prompt_token_ids !== undefined && typeof b.return_prompt_token_ids !== "boolean") return `invalid type: ${unexpected(b.return_prompt_token_ids)}, expected a boolean`;
+  if (b.require_reasoning !== undefined && b.require_reasoning !== null && typeof b.require_reasoning !== "boolean") return `invalid type: ${unexpected(b.require_reasoning)}, expected a boolean`;
   const sp = b.sampling_params;
   if (sp === undefined || sp === null) return undefined;
   if (Array.isArray(sp)) return undefined;
@@ -158,6 +165,7 @@ export async function handleNativeGenerate(ctx: SimContext, request: Request): P
   const rid = typeof body.rid === "string" ? body.rid : crypto.randomUUID().replaceAll("-", "");
   const started = performance.now();
   const returnLogprob = body.return_logprob === true;
+  const requireReasoning = ctx.thinks && body.require_reasoning === true;
   const finishReason = g.finishReason === "length" ? { type: "length", length: g.ids.length } : { type: "stop", matched: g.stopReason ?? (g.ids.at(-1) === IM_END ? IM_END : null) };
   /**
    * The answer after `n` tokens: everything so far (the default streaming mode), or with
@@ -176,7 +184,7 @@ export async function handleNativeGenerate(ctx: SimContext, request: Request): P
       ...(returnLogprob
         ? { input_token_logprobs: [], output_token_logprobs: logprobs.slice(from, n).map((l) => [l.logprob, l.id, null]), output_token_logprobs_length: n }
         : {}),
-      reasoning_tokens: 0,
+      reasoning_tokens: sglangReasoningTokens(g.ids.slice(0, n), requireReasoning),
       completion_tokens: n,
       cached_tokens: 0,
       e2e_latency: (performance.now() - started) / 1000,

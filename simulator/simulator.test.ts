@@ -405,6 +405,61 @@ describe("thinking, n, truncation, pacing", () => {
     }
   });
 
+  test("SGLang's usage.reasoning_tokens (a server with --reasoning-parser qwen3): the scheduler's count, every token through </think>, with completion_tokens_details only when nonzero; summed over choices; the same in the stream's usage chunk; 0 with thinking off or no reasoning parser", async () => {
+    const sglang = await startPolicySimulator({ seed: 1, script: thinkingScript, engine: "sglang" });
+    const coder = await startPolicySimulator({ seed: 1, script: thinkingScript, engine: "sglang", toolCallParser: "qwen3_coder" });
+    try {
+      const post = (url: string, body: Extra) => fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const messages = [{ role: "user", content: "Please think about it" }];
+      const body = { model: "m", messages, tools: [bashTool], return_token_ids: true };
+      const usage = (prompt: number, completion: number, reasoning: number) => ({
+        prompt_tokens: prompt,
+        total_tokens: prompt + completion,
+        completion_tokens: completion,
+        prompt_tokens_details: null,
+        reasoning_tokens: reasoning,
+        completion_tokens_details: reasoning ? { reasoning_tokens: reasoning } : null,
+      });
+      const through = (ids: number[]) => ids.indexOf(151668) + 1;
+      // Thinking then a tool call: <think> counted too (the count starts at the first output token).
+      const res = (await (await post(sglang.url, body)).json()) as any;
+      const ids = res.choices[0].response_token_ids as number[];
+      expect(ids[0]).toBe(151667);
+      expect(res.choices[0].message.tool_calls).toHaveLength(1);
+      expect(through(ids)).toBeGreaterThan(3);
+      expect(res.usage).toEqual(usage(res.choices[0].prompt_token_ids.length, ids.length, through(ids)));
+      // Thinking then content.
+      const after = [...messages, { role: "assistant", content: null, tool_calls: res.choices[0].message.tool_calls }, { role: "tool", tool_call_id: res.choices[0].message.tool_calls[0].id, content: "thought" }];
+      const done = (await (await post(sglang.url, { ...body, messages: after })).json()) as any;
+      expect(done.choices[0].message.content).toEndWith("All done.");
+      expect(done.usage.reasoning_tokens).toBe(through(done.choices[0].response_token_ids));
+      expect(done.usage.completion_tokens_details).toEqual({ reasoning_tokens: done.usage.reasoning_tokens });
+      // n > 1: the choices' counts summed.
+      const two = (await (await post(sglang.url, { ...body, n: 2 })).json()) as any;
+      expect(two.usage.reasoning_tokens).toBe(two.choices.reduce((n: number, c: any) => n + through(c.response_token_ids), 0));
+      // Cut inside the think block: every token.
+      const cut = (await (await post(sglang.url, { ...body, max_tokens: 4 })).json()) as any;
+      expect(cut.choices[0].finish_reason).toBe("length");
+      expect(cut.usage).toEqual(usage(res.choices[0].prompt_token_ids.length, 4, 4));
+      // enable_thinking false: the request does not require reasoning, and the qwen3 parser has no self-opened start.
+      const off = (await (await post(sglang.url, { ...body, chat_template_kwargs: { enable_thinking: false } })).json()) as any;
+      expect(off.usage).toEqual(usage(off.choices[0].prompt_token_ids.length, off.choices[0].response_token_ids.length, 0));
+      // Streamed: the usage chunk carries the same count (no ids on an SGLang stream; the generation is the same).
+      const stream = async (extra: Extra) => {
+        const text = await (await post(sglang.url, { model: "m", messages, tools: [bashTool], stream: true, stream_options: { include_usage: true }, ...extra })).text();
+        return text.split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6))).at(-1).usage;
+      };
+      expect(await stream({})).toEqual(res.usage);
+      expect(await stream({ max_tokens: 4 })).toEqual(cut.usage);
+      expect(await stream({ chat_template_kwargs: { enable_thinking: false } })).toEqual(off.usage);
+      // No reasoning parser: 0.
+      const coded = (await (await post(coder.url, body)).json()) as any;
+      expect(coded.usage).toEqual(usage(coded.choices[0].prompt_token_ids.length, coded.choices[0].response_token_ids.length, 0));
+    } finally {
+      await Promise.all([sglang.stop(), coder.stop()]);
+    }
+  });
+
   test("n > 1 gives independent samples, usage sums them", async () => {
     const res = (await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "two please" }], n: 2, logprobs: true, ...({ return_token_ids: true } as Extra) })) as OpenAI.ChatCompletion & {
       choices: { token_ids: number[] }[];

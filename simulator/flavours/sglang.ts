@@ -13,6 +13,12 @@
  * - Completions (`serving_completions.py`): per choice `token_ids` and `prompt_token_ids`
  *   (first chunk) with `return_token_ids`; `echo` prepends the prompt text.
  * - Errors (`serving_base.py:119-142`): flat `{"object": "error", "message", "type", "param", "code"}`.
+ * - Usage (`usage_processor.py:96-131`): a top-level `reasoning_tokens` (the choices' counts
+ *   summed, `:34-36`, `:72`) and `completion_tokens_details: {reasoning_tokens}` only when that
+ *   is nonzero, else null; the count is the scheduler's (`sglangReasoningTokens`), read from
+ *   the last output's `meta_info` (`serving_chat.py:2504`, `:3695`). Completions never ask for
+ *   reasoning (no `require_reasoning`), so they keep 0. SGLang's `continuous_usage_stats` is
+ *   not simulated.
  */
 import { IM_END } from "../model.ts";
 import { chatLogprobs, completionLogprobs, type CompletionTop } from "./logprob-blocks.ts";
@@ -37,8 +43,53 @@ function matchedStop(c: SampledChoice): number | string | null {
   return c.g.ids.at(-1) === IM_END ? IM_END : null;
 }
 
-function usageOf(u: { prompt_tokens: number; completion_tokens: number; total_tokens: number }) {
-  return { prompt_tokens: u.prompt_tokens, total_tokens: u.total_tokens, completion_tokens: u.completion_tokens, prompt_tokens_details: null, reasoning_tokens: 0, completion_tokens_details: null };
+/** Qwen3's `</think>`: the `qwen3` reasoning parser's think_end_token, one token (`scheduler.py:946-950`). */
+const THINK_END = 151668;
+
+/**
+ * The reasoning tokens SGLang's scheduler counts for a request's output `ids`
+ * (`Req.reasoning_tokens`, `schedule_batch.py:2240-2283`, asked per sampled token by
+ * `batch_result_processor.py:1496-1522`). Only with a reasoning parser at server start
+ * (`scheduler.py:940-955` sets `think_end_ids`) and a request that requires reasoning
+ * (`require_reasoning`): every output token through the think end, all of them when it never
+ * comes (a cut answer). Without `require_reasoning` it counts only reasoning the model opens
+ * itself, and the `qwen3` parser has no self-opened start (`reasoning_parser.py:121-125`): 0.
+ *
+ * @example
+ * sglangReasoningTokens([151667, 198, 151668, 271, 9707], true) // 3
+ */
+export function sglangReasoningTokens(ids: readonly number[], requireReasoning: boolean): number {
+  if (!requireReasoning) return 0;
+  const end = ids.indexOf(THINK_END);
+  return end === -1 ? ids.length : end + 1;
+}
+
+/**
+ * The chat route's `require_reasoning` (`serving_chat.py:1827`, `:1978`;
+ * `_get_reasoning_from_request`, `:3518-3602`): none without a reasoning parser; for `qwen3`
+ * (Qwen3's `enable_thinking` toggle, on by default, `reasoning_parser.py:483`) on unless
+ * `chat_template_kwargs.enable_thinking` is false. `reasoning_effort` plays no part.
+ */
+function chatRequiresReasoning(a: ChatAnswer, ctx: FlavourContext): boolean {
+  return ctx.thinks && a.body.chat_template_kwargs?.enable_thinking !== false;
+}
+
+/** The usage object (`calculate_token_usage`, `usage_processor.py:96-131`). */
+function usageOf(u: { prompt_tokens: number; completion_tokens: number; total_tokens: number }, reasoning = 0) {
+  return {
+    prompt_tokens: u.prompt_tokens,
+    total_tokens: u.total_tokens,
+    completion_tokens: u.completion_tokens,
+    prompt_tokens_details: null,
+    reasoning_tokens: reasoning,
+    completion_tokens_details: reasoning ? { reasoning_tokens: reasoning } : null,
+  };
+}
+
+/** A chat answer's usage: its choices' reasoning tokens summed. */
+function chatUsage(a: ChatAnswer, ctx: FlavourContext) {
+  const require = chatRequiresReasoning(a, ctx);
+  return usageOf(a.usage, a.choices.reduce((n, c) => n + sglangReasoningTokens(c.g.ids, require), 0));
 }
 
 function ids(c: SampledChoice, holey: boolean | undefined): number[] {
@@ -97,7 +148,7 @@ export const sglangFlavour: EngineFlavour = {
           ...(returnIds ? { response_token_ids: ids(c, holey) } : {}),
         };
       }),
-      usage: usageOf(a.usage),
+      usage: chatUsage(a, ctx),
       metadata: { weight_version: ctx.engine.weightVersion },
       ...(ext.input || ext.output
         ? { sglext: { ...(ext.input ? { input_ids: a.promptIds } : {}), ...(ext.output ? { output_ids: a.choices.map((c) => ids(c, holey)) } : {}) } }
@@ -152,7 +203,7 @@ export const sglangFlavour: EngineFlavour = {
       const data = { ...head, choices: [], usage: null, sglext };
       yield a.request.headers.get("x-sglext-ids-framed") === "1" ? new NamedEvent("sglext_ids", data) : data;
     }
-    if (body.stream_options?.include_usage === true) yield { ...head, choices: [], usage: usageOf(a.usage) };
+    if (body.stream_options?.include_usage === true) yield { ...head, choices: [], usage: chatUsage(a, ctx) };
   },
 
   completionJson(a: CompletionAnswer, ctx: FlavourContext) {

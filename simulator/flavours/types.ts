@@ -69,6 +69,8 @@ export interface FlavourContext {
   tokensPerChunk: number;
   /** Delay between stream chunks. */
   chunkDelayMs: number;
+  /** Whether the model thinks: the server has a reasoning parser (SGLang counts reasoning tokens only then). */
+  thinks: boolean;
 }
 
 export interface EngineFlavour {

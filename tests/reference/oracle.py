@@ -63,6 +63,10 @@ Ops (fields with ? are optional):
                           and without (once after the last step); configured is false and the
                           counts null where the server has no reasoning parser (the route writes
                           completion_tokens_details null)
+  sglang_reasoning_tokens {ids | text, require_reasoning?=false, reasoning_parser?="qwen3"}
+                       -> {require_reasoning, think_end_ids, counts: [per token], final}: the
+                          reasoning tokens SGLang's scheduler counts (Req.reasoning_tokens, asked
+                          per sampled token; meta_info.reasoning_tokens); .venv/sglang-native only
   vllm_completion_logprobs / vllm_chat_logprobs
                        {steps: [{id, logprob, top?: [[id, logprob], ...]}], num?=0, offset?=0,
                         as_ids?=true}
@@ -598,6 +602,42 @@ def op_vllm_reasoning_tokens(req: dict) -> dict:
     }
 
 
+def op_sglang_reasoning_tokens(req: dict) -> dict:
+    """The reasoning tokens SGLang 0.5.23's scheduler counts (meta_info.reasoning_tokens, the
+    usage's reasoning_tokens) for a request with `require_reasoning`: think_end_ids and the
+    self-opened start ids as the scheduler sets them at start from the reasoning parser
+    (scheduler.py), then `_maybe_update_reasoning_tokens` (batch_result_processor.py) and Req's
+    counters (schedule_batch.py) run once per sampled token, the count read after each.
+    .venv/sglang-native only (schedule_batch needs torchvision). The chat route's own choice of
+    require_reasoning (serving_chat.py `_get_reasoning_from_request`) is not run: serving_chat
+    imports in neither venv (jsonschema, torchvision)."""
+    from types import MethodType, SimpleNamespace
+    reasoning_parser = req.get("reasoning_parser", DEFAULT_REASONING_PARSER)
+    tokenizer = hf_tokenizer(req)
+    model_config = SimpleNamespace(think_end_ids=None, self_opened_think_start_ids=None)
+    if reasoning_parser:
+        rp = need("sglang.srt.parser.reasoning_parser")
+        detector = rp.ReasoningParser(model_type=reasoning_parser, stream_reasoning=False, tokenizer=tokenizer).detector
+        think_end_ids = detector.get_think_end_token_ids(tokenizer)
+        if think_end_ids:
+            model_config.think_end_ids = think_end_ids
+            model_config.self_opened_think_start_ids = detector.get_self_opened_think_start_token_ids(tokenizer)
+    require = bool(req.get("require_reasoning", False))
+    schedule_batch = need("sglang.srt.managers.schedule_batch")
+    brp = need("sglang.srt.managers.scheduler_components.batch_result_processor")
+    r = SimpleNamespace(require_reasoning=require, reasoning_tokens=0, _is_reasoning_over=False, _think_end_matcher=None,
+                        _think_end_match_len=0, _think_start_match_len=0,
+                        sampling_params=SimpleNamespace(custom_params=None))
+    r.update_reasoning_tokens = MethodType(schedule_batch.Req.update_reasoning_tokens, r)
+    r.update_self_opened_reasoning_tokens = MethodType(schedule_batch.Req.update_self_opened_reasoning_tokens, r)
+    processor = SimpleNamespace(model_config=model_config)
+    counts = []
+    for token in output_ids(req):
+        brp.SchedulerBatchResultProcessor._maybe_update_reasoning_tokens(processor, r, token)
+        counts.append(r.reasoning_tokens)
+    return {"require_reasoning": require, "think_end_ids": model_config.think_end_ids, "counts": counts, "final": r.reasoning_tokens}
+
+
 def candidate_dicts(steps: list) -> list:
     """Each step's candidates as vLLM's engine hands them to its serving layer (a Logprobs dict):
     the sampled token first, then the step's `top` alternatives in order."""
@@ -937,6 +977,7 @@ OPS = {
     "parse_reasoning_stream": op_parse_reasoning_stream,
     "vllm_derender": op_vllm_derender,
     "vllm_reasoning_tokens": op_vllm_reasoning_tokens,
+    "sglang_reasoning_tokens": op_sglang_reasoning_tokens,
     "vllm_completion_logprobs": op_vllm_completion_logprobs,
     "vllm_chat_logprobs": op_vllm_chat_logprobs,
     "vllm_chat_logprob_entries": op_vllm_chat_logprob_entries,
