@@ -9,6 +9,7 @@ export { toolCallParserFactory, reasoningParserFactory } from "./parsers/registr
 export { type ParserContext } from "./parsers/types.ts";
 export { imageDimensions, imageTokenCount, QWEN2_VL_PROCESSOR, QWEN2_5_VL_PROCESSOR, type VisionProcessor } from "./vision.ts";
 export { qwen25VlDir, qwen25VlSpec } from "./qwen2-5-vl.ts";
+export { completeUtf8 } from "./token-texts.ts";
 
 function chunk(type: string, data: Uint8Array): Buffer {
   const head = Buffer.alloc(8);

@@ -33,6 +33,24 @@ export interface OutputCase {
   text: string;
 }
 
+/** Qwen3's `<|im_end|>`: the end-of-turn token, sampled last when an answer ends on its own. */
+export const IM_END = 151645;
+
+/** How the token-in suites have the engine end each corpus output, and whether the prompt asks for thinking. */
+export const ENGINE_ENDINGS = [["end-of-turn", true], ["max_tokens", true], ["end-of-turn", false]] as const;
+
+/**
+ * A corpus output's ids (`encoded`) and finish as the engine returns them: the end-of-turn token
+ * last, or cut short by max_tokens.
+ *
+ * @example
+ * engineEnded([9707, 13], "end-of-turn") // { ids: [9707, 13, 151645], finish: { reason: "stop", stopToken: true } }
+ */
+export function engineEnded(encoded: number[], ending: (typeof ENGINE_ENDINGS)[number][0]): { ids: number[]; finish: { reason: string; stopToken: boolean } } {
+  if (ending === "end-of-turn") return { ids: [...encoded, IM_END], finish: { reason: "stop", stopToken: true } };
+  return { ids: encoded.slice(0, Math.max(1, Math.ceil(encoded.length * 0.7))), finish: { reason: "length", stopToken: false } };
+}
+
 const hermes = (name: string, args: string) => `<tool_call>\n{"name": "${name}", "arguments": ${args}}\n</tool_call>`;
 const xml = (name: string, params: [string, string][]) => `<tool_call>\n<function=${name}>\n${params.map(([k, v]) => `<parameter=${k}>\n${v}\n</parameter>\n`).join("")}</function>\n</tool_call>`;
 const think = (r: string) => `<think>\n${r}\n</think>\n\n`;

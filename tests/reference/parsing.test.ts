@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadModel, type DeltaMessage, type Model } from "../../model/index.ts";
-import { reasoningParserFactory, toolCallParserFactory, type ParserContext } from "../../model/testing.ts";
+import { completeUtf8, reasoningParserFactory, toolCallParserFactory, type ParserContext } from "../../model/testing.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
 import { normalizeDelta, type Answer, type Delta } from "./deltas.ts";
@@ -71,17 +71,6 @@ function chunks(ids: number[], n: number): { ids: number[]; text: string }[] {
     out.push({ ids: part, text });
   }
   return out;
-}
-
-/** Whether bytes end at a character boundary. */
-function completeUtf8(bytes: number[]): boolean {
-  for (let back = 1; back <= Math.min(4, bytes.length); back++) {
-    const b = bytes[bytes.length - back]!;
-    if ((b & 0xc0) === 0x80) continue;
-    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-    return need <= back;
-  }
-  return bytes.length === 0;
 }
 
 const ctx = (): ParserContext => {

@@ -22,10 +22,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chatStreamDerenderer, derenderChat, loadModel, type DerenderOptions, type EngineFinish, type Model } from "../../model/index.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
-import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
+import { engineEnded, ENGINE_ENDINGS, IM_END, OUTPUTS, TOOLS } from "./parsing-corpus.ts";
 
 const SLOW = 600_000;
-const IM_END = 151645;
 const STEPS = [1, 3, 8];
 let oracle: Oracle;
 let model: Model;
@@ -89,13 +88,12 @@ const maxTokens = { reason: "length", stopToken: false };
 describe("the parsing corpus, as the engine ends it", () => {
   for (const output of OUTPUTS) {
     for (const toolParser of ["hermes", "qwen3_coder"]) {
-      for (const [ending, thinking] of [["end-of-turn", true], ["max_tokens", true], ["end-of-turn", false]] as const) {
+      for (const [ending, thinking] of ENGINE_ENDINGS) {
         test(
           `${output.name}, ${toolParser}, ${ending}, thinking ${thinking ? "on" : "off"}`,
           async () => {
-            const text = model.tokenizer.encode(output.text);
-            const ids = ending === "end-of-turn" ? [...text, IM_END] : text.slice(0, Math.max(1, Math.ceil(text.length * 0.7)));
-            await expectVllmCounts({ request: { messages: [user], tools: TOOLS, chat_template_kwargs: { enable_thinking: thinking } }, ids, finish: ending === "end-of-turn" ? endOfTurn : maxTokens, toolParser });
+            const { ids, finish } = engineEnded(model.tokenizer.encode(output.text), ending);
+            await expectVllmCounts({ request: { messages: [user], tools: TOOLS, chat_template_kwargs: { enable_thinking: thinking } }, ids, finish, toolParser });
           },
           SLOW,
         );

@@ -28,14 +28,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chatStreamDerenderer, derenderChat, loadModel, type DeltaMessage, type Model } from "../../model/index.ts";
 import { startOracle, type Oracle } from "./oracle.ts";
 import { CASES, harnessCases } from "./rendering-corpus.ts";
-import { OUTPUTS, TOOLS } from "./parsing-corpus.ts";
+import { engineEnded, ENGINE_ENDINGS, IM_END, OUTPUTS, TOOLS } from "./parsing-corpus.ts";
 import { normalizeDelta, type Answer, type Delta } from "./deltas.ts";
 import { chatJsonAnswer, chatStreamResponse, engineAnswerReader } from "../../proxy/testing.ts";
 import { startPolicySimulator } from "../../simulator/index.ts";
 import { parseSseText } from "../../lib/testing.ts";
 
 const SLOW = 600_000;
-const IM_END = 151645;
 let oracle: Oracle;
 let model: Model;
 const checked = { conversations: 0, appended: 0, appendedTokens: 0, outputs: 0, answers: 0, streams: 0, deltas: 0 };
@@ -96,16 +95,13 @@ describe("appended rendering equals the template's rendering in context", () => 
 describe("token-in parsing equals vLLM 0.33.0's derender of the same tokens", () => {
   for (const output of OUTPUTS) {
     for (const toolParser of ["hermes", "qwen3_coder"]) {
-      for (const [ending, thinking] of [["end-of-turn", true], ["max_tokens", true], ["end-of-turn", false]] as const) {
+      for (const [ending, thinking] of ENGINE_ENDINGS) {
         test(
           `${output.name}, ${toolParser}, ${ending}, thinking ${thinking ? "on" : "off"}`,
           async () => {
             const request = { messages: [{ role: "user", content: "q" }], tools: TOOLS, chat_template_kwargs: { enable_thinking: thinking } };
             const promptIds = model.renderChatIds(request);
-            const text = model.tokenizer.encode(output.text);
-            // As the engine returns them: the end-of-turn token last, or cut short by max_tokens.
-            const ids = ending === "end-of-turn" ? [...text, IM_END] : text.slice(0, Math.max(1, Math.ceil(text.length * 0.7)));
-            const finish = ending === "end-of-turn" ? { reason: "stop", stopToken: true } : { reason: "length", stopToken: false };
+            const { ids, finish } = engineEnded(model.tokenizer.encode(output.text), ending);
             const options = { ...request, toolParser, promptTokenIds: promptIds };
 
             const ref = await oracle.call({ op: "vllm_derender", request, ids, prompt_ids: promptIds, tool_parser: toolParser, finish_reason: finish.reason });
