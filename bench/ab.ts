@@ -52,7 +52,7 @@ import { ensureTools } from "./lib/tools.ts";
 import { runWrk } from "./lib/wrk.ts";
 import { benchFlags } from "./lib/flags.ts";
 import { chatBody, PROMPT, PROMPT_200K, SCREENSHOT } from "./lib/bodies.ts";
-import { runToolLoop, TOOL_LOOP_SCRIPT } from "./lib/tool-loop.ts";
+import { runToolLoop, TOOL_LOOP_CALLS, TOOL_LOOP_SCRIPT } from "./lib/tool-loop.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const { flag, has } = benchFlags();
@@ -169,13 +169,12 @@ try {
 
   /** One measured batch of calls through `side`; returns proxy CPU ms per call. */
   const measure = async (side: Side, warmUp: boolean, counted = !warmUp): Promise<number> => {
+    // Each tool-loop conversation is its own rollout, registered before the CPU is read.
+    const rollouts = scenario.toolLoop ? await Promise.all(Array.from({ length: CONCURRENCY * (warmUp ? 1 : CONVERSATIONS) }, (_, i) => side.proxy.register(`toolloop-${i}`))) : [];
     const cpu0 = cpuSeconds(side.proxy.pid);
+    const threadsStart = THREADS && counted ? threadCpuSeconds(side.proxy.pid) : undefined;
     let calls = 0;
     if (scenario.toolLoop) {
-      // Each conversation is its own rollout, registered before the CPU is read.
-      const rollouts = await Promise.all(Array.from({ length: CONCURRENCY * (warmUp ? 1 : CONVERSATIONS) }, (_, i) => side.proxy.register(`toolloop-${i}`)));
-      const cpuStart = cpuSeconds(side.proxy.pid);
-      const threadsStart = THREADS && counted ? threadCpuSeconds(side.proxy.pid) : undefined;
       const counts = await Promise.all(
         Array.from({ length: CONCURRENCY }, async (_, w) => {
           let n = 0;
@@ -184,31 +183,26 @@ try {
         }),
       );
       calls = counts.reduce((a, b) => a + b, 0);
-      const ms = ((cpuSeconds(side.proxy.pid) - cpuStart) * 1000) / Math.max(1, calls);
-      if (threadsStart) addThreads(side, threadsStart, calls);
-      return ms;
     } else if (scenario.connections) {
-      const threadsStart = THREADS && counted ? threadCpuSeconds(side.proxy.pid) : undefined;
       const r = await runWrk({ bin: wrk, dir: work, base: side.proxy.url, paths: side.paths, pathHeaders: side.headers, body: scenario.body, connections: scenario.connections, seconds: warmUp ? 1 : SECONDS });
       calls = r.requests;
-      if (threadsStart) addThreads(side, threadsStart, calls);
     } else {
-      const threadsStart = THREADS && counted ? threadCpuSeconds(side.proxy.pid) : undefined;
       for (let i = 0; i < (warmUp ? 3 : CALLS); i++) {
         const res = await fetch(side.proxy.url + side.paths[i % 64], { method: "POST", headers: { ...side.headers[i % 64], "content-type": "application/json" }, body: scenario.body });
         const answer = await res.arrayBuffer();
         if (res.status !== 200) throw new Error(`${side.name}: HTTP ${res.status}: ${new TextDecoder().decode(answer).slice(0, 300)}`);
         calls++;
       }
-      if (threadsStart) addThreads(side, threadsStart, calls);
     }
-    return ((cpuSeconds(side.proxy.pid) - cpu0) * 1000) / Math.max(1, calls);
+    const ms = ((cpuSeconds(side.proxy.pid) - cpu0) * 1000) / Math.max(1, calls);
+    if (threadsStart) addThreads(side, threadsStart, calls);
+    return ms;
   };
 
   for (const side of sides) await measure(side, true);
   if (WARM_UP > 0) {
     // Unmeasured rounds of the same load until each side has served WARM_UP calls.
-    const perRound = CONVERSATIONS * CONCURRENCY * 13;
+    const perRound = CONVERSATIONS * CONCURRENCY * TOOL_LOOP_CALLS;
     const rounds = Math.ceil(WARM_UP / perRound);
     console.error(`bench/ab: warming up: ${rounds} unmeasured round(s), ~${rounds * perRound} calls a side (--warm-up ${WARM_UP})`);
     for (let i = 0; i < rounds; i++) for (const side of sides) await measure(side, false, false);

@@ -4,15 +4,18 @@ import { spawnSync } from "node:child_process";
 
 const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
 
-/** Fields of /proc/<pid>/stat after the `(comm)` field, which may itself hold spaces. */
-function statFields(pid: number): string[] | null {
+/** Fields of a /proc `stat` file (a process's, or a thread's under task/) after the `(comm)` field, which may itself hold spaces. */
+function statFields(pid: number, path = `/proc/${pid}/stat`): string[] | null {
   try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const text = readFileSync(path, "utf8");
     return text.slice(text.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
 }
+
+/** utime + stime of stat fields, in seconds: after "(comm)", state(0) ppid(1) …, utime is field 14 of the whole line, i.e. index 11 here. */
+const cpuOf = (f: string[]) => (Number(f[11]) + Number(f[12])) / CLK_TCK;
 
 /**
  * CPU seconds (user + system) the process has used so far; 0 once it is gone.
@@ -22,8 +25,7 @@ function statFields(pid: number): string[] | null {
  */
 export function cpuSeconds(pid: number): number {
   const f = statFields(pid);
-  // After "(comm)": state(0) ppid(1) … utime is field 14 of the whole line, i.e. index 11 here.
-  return f ? (Number(f[11]) + Number(f[12])) / CLK_TCK : 0;
+  return f ? cpuOf(f) : 0;
 }
 
 /** Pids whose parent is `pid` (nginx's workers under its master). */
@@ -60,14 +62,14 @@ export function threadCpuSeconds(pid: number): Map<string, number> {
     return out;
   }
   for (const tid of tids) {
+    let name: string;
     try {
-      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-      const text = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
-      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / CLK_TCK);
+      name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
     } catch {
-      // The thread ended while it was read.
+      continue; // The thread ended while it was read.
     }
+    const f = statFields(pid, `/proc/${pid}/task/${tid}/stat`);
+    if (f) out.set(name, (out.get(name) ?? 0) + cpuOf(f));
   }
   return out;
 }

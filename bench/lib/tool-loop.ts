@@ -55,6 +55,9 @@ export const TOOL_LOOP_SCRIPT: PolicyScriptInput = {
   ],
 };
 
+/** The model calls of one conversation with TOOL_LOOP_SCRIPT: one per step (the twelve tool calls, then the answer). */
+export const TOOL_LOOP_CALLS = TOOL_LOOP_SCRIPT.tasks![0]!.steps.length;
+
 const SYSTEM = `You are a coding agent working in a sandboxed workspace. ${words(700)}`;
 const RESULT = `${words(250)}\n`;
 
