@@ -6,10 +6,11 @@
  * sample counts compare directly; one sample is 1/999 s of CPU.
  *
  *   bun bench/ab.ts --scenario toolloop --modes --rounds 12 --conversations 8 --concurrency 4 --perf /tmp/perf
- *   bun bench/perf-report.ts /tmp/perf [--skip 12] [--top 40] [--inside FUNCTION] [--by-name]
+ *   bun bench/perf-report.ts /tmp/perf [--skip 12] [--top 40] [--inside FUNCTION] [--callers FUNCTION] [--by-name]
  *
  * `--inside onEvent#ALm4H1` (a name as the tables print it) shows where that function's
- * inclusive samples go instead: by the JS function directly inside it. `--by-name` groups
+ * inclusive samples go instead: by the JS function directly inside it; `--callers FUNCTION`
+ * where they come from: by the JS functions that called it. `--by-name` groups
  * functions by name alone: JSC's hash is of the function's source, so an A/B of a change to
  * a function names it differently on the two sides.
  * `--skip` leaves out each proxy's first seconds (start-up: the model and templates loaded,
@@ -21,21 +22,22 @@ import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
 import { benchFlags } from "./lib/flags.ts";
 import { jitResolver, readJitDump, type JitDump } from "./lib/jitdump.ts";
-import { chargeSamples, nameJitFrames, parsePerfScript, samplesInside, tally, type Charges } from "./lib/perf-samples.ts";
+import { chargeSamples, nameJitFrames, parsePerfScript, samplesCalling, samplesInside, tally, type Charges } from "./lib/perf-samples.ts";
 
 const { flag, has } = benchFlags();
 const dir = process.argv[2] && !process.argv[2].startsWith("--") ? resolve(process.argv[2]) : "";
 const SKIP = Number(flag("skip", "12"));
 const TOP = Number(flag("top", "40"));
 const INSIDE = flag("inside", "");
+const CALLERS = flag("callers", "");
 const BY_NAME = has("by-name");
 if (!dir || !existsSync(join(dir, "base.data")) || !existsSync(join(dir, "this.data"))) {
-  console.error("usage: bun bench/perf-report.ts DIR [--skip SECONDS] [--top N] [--inside FUNCTION] [--by-name]; DIR is a bench/ab.ts --perf DIR (with base.data and this.data)");
+  console.error("usage: bun bench/perf-report.ts DIR [--skip SECONDS] [--top N] [--inside FUNCTION] [--callers FUNCTION] [--by-name]; DIR is a bench/ab.ts --perf DIR (with base.data and this.data)");
   process.exit(2);
 }
 
 /** One side's main-thread charges and its other threads' sample counts. */
-function side(name: string): { main: Charges; threads: Map<string, number>; inside: Map<string, number> } {
+function side(name: string): { main: Charges; threads: Map<string, number>; inside: Map<string, number>; callers: Map<string, number> } {
   const jitDir = join(dir, `${name}-jit`);
   const loads: JitDump["loads"] = [];
   for (const f of existsSync(jitDir) ? readdirSync(jitDir) : []) if (f.endsWith(".dump")) loads.push(...readJitDump(join(jitDir, f)).loads);
@@ -48,7 +50,7 @@ function side(name: string): { main: Charges; threads: Map<string, number>; insi
   const threads = new Map<string, number>();
   for (const s of kept) tally(threads, s.comm);
   const main = kept.filter((s) => s.comm === "bun");
-  return { main: chargeSamples(main), threads, inside: INSIDE ? samplesInside(main, INSIDE) : new Map() };
+  return { main: chargeSamples(main), threads, inside: INSIDE ? samplesInside(main, INSIDE) : new Map(), callers: CALLERS ? samplesCalling(main, CALLERS) : new Map() };
 }
 
 const base = side("base");
@@ -77,6 +79,7 @@ function table(title: string, baseCounts: Map<string, number>, thisCounts: Map<s
   for (const n of names.slice(0, TOP)) console.log(`  ${String(a.get(n) ?? 0).padStart(6)}  ${String(b.get(n) ?? 0).padStart(6)}  ${String((b.get(n) ?? 0) - (a.get(n) ?? 0)).padStart(6)}  ${n}`);
 }
 if (INSIDE) table(`Inside ${INSIDE} (by the JS function directly inside it):`, base.inside, self.inside);
+if (CALLERS) table(`Calling ${CALLERS} (by the JS functions that called it, innermost first):`, base.callers, self.callers);
 else {
   table("Inclusive (every JS function on the stack, once per sample):", base.main.inclusive, self.main.inclusive);
   table("Innermost JS function (its own code and the native code it called):", base.main.innermost, self.main.innermost);

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jitResolver, readJitDump } from "./jitdump.ts";
-import { chargeSamples, jsFunction, nameJitFrames, parsePerfScript } from "./perf-samples.ts";
+import { chargeSamples, jsFunction, nameJitFrames, parsePerfScript, samplesCalling, samplesInside } from "./perf-samples.ts";
 
 /** A jitdump as perf's jitdump-specification.txt lays it out: header, then JIT_CODE_LOAD records. */
 function jitdumpBytes(pid: number, loads: { addr: bigint; size: bigint; name: string; time: bigint }[], cutLast = false): Uint8Array {
@@ -123,5 +123,15 @@ describe("parsePerfScript / chargeSamples", () => {
     expect(Object.fromEntries(main.innermost)).toEqual({ "onEvent#ALm4H1": 2, "(no JS frame)": 1 });
     expect(Object.fromEntries(main.inclusive)).toEqual({ "onEvent#ALm4H1": 2, "read#Bd1iC7": 2 });
     expect(Object.fromEntries(main.leaves)).toEqual({ "bun native": 1, JIT: 1, kernel: 1 });
+  });
+
+  test("a function's samples by what ran inside it, and by who called it", () => {
+    const samples = parsePerfScript(script);
+    nameJitFrames(samples, (addr) => (addr === 0x7f0000001020 ? "JSC-FTL: onEvent#ALm4H1" : undefined));
+    const main = samples.filter((s) => s.comm === "bun");
+    expect(Object.fromEntries(samplesInside(main, "read#Bd1iC7"))).toEqual({ "onEvent#ALm4H1": 2 });
+    expect(Object.fromEntries(samplesInside(main, "onEvent#ALm4H1"))).toEqual({ "(own code and native)": 2 });
+    expect(Object.fromEntries(samplesCalling(main, "onEvent#ALm4H1"))).toEqual({ "read#Bd1iC7": 2 });
+    expect(Object.fromEntries(samplesCalling(main, "read#Bd1iC7"))).toEqual({ "(no JS caller)": 2 });
   });
 });

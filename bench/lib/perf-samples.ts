@@ -135,21 +135,41 @@ export function chargeSamples(samples: readonly Sample[]): Charges {
  * samplesInside(main, "record#D4BVym") // Map { "append#B42O4T" => 433, "store#CHIgVp" => 243, … }
  */
 export function samplesInside(samples: readonly Sample[], fn: string): Map<string, number> {
+  return samplesAround(samples, fn, "inside");
+}
+
+/**
+ * The samples that have `fn` on their stack, by the JS functions that called it (up to three,
+ * innermost first, "<" between them; "(no JS caller)" where none did): who a function's samples
+ * come from.
+ *
+ * @example
+ * samplesCalling(main, "commonPrefix#ECbaBb") // Map { "promptDelta#… < recordModelCall#… < finish#…" => 87, … }
+ */
+export function samplesCalling(samples: readonly Sample[], fn: string): Map<string, number> {
+  return samplesAround(samples, fn, "callers");
+}
+
+function samplesAround(samples: readonly Sample[], fn: string, side: "inside" | "callers"): Map<string, number> {
   const out = new Map<string, number>();
   for (const s of samples) {
     let inner: string | undefined;
     let found = false;
+    const callers: string[] = [];
     for (const f of s.frames) {
       const name = jsFunction(f);
       if (name === undefined) continue;
-      if (name === fn) {
+      if (found) {
+        callers.push(name);
+        if (callers.length === 3) break;
+      } else if (name === fn) {
         found = true;
-        break;
-      }
-      inner = name;
+        if (side === "inside") break;
+      } else inner = name;
     }
     if (!found) continue;
-    tally(out, inner ?? "(own code and native)");
+    if (side === "inside") tally(out, inner ?? "(own code and native)");
+    else tally(out, callers.length > 0 ? callers.join(" < ") : "(no JS caller)");
   }
   return out;
 }
