@@ -14,7 +14,7 @@ import type { RecordableCall } from "../capture/call-recorder.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { engineEnum, type EngineInfo } from "../engines/kinds.ts";
 import type { RolloutState } from "../state/rollouts.ts";
-import { leaveCall as leaveRollout } from "../state/cancel.ts";
+import { leaveCall as leaveRollout, type CallSignal } from "../state/cancel.ts";
 import type { TokenInCall } from "../token-in/call.ts";
 import type { FrontDoor, PipelineContext, PreparedCall } from "./types.ts";
 
@@ -46,6 +46,8 @@ export class CallInFlight implements RecordableCall {
   policyVersion = 0;
   /** Aborts the upstream request: the harness went away, or the rollout was cancelled (state/cancel.ts). */
   signal: AbortSignal | undefined;
+  /** The signal's sources, let go of at `leave()`. */
+  private entered: CallSignal | undefined;
   /** When it went upstream (performance.now()); the record's latency and time to first token count from here. */
   startPerf = 0;
   /** Until the upstream's first byte; undefined while none came. */
@@ -91,10 +93,11 @@ export class CallInFlight implements RecordableCall {
   }
 
   /** Counted in flight (the proxy's limit, the pause gate, the rollout's calls) until `leave()`. */
-  enter(policyVersion: number, signal: AbortSignal): void {
+  enter(policyVersion: number, entered: CallSignal): void {
     this.admitted = true;
     this.policyVersion = policyVersion;
-    this.signal = signal;
+    this.signal = entered.signal;
+    this.entered = entered;
     this.ctx.metrics.inFlight(1);
   }
 
@@ -106,7 +109,7 @@ export class CallInFlight implements RecordableCall {
     ctx.admitted.count--;
     ctx.gate.leave();
     ctx.metrics.inFlight(-1);
-    leaveRollout(this.rollout);
+    leaveRollout(this.rollout, this.entered);
   }
 
   /** The engine the call goes to, as identified (docs/engines.md). */

@@ -71,14 +71,14 @@ async function admit(call: CallInFlight): Promise<void> {
   }
   // A rollout cancelled meanwhile (it may have waited at the pause gate) takes no more calls;
   // one cancelled during the call aborts it (state/cancel.ts).
-  const signal = state.result ? undefined : enterCall(state, request.signal);
-  if (!signal) {
+  const entered = state.result ? undefined : enterCall(state, request.signal);
+  if (!entered) {
     ctx.admitted.count--;
     ctx.gate.leave();
     refuseFinished(state);
     throw new ProxyHttpError(409, `rollout "${call.rolloutId}" finished: it takes no more model calls`, "invalid_request_error", "rollout_finished");
   }
-  call.enter(policyVersion, signal);
+  call.enter(policyVersion, entered);
 }
 
 /** Sends the call upstream and answers the harness with what came back. */

@@ -11,22 +11,50 @@ function liveOf(state: RolloutState): RolloutLive {
   return (state.live ??= { inFlight: 0, controller: new AbortController(), cancelling: undefined, idle: [] });
 }
 
+/** A call's abort signal (its harness gone, or its rollout cancelled), until `leaveCall` lets go of its sources. */
+export interface CallSignal {
+  signal: AbortSignal;
+  /** Removes the call's listeners from the harness's and the rollout's signals. */
+  release(): void;
+}
+
 /**
  * Counts a call of the rollout in; returns the signal that aborts it on a cancel (with the
  * harness's own), or undefined when the rollout is being cancelled (the call is refused).
  *
+ * Not `AbortSignal.any([harness, rollout])`: a signal made so stays a dependent of the rollout's
+ * long-lived one, and one with abort listeners (the upstream client adds one) is kept alive while
+ * a source may still abort, so every call's signal, listener and request body stayed in memory as
+ * long as its rollout (the registry keeps finished rollouts): ~15 KB a call
+ * (docs/performance.md, "twelfth session"). The call's own controller, with listeners that
+ * `leaveCall` removes, leaves nothing behind.
+ *
  * @example
- * const signal = enterCall(state, request.signal); // later: leaveCall(state)
+ * const entered = enterCall(state, request.signal); // later: leaveCall(state, entered)
  */
-export function enterCall(state: RolloutState, harness: AbortSignal): AbortSignal | undefined {
+export function enterCall(state: RolloutState, harness: AbortSignal): CallSignal | undefined {
   const live = liveOf(state);
   if (live.cancelling !== undefined) return undefined;
   live.inFlight++;
-  return AbortSignal.any([harness, live.controller.signal]);
+  const controller = new AbortController();
+  const rollout = live.controller.signal;
+  const onHarness = () => controller.abort(harness.reason);
+  const onRollout = () => controller.abort(rollout.reason);
+  if (harness.aborted) controller.abort(harness.reason);
+  else harness.addEventListener("abort", onHarness, { once: true });
+  rollout.addEventListener("abort", onRollout, { once: true });
+  return {
+    signal: controller.signal,
+    release() {
+      harness.removeEventListener("abort", onHarness);
+      rollout.removeEventListener("abort", onRollout);
+    },
+  };
 }
 
-/** Counts a call out once it is recorded (or refused). */
-export function leaveCall(state: RolloutState): void {
+/** Counts a call out once it is recorded (or refused), letting go of its signal's sources. */
+export function leaveCall(state: RolloutState, entered?: CallSignal): void {
+  entered?.release();
   const live = state.live;
   if (!live || live.inFlight === 0) return;
   live.inFlight--;
