@@ -7,7 +7,7 @@
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 8 --concurrency 4]
  *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]] [--token-in-route auto|completions|generate]
- *                   [--profile DIR] [--perf DIR] [--threads] [--warm-up 13000]
+ *                   [--profile DIR] [--perf DIR] [--threads] [--warm-up 13000] [--keep-open]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
  * their per-call CPU is not mixed with queueing. The base commit is checked out in a temporary
@@ -36,7 +36,12 @@
  * `--warm-up CALLS` (toolloop; default 13000) runs unmeasured rounds of the same load first until
  * each side has served that many calls: JSC compiles a token-in proxy's per-call code to its top
  * tier for about that long, and a training run's proxy serves millions of calls
- * (`--warm-up 0`: measure from the first round, the compiles included).
+ * (`--warm-up 0`: measure from the first round, the compiles included). Each batch's tool-loop
+ * rollouts are finished after its CPU is read, as a run's executor finishes each rollout, so
+ * that a proxy holds the rollouts in flight and not every conversation of the run: with them
+ * kept open (`--keep-open`) the heap grows by each round's conversations and the CPU per call
+ * grows with it (the collector marks them all again), a figure that depends on how long the
+ * bench ran.
  * `--threads` also prints each side's CPU per call by thread (the main thread "bun", JSC's JIT
  * and collector helpers, Bun's HTTP client, mimalloc's scavenger), summed over the measured
  * rounds from /proc: where the per-call figure's difference sits, without a sampler's own cost.
@@ -58,6 +63,7 @@ const ROOT = resolve(import.meta.dir, "..");
 const { flag, has } = benchFlags();
 const BASE = flag("base", "HEAD~1");
 const MODES = has("modes");
+const KEEP_OPEN = has("keep-open");
 const TOKEN_IN_BOTH = has("token-in");
 const PROFILE_DIR = flag("profile", "");
 const THREADS = has("threads");
@@ -196,6 +202,10 @@ try {
     }
     const ms = ((cpuSeconds(side.proxy.pid) - cpu0) * 1000) / Math.max(1, calls);
     if (threadsStart) addThreads(side, threadsStart, calls);
+    // The batch's rollouts finished, as a run's executor finishes each once its verifier ran,
+    // after the CPU is read (a finish is no model call): the proxy then holds only the rollouts
+    // of the batch in flight, not every conversation the bench ever ran (--keep-open).
+    if (!KEEP_OPEN) for (let i = 0; i < rollouts.length; i += 16) await Promise.all(rollouts.slice(i, i + 16).map((r) => side.proxy.finish(r.rollout_id)));
     return ms;
   };
 

@@ -104,14 +104,7 @@ async function wave(from: number, n: number): Promise<{ id: string; ids: number 
 }
 
 async function finish(rollouts: { id: string }[]): Promise<void> {
-  for (const r of rollouts) {
-    const res = await fetch(`${proxy.url}/control/rollouts/${r.id}/finish`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${proxy.adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify({ reward: 1, status: "ok" }),
-    });
-    if (res.status !== 200) throw new Error(`finish ${r.id}: HTTP ${res.status} ${await res.text()}`);
-  }
+  for (const r of rollouts) await proxy.finish(r.id);
 }
 
 try {

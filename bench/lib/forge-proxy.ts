@@ -14,6 +14,8 @@ export interface RunningForgeProxy {
   dataDir: string;
   /** Registers a rollout; returns its id and key. */
   register(taskId: string): Promise<{ rollout_id: string; api_key: string }>;
+  /** Finishes a rollout as a run's executor does once its verifier ran (reward 1, ok): the proxy then releases its chains and history. */
+  finish(rolloutId: string): Promise<void>;
   stop(): Promise<void>;
   /** Everything the process printed (for the report when it fails). */
   output(): string;
@@ -71,6 +73,14 @@ export async function startForgeProxy(o: { root: string; dataDir: string; upstre
       });
       if (r.status !== 201) throw new Error(`POST /control/rollouts: ${r.status} ${await r.text()}`);
       return (await r.json()) as { rollout_id: string; api_key: string };
+    },
+    async finish(rolloutId) {
+      const r = await fetch(`${url}/control/rollouts/${rolloutId}/finish`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+        body: JSON.stringify({ reward: 1, status: "ok" }),
+      });
+      if (r.status !== 200) throw new Error(`POST /control/rollouts/${rolloutId}/finish: ${r.status} ${await r.text()}`);
     },
     stop: () =>
       new Promise((resolve) => {
