@@ -80,7 +80,7 @@ function table(title: string, baseCounts: Map<string, number>, thisCounts: Map<s
 }
 if (INSIDE) table(`Inside ${INSIDE} (by the JS function directly inside it):`, base.inside, self.inside);
 if (CALLERS) table(`Calling ${CALLERS} (by the JS functions that called it, innermost first):`, base.callers, self.callers);
-else {
+if (!INSIDE && !CALLERS) {
   table("Inclusive (every JS function on the stack, once per sample):", base.main.inclusive, self.main.inclusive);
   table("Innermost JS function (its own code and the native code it called):", base.main.innermost, self.main.innermost);
 }

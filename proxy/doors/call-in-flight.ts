@@ -44,9 +44,7 @@ export class CallInFlight implements RecordableCall {
   echo = false;
   /** The policy version the proxy expects for it (the pause gate's, or the rollout's own servers'). */
   policyVersion = 0;
-  /** Aborts the upstream request: the harness went away, or the rollout was cancelled (state/cancel.ts). */
-  signal: AbortSignal | undefined;
-  /** The signal's sources, let go of at `leave()`. */
+  /** The call's abort signal and its sources (state/cancel.ts), let go of at `leave()`. */
   private entered: CallSignal | undefined;
   /** When it went upstream (performance.now()); the record's latency and time to first token count from here. */
   startPerf = 0;
@@ -92,11 +90,15 @@ export class CallInFlight implements RecordableCall {
     return this.door.name;
   }
 
+  /** Aborts the upstream request: the harness went away, or the rollout was cancelled (state/cancel.ts). */
+  get signal(): AbortSignal | undefined {
+    return this.entered?.signal;
+  }
+
   /** Counted in flight (the proxy's limit, the pause gate, the rollout's calls) until `leave()`. */
   enter(policyVersion: number, entered: CallSignal): void {
     this.admitted = true;
     this.policyVersion = policyVersion;
-    this.signal = entered.signal;
     this.entered = entered;
     this.ctx.metrics.inFlight(1);
   }
