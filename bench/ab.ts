@@ -7,7 +7,7 @@
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 8 --concurrency 4]
  *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]] [--token-in-route auto|completions|generate]
- *                   [--profile DIR] [--perf DIR] [--threads] [--warm-up 13000] [--keep-open]
+ *                   [--profile DIR] [--perf DIR] [--threads] [--warm-up 13000] [--keep-open] [--this-env KEY=VALUE]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
  * their per-call CPU is not mixed with queueing. The base commit is checked out in a temporary
@@ -42,6 +42,8 @@
  * kept open (`--keep-open`) the heap grows by each round's conversations and the CPU per call
  * grows with it (the collector marks them all again), a figure that depends on how long the
  * bench ran.
+ * `--this-env KEY=VALUE` starts this side's proxy with one more environment variable (with `--base
+ * HEAD`: a runtime setting, such as an allocator option, against the same commit without it).
  * `--threads` also prints each side's CPU per call by thread (the main thread "bun", JSC's JIT
  * and collector helpers, Bun's HTTP client, mimalloc's scavenger), summed over the measured
  * rounds from /proc: where the per-call figure's difference sits, without a sampler's own cost.
@@ -92,6 +94,12 @@ if (INCREMENTAL && ENGINE !== "sglang") {
 }
 const TOKEN_IN_ARGS = ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"];
 const ROUTE = flag("token-in-route", "");
+/** `--this-env KEY=VALUE`: an environment variable this side's proxy starts with (a runtime setting A/B'd against the same commit without it). */
+const THIS_ENV = flag("this-env", "");
+if (THIS_ENV && !/^[A-Za-z_][A-Za-z0-9_]*=/.test(THIS_ENV)) {
+  console.error(`bench/ab: --this-env takes KEY=VALUE, got ${JSON.stringify(THIS_ENV)}`);
+  process.exit(2);
+}
 if (ROUTE && (ENGINE !== "vllm" || !["auto", "completions", "generate"].includes(ROUTE))) {
   console.error(`bench/ab: --token-in-route takes auto, completions or generate, with --engine vllm; got "${ROUTE}" with ${ENGINE}`);
   process.exit(2);
@@ -147,7 +155,7 @@ try {
       root,
       dataDir: join(work, `data-${name}`),
       upstream: `${sim.url}/v1`,
-      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" },
+      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096", ...(THIS_ENV && name === "this" ? { [THIS_ENV.slice(0, THIS_ENV.indexOf("="))]: THIS_ENV.slice(THIS_ENV.indexOf("=") + 1) } : {}) },
       extraArgs: [...(modeOf(name) === "token-in" ? [...TOKEN_IN_ARGS, ...(ROUTE && name === "this" ? ["--token-in-route", ROUTE] : [])] : []), "--engine", ENGINE],
       bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE_DIR, name)}`] : [],
       ...(PERF_DIR ? { perf: perfRecording(name) } : {}),

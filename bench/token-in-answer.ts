@@ -4,11 +4,13 @@
  * the engine events parsed, read, derendered by model/'s detokenizer and vLLM parsers, the Chat
  * chunks built), this checkout against another commit, in interleaved rounds in one process.
  *
- *   bun bench/token-in-answer.ts [--base REF] [--rounds 9] [--answers 260]
+ *   bun bench/token-in-answer.ts [--base REF] [--rounds 9] [--answers 260] [--token-in-route completions|generate]
  *
  * The streams are real: a `forge proxy --token-in` of this checkout runs the tool loop
  * (bench/lib/tool-loop.ts, 13 streamed calls) against the policy simulator through a relay that
- * keeps each `/v1/completions` request and the bytes of its answer as they were read. Both sides
+ * keeps each token-id request (`/inference/v1/generate`, which the proxy's default route probe
+ * finds on the simulator, or `/v1/completions` with `--token-in-route completions`) and the bytes
+ * of its answer as they were read. Both sides
  * then answer the same streams (the prompt's ids in the rollout's id memo, as call.ts sets it);
  * the bench checks that they give the same text to the harness and the same capture (random
  * ids aside) before timing them. Each answer is taken to the harness's text as the Chat door
@@ -29,9 +31,14 @@ const { flag } = benchFlags();
 const BASE = flag("base", "HEAD~1");
 const ROUNDS = Number(flag("rounds", "9"));
 const ANSWERS = Number(flag("answers", "260"));
+/** The token-in route the capturing proxy is started with (default: its own, auto). */
+const ROUTE = flag("token-in-route", "");
 
-/** One engine answer as the proxy read it: the request's prompt ids and the bytes of each read. */
-type Captured = { prompt: number[]; promptText: string; reads: Uint8Array[] };
+/** One engine answer as the proxy read it: its route, the request's prompt ids and the bytes of each read. */
+type Captured = { generate: boolean; prompt: number[]; promptText: string; reads: Uint8Array[] };
+
+/** The token-id routes a vLLM token-in proxy sends to (proxy/token-in/engine-request.ts). */
+const TOKEN_ROUTES = new Set(["/v1/completions", "/inference/v1/generate"]);
 
 /** The engine streams of one tool-loop conversation through a token-in proxy of this checkout. */
 async function captureStreams(work: string): Promise<Captured[]> {
@@ -43,10 +50,13 @@ async function captureStreams(work: string): Promise<Captured[]> {
       const url = new URL(req.url);
       const body = req.method === "GET" ? undefined : await req.text();
       const answer = await fetch(sim.url + url.pathname + url.search, { method: req.method, headers: req.headers, body });
-      // The proxy's own probes of the engine (Chat) pass; token-in's calls are vLLM's /v1/completions.
-      if (url.pathname !== "/v1/completions" || !answer.body) return answer;
-      const prompt = JSON.parse(body!).prompt as number[];
-      const kept: Captured = { prompt, promptText: JSON.stringify(prompt), reads: [] };
+      // The proxy's own probes of the engine (Chat, the route probe's `{}`) pass; token-in's calls go
+      // to vLLM's /inference/v1/generate (found by --token-in-route auto, the default) or /v1/completions.
+      const request = body ? JSON.parse(body) : {};
+      const generate = url.pathname === "/inference/v1/generate";
+      const prompt = (generate ? request.token_ids : request.prompt) as number[] | undefined;
+      if (!TOKEN_ROUTES.has(url.pathname) || !Array.isArray(prompt) || !answer.ok || !answer.body) return answer;
+      const kept: Captured = { generate, prompt, promptText: JSON.stringify(prompt), reads: [] };
       captured.push(kept);
       const reader = answer.body.getReader();
       const stream = new ReadableStream<Uint8Array>({
@@ -60,7 +70,7 @@ async function captureStreams(work: string): Promise<Captured[]> {
       return new Response(stream, { status: answer.status, headers: answer.headers });
     },
   });
-  const proxy = await startForgeProxy({ root: ROOT, dataDir: join(work, "data"), upstream: `http://127.0.0.1:${relay.port}/v1`, extraArgs: ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"] });
+  const proxy = await startForgeProxy({ root: ROOT, dataDir: join(work, "data"), upstream: `http://127.0.0.1:${relay.port}/v1`, extraArgs: ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072", ...(ROUTE ? ["--token-in-route", ROUTE] : [])] });
   try {
     const r = await proxy.register("token-in-answer");
     await runToolLoop(`${proxy.url}/r/${r.rollout_id}/v1/chat/completions`, r.api_key, { stream: true });
@@ -69,7 +79,7 @@ async function captureStreams(work: string): Promise<Captured[]> {
     relay.stop(true);
     await sim.stop();
   }
-  if (captured.length === 0) throw new Error("bench/token-in-answer: the proxy sent no /v1/completions request (not in token-in mode?)");
+  if (captured.length === 0) throw new Error("bench/token-in-answer: the proxy sent no token-id request (/v1/completions or /inference/v1/generate; not in token-in mode?)");
   return captured;
 }
 
@@ -100,7 +110,7 @@ async function answererOf(root: string): Promise<Answerer> {
       promptText: s.promptText,
       idsMemo: { text: s.promptText, ids: Uint32Array.from(s.prompt), ends: new Uint32Array(0) },
       logprobs: false,
-      reader: engineAnswerReader("vllm", { top: false }),
+      reader: engineAnswerReader("vllm", { top: false, generate: s.generate }),
       onAnswer: (answer: unknown) => keep && sent.push(answer),
     };
     const sent: unknown[] = [];
@@ -159,7 +169,8 @@ try {
     rounds.push(round);
   }
   const events = streams.reduce((n, s) => n + new TextDecoder().decode(Buffer.concat(s.reads)).split("\n\ndata: ").length, 0);
-  console.log(`bench/token-in-answer: ${streams.length} engine streams of the tool loop (${events} events), µs per answer, median of ${ROUNDS} interleaved rounds of ${per * streams.length}`);
+  const route = streams[0]!.generate ? "/inference/v1/generate" : "/v1/completions";
+  console.log(`bench/token-in-answer: ${streams.length} engine streams of the tool loop from ${route} (${events} events), µs per answer, median of ${ROUNDS} interleaved rounds of ${per * streams.length}`);
   console.log(`  the same text to the harness and the same capture on both sides: ${same ? "yes" : "NO (this checkout answers differently)"}`);
   console.log(`  base ${BASE}  ${median(rounds.map((r) => r.base)).toFixed(1)} µs`);
   console.log(`  this checkout  ${median(rounds.map((r) => r.this)).toFixed(1)} µs`);
