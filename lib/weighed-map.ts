@@ -44,6 +44,7 @@ export class WeighedMap<K, V> {
     if (weight > this.maxEntryWeight) return;
     this.entries.set(key, { value, weight });
     this.total += weight;
+    if (this.total <= this.maxWeight) return;
     for (const [oldest, entry] of this.entries) {
       if (this.total <= this.maxWeight) break;
       this.entries.delete(oldest);

@@ -12,6 +12,31 @@ describe("promptDelta", () => {
     expect(d).toEqual({ prefixOf: "a", prefixLen: 5, suffix: [6, 7] });
     expect(fullPrompt(d.prefixOf, d.prefixLen, d.suffix, recent)).toEqual(prompt);
   });
+  test("the longest prefix wins and the latest call a tie, whatever the order and lengths of the recent calls", () => {
+    // A growing conversation (each call's ids the start of the next), a retry, and a branch.
+    const recent = [
+      { callId: "c1", tokens: [1, 2] },
+      { callId: "c2", tokens: [1, 2, 3, 4] },
+      { callId: "branch", tokens: [1, 2, 3, 9, 9, 9, 9, 9] },
+      { callId: "retry", tokens: [1, 2, 3, 4] },
+      { callId: "short", tokens: [1] },
+    ];
+    const brute = (prompt: number[], calls: typeof recent) => {
+      let best = { prefixOf: "", prefixLen: 0 };
+      for (const c of calls) {
+        let n = 0;
+        while (n < prompt.length && n < c.tokens.length && prompt[n] === c.tokens[n]) n++;
+        if (n > 0 && n >= best.prefixLen) best = { prefixOf: c.callId, prefixLen: n };
+      }
+      return { ...best, suffix: prompt.slice(best.prefixLen) };
+    };
+    for (const prompt of [[1, 2, 3, 4, 5], [1, 2, 3, 9, 9, 7], [1, 2, 3], [1, 5], [8]]) {
+      for (let rot = 0; rot < recent.length; rot++) {
+        const calls = [...recent.slice(rot), ...recent.slice(0, rot)];
+        expect(promptDelta(prompt, calls)).toEqual(brute(prompt, calls));
+      }
+    }
+  });
   test("no shared prefix stores the whole prompt", () => {
     expect(promptDelta([7], [{ callId: "a", tokens: [1] }])).toEqual({ prefixOf: "", prefixLen: 0, suffix: [7] });
   });

@@ -34,6 +34,9 @@ export function promptDelta(prompt: TokenIds, recent: readonly PastCall[]): Prom
   let bestLen = 0;
   for (let i = recent.length - 1; i >= 0; i--) {
     const past = recent[i]!;
+    // A call whose ids are no longer than the best prefix found cannot share a longer one (and a
+    // later call wins a tie): in a growing conversation every earlier call is such a call.
+    if (past.tokens.length <= bestLen) continue;
     const len = commonPrefix(prompt, past.tokens);
     if (len > bestLen) {
       best = past;
