@@ -95,11 +95,13 @@ if (INCREMENTAL && ENGINE !== "sglang") {
 const TOKEN_IN_ARGS = ["--token-in", "--model-dir", "qwen3", "--max-model-len", "131072"];
 const ROUTE = flag("token-in-route", "");
 /** `--this-env KEY=VALUE`: an environment variable this side's proxy starts with (a runtime setting A/B'd against the same commit without it). */
-const THIS_ENV = flag("this-env", "");
-if (THIS_ENV && !/^[A-Za-z_][A-Za-z0-9_]*=/.test(THIS_ENV)) {
-  console.error(`bench/ab: --this-env takes KEY=VALUE, got ${JSON.stringify(THIS_ENV)}`);
+const THIS_ENV_FLAG = flag("this-env", "");
+const thisEnvMatch = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(THIS_ENV_FLAG);
+if (THIS_ENV_FLAG && !thisEnvMatch) {
+  console.error(`bench/ab: --this-env takes KEY=VALUE, got ${JSON.stringify(THIS_ENV_FLAG)}`);
   process.exit(2);
 }
+const THIS_ENV: Record<string, string> = thisEnvMatch ? { [thisEnvMatch[1]!]: thisEnvMatch[2]! } : {};
 if (ROUTE && (ENGINE !== "vllm" || !["auto", "completions", "generate"].includes(ROUTE))) {
   console.error(`bench/ab: --token-in-route takes auto, completions or generate, with --engine vllm; got "${ROUTE}" with ${ENGINE}`);
   process.exit(2);
@@ -155,7 +157,7 @@ try {
       root,
       dataDir: join(work, `data-${name}`),
       upstream: `${sim.url}/v1`,
-      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096", ...(THIS_ENV && name === "this" ? { [THIS_ENV.slice(0, THIS_ENV.indexOf("="))]: THIS_ENV.slice(THIS_ENV.indexOf("=") + 1) } : {}) },
+      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096", ...(name === "this" ? THIS_ENV : {}) },
       extraArgs: [...(modeOf(name) === "token-in" ? [...TOKEN_IN_ARGS, ...(ROUTE && name === "this" ? ["--token-in-route", ROUTE] : [])] : []), "--engine", ENGINE],
       bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE_DIR, name)}`] : [],
       ...(PERF_DIR ? { perf: perfRecording(name) } : {}),

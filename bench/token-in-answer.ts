@@ -52,10 +52,11 @@ async function captureStreams(work: string): Promise<Captured[]> {
       const answer = await fetch(sim.url + url.pathname + url.search, { method: req.method, headers: req.headers, body });
       // The proxy's own probes of the engine (Chat, the route probe's `{}`) pass; token-in's calls go
       // to vLLM's /inference/v1/generate (found by --token-in-route auto, the default) or /v1/completions.
-      const request = body ? JSON.parse(body) : {};
+      if (!TOKEN_ROUTES.has(url.pathname) || !answer.ok || !answer.body) return answer;
       const generate = url.pathname === "/inference/v1/generate";
+      const request = JSON.parse(body!);
       const prompt = (generate ? request.token_ids : request.prompt) as number[] | undefined;
-      if (!TOKEN_ROUTES.has(url.pathname) || !Array.isArray(prompt) || !answer.ok || !answer.body) return answer;
+      if (!Array.isArray(prompt)) return answer;
       const kept: Captured = { generate, prompt, promptText: JSON.stringify(prompt), reads: [] };
       captured.push(kept);
       const reader = answer.body.getReader();

@@ -44,9 +44,9 @@ export class WeighedMap<K, V> {
     if (weight > this.maxEntryWeight) return;
     this.entries.set(key, { value, weight });
     this.total += weight;
-    if (this.total <= this.maxWeight) return;
-    for (const [oldest, entry] of this.entries) {
-      if (this.total <= this.maxWeight) break;
+    // The oldest first (a Map keeps insertion order); no iterator is made while under the bound.
+    while (this.total > this.maxWeight && this.entries.size > 0) {
+      const [oldest, entry] = this.entries.entries().next().value!;
       this.entries.delete(oldest);
       this.total -= entry.weight;
     }
