@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { appendFields, appendFieldsBody, BLOB_MIN_BYTES } from "./append-fields.ts";
+import { appendFields, appendFieldsBody, BodyParts, PARTS_MIN_BYTES } from "./append-fields.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array | undefined) => (b === undefined ? undefined : new TextDecoder().decode(b));
@@ -31,15 +31,21 @@ describe("appendFields", () => {
     expect(appendFields(enc(""), {}, { b: 2 })).toBeUndefined();
   });
 
-  test("a large body is a Blob of its parts with the same bytes as appendFields; a small one is bytes", async () => {
-    const text = `{"model":"m","messages":[{"role":"user","content":"${"é".repeat(BLOB_MIN_BYTES)}"}]} \n`;
+  test("a large body is its parts, with the same bytes as appendFields whether joined or streamed; a small one is bytes", async () => {
+    const text = `{"model":"m","messages":[{"role":"user","content":"${"é".repeat(PARTS_MIN_BYTES)}"}]} \n`;
     const parsed = JSON.parse(text);
     const fields = { return_token_ids: true, logprobs: true };
-    const body = appendFieldsBody(enc(text), parsed, fields);
-    expect(body).toBeInstanceOf(Blob);
-    expect([...new Uint8Array(await (body as Blob).arrayBuffer())]).toEqual([...appendFields(enc(text), parsed, fields)!]);
-    // Sent twice (the client's next upstream), the same bytes.
-    expect([...new Uint8Array(await (body as Blob).arrayBuffer())]).toEqual([...appendFields(enc(text), parsed, fields)!]);
+    const bytes = enc(text);
+    const body = appendFieldsBody(bytes, parsed, fields);
+    expect(body).toBeInstanceOf(BodyParts);
+    const parts = body as BodyParts;
+    const expected = [...appendFields(enc(text), parsed, fields)!];
+    expect(parts.byteLength).toBe(expected.length);
+    expect([...parts.bytes()]).toEqual(expected);
+    // The harness's bytes are a view, not a copy.
+    expect(parts.parts[0]!.buffer).toBe(bytes.buffer);
+    // Streamed twice (the client's next upstream), the same bytes each time.
+    for (let i = 0; i < 2; i++) expect([...new Uint8Array(await new Response(parts.stream()).arrayBuffer())]).toEqual(expected);
     const small = appendFieldsBody(enc('{"a":1}'), { a: 1 }, { b: 2 });
     expect(small).toBeInstanceOf(Uint8Array);
     expect(dec(small as Uint8Array)).toBe('{"a":1,"b":2}');

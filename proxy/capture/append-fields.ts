@@ -30,24 +30,61 @@ export function appendFields(json: Uint8Array, parsed: Record<string, unknown>, 
   return out;
 }
 
-/** Bodies at least this long are sent as a Blob of their parts (`appendFieldsBody`). */
-export const BLOB_MIN_BYTES = 64 * 1024;
+/** Bodies at least this long are sent as their parts (`appendFieldsBody`). */
+export const PARTS_MIN_BYTES = 64 * 1024;
 
 /**
- * `appendFields` as a request body for `fetch`: a body of 64 KB or more is a Blob of the
- * harness's bytes (up to its closing brace) and the new members, so the body is not copied
- * into a new buffer before `fetch` reads it (a 4 MB screenshot request: the copy was 18 % of
- * the proxy's samples; proxy CPU per call 3.0 → 2.3 ms for 4 MB sent to a local server). A
- * Blob can be sent again (the client tries the next upstream on a refused connection).
+ * A request body sent as the harness's bytes (up to its closing brace) and the appended members,
+ * never joined into one buffer: `fetch` reads them from a stream made for each attempt (the
+ * client tries the next upstream on a refused connection), with their length declared, so the
+ * upstream gets one Content-Length body as it would from bytes. A Blob of the parts, the way
+ * before, copied them into the Blob's own store: 4 MB a screenshot call (docs/performance.md,
+ * issue 32, fourteenth session).
+ */
+export class BodyParts {
+  readonly byteLength: number;
+  constructor(readonly parts: readonly Uint8Array[]) {
+    let n = 0;
+    for (const part of parts) n += part.byteLength;
+    this.byteLength = n;
+  }
+
+  /** A fresh stream of the parts (the views themselves, not copies). */
+  stream(): ReadableStream<Uint8Array> {
+    const parts = this.parts;
+    return new ReadableStream({
+      start(controller) {
+        for (const part of parts) controller.enqueue(part);
+        controller.close();
+      },
+    });
+  }
+
+  /** The parts joined (tests, and a reader that needs the bytes whole). */
+  bytes(): Uint8Array {
+    const out = new Uint8Array(this.byteLength);
+    let at = 0;
+    for (const part of this.parts) {
+      out.set(part, at);
+      at += part.byteLength;
+    }
+    return out;
+  }
+}
+
+/**
+ * `appendFields` as a request body for `fetch`: a body of 64 KB or more is its parts
+ * (`BodyParts`), so the body is not copied into a new buffer before `fetch` reads it (a 4 MB
+ * screenshot request: the copy was 18 % of the proxy's samples).
  *
  * @example
- * await fetch(url, { method: "POST", body: appendFieldsBody(bytes, parsed, { return_token_ids: true }) });
+ * const body = appendFieldsBody(bytes, parsed, { return_token_ids: true }); // Uint8Array, or BodyParts for a large body
  */
-export function appendFieldsBody(json: Uint8Array, parsed: Record<string, unknown>, fields: Record<string, unknown>): Uint8Array | Blob | undefined {
-  if (json.length < BLOB_MIN_BYTES) return appendFields(json, parsed, fields);
+export function appendFieldsBody(json: Uint8Array, parsed: Record<string, unknown>, fields: Record<string, unknown>): Uint8Array | BodyParts | undefined {
+  if (json.length < PARTS_MIN_BYTES) return appendFields(json, parsed, fields);
   const parts = appendedParts(json, parsed, fields);
   if (!parts) return undefined;
-  return parts.length === 1 ? parts[0] : new Blob(parts);
+  return parts.length === 1 ? parts[0] : new BodyParts(parts);
 }
 
 /** The parts of the body with `fields` appended: [json] when there is nothing to add, else [head, members]. */

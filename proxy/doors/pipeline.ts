@@ -131,8 +131,8 @@ async function prepareUpstream(call: CallInFlight): Promise<UpstreamRequest> {
   const upstreamBytes = unchanged
     ? call.requestBody
     : ((patch && appendFieldsBody(call.requestBody, prepared.upstreamBody, patch)) ?? encoder.encode(JSON.stringify(restoreHidden(upstreamBody))));
-  // A body sent as a Blob is always a patched one (appendFieldsBody): only bytes are recorded.
-  call.upstreamRequestBody = unchanged || patch || upstreamBytes instanceof Blob ? undefined : upstreamBytes;
+  // A body sent as parts is always a patched one (appendFieldsBody): only bytes are recorded.
+  call.upstreamRequestBody = unchanged || patch || !(upstreamBytes instanceof Uint8Array) ? undefined : upstreamBytes;
   if (patch) call.record.upstreamRequestPatch = encoder.encode(JSON.stringify(patch));
   call.noteEngine(engine.info);
   call.record.sampling = tokenIn ? tokenIn.sampling : samplingOf(prepared.capture, upstreamBody, engine.adapter);

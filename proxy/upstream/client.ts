@@ -39,14 +39,20 @@ export interface UpstreamRequest {
   /** Upstream path, e.g. "/v1/chat/completions". */
   path: string;
   method: "POST" | "GET";
-  /** A Blob for a large body sent in parts (it can be sent again to the next upstream). */
-  body?: Uint8Array | Blob;
+  /** The body: bytes, or a large body's parts (a stream of them made for each attempt, its length declared). */
+  body?: Uint8Array | PartsBody;
   /** The harness's (or the rollout's cancel) signal: aborts the request. */
   signal?: AbortSignal;
   /** Added to a POST (a value of "" removes a default header, e.g. authorization). */
   headers?: Record<string, string>;
   /** The rollout's own upstreams (registered with it): they override the router's. */
   own?: UpstreamState[];
+}
+
+/** A body sent from its parts (proxy/capture/append-fields.ts, BodyParts): a fresh stream for each attempt. */
+export interface PartsBody {
+  readonly byteLength: number;
+  stream(): ReadableStream<Uint8Array>;
 }
 
 export interface UpstreamClient {
@@ -85,10 +91,12 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
           controller.abort(new Error("first-byte timeout"));
         }, options.firstByteTimeoutMs);
         try {
+          // A body of parts goes as a stream with its length declared: one Content-Length body upstream, as bytes go.
+          const payload = method === "POST" ? payloadOf(body) : undefined;
           const response = await fetch(upstream.url + path, {
             method,
-            headers: method === "GET" ? { accept: "application/json", ...(headers.authorization ? { authorization: headers.authorization } : {}) } : postHeaders,
-            body: method === "POST" ? body : undefined,
+            headers: method === "GET" ? { accept: "application/json", ...(headers.authorization ? { authorization: headers.authorization } : {}) } : payload instanceof ReadableStream ? { ...postHeaders, "content-length": String(body!.byteLength) } : postHeaders,
+            body: payload,
             signal: controller.signal,
           });
           clearTimeout(timer);
@@ -130,6 +138,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       return last ?? { error: new ProxyHttpError(502, "no upstream configured", "upstream_error", "upstream_unreachable"), upstream: undefined, attempts, kind: "unreachable" };
     },
   };
+}
+
+/** What `fetch` sends for a body: its bytes, or a fresh stream of its parts. */
+function payloadOf(body: Uint8Array | PartsBody | undefined): Uint8Array | ReadableStream<Uint8Array> | undefined {
+  return body === undefined || body instanceof Uint8Array ? body : body.stream();
 }
 
 function withExtra(base: Record<string, string>, extra: Record<string, string>): Record<string, string> {
