@@ -3,10 +3,14 @@ import { BodyParts } from "../capture/append-fields.ts";
 import { createUpstreamClient } from "./client.ts";
 import { createUpstreamRouter, type UpstreamState } from "./router.ts";
 
-/** An upstream that answers with what it received: the body's length, sha256, and its framing headers. */
+/** An upstream that answers with what it received: the body's length, sha256, and its framing headers; /moved redirects to it. */
 const echo = Bun.serve({
   port: 0,
   async fetch(req) {
+    if (new URL(req.url).pathname === "/moved") {
+      await req.arrayBuffer();
+      return new Response(null, { status: 307, headers: { location: "/v1/chat/completions" } });
+    }
     const body = new Uint8Array(await req.arrayBuffer());
     const sha = new Bun.CryptoHasher("sha256").update(body).digest("hex");
     return Response.json({ length: body.length, sha, contentLength: req.headers.get("content-length"), transferEncoding: req.headers.get("transfer-encoding") });
@@ -47,6 +51,13 @@ describe("upstream client", () => {
     if (!("response" in answer)) throw answer.error;
     expect(answer.attempts).toBe(2);
     expect(await answer.response.json()).toMatchObject({ length: joined.length, sha, contentLength: String(joined.length) });
+  });
+
+  test("an upstream that redirects gets the body of parts again at the redirect's target, as bytes would be", async () => {
+    const answer = await client.send({ rolloutId: "ro-4", path: "/moved", method: "POST", body: new BodyParts([head, members]) });
+    if (!("response" in answer)) throw answer.error;
+    expect(answer.response.status).toBe(200);
+    expect(await answer.response.json()).toMatchObject({ length: joined.length, sha });
   });
 
   test("bytes go as they are", async () => {

@@ -53,6 +53,8 @@ export interface UpstreamRequest {
 export interface PartsBody {
   readonly byteLength: number;
   stream(): ReadableStream<Uint8Array>;
+  /** The parts joined: for an upstream that redirects (a stream cannot follow). */
+  bytes(): Uint8Array;
 }
 
 export interface UpstreamClient {
@@ -93,12 +95,20 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         try {
           // A body of parts goes as a stream with its length declared: one Content-Length body upstream, as bytes go.
           const payload = method === "POST" ? payloadOf(body) : undefined;
-          const response = await fetch(upstream.url + path, {
+          const streamed = payload instanceof ReadableStream;
+          let response = await fetch(upstream.url + path, {
             method,
-            headers: method === "GET" ? { accept: "application/json", ...(headers.authorization ? { authorization: headers.authorization } : {}) } : payload instanceof ReadableStream ? { ...postHeaders, "content-length": String(body!.byteLength) } : postHeaders,
+            headers: method === "GET" ? { accept: "application/json", ...(headers.authorization ? { authorization: headers.authorization } : {}) } : streamed ? { ...postHeaders, "content-length": String(body!.byteLength) } : postHeaders,
             body: payload,
+            // A stream cannot be sent again to a redirect's target: the redirect comes back here instead.
+            redirect: streamed ? "manual" : "follow",
             signal: controller.signal,
           });
+          if (streamed && isRedirect(response)) {
+            // Rare (an upstream behind a redirect): the body joined once, sent as bytes go, redirects followed.
+            await response.body?.cancel().catch(() => {});
+            response = await fetch(upstream.url + path, { method, headers: postHeaders, body: (body as PartsBody).bytes(), signal: controller.signal });
+          }
           clearTimeout(timer);
           return {
             response,
@@ -138,6 +148,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       return last ?? { error: new ProxyHttpError(502, "no upstream configured", "upstream_error", "upstream_unreachable"), upstream: undefined, attempts, kind: "unreachable" };
     },
   };
+}
+
+/** A redirect `fetch` would have followed (a redirect: "manual" answer). */
+function isRedirect(response: Response): boolean {
+  return (response.status === 301 || response.status === 302 || response.status === 303 || response.status === 307 || response.status === 308) && response.headers.has("location");
 }
 
 /** What `fetch` sends for a body: its bytes, or a fresh stream of its parts. */
