@@ -7,7 +7,7 @@
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 8 --concurrency 4]
  *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]] [--token-in-route auto|completions|generate]
- *                   [--profile DIR] [--perf DIR] [--threads] [--warm-up 13000] [--keep-open] [--this-env KEY=VALUE]
+ *                   [--profile DIR] [--perf DIR] [--threads] [--warm-up 13000] [--turns 13] [--keep-open] [--this-env KEY=VALUE]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
  * their per-call CPU is not mixed with queueing. The base commit is checked out in a temporary
@@ -33,6 +33,9 @@
  * `--perf DIR` runs them under `perf record` with JSC's jitdump (DIR/base.data, DIR/base-jit,
  * and the same for this; the CPU figures then include the sampling's cost); `bun bench/perf-report.ts
  * DIR` then charges each sample to the JS function it is in or under, side by side.
+ * `--turns N` (toolloop; default 13) makes each conversation N calls long: the tool calls again
+ * in turn, the history growing by a ~1.5 KB tool result a call (60 turns: ~100 KB, ~25k tokens
+ * at the end), what a long agent rollout costs a call.
  * `--warm-up CALLS` (toolloop; default 13000) runs unmeasured rounds of the same load first until
  * each side has served that many calls: JSC compiles a token-in proxy's per-call code to its top
  * tier for about that long, and a training run's proxy serves millions of calls
@@ -59,7 +62,7 @@ import { ensureTools } from "./lib/tools.ts";
 import { runWrk } from "./lib/wrk.ts";
 import { benchFlags } from "./lib/flags.ts";
 import { chatBody, PROMPT, PROMPT_200K, SCREENSHOT } from "./lib/bodies.ts";
-import { runToolLoop, TOOL_LOOP_CALLS, TOOL_LOOP_SCRIPT } from "./lib/tool-loop.ts";
+import { runToolLoop, toolLoopScript, TOOL_LOOP_CALLS } from "./lib/tool-loop.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const { flag, has } = benchFlags();
@@ -113,6 +116,12 @@ const CALLS = Number(flag("calls", "30"));
 // JSC keeps compiling a token-in proxy's per-call code to its top tier for its first ~13,000
 // tool-loop calls (docs/performance.md, "eleventh session"): the rounds measure after that.
 const WARM_UP = Number(flag("warm-up", SCENARIO === "toolloop" ? "13000" : "0"));
+/** Model calls a tool-loop conversation makes (bench/lib/tool-loop.ts, toolLoopScript). */
+const TURNS = Number(flag("turns", String(TOOL_LOOP_CALLS)));
+if (TURNS !== TOOL_LOOP_CALLS && SCENARIO !== "toolloop") {
+  console.error("bench/ab: --turns counts a tool loop's calls: it needs --scenario toolloop");
+  process.exit(2);
+}
 if (WARM_UP > 0 && SCENARIO !== "toolloop") {
   console.error("bench/ab: --warm-up counts tool-loop calls: it needs --scenario toolloop");
   process.exit(2);
@@ -147,7 +156,7 @@ if (!MODES) {
 }
 const modeOf = (name: "base" | "this") => (TOKEN_IN_BOTH || (MODES && name === "this") ? "token-in" : "engine");
 
-const sim = await startPolicySimulator({ seed: 1, engine: ENGINE, incrementalStreamingOutput: INCREMENTAL, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: TOOL_LOOP_SCRIPT } : {}) });
+const sim = await startPolicySimulator({ seed: 1, engine: ENGINE, incrementalStreamingOutput: INCREMENTAL, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: toolLoopScript(TURNS) } : {}) });
 const wrk = scenario.connections ? ensureTools(console.error).wrk : "";
 type Side = { name: string; proxy: RunningForgeProxy; paths: string[]; headers: Record<string, string>[]; perCall: number[]; threads: Map<string, number>; calls: number };
 const sides: Side[] = [];
@@ -194,7 +203,7 @@ try {
       const counts = await Promise.all(
         Array.from({ length: CONCURRENCY }, async (_, w) => {
           let n = 0;
-          for (let c = w; c < rollouts.length; c += CONCURRENCY) n += await runToolLoop(`${side.proxy.url}/r/${rollouts[c]!.rollout_id}/v1/chat/completions`, rollouts[c]!.api_key, { stream: true });
+          for (let c = w; c < rollouts.length; c += CONCURRENCY) n += await runToolLoop(`${side.proxy.url}/r/${rollouts[c]!.rollout_id}/v1/chat/completions`, rollouts[c]!.api_key, { stream: true, maxCalls: TURNS });
           return n;
         }),
       );
@@ -222,7 +231,7 @@ try {
   for (const side of sides) await measure(side, true);
   if (WARM_UP > 0) {
     // Unmeasured rounds of the same load until each side has served WARM_UP calls.
-    const perRound = CONVERSATIONS * CONCURRENCY * TOOL_LOOP_CALLS;
+    const perRound = CONVERSATIONS * CONCURRENCY * TURNS;
     const rounds = Math.ceil(WARM_UP / perRound);
     console.error(`bench/ab: warming up: ${rounds} unmeasured round(s), ~${rounds * perRound} calls a side (--warm-up ${WARM_UP})`);
     for (let i = 0; i < rounds; i++) for (const side of sides) await measure(side, false, false);

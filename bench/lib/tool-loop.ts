@@ -58,6 +58,24 @@ export const TOOL_LOOP_SCRIPT: PolicyScriptInput = {
 /** The model calls of one conversation with TOOL_LOOP_SCRIPT: one per step (the twelve tool calls, then the answer). */
 export const TOOL_LOOP_CALLS = TOOL_LOOP_SCRIPT.tasks![0]!.steps.length;
 
+/**
+ * TOOL_LOOP_SCRIPT with `turns` model calls a conversation: its twelve tool calls, then its
+ * middle ten again in turn (the history growing by a tool result each time) until one call is
+ * left, then the answer. `toolLoopScript(TOOL_LOOP_CALLS)` is TOOL_LOOP_SCRIPT.
+ *
+ * @example
+ * toolLoopScript(60).tasks![0]!.steps.length // 60
+ */
+export function toolLoopScript(turns: number): PolicyScriptInput {
+  const steps = TOOL_LOOP_SCRIPT.tasks![0]!.steps;
+  if (!Number.isInteger(turns) || turns < 2) throw new Error(`toolLoopScript: turns must be an integer of 2 or more, not ${turns}`);
+  const tools = steps.slice(0, -1);
+  const again = tools.slice(1, -1);
+  const out = tools.slice(0, Math.min(tools.length, turns - 1));
+  for (let i = 0; out.length < turns - 1; i++) out.push(again[i % again.length]!);
+  return { ...TOOL_LOOP_SCRIPT, tasks: [{ ...TOOL_LOOP_SCRIPT.tasks![0]!, steps: [...out, steps.at(-1)!] }] };
+}
+
 const SYSTEM = `You are a coding agent working in a sandboxed workspace. ${words(700)}`;
 const RESULT = `${words(250)}\n`;
 
