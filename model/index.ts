@@ -5,7 +5,7 @@
  * renders prompts itself.
  */
 export { loadModel, QWEN3, QWEN3_CODER, QWEN_VL_IMAGES, QWEN2_5_VL_IMAGES, ChatRequestError, ChatTemplateError, type Model, type ModelSpec, type PreparedChat } from "./model.ts";
-export { noPreviousMessages, type ImageHandling, type PreviousMessages } from "./preprocess.ts";
+export { noPreviousMessages, type ImageHandling, type PreviousMessages, type RawMessages } from "./preprocess.ts";
 export { imageDimensions, imageTokenCount, ImageSizeError, QWEN2_5_VL_PROCESSOR, type VisionProcessor } from "./vision.ts";
 export { AppendError } from "./append.ts";
 export { derenderChat, chatStreamDerenderer, type DerenderOptions, type EngineFinish } from "./derender.ts";

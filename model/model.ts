@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { compileChatTemplate, ChatTemplateError, type ChatTemplate } from "./chat-template.ts";
-import { preprocessChat, PreprocessCache, ChatRequestError, noPreviousMessages, type ChatRenderRequest, type ImageHandling, type Preprocessed, type PreviousMessages } from "./preprocess.ts";
+import { preprocessChat, PreprocessCache, ChatRequestError, noPreviousMessages, type ChatRenderRequest, type ImageHandling, type Preprocessed, type PreviousMessages, type RawMessages } from "./preprocess.ts";
 import { appendedAfter, holesExact, suffixLocal, type AppendEnv, type Appended, type Window } from "./append.ts";
 import { HoleCache } from "./append-holes.ts";
 import { HOLE_PROBES, SUFFIX_PROBES } from "./suffix-probe.ts";
@@ -98,9 +98,10 @@ export interface Model {
   /**
    * vLLM's preprocessing of a request (the conversation and variables the template gets), with
    * its template; `previous`, the conversation's last call's messages (filled in for its next),
-   * spares the messages it resends their JSON text (model/preprocess.ts).
+   * spares the messages it resends their JSON text (model/preprocess.ts); `rawMessages`, where
+   * the messages lie in the request's bytes, lets one digest say the resent ones are unchanged.
    */
-  prepare(request: ChatRenderRequest, previous?: PreviousMessages): PreparedChat;
+  prepare(request: ChatRenderRequest, previous?: PreviousMessages, rawMessages?: RawMessages): PreparedChat;
   /** The prompt text of a prepared request (`renderChat` is `renderPrepared(prepare(request))`). */
   renderPrepared(prepared: PreparedChat): string;
   /**
@@ -196,7 +197,7 @@ async function build(spec: ModelSpec): Promise<Model> {
     return previous;
   };
   /** vLLM's preprocessing of a request, with the template it renders with. */
-  const prepare = (request: ChatRenderRequest, previous?: PreviousMessages): PreparedChat => {
+  const prepare = (request: ChatRenderRequest, previous?: PreviousMessages, rawMessages?: RawMessages): PreparedChat => {
     const template = templateFor(request.tools);
     const { cache, templateKnowsDeveloper, contentFormat } = templateOptions(template);
     const pre = preprocessChat(request, {
@@ -207,6 +208,7 @@ async function build(spec: ModelSpec): Promise<Model> {
       cache,
       // The previous call's dicts are this template's: a call that changes template starts afresh.
       previous: previous && previousTemplates.get(previous) === template ? previous : resetFor(previous, template),
+      rawMessages,
     });
     return { ...pre, template };
   };

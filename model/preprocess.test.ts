@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { noPreviousMessages, preprocessChat, PreprocessCache, type ChatRenderRequest } from "./preprocess.ts";
+import { noPreviousMessages, preprocessChat, PreprocessCache, type ChatRenderRequest, type RawMessages } from "./preprocess.ts";
 import { pyDumps } from "./pyjson.ts";
 import { QWEN_VL_IMAGES } from "./model.ts";
 
@@ -121,6 +121,60 @@ describe("preprocessing with a cache of messages", () => {
     expect(preprocessChat({ messages: [{ role: "user", content: "after" }] }, { previous }).conversation[0]!.get("content")).toBe("after");
     const bad = { messages: [{ role: "user", content: "after" }, { role: "assistant", content: "", tool_calls: [{ id: "a", type: "custom", custom: { name: "x" } }] }] };
     for (let i = 0; i < 2; i++) expect(() => preprocessChat(bad, { previous, cache: new PreprocessCache() })).toThrow(/only support assistant tool_calls of type 'function'/);
+  });
+
+  test("with the previous call's messages and the messages' bytes: resent ones unchanged are that call's dicts without being read; a changed byte, a shorter history or no bytes fall back to comparing them", () => {
+    /** A Chat body's bytes with `messages`, its messages parsed from them (fresh objects, as a door's) and their spans. */
+    const sent = (messages: unknown[]): { messages: any[]; raw: RawMessages } => {
+      const enc = new TextEncoder();
+      const parts = messages.map((m) => enc.encode(JSON.stringify(m)));
+      const head = enc.encode('{"model":"m","messages":[');
+      const bytes = new Uint8Array(head.length + parts.reduce((n, p) => n + p.length + 1, 0) + 1);
+      bytes.set(head, 0);
+      let at = head.length;
+      const spans = parts.map((p, i) => {
+        if (i > 0) bytes[at++] = 0x2c;
+        bytes.set(p, at);
+        at += p.length;
+        return { start: at - p.length, end: at };
+      });
+      bytes.set(enc.encode("]}"), at);
+      return { messages: JSON.parse(new TextDecoder().decode(bytes.subarray(0, at + 2))).messages, raw: { bytes, spans } };
+    };
+    const history = [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "Go." },
+      { role: "assistant", content: "", tool_calls: [{ id: "a", type: "function", function: { name: "ls", arguments: '{"path": "."}' } }] },
+      { role: "tool", tool_call_id: "a", content: "x.txt" },
+    ];
+    const previous = noPreviousMessages();
+    const first = sent(history);
+    const one = preprocessChat({ messages: first.messages }, { previous, rawMessages: first.raw });
+    // The same messages resent, one more after them: the previous dicts, and no property of the resent ones read but the role.
+    const second = sent([...history, { role: "user", content: "And then?" }]);
+    const reads: string[] = [];
+    const watched = second.messages.map((m, i) => (i < history.length ? new Proxy(m, { get: (t, k) => (reads.push(String(k)), t[k]), ownKeys: (t) => (reads.push("keys"), Reflect.ownKeys(t)) }) : m));
+    const two = preprocessChat({ messages: watched }, { previous, rawMessages: second.raw });
+    for (let i = 0; i < history.length; i++) expect(two.conversation[i]).toBe(one.conversation[i]!);
+    expect(new Set(reads)).toEqual(new Set(["role"]));
+    expect(two.conversation[4]!.get("content")).toBe("And then?");
+    // A message changed to another of the same length: its bytes differ, so it is compared, and preprocessed afresh.
+    const third = sent([history[0], { role: "user", content: "No." }, ...history.slice(2), { role: "user", content: "And then?" }]);
+    const three = preprocessChat({ messages: third.messages }, { previous, rawMessages: third.raw });
+    expect(three.conversation[1]!.get("content")).toBe("No.");
+    expect(three.conversation[0]).toBe(one.conversation[0]!);
+    expect(three.conversation[2]).toBe(one.conversation[2]!);
+    expect(dump(three)).toBe(dump(preprocessChat({ messages: third.messages })));
+    // A shorter history (the harness dropped messages): compared one by one.
+    const fourth = sent(history.slice(0, 2));
+    expect(dump(preprocessChat({ messages: fourth.messages }, { previous, rawMessages: fourth.raw }))).toBe(dump(preprocessChat({ messages: history.slice(0, 2) })));
+    // Without bytes (a translated door's request): compared one by one, and the next call with bytes compares too.
+    const fifth = preprocessChat({ messages: structuredClone(history) }, { previous });
+    expect(fifth.conversation[1]!.get("content")).toBe("Go.");
+    expect(previous.digest).toBeUndefined();
+    const sixth = sent(history);
+    expect(dump(preprocessChat({ messages: sixth.messages }, { previous, rawMessages: sixth.raw }))).toBe(dump(preprocessChat({ messages: history })));
+    expect(previous.digest?.count).toBe(history.length);
   });
 
   test("with the previous call's messages, a message with a tool call's id is the rollout's own: not shared through the cache; the rest are", () => {

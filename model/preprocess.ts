@@ -10,6 +10,7 @@
  * The messages come as a harness sent them (OpenAI chat JSON parsed by JavaScript); the
  * result is the "conversation" vLLM gives the template, as Python values.
  */
+import { randomBytes } from "node:crypto";
 import type { VisionProcessor } from "./vision.ts";
 import { PyFloat, fromJs, tryPyLoads, type PyDict, type PyValue } from "./pyjson.ts";
 
@@ -83,6 +84,26 @@ export interface PreprocessOptions {
    * no JSON text written for it; the rest go through `cache`.
    */
   previous?: PreviousMessages;
+  /**
+   * The messages as the harness sent them, as bytes: where each lies in the request's body
+   * (the Chat door has them for a body it scanned). With `previous`, the previous call's messages
+   * are then known unchanged by one digest of their bytes instead of a walk of each (a long
+   * rollout resends hundreds; docs/performance.md, issue 32's fourteenth session).
+   */
+  rawMessages?: RawMessages;
+}
+
+/** The byte spans of a request's messages in its body, one per message, in order. */
+export interface RawMessages {
+  bytes: Uint8Array;
+  spans: readonly { start: number; end: number }[];
+}
+
+/** A 128-bit digest of the bytes of a conversation's first `count` messages as sent (from the first's start to the last's end). */
+export interface MessagesDigest {
+  count: number;
+  key: bigint;
+  check: bigint;
 }
 
 /**
@@ -94,11 +115,34 @@ export interface PreviousMessages {
   dicts: PyDict[];
   images: string[][];
   chars: number[];
+  /** The digest of all of them as sent, when the call had their bytes (`rawMessages`). */
+  digest?: MessagesDigest;
 }
 
 /** An empty PreviousMessages. */
 export function noPreviousMessages(): PreviousMessages {
-  return { raws: [], dicts: [], images: [], chars: [] };
+  return { raws: [], dicts: [], images: [], chars: [], digest: undefined };
+}
+
+// Seeds drawn per process: what a digest is of cannot be aimed at from outside (a harness is untrusted).
+const DIGEST_KEY_SEED = randomBytes(8).readBigUInt64LE();
+const DIGEST_CHECK_SEED = randomBytes(8).readBigUInt64LE();
+
+/** The digest of the first `count` messages' bytes (count ≥ 1, at most the spans'). */
+function messagesDigest(raw: RawMessages, count: number): MessagesDigest {
+  const bytes = raw.bytes.subarray(raw.spans[0]!.start, raw.spans[count - 1]!.end);
+  return { count, key: Bun.hash.xxHash3(bytes, DIGEST_KEY_SEED), check: Bun.hash.xxHash3(bytes, DIGEST_CHECK_SEED) };
+}
+
+/**
+ * Whether the request's first `previous.digest.count` messages are, byte for byte, the previous
+ * call's messages (its whole conversation): then each parses to what the previous call's did.
+ */
+function previousUnchanged(previous: PreviousMessages, raw: RawMessages | undefined, messages: readonly unknown[]): boolean {
+  const d = previous.digest;
+  if (!d || !raw || raw.spans.length !== messages.length || d.count !== previous.raws.length || d.count > messages.length || d.count === 0) return false;
+  const now = messagesDigest(raw, d.count);
+  return now.key === d.key && now.check === d.check;
 }
 
 /**
@@ -213,7 +257,8 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
   const images: string[] = [];
   const cache = options.cache;
   let conversation = messagesOf(request.messages, options, images);
-  if (!options.templateKnowsDeveloper && conversation.some((m) => m.get("role") === "developer")) {
+  // The raw messages' roles are the dicts' (each checked a string by now): plain reads, not a Map lookup each.
+  if (!options.templateKnowsDeveloper && request.messages.some((m) => (m as { role?: unknown }).role === "developer")) {
     conversation = consolidateSystemMessages(conversation.map(developerToSystem));
   }
 
@@ -252,13 +297,15 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
  * conversation's first that fails. Images are collected in order.
  */
 function messagesOf(messages: readonly unknown[], options: PreprocessOptions, images: string[]): PyDict[] {
-  const { cache, previous } = options;
+  const { cache, previous, rawMessages } = options;
   const pending: PendingMessage[] = [];
   const fresh: PyDict[] = [];
   const own: string[][] = [];
   const reused: boolean[] = [];
+  // A growing conversation resends the previous call's messages as they were: one digest of their bytes says so.
+  const unchanged = previous !== undefined && previousUnchanged(previous, rawMessages, messages);
   const conversation = messages.map((message, i) => {
-    if (previous && i < previous.raws.length && sameJson(previous.raws[i], message)) {
+    if (previous && i < previous.raws.length && (unchanged || sameJson(previous.raws[i], message))) {
       reused.push(true);
       own.push(previous.images[i]!);
       for (const image of previous.images[i]!) images.push(image);
@@ -281,7 +328,8 @@ function messagesOf(messages: readonly unknown[], options: PreprocessOptions, im
   if (previous) {
     const raws = conversation.map((dict, i) => (reused[i] ? previous.raws[i] : copyMessage(messages[i], dict)));
     const chars = conversation.map((_, i) => (reused[i] ? previous.chars[i]! : stringChars(raws[i])));
-    Object.assign(previous, { raws, dicts: conversation, images: own, chars });
+    const digest = rawMessages && rawMessages.spans.length === messages.length && messages.length > 0 ? messagesDigest(rawMessages, messages.length) : undefined;
+    Object.assign(previous, { raws, dicts: conversation, images: own, chars, digest });
   }
   return conversation;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ProxyHttpError } from "../errors.ts";
-import { HIDDEN_MIN_BYTES, parseHidingStrings, restoreHidden } from "./hidden-strings.ts";
+import { HIDDEN_MIN_BYTES, parseHidingStrings, rawMessagesOf, restoreHidden } from "./hidden-strings.ts";
 
 const encoder = new TextEncoder();
 const long = (tag: string) => `${tag} é\\"${"x".repeat(HIDDEN_MIN_BYTES)} 💡`;
@@ -30,6 +30,21 @@ describe("parseHidingStrings", () => {
       expect(restoreHidden(body)).toEqual(value);
       expect(restoreHidden(body)).toEqual(value); // once restored, nothing more to do
     }
+  });
+
+  test("a scanned body keeps each message's span in its bytes (with long strings hidden or none to hide); a small one has none", () => {
+    const many = { model: "m", messages: Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "tool" : "user", content: `${i} é ${"y".repeat(1200)}` })) };
+    for (const value of [chat(), many]) {
+      for (const text of [JSON.stringify(value), JSON.stringify(value, null, 2)]) {
+        const bytes = encoder.encode(text);
+        const body = parseHidingStrings(bytes);
+        const raw = rawMessagesOf(body)!;
+        expect(raw.bytes).toBe(bytes);
+        expect(raw.spans.length).toBe(value.messages.length);
+        raw.spans.forEach((span, i) => expect(JSON.parse(new TextDecoder().decode(bytes.subarray(span.start, span.end)))).toEqual(value.messages[i]));
+      }
+    }
+    expect(rawMessagesOf(parseHidingStrings(encoder.encode(JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }))))).toBeUndefined();
   });
 
   test("small bodies, bodies without long strings, and a long key are parsed as they are", () => {

@@ -10,6 +10,7 @@
  * serialises the body again.
  */
 import { bodySpans } from "../../records/index.ts";
+import type { RawMessages } from "../../model/index.ts";
 import { decodeUtf8, parseJsonObject } from "../body.ts";
 
 /** Strings in messages at least this long (bytes between the quotes) are hidden. */
@@ -19,6 +20,26 @@ const nonce = crypto.randomUUID();
 const PREFIX = `\u0000forge-hidden:${nonce}:`;
 /** Per parsed `messages` array: the body's bytes and where each hidden string token is. */
 const hiddenIn = new WeakMap<object, { bytes: Uint8Array; tokens: { start: number; end: number }[] }>();
+/** Per parsed `messages` array: the body's bytes and each message's span in them (the scan found them). */
+const spansOf = new WeakMap<object, RawMessages>();
+
+/**
+ * Where each message of a body parsed by `parseHidingStrings` lies in its bytes, when its scan
+ * found them (a body of 32 KB or more): token-in's preprocessing knows the resent ones unchanged
+ * by a digest of their bytes (model/preprocess.ts).
+ *
+ * @example
+ * model.prepare(chat, previous, rawMessagesOf(chat))
+ */
+export function rawMessagesOf(body: Record<string, any>): RawMessages | undefined {
+  return body.messages && typeof body.messages === "object" ? spansOf.get(body.messages) : undefined;
+}
+
+/** Keeps the messages' spans for `rawMessagesOf` when they are one per message of the parsed body. */
+function withSpans(body: Record<string, any>, bytes: Uint8Array, elements: readonly { start: number; end: number }[]): Record<string, any> {
+  if (Array.isArray(body.messages) && body.messages.length === elements.length && elements.length > 0) spansOf.set(body.messages, { bytes, spans: elements });
+  return body;
+}
 
 /**
  * The body as `parseJsonObject` parses it, except that strings of 32 KB or more inside
@@ -42,7 +63,7 @@ export function parseHidingStrings(bytes: Uint8Array): Record<string, any> {
     // Only strings inside the conversation: top-level values are read by the proxy.
     if (element && element.start < cut.start && cut.end < element.end) tokens.push({ start: cut.start - 1, end: cut.end + 1 });
   }
-  if (tokens.length === 0) return parseJsonObject(bytes);
+  if (tokens.length === 0) return withSpans(parseJsonObject(bytes), bytes, elements);
   const parts: string[] = [];
   let at = 0;
   tokens.forEach((token, k) => {
@@ -59,7 +80,7 @@ export function parseHidingStrings(bytes: Uint8Array): Record<string, any> {
   }
   if (body === null || typeof body !== "object" || Array.isArray(body) || !Array.isArray(body.messages)) return parseJsonObject(bytes);
   hiddenIn.set(body.messages, { bytes, tokens });
-  return body;
+  return withSpans(body, bytes, elements);
 }
 
 /**

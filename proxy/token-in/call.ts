@@ -17,7 +17,7 @@ import type { EngineState } from "../engines/check.ts";
 import type { RolloutState } from "../state/rollouts.ts";
 import { newRolloutChains, useChain } from "../state/chains.ts";
 import { withSampling } from "../state/serving.ts";
-import { restoreHidden } from "../doors/hidden-strings.ts";
+import { rawMessagesOf, restoreHidden } from "../doors/hidden-strings.ts";
 import { chainAfter } from "./chain-after.ts";
 import { restoreChains, RESTART_LOST } from "./restore.ts";
 import { planCall, type Plan } from "./plan.ts";
@@ -186,7 +186,7 @@ async function planForRollout(model: Model, state: RolloutState, chat: Record<st
   let prepared;
   const previous = previousMessages(state.rollout.rolloutId);
   try {
-    prepared = model.prepare(chat as never, previous);
+    prepared = model.prepare(chat as never, previous, rawMessagesOf(chat));
   } catch (error) {
     throw refusal(error, model.spec);
   }
