@@ -4,6 +4,7 @@
  * `logprobs` and `stream_options`, and re-serialising a 4 MB screenshot request for three
  * fields costs more than the rest of the call.
  */
+import { concatBytes } from "../../lib/index.ts";
 
 const encoder = new TextEncoder();
 const CLOSE_BRACE = 0x7d;
@@ -62,13 +63,7 @@ export class BodyParts {
 
   /** The parts joined (tests, and a reader that needs the bytes whole). */
   bytes(): Uint8Array {
-    const out = new Uint8Array(this.byteLength);
-    let at = 0;
-    for (const part of this.parts) {
-      out.set(part, at);
-      at += part.byteLength;
-    }
-    return out;
+    return concatBytes(this.parts);
   }
 }
 
