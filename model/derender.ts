@@ -181,6 +181,13 @@ function incrementalDetokenizer(model: Model, options: DerenderOptions, keepsSpe
       return null;
     },
     next(finished) {
+      // Without stop strings nothing handed out is looked at again: the text starts afresh, so
+      // each step's text is its own, not the whole answer's made again (a string per step).
+      if (stops.length === 0) {
+        const out = text;
+        text = "";
+        return out;
+      }
       const end = finished || stopped ? text.length : Math.max(handedOut, text.length - stopBuffer);
       const out = text.slice(handedOut, end);
       handedOut = end;

@@ -96,7 +96,9 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
 
     extractToolCallsStreaming(args: StreamArgs): DeltaMessage | null {
       const text = args.currentText;
-      if (!text.startsWith(lastText)) {
+      // vLLM's current text is the previous one and the delta: the same string as the last
+      // delta's text says so without comparing them character by character.
+      if (args.previousText !== lastText && !text.startsWith(lastText)) {
         for (const call of calls) call.argsAt = undefined;
         completeSeen.start = completeSeen.end = -1;
       }

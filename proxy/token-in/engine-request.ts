@@ -142,18 +142,19 @@ function vllmGenerateRequest(chat: Record<string, any>, ids: number[], images: r
   const stops = typeof sampling.stop === "string" ? [sampling.stop] : Array.isArray(sampling.stop) ? sampling.stop : [];
   if (stops.length === 0) sampling.detokenize = false;
   const stream = chat.stream === true;
-  const body: Record<string, unknown> = {
-    ...(chat.model ? { model: String(chat.model) } : {}),
-    token_ids: ids,
-    ...(images.length > 0 ? { content_parts: images.map((url) => ({ type: "image_url", url })) } : {}),
-    sampling_params: sampling,
-    ...(images.length > 0 ? { return_token_ids: true } : {}),
-    output_mode: "tokens",
-    stream,
-    ...(stream ? { stream_options: { include_usage: true } } : {}),
-    ...(typeof chat.priority === "number" ? { priority: chat.priority } : {}),
-    ...(typeof chat.cache_salt === "string" ? { cache_salt: chat.cache_salt } : {}),
-  };
-  const { token_ids: _ids, content_parts: _parts, ...recorded } = body;
+  // Built field by field (no spread of optional parts: this runs on every call), in vLLM's order;
+  // what is recorded is the same without the ids and the images.
+  const body: Record<string, unknown> = {};
+  const recorded: Record<string, unknown> = {};
+  if (chat.model) body.model = recorded.model = String(chat.model);
+  body.token_ids = ids;
+  if (images.length > 0) body.content_parts = images.map((url) => ({ type: "image_url", url }));
+  body.sampling_params = recorded.sampling_params = sampling;
+  if (images.length > 0) body.return_token_ids = recorded.return_token_ids = true;
+  body.output_mode = recorded.output_mode = "tokens";
+  body.stream = recorded.stream = stream;
+  if (stream) body.stream_options = recorded.stream_options = { include_usage: true };
+  if (typeof chat.priority === "number") body.priority = recorded.priority = chat.priority;
+  if (typeof chat.cache_salt === "string") body.cache_salt = recorded.cache_salt = chat.cache_salt;
   return { path: VLLM_GENERATE_PATH, body, recorded, maxTokens, promptKey: "token_ids" };
 }
