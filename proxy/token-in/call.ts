@@ -10,7 +10,7 @@
  */
 import { TokenMode, TokenStatus, CallStatus, type ModelCall, type SamplingParams } from "../../schemas/index.ts";
 import { ChatRequestError, ChatTemplateError, type Model, type ModelSpec } from "../../model/index.ts";
-import { joinIds, startsWithIds, type TokenIds } from "../../records/index.ts";
+import { appendIds, joinIds, startsWithIds, type TokenIds } from "../../records/index.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { samplingOf } from "../engines/sampling.ts";
 import type { EngineState } from "../engines/check.ts";
@@ -171,7 +171,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       // The chain holds the ids the rollout's prompt-delta history holds (one array): its
       // tokens are that array, its prompt a view of its start.
       // With images the recorded ids are the engine's (expanded); the chain keeps its own (collapsed).
-      const tokens = images ? joinIds(plan.prompt, call.completionTokenIds) : (state.recent.find((p) => p.callId === call.callId)?.tokens ?? joinIds(plan.prompt, call.completionTokenIds));
+      const tokens = images ? joinIds(plan.prompt, call.completionTokenIds) : (state.recent.find((p) => p.callId === call.callId)?.tokens ?? appendIds(plan.prompt, call.completionTokenIds));
       const prompt = tokens instanceof Uint32Array && startsWithIds(tokens, plan.prompt) ? tokens.subarray(0, plan.prompt.length) : plan.prompt;
       if (prompt !== plan.prompt) keepPromptText(tokens, plan.prompt.length, promptText, plan.chain?.tokens);
       const chains = (state.chains ??= newRolloutChains());
