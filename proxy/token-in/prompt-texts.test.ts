@@ -68,7 +68,7 @@ describe("a prompt's ids as JSON bytes, continued from the chain's last prompt",
     // Kept for tokens its ids are not a prefix of, so that a hit shows in the text written on from it.
     const keptIds = new Array<number>(95_000).fill(123_456);
     const arrays = Array.from({ length: 8 }, () => new Uint32Array(95_001));
-    // ~0.97 MiB of buffer each, 4 MiB in all: the first ones went.
+    // ~0.73 MiB of buffer each, 4 MiB in all: the first ones went.
     for (const a of arrays) keepPromptJson(a, promptJsonOf(keptIds), undefined);
     const probe = [...new Array<number>(95_000).fill(1), 7];
     // A miss writes the whole JSON; a hit writes on from what was kept.

@@ -7,14 +7,14 @@
  * bytes and its tail, copied once (`spliceInto`); the text is made only for a reader that needs
  * it (a whole JSON answer, the memo an engine's echo is read against).
  *
- * Held as bytes, not text: a text continued from the last one was a string of three parts that
- * JavaScriptCore flattens (copies) when the request is encoded, and again when the next call
- * slices it; the request was then a second copy of it, encoded (three copies of the prompt's
- * JSON a call, ~6 characters an id).
+ * Held as bytes, not text: a text continued from the last one was a new string of the whole
+ * JSON every call, then a second one with the request around it, then its bytes; now the
+ * request's bytes are the only copy a call makes (docs/performance.md, issue 32's fifteenth
+ * session, measures what that saves).
  *
- * Shared by the shard's rollouts and bounded by bytes (MAX_BYTES: ~4 MiB of buffers, and the
- * chains' token arrays it keys by, ~3 MiB at most): a shard whose rollouts in flight hold more
- * misses, and writes the whole JSON as before. An entry goes when its chain moves on.
+ * Shared by the shard's rollouts and bounded by bytes (MAX_BYTES: ~4 MiB of buffers with their
+ * room to grow, and the chains' token arrays it keys by): a shard whose rollouts in flight hold
+ * more misses, and writes the whole JSON as before. An entry goes when its chain moves on.
  */
 import { idsFrom, type TokenIds } from "../../records/index.ts";
 import { WeighedMap } from "../../lib/index.ts";
@@ -26,6 +26,11 @@ const COMMA = 0x2c;
 const CLOSE = 0x5d;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/** A buffer's size for `bytes` of JSON: room for the chain's next calls to write on in place (1/8 more, at least 4 KiB: a call appends ~3 KB). */
+function withRoom(bytes: number): number {
+  return bytes + Math.max(4096, bytes >> 3);
+}
 
 /** A buffer the JSON of successive prompts of one chain is written into, and how far any of them wrote. */
 type Backing = { bytes: Uint8Array; end: number };
@@ -86,7 +91,7 @@ export class PromptJson {
     const used = at + rest.length - 1;
     let backing = this.backing;
     if (backing.end !== this.used || backing.bytes.length < at + rest.length) {
-      const bytes = new Uint8Array(Math.max(1024, used + (used >> 1) + 1));
+      const bytes = new Uint8Array(withRoom(used + 1));
       bytes.set(backing.bytes.subarray(0, at));
       backing = { bytes, end: at };
     }
@@ -111,7 +116,7 @@ export class PromptJson {
 export function promptJsonOf(prompt: TokenIds): PromptJson {
   const text = JSON.stringify(idArray(prompt));
   // Room for the next call of the chain to write on in place.
-  const bytes = new Uint8Array(Math.max(1024, text.length + (text.length >> 1)));
+  const bytes = new Uint8Array(withRoom(text.length));
   encoder.encodeInto(text, bytes);
   return new PromptJson({ bytes, end: text.length - 1 }, text.length - 1, prompt.length, text);
 }
