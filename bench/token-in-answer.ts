@@ -99,8 +99,6 @@ async function answererOf(root: string): Promise<Answerer> {
   const { chunkSourceOf } = await import(join(root, "proxy/capture/chunk-source.ts"));
   const { captureAndStrip, emptyAfterStrip, newCapture } = await import(join(root, "proxy/capture/tokens.ts"));
   const model = await loadModel();
-  // The answer's prompt text: a string until the prompt was kept as JSON bytes (prompt-texts.ts's PromptJson), made when asked since.
-  const lazyText = "PromptJson" in (await import(join(root, "proxy/token-in/prompt-texts.ts")));
   /** The Chat door's handling of one chunk object (stream-answer.ts, onChunk without a translator). */
   const harnessText = (chunk: Record<string, unknown>, capture: unknown): string =>
     captureAndStrip("chat", chunk, capture, WANTS) && emptyAfterStrip(chunk) ? "" : `data: ${JSON.stringify(chunk)}\n\n`;
@@ -110,7 +108,7 @@ async function answererOf(root: string): Promise<Answerer> {
       options: { model: "qwen3", stream: true, tools: TOOL_LOOP_TOOLS, promptTokenIds: s.prompt },
       modelName: "qwen3",
       prompt: s.prompt,
-      promptText: lazyText ? () => s.promptText : s.promptText,
+      promptText: s.promptText,
       idsMemo: { text: s.promptText, ids: Uint32Array.from(s.prompt), ends: new Uint32Array(0) },
       logprobs: false,
       reader: engineAnswerReader("vllm", { top: false, generate: s.generate }),

@@ -10,10 +10,10 @@
  *   (`model.prepare`, previous-messages.ts);
  * - `plan`: the chain the call continues and its prompt ids, the appended text rendered and
  *   tokenized (`planCall`);
- * - `request`: the prompt's JSON written on from the chain's and the engine request's bytes
- *   (prompt-texts.ts, engine-request.ts);
- * - `after`: once recorded, the call's completion after its prompt and the chain moved on
- *   (`appendIds`, `chainAfter`).
+ * - `request`: the prompt's JSON text written on from the chain's and the engine request's bytes
+ *   (prompt-texts.ts, engine-request.ts, ids-text.ts);
+ * - `after`: once recorded, the call's prompt and completion joined and the chain moved on
+ *   (`joinIds`, `chainAfter`).
  *
  *   bun bench/token-in-plan.ts [--rounds 9] [--conversations 32]
  *
@@ -24,15 +24,15 @@
  */
 import { startPolicySimulator } from "../simulator/index.ts";
 import { loadModel } from "../model/index.ts";
-import { appendIds } from "../records/index.ts";
+import { joinIds } from "../records/index.ts";
 import { parseHidingStrings, rawMessagesOf, restoreHidden } from "../proxy/doors/hidden-strings.ts";
 import { heldMessages, previousMessages } from "../proxy/token-in/previous-messages.ts";
 import { planCall } from "../proxy/token-in/plan.ts";
 import { chainAfter } from "../proxy/token-in/chain-after.ts";
 import { newRolloutChains, useChain } from "../proxy/state/chains.ts";
-import { chainPromptJson, keepPromptJson } from "../proxy/token-in/prompt-texts.ts";
+import { chainPromptText, keepPromptText } from "../proxy/token-in/prompt-texts.ts";
 import { engineRequest } from "../proxy/token-in/engine-request.ts";
-import { IDS_PLACEHOLDER } from "../proxy/token-in/ids-text.ts";
+import { IDS_PLACEHOLDER, withIdsText } from "../proxy/token-in/ids-text.ts";
 import { benchFlags } from "./lib/flags.ts";
 import { runToolLoop, TOOL_LOOP_SCRIPT } from "./lib/tool-loop.ts";
 
@@ -77,6 +77,7 @@ async function recordCalls(): Promise<Call[]> {
 const calls = await recordCalls();
 const model = await loadModel();
 const decoder = new TextDecoder();
+const encoder = new TextEncoder();
 /** What each call's answer was as the harness sent it back (the next request's assistant turn; the last call's: its own text). */
 const answers = calls.map((_, i) => {
   const next = i + 1 < calls.length ? JSON.parse(decoder.decode(calls[i + 1]!.bytes)) : undefined;
@@ -108,12 +109,12 @@ function conversation(id: string, t: Record<Step, number>): void {
     const plan = planCall(model, chains, prepared);
     if (i > 0 && plan.chain === undefined) throw new Error(`bench/token-in-plan: call ${i + 1} of the tool loop started a chain (${plan.detail}): the bench no longer replays a growing conversation`);
     lap("plan");
-    const json = chainPromptJson(plan.prompt, plan.chain?.tokens);
+    const promptText = chainPromptText(plan.prompt, plan.chain?.tokens);
     const req = engineRequest("vllm", chat, plan.prompt, { maxModelLen: 131072, topLogprobs: 0, route: "generate" });
-    sink += json.spliceInto(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER })).length;
+    sink += encoder.encode(withIdsText(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER }), promptText)).length;
     lap("request");
-    const tokens = appendIds(plan.prompt, call.completion);
-    keepPromptJson(tokens, json, plan.chain?.tokens);
+    const tokens = joinIds(plan.prompt, call.completion);
+    keepPromptText(tokens, plan.prompt.length, promptText, plan.chain?.tokens);
     useChain(chains, chainAfter(plan.chain?.id ?? `${id}-${i}`, `${id}-${i}`, { ...plan, prompt: tokens.subarray(0, plan.prompt.length) }, tokens, answers[i]!));
     lap("after");
   });

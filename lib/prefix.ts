@@ -12,8 +12,6 @@ const BLOCK = 1024;
 export function commonPrefix(a: readonly number[] | Uint32Array, b: readonly number[] | Uint32Array): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
-  // Views of the same memory from the same place (records/prompt-delta.ts's appendIds): the same ids.
-  if (a instanceof Uint32Array && b instanceof Uint32Array && a.buffer === b.buffer && a.byteOffset === b.byteOffset) return n;
   if (n >= BLOCK && a instanceof Uint32Array && b instanceof Uint32Array) {
     // Whole blocks by a native compare of their bytes (a 40k-id prompt: ~40 compares), then id by id.
     const bytesA = Buffer.from(a.buffer, a.byteOffset, a.byteLength);

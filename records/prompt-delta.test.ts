@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { appendIds, fullPrompt, joinIds, promptDelta } from "./prompt-delta.ts";
-import { commonPrefix } from "../lib/index.ts";
+import { fullPrompt, joinIds, promptDelta } from "./prompt-delta.ts";
 
 describe("promptDelta", () => {
   test("chooses the longest common prefix among recent calls and round-trips", () => {
@@ -57,62 +56,5 @@ describe("promptDelta", () => {
       expect(fullPrompt(typed.prefixOf, typed.prefixLen, typed.suffix, [{ callId: "p", tokens: new Uint32Array(past) }])).toEqual(prompt);
     }
     expect(Array.from(joinIds(new Uint32Array([1, 2]), [3]))).toEqual([1, 2, 3]);
-  });
-});
-
-describe("appendIds: a growing rollout's ids written once", () => {
-  test("a chain's next prompt and a call's completion are written in place after what they continue", () => {
-    const first = appendIds([1, 2, 3], [4]);
-    // From ids it did not make: copied exactly (an engine-mode prompt is not appended to).
-    expect([...first]).toEqual([1, 2, 3, 4]);
-    expect(first.buffer.byteLength).toBe(4 * 4);
-    const prompt = appendIds(first, [5, 6]);
-    const tokens = appendIds(prompt, [7, 8]);
-    const next = appendIds(tokens, [9]);
-    expect([...prompt]).toEqual([1, 2, 3, 4, 5, 6]);
-    expect([...tokens]).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-    expect([...next]).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    // The first copy made room; the appends after it wrote into it.
-    expect(tokens.buffer).toBe(prompt.buffer);
-    expect(next.buffer).toBe(prompt.buffer);
-    expect(commonPrefix(next, prompt)).toBe(prompt.length);
-  });
-
-  test("two appends to one view (a retry, a branch): the second is copied, and no view's ids change", () => {
-    const base = appendIds(appendIds([1], [2]), [3]);
-    const a = appendIds(base, [10, 11]);
-    const b = appendIds(base, [20]);
-    expect(b.buffer).not.toBe(a.buffer);
-    expect([...base]).toEqual([1, 2, 3]);
-    expect([...a]).toEqual([1, 2, 3, 10, 11]);
-    expect([...b]).toEqual([1, 2, 3, 20]);
-    // Each goes on growing in its own buffer.
-    expect([...appendIds(a, [12])]).toEqual([1, 2, 3, 10, 11, 12]);
-    expect([...appendIds(b, [21])]).toEqual([1, 2, 3, 20, 21]);
-    expect([...a]).toEqual([1, 2, 3, 10, 11]);
-  });
-
-  test("a buffer outgrown moves to a bigger one; a view not from a buffer's start is copied", () => {
-    let ids = appendIds(appendIds([], [0]), []);
-    const expected = [0];
-    for (let step = 1; step < 400; step++) {
-      const added = Array.from({ length: 37 }, (_, k) => step * 100 + k);
-      expected.push(...added);
-      ids = appendIds(ids, added);
-    }
-    expect([...ids]).toEqual(expected);
-    const shifted = ids.subarray(1);
-    const moved = appendIds(shifted, [1]);
-    expect(moved.buffer).not.toBe(ids.buffer);
-    expect([...moved]).toEqual([...expected.slice(1), 1]);
-  });
-});
-
-describe("commonPrefix of two views of the same memory", () => {
-  test("the shorter one's length, without comparing; other views are compared", () => {
-    const ids = new Uint32Array([1, 2, 3, 4, 5]);
-    expect(commonPrefix(ids.subarray(0, 3), ids)).toBe(3);
-    expect(commonPrefix(ids.subarray(1, 3), ids)).toBe(0);
-    expect(commonPrefix(new Uint32Array([1, 2, 9]), ids)).toBe(2);
   });
 });

@@ -91,42 +91,6 @@ export function joinIds(prompt: TokenIds, completion: readonly number[]): Uint32
   return out;
 }
 
-/** How far `appendIds` wrote into each buffer it made: past that, the next append may write in place. */
-const written = new WeakMap<ArrayBufferLike, number>();
-
-/**
- * `base` followed by `added`, as one Uint32Array: written in place after `base` when `base` is the
- * latest `appendIds` result in its buffer (a conversation's next prompt, a call's completion after
- * its prompt) and the buffer has room, so a growing rollout's ids are written once, not copied
- * whole on every call; else copied into a buffer of its own, with room to grow only when `base`
- * came from `appendIds` (a buffer that grows by appending): 1/16 more, at least 1,024 ids (a call
- * appends a few hundred; 1/8 held 13 % more per rollout than the ids, bench/token-in-memory.ts).
- * What a view already holds is never written again: every result is a view from the buffer's
- * start, and writes go past the furthest of them.
- *
- * @example
- * const prompt = appendIds(chainTokens, appended); // in place after chainTokens
- * const tokens = appendIds(prompt, completion); // prompt.buffer === tokens.buffer
- */
-export function appendIds(base: TokenIds, added: readonly number[] | Uint32Array): Uint32Array {
-  const length = base.length + added.length;
-  const owned = base instanceof Uint32Array && base.byteOffset === 0 ? written.get(base.buffer) : undefined;
-  if (owned !== undefined && owned === base.length && (base as Uint32Array).buffer.byteLength >= length * 4) {
-    const out = new Uint32Array((base as Uint32Array).buffer, 0, length);
-    out.set(added, base.length);
-    written.set(out.buffer, length);
-    return out;
-  }
-  const capacity = owned === undefined ? length : length + Math.max(1024, length >> 4);
-  // A typed array's own buffer, not an ArrayBuffer made first: the shard's memory grew ~150 KiB
-  // more per 20k-token rollout with the latter (bench/token-in-memory.ts, RSS per open rollout).
-  const out = new Uint32Array(capacity).subarray(0, length);
-  out.set(base);
-  out.set(added, base.length);
-  written.set(out.buffer, length);
-  return out;
-}
-
 /**
  * Whether `ids` begins with `prefix` (compared natively in blocks for long Uint32Arrays).
  *

@@ -5,7 +5,7 @@
  */
 import type { ModelCall, Rollout, RolloutResult } from "../../schemas/index.ts";
 import { TokenStatus } from "../../schemas/index.ts";
-import { appendIds, fullPrompt, startsWithIds, type PastCall, type TokenIds } from "../../records/index.ts";
+import { fullPrompt, joinIds, startsWithIds, type PastCall, type TokenIds } from "../../records/index.ts";
 import { keyMatchesSha256, keySha256 } from "./keys.ts";
 import type { IdsMemo } from "../capture/answer-json.ts";
 import { servingOf, type RolloutServing } from "./serving.ts";
@@ -140,8 +140,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
       state.tokenStatusCounts[status] = (state.tokenStatusCounts[status] ?? 0) + 1;
       policyVersion = Math.max(policyVersion, call.policyVersion);
       if (prompt && (call.tokenStatus === TokenStatus.COMPLETE || call.tokenStatus === TokenStatus.PARTIAL)) {
-        // A token-in prompt (its chain's buffer) gets its completion written after it, in place.
-        const tokens = appendIds(prompt, call.completionTokenIds);
+        const tokens = joinIds(prompt, call.completionTokenIds);
         state.recent.push({ callId: call.callId, tokens });
         if (state.recent.length > recentCalls) state.recent.shift();
         shareIds(state.recent, tokens);

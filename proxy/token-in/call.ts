@@ -10,7 +10,7 @@
  */
 import { TokenMode, TokenStatus, CallStatus, type ModelCall, type SamplingParams } from "../../schemas/index.ts";
 import { ChatRequestError, ChatTemplateError, type Model, type ModelSpec } from "../../model/index.ts";
-import { appendIds, joinIds, startsWithIds, type TokenIds } from "../../records/index.ts";
+import { joinIds, startsWithIds, type TokenIds } from "../../records/index.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { samplingOf } from "../engines/sampling.ts";
 import type { EngineState } from "../engines/check.ts";
@@ -24,9 +24,8 @@ import { planCall, type Plan } from "./plan.ts";
 import { engineRequest, VLLM_GENERATE_PATH, type TokenInRoute } from "./engine-request.ts";
 import { callImages, echoProblem } from "./images.ts";
 import { engineAnswerReader, type EngineAnswerReader } from "./engine-answer.ts";
-import { IDS_PLACEHOLDER } from "./ids-text.ts";
-import { chainPromptJson, keepPromptJson, type PromptJson } from "./prompt-texts.ts";
-import type { IdsMemo } from "../capture/answer-json.ts";
+import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
+import { chainPromptText, keepPromptText } from "./prompt-texts.ts";
 import { heldMessages, previousMessages } from "./previous-messages.ts";
 import { chatJsonAnswer, chatStreamResponse, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
 
@@ -90,8 +89,8 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   const topLogprobs = chat.logprobs === true && typeof chat.top_logprobs === "number" ? chat.top_logprobs : 0;
   // The plan's ids as they are (a Uint32Array: the engine body gets them as text, the parsers and the answer read them by index).
   const promptIds = plan.prompt;
-  // Written on from the JSON of the chain's last prompt when it is kept (prompt-texts.ts).
-  const promptJson = chainPromptJson(promptIds, plan.chain?.tokens);
+  // Written on from the text of the chain's last prompt when it is kept (prompt-texts.ts).
+  const promptText = chainPromptText(promptIds, plan.chain?.tokens);
   // The chain's ids hold one pad per image; the engine expands them (images.ts).
   const images = callImages(model, prepared, promptIds);
   const req = engineRequest(kind, chat, promptIds, { maxModelLen: input.maxModelLen, topLogprobs, images: images?.sources, expandedLength: images?.expanded.length, route: input.route });
@@ -109,7 +108,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     options: { ...chat, promptTokenIds: images ? images.expanded : promptIds } as never,
     modelName: String(chat.model ?? ""),
     prompt: images ? images.expanded : promptIds,
-    ...(images ? {} : { promptText: () => promptJson.text() }),
+    ...(images ? {} : { promptText }),
     logprobs: chat.logprobs === true,
     topLogprobs,
     continuousUsage: chat.stream_options?.include_usage === true && chat.stream_options?.continuous_usage_stats === true,
@@ -125,8 +124,8 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   };
   return {
     path: req.path,
-    // The prompt ids as the JSON already written for them (prompt-texts.ts).
-    bytes: promptJson.spliceInto(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER })),
+    // The prompt ids as the text already written for them (ids-text.ts).
+    bytes: encoder.encode(withIdsText(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER }), promptText)),
     chatBody: chat,
     sampling: samplingOf("chat", { ...chat, max_tokens: req.maxTokens }, engine.adapter),
     plan,
@@ -143,11 +142,11 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
         if (stream) return chatStreamResponse(context, response.body);
         return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
       }
-      // The answer carries the prompt ids as the call's prompt JSON: the rollout's id memo (which
-      // the pipeline reads the answer's prompt_token_ids against) is that text and the plan's ids,
+      // The answer carries the prompt ids as promptText: the rollout's id memo (which the
+      // pipeline reads the answer's prompt_token_ids against) is that text and the plan's ids,
       // so they are taken as they are instead of parsed again; no per-id offsets are kept
       // (a memo that does not match whole is parsed from the start).
-      rollout.idsMemo = promptMemo(promptJson, plan.prompt instanceof Uint32Array ? plan.prompt : Uint32Array.from(plan.prompt));
+      rollout.idsMemo = { text: promptText, ids: plan.prompt instanceof Uint32Array ? plan.prompt : Uint32Array.from(plan.prompt), ends: NO_ENDS };
       context.idsMemo = rollout.idsMemo;
       const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
       if (stream) return chatStreamResponse(context, response.body);
@@ -172,38 +171,13 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       // The chain holds the ids the rollout's prompt-delta history holds (one array): its
       // tokens are that array, its prompt a view of its start.
       // With images the recorded ids are the engine's (expanded); the chain keeps its own (collapsed).
-      const tokens = images ? joinIds(plan.prompt, call.completionTokenIds) : (state.recent.find((p) => p.callId === call.callId)?.tokens ?? appendIds(plan.prompt, call.completionTokenIds));
+      const tokens = images ? joinIds(plan.prompt, call.completionTokenIds) : (state.recent.find((p) => p.callId === call.callId)?.tokens ?? joinIds(plan.prompt, call.completionTokenIds));
       const prompt = tokens instanceof Uint32Array && startsWithIds(tokens, plan.prompt) ? tokens.subarray(0, plan.prompt.length) : plan.prompt;
-      if (prompt !== plan.prompt) keepPromptJson(tokens, promptJson, plan.chain?.tokens);
+      if (prompt !== plan.prompt) keepPromptText(tokens, plan.prompt.length, promptText, plan.chain?.tokens);
       const chains = (state.chains ??= newRolloutChains());
       chains.lost = false;
       useChain(chains, chainAfter(chainId, call.callId, { ...plan, prompt }, tokens, answer));
     },
-  };
-}
-
-/**
- * The rollout's id memo for a call's prompt: its ids, and their text made only when an answer
- * carries prompt ids to read against it (a whole JSON answer, an engine's echo); a stream's chunk
- * objects carry the ids themselves. The pipeline may set the text (answer-json.ts).
- */
-function promptMemo(json: PromptJson, ids: Uint32Array): IdsMemo {
-  let text: string | undefined;
-  let made = false;
-  return {
-    get text() {
-      if (!made) {
-        made = true;
-        text = json.text();
-      }
-      return text;
-    },
-    set text(value) {
-      made = true;
-      text = value;
-    },
-    ids,
-    ends: NO_ENDS,
   };
 }
 

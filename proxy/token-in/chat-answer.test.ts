@@ -23,7 +23,7 @@ function context(prompt: readonly number[], logprobs: boolean, topLogprobs = 0):
     options: { tools, promptTokenIds: prompt } as never,
     modelName: "qwen3",
     prompt,
-    promptText: () => promptText,
+    promptText,
     idsMemo: memo,
     logprobs,
     topLogprobs,

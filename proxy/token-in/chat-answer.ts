@@ -36,8 +36,8 @@ export interface ChatAnswerContext {
   modelName: string;
   /** The prompt's ids (the plan's Uint32Array as it is: read by index). */
   prompt: TokenIds;
-  /** `prompt` as JSON text, made once per call when first asked (an answer written as bytes carries it as prompt_token_ids). */
-  promptText?: () => string;
+  /** `prompt` as JSON text, written once per call (the answer carries it as prompt_token_ids). */
+  promptText?: string;
   /** The rollout's id memo, holding `promptText` and the prompt's Uint32Array (call.ts): the engine's echo of the prompt is read against it. */
   idsMemo?: IdsMemo;
   /** Whether the harness asked for logprobs (then the entries are full: token, bytes, top_logprobs). */
@@ -81,7 +81,7 @@ function promptIdsOf(c: ChatAnswerContext, engine: readonly number[] | Uint32Arr
 /** JSON.stringify of an answer object with its prompt ids' text in place. */
 function stringifyAnswer(c: ChatAnswerContext, value: Record<string, unknown>): string {
   const json = JSON.stringify(value);
-  return value.prompt_token_ids === IDS_PLACEHOLDER ? withIdsText(json, c.promptText!()) : json;
+  return value.prompt_token_ids === IDS_PLACEHOLDER ? withIdsText(json, c.promptText!) : json;
 }
 
 /**

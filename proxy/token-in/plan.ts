@@ -13,7 +13,7 @@
  */
 import { ChainStart } from "../../schemas/index.ts";
 import { AppendError, type Model, type PreparedChat } from "../../model/index.ts";
-import { appendIds, type TokenIds } from "../../records/index.ts";
+import { joinIds, type TokenIds } from "../../records/index.ts";
 import type { Chain, RolloutChains } from "../state/chains.ts";
 import { messageKey, runKey, settingsKey } from "./keys.ts";
 import { wholePrompt } from "./whole-prompts.ts";
@@ -125,5 +125,5 @@ function extend(model: Model, prepared: PreparedChat, chain: Chain, answerIndex:
   }
   const closed = chain.tokens.length > 0 && chain.tokens[chain.tokens.length - 1] === appended.closerId;
   const added = closed ? appended.ids : [appended.closerId, ...appended.ids];
-  return { prompt: appendIds(chain.tokens, added), chain, parent: chain.lastCall, start: ChainStart.UNSPECIFIED, detail: "", rendered: added.length, keys, settings };
+  return { prompt: joinIds(chain.tokens, added), chain, parent: chain.lastCall, start: ChainStart.UNSPECIFIED, detail: "", rendered: added.length, keys, settings };
 }
