@@ -22,10 +22,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { startPolicySimulator } from "../simulator/index.ts";
 import { oraclePython } from "../tests/reference/oracle.ts";
 import { benchFlags } from "./lib/flags.ts";
-import { runToolLoop, TOOL_LOOP_SCRIPT } from "./lib/tool-loop.ts";
+import { recordToolLoop } from "./lib/record-tool-loop.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const { flag } = benchFlags();
@@ -36,38 +35,10 @@ type Timed = { prompt_tokens: number; ids: number; tool_calls: number; render_ms
 
 /** The tool loop's Chat requests as vLLM gets them, each with the prompt length the engine reported. */
 async function recordCalls(): Promise<Call[]> {
-  const sim = await startPolicySimulator({ seed: 1, chunkDelayMs: 0, script: TOOL_LOOP_SCRIPT });
-  const calls: Call[] = [];
-  const relay = Bun.serve({
-    port: 0,
-    async fetch(req) {
-      const body = (await req.json()) as Record<string, unknown>;
-      // The sampled ids as engine mode asks for them (return_token_ids); the request kept is the harness's.
-      const answer = await fetch(`${sim.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body, return_token_ids: true }) });
-      const text = await answer.text();
-      const chunks = text
-        .split("\n")
-        .filter((l) => l.startsWith("data: {"))
-        .map((l) => JSON.parse(l.slice(6)));
-      const usage = chunks.map((c) => c.usage).find((u) => u && typeof u.prompt_tokens === "number");
-      if (!usage) throw new Error("bench/engine-render: the simulator's answer carries no usage (stream_options.include_usage)");
-      const outputIds = chunks.flatMap((c) => c.choices?.[0]?.token_ids ?? []);
-      calls.push({ request: body, prompt_tokens: usage.prompt_tokens, output_ids: outputIds });
-      // The harness gets the answer without the ids it did not ask for.
-      for (const c of chunks) {
-        delete c.prompt_token_ids;
-        for (const choice of c.choices ?? []) delete choice.token_ids;
-      }
-      return new Response(chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n", { status: answer.status, headers: { "content-type": "text/event-stream" } });
-    },
+  return (await recordToolLoop()).map((c) => {
+    if (c.promptTokens === undefined) throw new Error("bench/engine-render: the simulator's answer carries no usage (stream_options.include_usage)");
+    return { request: c.request, prompt_tokens: c.promptTokens, output_ids: c.outputIds };
   });
-  try {
-    await runToolLoop(`http://127.0.0.1:${relay.port}/v1/chat/completions`, "none", { stream: true });
-  } finally {
-    relay.stop(true);
-    await sim.stop();
-  }
-  return calls;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;

@@ -22,7 +22,6 @@
  * replays them as its own rollout, each call continuing its chain (the bench fails if one does
  * not). `bun bench/ab.ts --scenario toolloop --modes` gives the whole call's cost in the proxy.
  */
-import { startPolicySimulator } from "../simulator/index.ts";
 import { loadModel } from "../model/index.ts";
 import { joinIds } from "../records/index.ts";
 import { parseHidingStrings, rawMessagesOf, restoreHidden } from "../proxy/doors/hidden-strings.ts";
@@ -34,47 +33,13 @@ import { chainPromptText, keepPromptText } from "../proxy/token-in/prompt-texts.
 import { engineRequest } from "../proxy/token-in/engine-request.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "../proxy/token-in/ids-text.ts";
 import { benchFlags } from "./lib/flags.ts";
-import { runToolLoop, TOOL_LOOP_SCRIPT } from "./lib/tool-loop.ts";
+import { recordToolLoop } from "./lib/record-tool-loop.ts";
 
 const { flag } = benchFlags();
 const ROUNDS = Number(flag("rounds", "9"));
 const CONVERSATIONS = Number(flag("conversations", "32"));
 
-type Call = { bytes: Uint8Array; completion: number[] };
-
-/** The tool loop's requests as the harness sent them, each with the ids the simulator sampled for it. */
-async function recordCalls(): Promise<Call[]> {
-  const sim = await startPolicySimulator({ seed: 1, chunkDelayMs: 0, script: TOOL_LOOP_SCRIPT });
-  const calls: Call[] = [];
-  const relay = Bun.serve({
-    port: 0,
-    async fetch(req) {
-      const bytes = new Uint8Array(await req.arrayBuffer());
-      const body = JSON.parse(new TextDecoder().decode(bytes));
-      const answer = await fetch(`${sim.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body, return_token_ids: true }) });
-      const text = await answer.text();
-      const chunks = text
-        .split("\n")
-        .filter((l) => l.startsWith("data: {"))
-        .map((l) => JSON.parse(l.slice(6)));
-      calls.push({ bytes, completion: chunks.flatMap((c) => c.choices?.[0]?.token_ids ?? []) });
-      for (const c of chunks) {
-        delete c.prompt_token_ids;
-        for (const choice of c.choices ?? []) delete choice.token_ids;
-      }
-      return new Response(chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n", { status: answer.status, headers: { "content-type": "text/event-stream" } });
-    },
-  });
-  try {
-    await runToolLoop(`http://127.0.0.1:${relay.port}/v1/chat/completions`, "none", { stream: true });
-  } finally {
-    relay.stop(true);
-    await sim.stop();
-  }
-  return calls;
-}
-
-const calls = await recordCalls();
+const calls = await recordToolLoop();
 const model = await loadModel();
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -113,7 +78,7 @@ function conversation(id: string, t: Record<Step, number>): void {
     const req = engineRequest("vllm", chat, plan.prompt, { maxModelLen: 131072, topLogprobs: 0, route: "generate" });
     sink += encoder.encode(withIdsText(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER }), promptText)).length;
     lap("request");
-    const tokens = joinIds(plan.prompt, call.completion);
+    const tokens = joinIds(plan.prompt, call.outputIds);
     keepPromptText(tokens, plan.prompt.length, promptText, plan.chain?.tokens);
     useChain(chains, chainAfter(plan.chain?.id ?? `${id}-${i}`, `${id}-${i}`, { ...plan, prompt: tokens.subarray(0, plan.prompt.length) }, tokens, answers[i]!));
     lap("after");
