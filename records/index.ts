@@ -16,7 +16,7 @@ export { createSegmentIndexer, decodeResult, decodeRollout, indexSegmentFile, lo
 export { verifySegments, type Recovered } from "./recover.ts";
 export { lockHeld } from "./lock.ts";
 export { RecorderError } from "./errors.ts";
-export { fullPrompt, idsFrom, joinIds, startsWithIds, promptDelta, type PastCall, type TokenIds } from "./prompt-delta.ts";
+export { fullPrompt, idsFrom, isViewPrefix, joinIds, startsWithIds, promptDelta, type PastCall, type TokenIds } from "./prompt-delta.ts";
 export { upstreamRequestOf } from "./upstream-request.ts";
 export { createContentStore, requestBodyOf, StoredBodyError, type ContentStore } from "./content-store.ts";
 export { createContentWriter, type ContentWriterOptions } from "./content-writer.ts";

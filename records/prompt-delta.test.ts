@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fullPrompt, joinIds, promptDelta } from "./prompt-delta.ts";
+import { fullPrompt, isViewPrefix, joinIds, promptDelta } from "./prompt-delta.ts";
 
 describe("promptDelta", () => {
   test("chooses the longest common prefix among recent calls and round-trips", () => {
@@ -56,5 +56,25 @@ describe("promptDelta", () => {
       expect(fullPrompt(typed.prefixOf, typed.prefixLen, typed.suffix, [{ callId: "p", tokens: new Uint32Array(past) }])).toEqual(prompt);
     }
     expect(Array.from(joinIds(new Uint32Array([1, 2]), [3]))).toEqual([1, 2, 3]);
+  });
+  test("a known prefix: views of its start are taken as shared without a compare, and the delta is the one compared", () => {
+    const chain = new Uint32Array([1, 2, 3, 4, 5, 6]);
+    const prompt = joinIds(chain, [7, 8]);
+    const recent = [
+      { callId: "c1", tokens: chain.subarray(0, 2) },
+      { callId: "c2", tokens: chain },
+      { callId: "copy", tokens: new Uint32Array([1, 2, 3, 4, 5, 6, 7]) },
+      { callId: "retry", tokens: chain.subarray(0, 4) },
+    ];
+    expect(promptDelta(prompt, recent, chain)).toEqual(promptDelta(prompt, recent));
+    expect(promptDelta(prompt, recent, chain).prefixOf).toBe("copy");
+    expect(promptDelta(prompt, recent.slice(0, 2), chain)).toEqual({ prefixOf: "c2", prefixLen: 6, suffix: [7, 8] });
+    // Only a view from the same start, no longer, is known: an equal copy, a view from elsewhere or past its end is compared.
+    expect(isViewPrefix(chain.subarray(0, 3), chain)).toBe(true);
+    expect(isViewPrefix(chain, chain.subarray(0, 3))).toBe(false);
+    expect(isViewPrefix(chain.subarray(1, 3), chain)).toBe(false);
+    expect(isViewPrefix(new Uint32Array([1, 2]), chain)).toBe(false);
+    expect(isViewPrefix([1, 2], chain)).toBe(false);
+    expect(isViewPrefix(chain, undefined)).toBe(false);
   });
 });

@@ -25,11 +25,13 @@ export interface PromptDelta {
 
 /**
  * Picks the recent call sharing the longest common prefix with `prompt` (latest wins a tie).
+ * `known`, when given, is a prefix of `prompt` its caller made it from (token-in mode's chain,
+ * proxy/token-in/call.ts): a recent call's ids that are a view of its start are not compared.
  *
  * @example
  * promptDelta([1, 2, 3, 4], [{ callId: "a", tokens: [1, 2, 3] }]) // { prefixOf: "a", prefixLen: 3, suffix: [4] }
  */
-export function promptDelta(prompt: TokenIds, recent: readonly PastCall[]): PromptDelta {
+export function promptDelta(prompt: TokenIds, recent: readonly PastCall[], known?: TokenIds): PromptDelta {
   let best: PastCall | undefined;
   let bestLen = 0;
   for (let i = recent.length - 1; i >= 0; i--) {
@@ -37,7 +39,7 @@ export function promptDelta(prompt: TokenIds, recent: readonly PastCall[]): Prom
     // A call whose ids are no longer than the best prefix found cannot share a longer one (and a
     // later call wins a tie): in a growing conversation every earlier call is such a call.
     if (past.tokens.length <= bestLen) continue;
-    const len = commonPrefix(prompt, past.tokens);
+    const len = isViewPrefix(past.tokens, known) ? past.tokens.length : commonPrefix(prompt, past.tokens);
     if (len > bestLen) {
       best = past;
       bestLen = len;
@@ -89,6 +91,19 @@ export function joinIds(prompt: TokenIds, completion: readonly number[]): Uint32
   out.set(prompt);
   out.set(completion, prompt.length);
   return out;
+}
+
+/**
+ * Whether `ids` is a prefix of `known` without comparing them: a view of the same memory from
+ * the same start, no longer (the rollout's recent calls share their ids this way,
+ * proxy/state/rollouts.ts).
+ *
+ * @example
+ * const all = new Uint32Array([1, 2, 3]);
+ * isViewPrefix(all.subarray(0, 2), all) // true
+ */
+export function isViewPrefix(ids: TokenIds, known: TokenIds | undefined): boolean {
+  return known instanceof Uint32Array && ids instanceof Uint32Array && ids.buffer === known.buffer && ids.byteOffset === known.byteOffset && ids.length <= known.length;
 }
 
 /**

@@ -112,8 +112,9 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         }
         segment = result.segment;
       }
-      registry.noteCall(call.rollout, modelCall, call.capture.promptTokenIds);
-      call.tokenIn?.recorded(modelCall, call.rollout);
+      const prompt = call.capture.promptTokenIds;
+      registry.noteCall(call.rollout, modelCall, prompt, call.tokenIn?.knownPrefix(prompt));
+      call.tokenIn?.recorded(modelCall, call.rollout, prompt);
       countCall(metrics, call);
       return modelCall;
     },
@@ -130,7 +131,7 @@ function completeRecord(call: RecordableCall): ModelCall {
   const ok = modelCall.status === CallStatus.OK;
   const prompt = cap.promptTokenIds;
   const verdict = tokenVerdict(cap, { train: call.train, ok, failure: modelCall.error, echo: call.echo });
-  const delta = prompt ? promptDelta(prompt, call.rollout.recent) : undefined;
+  const delta = prompt ? promptDelta(prompt, call.rollout.recent, call.tokenIn?.knownPrefix(prompt)) : undefined;
   const endPerf = performance.now();
   const u = cap.usage;
   // Served by the rollout's own servers: the version they reported for this call's tokens.

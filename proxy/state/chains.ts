@@ -32,12 +32,25 @@ export interface Chain {
   keys: string[];
   /** Key of the last call's tools and template variables. */
   settings: string;
-  /** Key of the answer the harness was sent (what its echo is compared with). */
-  answer: string;
-  /** Key of that answer with its reasoning sent back as text (keys.ts), when it had reasoning. */
-  answerReasoningAsText?: string;
+  /** The answer the harness was sent: what its echo is compared with (proxy/token-in/keys.ts, `sentAnswerKey`). */
+  answer: ChainAnswer;
   /** Whether that answer was empty (no text, no calls): a harness may leave it out of its history. */
   answerEmpty: boolean;
+}
+
+/**
+ * A chain's last answer: its keys (proxy/token-in/keys.ts), what the next call's echo is compared
+ * with. A short answer is kept as it was sent and its keys made when the next call compares its
+ * echo (not when the answer is recorded), the one with the reasoning as text only if the plain
+ * one differs; a long one's keys are made at once and its text not kept (chain-after.ts).
+ */
+export interface ChainAnswer {
+  /** The answer as the harness was sent it, until both its keys are made. */
+  sent?: { content: string | null; reasoning: string | null; toolCalls: readonly { name: string; arguments: string }[] };
+  /** Its key (keys.ts `answerKey`), once made. */
+  key?: string;
+  /** Its key with the reasoning as text (keys.ts `reasoningAsTextKey`), once made; null when it had no reasoning. */
+  reasoningAsText?: string | null;
 }
 
 /** Chains kept per rollout, most recently used first. */

@@ -5,7 +5,7 @@
  */
 import type { ModelCall, Rollout, RolloutResult } from "../../schemas/index.ts";
 import { TokenStatus } from "../../schemas/index.ts";
-import { fullPrompt, joinIds, startsWithIds, type PastCall, type TokenIds } from "../../records/index.ts";
+import { fullPrompt, isViewPrefix, joinIds, startsWithIds, type PastCall, type TokenIds } from "../../records/index.ts";
 import { keyMatchesSha256, keySha256 } from "./keys.ts";
 import type { IdsMemo } from "../capture/answer-json.ts";
 import { servingOf, type RolloutServing } from "./serving.ts";
@@ -57,8 +57,11 @@ export interface RolloutRegistry {
   tries(firstId: string): RolloutState[];
   /** Next seq of the rollout. */
   nextSeq(state: RolloutState): number;
-  /** Folds a written ModelCall into the rollout's counters and recent tokens. */
-  noteCall(state: RolloutState, call: ModelCall, fullPromptIds: TokenIds | undefined): void;
+  /**
+   * Folds a written ModelCall into the rollout's counters and recent tokens; `knownPrefix`: a
+   * prefix of its prompt the caller made it from (records/prompt-delta.ts, `isViewPrefix`).
+   */
+  noteCall(state: RolloutState, call: ModelCall, fullPromptIds: TokenIds | undefined, knownPrefix?: TokenIds): void;
   /** Replays a logged ModelCall (on start): rebuilds the full prompt from its delta. */
   replayCall(call: ModelCall): void;
   /**
@@ -133,7 +136,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
     addRestored: (known, load) => register(restoredState(load), known),
     tries: (firstId) => triesOf.get(firstId) ?? [],
     nextSeq: (state) => ++state.seq,
-    noteCall(state, call, prompt) {
+    noteCall(state, call, prompt, knownPrefix) {
       state.calls++;
       state.seq = Math.max(state.seq, call.seq);
       const status = TokenStatus[call.tokenStatus] ?? String(call.tokenStatus);
@@ -143,7 +146,7 @@ export function createRolloutRegistry(options: RegistryOptions = {}): RolloutReg
         const tokens = joinIds(prompt, call.completionTokenIds);
         state.recent.push({ callId: call.callId, tokens });
         if (state.recent.length > recentCalls) state.recent.shift();
-        shareIds(state.recent, tokens);
+        shareIds(state.recent, tokens, knownPrefix);
         history.touch(state);
       }
     },
@@ -276,13 +279,14 @@ function deferRecent(state: RolloutState, load: () => PastCall[], touched: (stat
  * Earlier calls whose tokens the newest call's begin with (a growing conversation: each call's
  * prompt + completion is the start of the next one's) become views of the newest call's array,
  * so that a rollout holds its ids once rather than once per recent call (docs/performance.md,
- * "Memory per rollout"); the arrays they held are freed.
+ * "Memory per rollout"); the arrays they held are freed. A view of `knownPrefix` (a prefix the
+ * newest call's prompt was made from) is one without comparing.
  */
-function shareIds(recent: PastCall[], tokens: Uint32Array): void {
+function shareIds(recent: PastCall[], tokens: Uint32Array, knownPrefix: TokenIds | undefined): void {
   for (let i = recent.length - 2; i >= 0; i--) {
     const earlier = recent[i]!;
     if (earlier.tokens instanceof Uint32Array && earlier.tokens.buffer === tokens.buffer) continue;
-    if (startsWithIds(tokens, earlier.tokens)) recent[i] = { callId: earlier.callId, tokens: tokens.subarray(0, earlier.tokens.length) };
+    if (isViewPrefix(earlier.tokens, knownPrefix) || startsWithIds(tokens, earlier.tokens)) recent[i] = { callId: earlier.callId, tokens: tokens.subarray(0, earlier.tokens.length) };
   }
 }
 

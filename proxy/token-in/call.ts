@@ -40,8 +40,13 @@ export type TokenInFields = Pick<ModelCall, "tokenMode" | "chainId" | "chainPare
 export interface TokenInRecord {
   /** The ModelCall fields 50-57. */
   fields(): TokenInFields;
-  /** After the append: the chain moves on to this call when its ids are complete. */
-  recorded(call: ModelCall, rollout: RolloutState): void;
+  /**
+   * A prefix the call's recorded prompt is known to begin with (records/prompt-delta.ts,
+   * `isViewPrefix`): the chain's ids the plan continued, when `prompt` is the plan's own.
+   */
+  knownPrefix(prompt: TokenIds | undefined): TokenIds | undefined;
+  /** After the append: the chain moves on to this call when its ids are complete; `prompt`: the prompt ids recorded. */
+  recorded(call: ModelCall, rollout: RolloutState, prompt: TokenIds | undefined): void;
 }
 
 export interface TokenInCall extends TokenInRecord {
@@ -163,7 +168,9 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       engineRequest: encoder.encode(JSON.stringify(req.recorded)),
       chainAnswer: answer ? encoder.encode(JSON.stringify({ content: answer.content, reasoning: answer.reasoning, tool_calls: answer.toolCalls })) : new Uint8Array(0),
     }),
-    recorded(call, state) {
+    // The plan's prompt is the chain's ids (its prompt, for a retry) and what the call appends.
+    knownPrefix: (prompt) => (prompt !== undefined && prompt === plan.prompt && plan.chain ? (plan.prompt === plan.chain.prompt ? plan.chain.prompt : plan.chain.tokens) : undefined),
+    recorded(call, state, recordedPrompt) {
       // The memo was this call's (chatResponse); the next call writes its own. Not kept between
       // calls: its text is the size of the prompt again (docs/performance.md, "Memory per rollout").
       state.idsMemo = {};
@@ -172,7 +179,9 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       // tokens are that array, its prompt a view of its start.
       // With images the recorded ids are the engine's (expanded); the chain keeps its own (collapsed).
       const tokens = images ? joinIds(plan.prompt, call.completionTokenIds) : (state.recent.find((p) => p.callId === call.callId)?.tokens ?? joinIds(plan.prompt, call.completionTokenIds));
-      const prompt = tokens instanceof Uint32Array && startsWithIds(tokens, plan.prompt) ? tokens.subarray(0, plan.prompt.length) : plan.prompt;
+      // Tokens the registry made from the plan's own prompt begin with it (no compare).
+      const fromPlan = !images && recordedPrompt === plan.prompt;
+      const prompt = tokens instanceof Uint32Array && (fromPlan || startsWithIds(tokens, plan.prompt)) ? tokens.subarray(0, plan.prompt.length) : plan.prompt;
       if (prompt !== plan.prompt) keepPromptText(tokens, plan.prompt.length, promptText, plan.chain?.tokens);
       const chains = (state.chains ??= newRolloutChains());
       chains.lost = false;

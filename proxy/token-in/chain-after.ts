@@ -5,7 +5,7 @@
  */
 import type { TokenIds } from "../../records/index.ts";
 import type { Chain } from "../state/chains.ts";
-import { answerKeys } from "./keys.ts";
+import { chainAnswer } from "./keys.ts";
 import type { Plan } from "./plan.ts";
 import type { SentAnswer } from "./chat-answer.ts";
 
@@ -17,7 +17,6 @@ import type { SentAnswer } from "./chat-answer.ts";
  * useChain(chains, chainAfter(chainId, call.callId, plan, joinIds(plan.prompt, call.completionTokenIds), answer));
  */
 export function chainAfter(chainId: string, callId: string, plan: Pick<Plan, "prompt" | "parent" | "keys" | "settings">, tokens: TokenIds, answer: SentAnswer): Chain {
-  const keys = answerKeys(answer);
   return {
     id: chainId,
     lastCall: callId,
@@ -26,8 +25,7 @@ export function chainAfter(chainId: string, callId: string, plan: Pick<Plan, "pr
     tokens,
     keys: plan.keys,
     settings: plan.settings,
-    answer: keys.answer,
-    ...(keys.reasoningAsText ? { answerReasoningAsText: keys.reasoningAsText } : {}),
+    answer: chainAnswer(answer),
     answerEmpty: (answer.content ?? "").trim() === "" && answer.toolCalls.length === 0,
   };
 }

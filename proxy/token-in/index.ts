@@ -90,8 +90,8 @@ export function createTokenIn(options: TokenInOptions): TokenIn {
       const onRouteRefused = auto && route === "generate" ? () => routes.forget(input.rollout) : undefined;
       const call = await prepareTokenInCall(m, { rollout: input.rollout, chat: input.chat, callId: input.callId, engine: input.engine, maxModelLen: contextLength, route, onRouteRefused });
       const recorded = call.recorded;
-      call.recorded = (record, state) => {
-        recorded(record, state);
+      call.recorded = (record, state, prompt) => {
+        recorded(record, state, prompt);
         held.note(state);
       };
       return call;

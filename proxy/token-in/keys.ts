@@ -19,6 +19,7 @@
  * Keys are hashes (64-bit wyhash of the canonical text) so a chain holds 8 bytes of text per message.
  */
 import { pyDumps, pyStrip, tryPyLoads, type PreparedChat, type PyDict, type PyValue } from "../../model/index.ts";
+import type { ChainAnswer } from "../state/chains.ts";
 
 /** A value with dict keys sorted, as canonical text (arguments compared as values, not spelling). */
 function canonical(value: PyValue): string {
@@ -114,24 +115,58 @@ const squash = (text: string) => text.replace(/\s+/gu, "");
  * reasoningAsTextKey({ content: "Done.", reasoning: "Think.", toolCalls: [] }) === runKey([echo], { squashed: true }) // echo: { role: "assistant", content: "Think.\n\nDone." }
  */
 export function reasoningAsTextKey(answer: SentAnswerLike): string | undefined {
-  return answerKeys(answer).reasoningAsText;
+  if (!answer.reasoning || answer.reasoning.trim() === "") return undefined;
+  return assistantKey(squash(answer.reasoning + (answer.content ?? "")), answerCallTexts(answer.toolCalls));
 }
 
 type SentAnswerLike = { content: string | null; reasoning: string | null; toolCalls: readonly { name: string; arguments: string }[] };
 
 /**
- * Both keys of a sent answer (`answerKey`, `reasoningAsTextKey`), its calls read once: what a
- * chain keeps of its last answer (chain-after.ts).
+ * A chain's answer's key (`answerKey`), made the first time the next call compares its echo
+ * with it and kept: made then rather than when the answer is recorded, it runs beside the
+ * echo's own key (the same parser and writer, still in the processor's caches).
  *
  * @example
- * answerKeys({ content: "Done.", reasoning: null, toolCalls: [] }) // { answer: answerKey(…) }
+ * sentAnswerKey(chain.answer) === answerKey(sent) // true
  */
-export function answerKeys(answer: SentAnswerLike): { answer: string; reasoningAsText?: string } {
-  const calls = answerCallTexts(answer.toolCalls);
-  const key = assistantKey(answer.content ?? "", calls);
-  if (!answer.reasoning || answer.reasoning.trim() === "") return { answer: key };
-  return { answer: key, reasoningAsText: assistantKey(squash(answer.reasoning + (answer.content ?? "")), calls) };
+export function sentAnswerKey(answer: ChainAnswer): string {
+  if (answer.key === undefined) {
+    answer.key = answerKey(answer.sent!);
+    if (answer.reasoningAsText !== undefined) answer.sent = undefined;
+  }
+  return answer.key;
 }
+
+/**
+ * Whether the echo `messages` is the chain's answer with its reasoning sent back as text
+ * (`reasoningAsTextKey`, made the first time it is asked and kept).
+ */
+export function echoedReasoningAsText(answer: ChainAnswer, messages: readonly PyDict[]): boolean {
+  if (answer.reasoningAsText === undefined) {
+    answer.reasoningAsText = reasoningAsTextKey(answer.sent!) ?? null;
+    if (answer.key !== undefined) answer.sent = undefined;
+  }
+  return answer.reasoningAsText !== null && runKey(messages, { squashed: true }) === answer.reasoningAsText;
+}
+
+/**
+ * A chain's answer (`ChainAnswer`) for one the harness was sent: kept as sent, its keys made
+ * when they are compared, when its text is short (up to `KEPT_ANSWER_CHARS`); else its keys
+ * now, so a chain does not hold a long reasoning's text.
+ *
+ * @example
+ * chainAnswer({ content: "Done.", reasoning: null, toolCalls: [] }) // { sent: {…}, reasoningAsText: null }
+ */
+export function chainAnswer(sent: SentAnswerLike): ChainAnswer {
+  const reasoningAsText = sent.reasoning && sent.reasoning.trim() !== "" ? undefined : null;
+  let chars = (sent.content?.length ?? 0) + (sent.reasoning?.length ?? 0);
+  for (const call of sent.toolCalls) chars += call.name.length + call.arguments.length;
+  if (chars <= KEPT_ANSWER_CHARS) return { sent: { content: sent.content, reasoning: sent.reasoning, toolCalls: sent.toolCalls }, ...(reasoningAsText === null ? { reasoningAsText } : {}) };
+  return { key: answerKey(sent), reasoningAsText: reasoningAsTextKey(sent) ?? null };
+}
+
+/** The longest answer (its characters) a chain keeps as sent: 8 KiB of UTF-16 at most per chain, against the ~80 KB of a 20k-token chain's ids. */
+export const KEPT_ANSWER_CHARS = 4096;
 
 /**
  * The key of an assistant turn that spans several consecutive assistant messages of the
@@ -150,6 +185,19 @@ export function runKey(messages: readonly PyDict[], o: { squashed?: boolean } = 
 }
 
 /**
+ * `runKey` of `conversation[from..end)`, where `keys` are the conversation's message keys: an
+ * echo of one message whose content is text has the key its message already has (`messageKey`
+ * writes an assistant message as `runKey` does), so its calls are not written again.
+ *
+ * @example
+ * echoKey(conversation, keys, 3, 4) === runKey(conversation.slice(3, 4)) // true
+ */
+export function echoKey(conversation: readonly PyDict[], keys: readonly string[], from: number, end: number): string {
+  if (end === from + 1 && textOf(conversation[from]!.get("content")) !== undefined) return keys[from]!;
+  return runKey(conversation.slice(from, end));
+}
+
+/**
  * The key of what renders the conversation around its messages: the tools and every template
  * variable (enable_thinking, documents, …) except add_generation_prompt.
  *
@@ -157,10 +205,35 @@ export function runKey(messages: readonly PyDict[], o: { squashed?: boolean } = 
  * settingsKey(model.prepare({ messages, tools })) !== settingsKey(model.prepare({ messages, tools: otherTools })) // true
  */
 export function settingsKey(prepared: PreparedChat): string {
-  const vars = [...prepared.variables].filter(([k]) => k !== "add_generation_prompt").sort(([a], [b]) => (a < b ? -1 : 1));
-  // Tools are compared in their order: the system block lists them in it.
-  return hash(vars.map(([k, v]) => `${k}=${k === "tools" ? toolsText(v) : canonical(v)}`).join("\u0001"));
+  let tools: PyValue | undefined;
+  const others: [string, PyValue][] = [];
+  for (const [k, v] of prepared.variables) {
+    if (k === "tools") tools = v;
+    else if (k !== "add_generation_prompt") others.push([k, v]);
+  }
+  if (others.length > 1) others.sort(([a], [b]) => (a < b ? -1 : 1));
+  const othersText = others.map(([k, v]) => `${k}=${canonical(v)}`);
+  // Tools are compared in their order: the system block lists them in it. Written where `tools`
+  // sorts among the other variables (the key's text is the variables' in name order).
+  const text = () => {
+    if (!prepared.variables.has("tools")) return othersText.join("\u0001");
+    const at = others.findIndex(([k]) => k > "tools");
+    const parts = othersText.slice();
+    parts.splice(at < 0 ? parts.length : at, 0, `tools=${toolsText(tools!)}`);
+    return parts.join("\u0001");
+  };
+  // A tool list preprocessed before is the same array again: it keeps its last key, with the
+  // other variables' text it was made with (a rollout's calls send the same).
+  if (!Array.isArray(tools)) return hash(text());
+  const othersKey = othersText.join("\u0001");
+  const last = settingsKeys.get(tools);
+  if (last !== undefined && last.others === othersKey) return last.key;
+  const key = hash(text());
+  settingsKeys.set(tools, { others: othersKey, key });
+  return key;
 }
+
+const settingsKeys = new WeakMap<readonly PyValue[], { others: string; key: string }>();
 
 /** The tools as text; a tool list preprocessed before is the same array again (model/preprocess.ts's cache). */
 function toolsText(tools: PyValue): string {

@@ -15,7 +15,7 @@ import { ChainStart } from "../../schemas/index.ts";
 import { AppendError, type Model, type PreparedChat } from "../../model/index.ts";
 import { joinIds, type TokenIds } from "../../records/index.ts";
 import type { Chain, RolloutChains } from "../state/chains.ts";
-import { messageKey, runKey, settingsKey } from "./keys.ts";
+import { echoKey, echoedReasoningAsText, messageKey, sentAnswerKey, settingsKey } from "./keys.ts";
 import { wholePrompt } from "./whole-prompts.ts";
 
 export interface Plan {
@@ -80,8 +80,7 @@ export function planCall(model: Model, chains: RolloutChains, prepared: Prepared
     // The assistant turn after the held messages: the echo of the chain's answer.
     let end = held;
     while (end < conversation.length && conversation[end]!.get("role") === "assistant") end++;
-    const echo = conversation.slice(held, end);
-    const echoed = end > held ? runKey(echo) === chain.answer || (chain.answerReasoningAsText !== undefined && runKey(echo, { squashed: true }) === chain.answerReasoningAsText) : chain.answerEmpty;
+    const echoed = end > held ? echoKey(conversation, keys, held, end) === sentAnswerKey(chain.answer) || echoedReasoningAsText(chain.answer, conversation.slice(held, end)) : chain.answerEmpty;
     if (!echoed) {
       note(chain, shared, ChainStart.ANSWER_CHANGED, `chain ${chain.id}: message ${held} is not the answer the harness was sent (${end > held ? "its text or tool calls differ" : "it is missing"})`);
       continue;
