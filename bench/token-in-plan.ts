@@ -31,7 +31,7 @@ import { chainAfter } from "../proxy/token-in/chain-after.ts";
 import { newRolloutChains, useChain } from "../proxy/state/chains.ts";
 import { chainPromptText, keepPromptText } from "../proxy/token-in/prompt-texts.ts";
 import { engineRequest } from "../proxy/token-in/engine-request.ts";
-import { IDS_PLACEHOLDER, withIdsText } from "../proxy/token-in/ids-text.ts";
+import { IDS_PLACEHOLDER, withIdsBytes } from "../proxy/token-in/ids-text.ts";
 import { benchFlags } from "./lib/flags.ts";
 import { recordToolLoop } from "./lib/record-tool-loop.ts";
 
@@ -76,7 +76,7 @@ function conversation(id: string, t: Record<Step, number>): void {
     lap("plan");
     const promptText = chainPromptText(plan.prompt, plan.chain?.tokens);
     const req = engineRequest("vllm", chat, plan.prompt, { maxModelLen: 131072, topLogprobs: 0, route: "generate" });
-    sink += encoder.encode(withIdsText(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER }), promptText)).length;
+    sink += withIdsBytes(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER }), promptText).length;
     lap("request");
     const tokens = joinIds(plan.prompt, call.outputIds);
     keepPromptText(tokens, plan.prompt.length, promptText, plan.chain?.tokens);

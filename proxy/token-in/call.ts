@@ -24,7 +24,7 @@ import { planCall, type Plan } from "./plan.ts";
 import { engineRequest, VLLM_GENERATE_PATH, type TokenInRoute } from "./engine-request.ts";
 import { callImages, echoProblem } from "./images.ts";
 import { engineAnswerReader, type EngineAnswerReader } from "./engine-answer.ts";
-import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
+import { IDS_PLACEHOLDER, withIdsBytes } from "./ids-text.ts";
 import { chainPromptText, keepPromptText } from "./prompt-texts.ts";
 import { heldMessages, previousMessages } from "./previous-messages.ts";
 import { chatJsonAnswer, chatStreamResponse, type ChatAnswerContext, type SentAnswer } from "./chat-answer.ts";
@@ -130,7 +130,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
   return {
     path: req.path,
     // The prompt ids as the text already written for them (ids-text.ts).
-    bytes: encoder.encode(withIdsText(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER }), promptText)),
+    bytes: withIdsBytes(JSON.stringify({ ...req.body, [req.promptKey]: IDS_PLACEHOLDER }), promptText),
     chatBody: chat,
     sampling: samplingOf("chat", { ...chat, max_tokens: req.maxTokens }, engine.adapter),
     plan,
