@@ -168,26 +168,29 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       engineRequest: encoder.encode(JSON.stringify(req.recorded)),
       chainAnswer: answer ? encoder.encode(JSON.stringify({ content: answer.content, reasoning: answer.reasoning, tool_calls: answer.toolCalls })) : new Uint8Array(0),
     }),
-    // The plan's prompt is the chain's ids (its prompt, for a retry) and what the call appends.
-    knownPrefix: (prompt) => (prompt !== undefined && prompt === plan.prompt && plan.chain ? (plan.prompt === plan.chain.prompt ? plan.chain.prompt : plan.chain.tokens) : undefined),
+    knownPrefix: (prompt) => (prompt !== undefined && prompt === plan.prompt ? planPrefix(plan) : undefined),
     recorded(call, state, recordedPrompt) {
       // The memo was this call's (chatResponse); the next call writes its own. Not kept between
       // calls: its text is the size of the prompt again (docs/performance.md, "Memory per rollout").
       state.idsMemo = {};
       if (!answer || call.status !== CallStatus.OK || call.tokenStatus !== TokenStatus.COMPLETE) return;
-      // The chain holds the ids the rollout's prompt-delta history holds (one array): its
-      // tokens are that array, its prompt a view of its start.
-      // With images the recorded ids are the engine's (expanded); the chain keeps its own (collapsed).
+      // The chain holds the ids the rollout's prompt-delta history holds (one array): its tokens
+      // are that array (made from the plan's own prompt, they begin with it), its prompt a view of
+      // its start. With images the recorded ids are the engine's (expanded); the chain keeps its own.
       const tokens = images ? joinIds(plan.prompt, call.completionTokenIds) : (state.recent.find((p) => p.callId === call.callId)?.tokens ?? joinIds(plan.prompt, call.completionTokenIds));
-      // Tokens the registry made from the plan's own prompt begin with it (no compare).
-      const fromPlan = !images && recordedPrompt === plan.prompt;
-      const prompt = tokens instanceof Uint32Array && (fromPlan || startsWithIds(tokens, plan.prompt)) ? tokens.subarray(0, plan.prompt.length) : plan.prompt;
+      const prompt = tokens instanceof Uint32Array && ((!images && recordedPrompt === plan.prompt) || startsWithIds(tokens, plan.prompt)) ? tokens.subarray(0, plan.prompt.length) : plan.prompt;
       if (prompt !== plan.prompt) keepPromptText(tokens, plan.prompt.length, promptText, plan.chain?.tokens);
       const chains = (state.chains ??= newRolloutChains());
       chains.lost = false;
       useChain(chains, chainAfter(chainId, call.callId, { ...plan, prompt }, tokens, answer));
     },
   };
+}
+
+/** The ids the plan's prompt was made from: the chain's (its prompt, for a retry), then what the call appends. */
+function planPrefix(plan: Plan): TokenIds | undefined {
+  if (!plan.chain) return undefined;
+  return plan.prompt === plan.chain.prompt ? plan.chain.prompt : plan.chain.tokens;
 }
 
 /** The request rendered as the model renders it, and its place in the rollout's chains (restored first after a restart). */
