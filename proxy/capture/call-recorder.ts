@@ -6,7 +6,7 @@
  */
 import { CallStatus, messageFactory, Protocol, RecordSchema, TokenStatus, UsageSchema, type ModelCall, type Record as ForgeRecord } from "../../schemas/index.ts";
 import { createContentWriter, RecorderError, type ContentWriterOptions, type SegmentLog } from "../../records/index.ts";
-import { promptDelta } from "../../records/index.ts";
+import { promptDelta, type TokenIds } from "../../records/index.ts";
 import { tokenVerdict, type TokenCapture } from "./tokens.ts";
 import { servedVersion } from "./served-version.ts";
 import type { ProxyMetrics } from "../metrics.ts";
@@ -91,7 +91,10 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
     health,
     append: (record) => void append(record),
     record(call) {
-      const modelCall = completeRecord(call);
+      const prompt = call.capture.promptTokenIds;
+      // A prefix of the prompt its maker knows (token-in's chain): compared by neither the delta nor the history.
+      const knownPrefix = call.tokenIn?.knownPrefix(prompt);
+      const modelCall = completeRecord(call, knownPrefix);
       const record = newRecord({ kind: { case: "modelCall", value: modelCall } });
       const upstream = call.upstreamRequestBody ?? EMPTY;
       // Built for the segment the log is on; when the append would start a new one, built again
@@ -112,8 +115,7 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
         }
         segment = result.segment;
       }
-      const prompt = call.capture.promptTokenIds;
-      registry.noteCall(call.rollout, modelCall, prompt, call.tokenIn?.knownPrefix(prompt));
+      registry.noteCall(call.rollout, modelCall, prompt, knownPrefix);
       call.tokenIn?.recorded(modelCall, call.rollout, prompt);
       countCall(metrics, call);
       return modelCall;
@@ -125,13 +127,13 @@ export function createCallRecorder(log: SegmentLog, registry: RolloutRegistry, m
  * The call's record with what its end decides: the token view (prompt as a delta of an earlier
  * call's), the token verdict, usage, the served version, latency.
  */
-function completeRecord(call: RecordableCall): ModelCall {
+function completeRecord(call: RecordableCall, knownPrefix: TokenIds | undefined): ModelCall {
   const modelCall = call.record;
   const cap = call.capture;
   const ok = modelCall.status === CallStatus.OK;
   const prompt = cap.promptTokenIds;
   const verdict = tokenVerdict(cap, { train: call.train, ok, failure: modelCall.error, echo: call.echo });
-  const delta = prompt ? promptDelta(prompt, call.rollout.recent, call.tokenIn?.knownPrefix(prompt)) : undefined;
+  const delta = prompt ? promptDelta(prompt, call.rollout.recent, knownPrefix) : undefined;
   const endPerf = performance.now();
   const u = cap.usage;
   // Served by the rollout's own servers: the version they reported for this call's tokens.

@@ -115,11 +115,13 @@ const squash = (text: string) => text.replace(/\s+/gu, "");
  * reasoningAsTextKey({ content: "Done.", reasoning: "Think.", toolCalls: [] }) === runKey([echo], { squashed: true }) // echo: { role: "assistant", content: "Think.\n\nDone." }
  */
 export function reasoningAsTextKey(answer: SentAnswerLike): string | undefined {
-  if (!answer.reasoning || answer.reasoning.trim() === "") return undefined;
+  if (!hasReasoning(answer)) return undefined;
   return assistantKey(squash(answer.reasoning + (answer.content ?? "")), answerCallTexts(answer.toolCalls));
 }
 
 type SentAnswerLike = { content: string | null; reasoning: string | null; toolCalls: readonly { name: string; arguments: string }[] };
+
+const hasReasoning = (answer: SentAnswerLike): answer is SentAnswerLike & { reasoning: string } => !!answer.reasoning && answer.reasoning.trim() !== "";
 
 /**
  * A chain's answer's key (`answerKey`), made the first time the next call compares its echo
@@ -158,7 +160,7 @@ export function echoedReasoningAsText(answer: ChainAnswer, messages: readonly Py
  * chainAnswer({ content: "Done.", reasoning: null, toolCalls: [] }) // { sent: {…}, reasoningAsText: null }
  */
 export function chainAnswer(sent: SentAnswerLike): ChainAnswer {
-  const reasoningAsText = sent.reasoning && sent.reasoning.trim() !== "" ? undefined : null;
+  const reasoningAsText = hasReasoning(sent) ? undefined : null;
   let chars = (sent.content?.length ?? 0) + (sent.reasoning?.length ?? 0);
   for (const call of sent.toolCalls) chars += call.name.length + call.arguments.length;
   if (chars <= KEPT_ANSWER_CHARS) return { sent: { content: sent.content, reasoning: sent.reasoning, toolCalls: sent.toolCalls }, ...(reasoningAsText === null ? { reasoningAsText } : {}) };
@@ -205,32 +207,19 @@ export function echoKey(conversation: readonly PyDict[], keys: readonly string[]
  * settingsKey(model.prepare({ messages, tools })) !== settingsKey(model.prepare({ messages, tools: otherTools })) // true
  */
 export function settingsKey(prepared: PreparedChat): string {
-  let tools: PyValue | undefined;
-  const others: [string, PyValue][] = [];
-  for (const [k, v] of prepared.variables) {
-    if (k === "tools") tools = v;
-    else if (k !== "add_generation_prompt") others.push([k, v]);
-  }
-  if (others.length > 1) others.sort(([a], [b]) => (a < b ? -1 : 1));
-  const othersText = others.map(([k, v]) => `${k}=${canonical(v)}`);
-  // Tools are compared in their order: the system block lists them in it. Written where `tools`
-  // sorts among the other variables (the key's text is the variables' in name order).
-  const text = () => {
-    if (!prepared.variables.has("tools")) return othersText.join("\u0001");
-    const at = others.findIndex(([k]) => k > "tools");
-    const parts = othersText.slice();
-    parts.splice(at < 0 ? parts.length : at, 0, `tools=${toolsText(tools!)}`);
-    return parts.join("\u0001");
-  };
+  const vars = [...prepared.variables].filter(([k]) => k !== "add_generation_prompt").sort(([a], [b]) => (a < b ? -1 : 1));
+  // Tools are compared in their order: the system block lists them in it.
+  const key = () => hash(vars.map(([k, v]) => `${k}=${k === "tools" ? toolsText(v) : canonical(v)}`).join("\u0001"));
   // A tool list preprocessed before is the same array again: it keeps its last key, with the
   // other variables' text it was made with (a rollout's calls send the same).
-  if (!Array.isArray(tools)) return hash(text());
-  const othersKey = othersText.join("\u0001");
+  const tools = prepared.variables.get("tools");
+  if (!Array.isArray(tools)) return key();
+  const others = vars.flatMap(([k, v]) => (k === "tools" ? [] : [`${k}=${canonical(v)}`])).join("\u0001");
   const last = settingsKeys.get(tools);
-  if (last !== undefined && last.others === othersKey) return last.key;
-  const key = hash(text());
-  settingsKeys.set(tools, { others: othersKey, key });
-  return key;
+  if (last !== undefined && last.others === others) return last.key;
+  const made = key();
+  settingsKeys.set(tools, { others, key: made });
+  return made;
 }
 
 const settingsKeys = new WeakMap<readonly PyValue[], { others: string; key: string }>();
