@@ -78,8 +78,17 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
   // The last unterminated call json.loads read whole: the same bounds in a text that extends it are the same text.
   const completeSeen: CompleteSeen = { start: -1, end: -1 };
 
+  // Where `<tool_call>` first starts in the texts since the last reset (-1: not yet), and the
+  // length of the last text searched: a text that extends it can only have a first start
+  // where the last one had none, so the search goes on from there instead of the whole text.
+  let startAt = -1;
+  let searched = 0;
   const extractContent = (text: string): string | null => {
-    const at = text.indexOf(START);
+    if (startAt < 0) {
+      startAt = text.indexOf(START, Math.max(0, searched - START.length + 1));
+      searched = text.length;
+    }
+    const at = startAt;
     const sendable = at >= 0 ? at : text.length - partialTagOverlap(text, START);
     if (sendable > sentContent) {
       const content = text.slice(sentContent, sendable);
@@ -101,6 +110,8 @@ export function hermesToolParser(ctx: ParserContext): ToolCallParser {
       if (args.previousText !== lastText && !text.startsWith(lastText)) {
         for (const call of calls) call.argsAt = undefined;
         completeSeen.start = completeSeen.end = -1;
+        startAt = -1;
+        searched = 0;
       }
       lastText = text;
       const content = extractContent(text);

@@ -57,6 +57,32 @@ export function withChunkSource(source: ChunkSource, serialise: (item: ChunkItem
 }
 
 /**
+ * A `text/event-stream` Response that carries `source` for the pipeline alone, with no body:
+ * what the pipeline reads as objects needs no byte stream made beside it (a ReadableStream
+ * and its Response cost ~6 µs of a token-in call in the proxy, docs/performance.md). Only for
+ * a caller that reads it with `chunkSourceOf`, which `takesChunkObjects` says the pipeline does.
+ *
+ * @example
+ * return objectsOnly ? chunkSourceResponse(source, headers) : withChunkSource(source, serialise, headers);
+ */
+export function chunkSourceResponse(source: ChunkSource, headers: Record<string, string>): Response {
+  const response = new Response(null, { status: 200, headers });
+  (response as unknown as { [SOURCE]: ChunkSource })[SOURCE] = source;
+  return response;
+}
+
+/**
+ * Whether the pipeline reads a streamed answer the proxy made as chunk objects: unless the
+ * harness asked for ids (then its prompt ids are written as the text made for them: the bytes).
+ *
+ * @example
+ * takesChunkObjects({ tokenIds: false }) // true
+ */
+export function takesChunkObjects(wants: { tokenIds: boolean; sglext?: boolean }): boolean {
+  return !wants.tokenIds && !wants.sglext;
+}
+
+/**
  * The chunk objects behind `response`, when the proxy made it with `withChunkSource` and its
  * body was not read; undefined for an upstream's own answer.
  *

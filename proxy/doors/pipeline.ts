@@ -13,6 +13,7 @@ import { restoreHidden } from "./hidden-strings.ts";
 import { engineError } from "../engines/errors.ts";
 import { samplingOf } from "../engines/sampling.ts";
 import { appendFieldsBody } from "../capture/append-fields.ts";
+import { takesChunkObjects } from "../capture/chunk-source.ts";
 import { ProxyHttpError } from "../errors.ts";
 import { decodeUtf8Chunks } from "../body.ts";
 import type { RolloutState } from "../state/rollouts.ts";
@@ -100,7 +101,7 @@ async function callUpstream(call: CallInFlight): Promise<Response> {
     return call.fail(sent.error, status);
   }
   // Token-in: the engine's completion, as the Chat answer the engine's chat route would give.
-  const response = call.tokenIn ? call.tokenIn.chatResponse(sent.response) : sent.response;
+  const response = call.tokenIn ? call.tokenIn.chatResponse(sent.response, { objects: takesChunkObjects(call.prepared.wants) }) : sent.response;
   call.firstByte(sent.headersAt);
   if (!response.ok) return answerUpstreamError(call, response);
   const isStream = (response.headers.get("content-type") ?? "").includes("text/event-stream");

@@ -20,7 +20,7 @@ import { CallStatus } from "../../schemas/index.ts";
 import { captureAndStrip, emptyAfterStrip } from "../capture/tokens.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
 import { createSseRewriter, type SseRewriter } from "../capture/sse-rewriter.ts";
-import { chunkSourceOf, type ChunkBatch, type ChunkItem } from "../capture/chunk-source.ts";
+import { chunkSourceOf, takesChunkObjects, type ChunkBatch, type ChunkItem } from "../capture/chunk-source.ts";
 import type { PreparedCall, StreamTranslator } from "./types.ts";
 import type { CallInFlight } from "./call-in-flight.ts";
 import { concatBytes } from "../../lib/index.ts";
@@ -90,7 +90,7 @@ class StreamRelay {
     this.translator = call.prepared.translateStream?.();
     // An answer the proxy made itself (token-in) comes as chunk objects, unless the harness asked
     // for ids (then its prompt ids are written as the text made for them: the bytes).
-    const chunks = call.prepared.wants.tokenIds || call.prepared.wants.sglext ? undefined : chunkSourceOf(upstream);
+    const chunks = takesChunkObjects(call.prepared.wants) ? chunkSourceOf(upstream) : undefined;
     this.reader = chunks ?? upstream.body!.getReader();
     this.rewriter = createSseRewriter(this.onEvent);
     call.request.signal.addEventListener("abort", this.onClientAbort, { once: true });

@@ -57,8 +57,12 @@ export interface TokenInCall extends TokenInRecord {
   /** The Chat request the prompt was rendered from (the harness's, with the rollout's sampling). */
   chatBody: Record<string, any>;
   sampling: SamplingParams;
-  /** The engine's answer as a Chat answer (JSON or SSE); an error answer passes as it came. */
-  chatResponse(engine: Response): Response;
+  /**
+   * The engine's answer as a Chat answer (JSON or SSE); an error answer passes as it came.
+   * `objects`: the caller reads a streamed answer as chunk objects only (capture/chunk-source.ts,
+   * `chunkSourceResponse`), so no byte stream is made for it.
+   */
+  chatResponse(engine: Response, o?: { objects?: boolean }): Response;
   plan: Plan;
 }
 
@@ -134,7 +138,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
     chatBody: chat,
     sampling: samplingOf("chat", { ...chat, max_tokens: req.maxTokens }, engine.adapter),
     plan,
-    chatResponse(response) {
+    chatResponse(response, o) {
       const refusedBy = response.status === 404 ? "404" : response.status === 403 && req.path === VLLM_GENERATE_PATH ? "403" : "";
       if (refusedBy) {
         input.onRouteRefused?.();
@@ -144,7 +148,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       if (images) {
         // The engine's echo is the prompt recorded: no memo of the proxy's ids to read it against.
         const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
-        if (stream) return chatStreamResponse(context, response.body);
+        if (stream) return chatStreamResponse(context, response.body, o?.objects);
         return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
       }
       // The answer carries the prompt ids as promptText: the rollout's id memo (which the
@@ -154,7 +158,7 @@ export async function prepareTokenInCall(model: Model, input: PrepareInput): Pro
       rollout.idsMemo = { text: promptText, ids: plan.prompt instanceof Uint32Array ? plan.prompt : Uint32Array.from(plan.prompt), ends: NO_ENDS };
       context.idsMemo = rollout.idsMemo;
       const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
-      if (stream) return chatStreamResponse(context, response.body);
+      if (stream) return chatStreamResponse(context, response.body, o?.objects);
       return new Response(response.body.pipeThrough(wholeBody((text) => chatJsonAnswer(context, text))), { status: 200, headers: { "content-type": "application/json" } });
     },
     fields: () => ({

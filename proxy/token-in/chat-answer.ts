@@ -18,7 +18,7 @@ import { idArray } from "./engine-request.ts";
 import { contextAfter, logprobTokenText } from "./logprob-tokens.ts";
 import { parseAnswer, type IdsMemo } from "../capture/answer-json.ts";
 import type { TokenIds } from "../../records/index.ts";
-import { withChunkSource, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
+import { chunkSourceResponse, withChunkSource, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
 import { answerUsage, continuousUsage, streamUsage } from "./usage.ts";
 
 /** The assistant message the harness was sent (accumulated from a stream's deltas). */
@@ -61,6 +61,7 @@ export interface ChatAnswerContext {
 
 const encoder = new TextEncoder();
 const FINGERPRINT = "forge-token-in";
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8" };
 
 /**
  * The answer's prompt_token_ids in `json` (written with `promptIdsOf` where they go): the
@@ -89,11 +90,16 @@ function stringifyAnswer(c: ChatAnswerContext, value: Record<string, unknown>): 
  * last few: a token that cuts a UTF-8 character is written as vLLM's engine decodes it,
  * logprob-tokens.ts).
  */
-function logprobEntries(c: ChatAnswerContext, ids: readonly number[], logprobs: readonly number[], top: EngineStep["top"] | undefined, before: readonly number[]) {
+function logprobEntries(c: ChatAnswerContext, ids: readonly number[], logprobs: readonly number[], top: EngineStep["top"] | undefined, before: readonly number[]): Record<string, unknown>[] {
+  // What the pipeline records when the harness did not ask for logprobs (the common case, per chunk): the values alone.
+  if (!c.logprobs) {
+    const entries = new Array<{ logprob: number | null }>(ids.length);
+    for (let i = 0; i < ids.length; i++) entries[i] = { logprob: Number.isNaN(logprobs[i]!) ? null : logprobs[i]! };
+    return entries;
+  }
   const decode = (list: number[]) => c.model.tokenizer.decode(list);
   return ids.map((id, i) => {
     const logprob = Number.isNaN(logprobs[i]!) ? null : logprobs[i]!;
-    if (!c.logprobs) return { logprob };
     const context = contextAfter(before, ids.slice(0, i));
     const token = logprobTokenText(decode, id, context);
     return {
@@ -216,7 +222,8 @@ function chunkDelta(d: DeltaMessage): Record<string, unknown> {
 /**
  * The Chat stream for an engine stream, as a Response: the pipeline takes its chunk objects
  * (capture/chunk-source.ts: captured, stripped and serialised once there), any other reader
- * gets Chat SSE bytes. Each engine step is derendered as vLLM's chat route streams it; a step
+ * gets Chat SSE bytes (`objectsOnly`: the caller takes the objects, and the Response has no
+ * body). Each engine step is derendered as vLLM's chat route streams it; a step
  * whose delta is not sent yet (a tool call's opening tokens) carries its ids and logprobs into
  * the next chunk, so every sampled id is in exactly one chunk. An engine error event is passed
  * on as vLLM writes one (`data: {"error"}`); an engine stream that ends without its last step
@@ -225,11 +232,12 @@ function chunkDelta(d: DeltaMessage): Record<string, unknown> {
  * @example
  * return chatStreamResponse(ctx, engineResponse.body!);
  */
-export function chatStreamResponse(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>): Response {
+export function chatStreamResponse(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>, objectsOnly = false): Response {
   const source = chatStreamSource(c, engine);
+  if (objectsOnly) return chunkSourceResponse(source, SSE_HEADERS);
   // As bytes, the first chunk's prompt ids are the text written once for the call (ids-text.ts).
   const serialise = (item: ChunkItem) => `data: ${typeof item === "string" ? item : item.prompt_token_ids === promptIdsObject(c) ? stringifyWithPromptText(c, item) : JSON.stringify(item)}\n\n`;
-  return withChunkSource(source, serialise, { "content-type": "text/event-stream; charset=utf-8" });
+  return withChunkSource(source, serialise, SSE_HEADERS);
 }
 
 /** The prompt ids a chunk object carries when they are the call's prompt: the memo's array (the pipeline captures it as is). */
@@ -282,9 +290,13 @@ function streamChoice(c: ChatAnswerContext, result: DerenderedStep, step: Engine
 type DerenderedStep = ReturnType<ReturnType<typeof chatStreamDerenderer>["push"]>;
 
 function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>): ChunkSource {
-  const reader = engine.getReader();
+  // The reader and the derenderer are made where they are first used (the first read, the first
+  // step), not when the answer's headers come: each is then made beside the code and data that
+  // use it at once (measured in the proxy, docs/performance.md).
+  const openReader = () => engine.getReader();
+  let reader: ReturnType<typeof openReader> | undefined;
+  let derender: ReturnType<typeof chatStreamDerenderer> | undefined;
   const sse = createSseDecoder();
-  const derender = chatStreamDerenderer(c.model, c.options);
   const id = `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
   const created = Math.floor(Date.now() / 1000);
   const head = { id, object: "chat.completion.chunk", created, model: c.modelName };
@@ -306,7 +318,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     if (ended) return;
     if (data === "[DONE]") {
       ended = true;
-      if (finished) out.push({ ...head, choices: [], usage: streamUsage(tokenCounts(c, completion), derender.reasoningTokens()), system_fingerprint: FINGERPRINT }, "[DONE]");
+      if (finished) out.push({ ...head, choices: [], usage: streamUsage(tokenCounts(c, completion), derender!.reasoningTokens()), system_fingerprint: FINGERPRINT }, "[DONE]");
       return;
     }
     const parsed = engineEvent(c, data);
@@ -317,10 +329,11 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
     }
     const step = c.reader.read(parsed.event);
     if (!step || finished) return;
+    const d = (derender ??= chatStreamDerenderer(c.model, c.options));
     if (!started) {
       started = true;
       const prompt = promptIdsOf(c, step.promptIds);
-      const usage = c.continuousUsage ? { usage: continuousUsage(c.prompt.length, 0, derender.reasoningTokens()) } : {};
+      const usage = c.continuousUsage ? { usage: continuousUsage(c.prompt.length, 0, d.reasoningTokens()) } : {};
       out.push({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], ...usage, prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt });
     }
     const failed = stepFailure(step, "upstream_bad_stream");
@@ -330,7 +343,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       return;
     }
     completion += step.ids.length;
-    const result = derender.push(step.ids, step.finish);
+    const result = d.push(step.ids, step.finish);
     // A step sent at once (the common case) is its own arrays; held steps are joined (concat, not spread arguments).
     heldIds = heldIds.length === 0 ? step.ids : heldIds.concat(step.ids);
     heldLogprobs = heldLogprobs.length === 0 ? step.logprobs : heldLogprobs.concat(step.logprobs);
@@ -348,7 +361,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       c.onAnswer(sent);
     }
     const chunk: Record<string, unknown> = { id, object: head.object, created, model: head.model, choices: [choice] };
-    if (c.continuousUsage) chunk.usage = continuousUsage(c.prompt.length, completion, derender.reasoningTokens());
+    if (c.continuousUsage) chunk.usage = continuousUsage(c.prompt.length, completion, d.reasoningTokens());
     out.push(chunk);
   };
 
@@ -357,7 +370,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       let bytes = 0;
       for (;;) {
         if (drained) return { done: true };
-        const next = await reader.read();
+        const next = await (reader ??= openReader()).read();
         const items: ChunkItem[] = [];
         if (next.done) {
           drained = true;
@@ -373,7 +386,7 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
       }
     },
     cancel(reason) {
-      void reader.cancel(reason).catch(() => {});
+      void (reader ?? engine).cancel(reason).catch(() => {});
     },
   };
 }

@@ -69,7 +69,13 @@ function vllmGenerateReader(top: boolean): EngineAnswerReader {
       if (!choice) return undefined;
       const ids: number[] = Array.isArray(choice.token_ids) ? choice.token_ids : [];
       const rows: any[] = Array.isArray(choice.logprobs?.content) ? choice.logprobs.content : [];
-      const step: EngineStep = { ids, logprobs: ids.map((_, i) => (typeof rows[i]?.logprob === "number" ? rows[i].logprob : Number.NaN)) };
+      // Loops, not map closures: this runs once per engine event.
+      const logprobs = new Array<number>(ids.length);
+      for (let i = 0; i < ids.length; i++) {
+        const logprob = rows[i]?.logprob;
+        logprobs[i] = typeof logprob === "number" ? logprob : Number.NaN;
+      }
+      const step: EngineStep = { ids, logprobs };
       if (top && rows.length > 0) step.top = ids.map((_, i) => (Array.isArray(rows[i]?.top_logprobs) ? rows[i].top_logprobs : []).map((t: any) => ({ token: t.token_id as number, logprob: t.logprob as number })));
       // The prompt it ran comes once (the first chunk of a stream).
       if (!promptSeen && (Array.isArray(event.prompt_token_ids) || event.prompt_token_ids instanceof Uint32Array)) {
