@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { bodySpans } from "./body-spans.ts";
+import { bodySpans, scannedBodySpans } from "./body-spans.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -77,5 +77,36 @@ describe("bodySpans", () => {
   test("deep nesting is walked without recursion", () => {
     const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
     expect(texts(`{"a":${deep}}`)!.pieces).toEqual([deep]);
+  });
+});
+
+describe("the messages' spans", () => {
+  const messagesOf = (body: string, options = {}) => {
+    const bytes = encoder.encode(body);
+    return bodySpans(bytes, options)?.messages?.map((s) => decoder.decode(bytes.subarray(s.start, s.end)));
+  };
+
+  test("every element of the top-level messages array, whatever its size", () => {
+    const body = '{"model":"m","messages":[{"r":"a"}, "x" ,{"role":"user","content":"a longer message"}],"input":[{"y":1}]}';
+    expect(messagesOf(body, { minPiece: 32 })).toEqual(['{"r":"a"}', '"x"', '{"role":"user","content":"a longer message"}']);
+    expect(messagesOf('{"messages":[]}')).toEqual([]);
+    // Not read where the bytes cannot say which array JSON.parse takes, or there is none.
+    expect(messagesOf('{"model":"m"}')).toBeUndefined();
+    expect(messagesOf('{"messages":null}')).toBeUndefined();
+    expect(messagesOf('{"messages":[{"a":1}],"messages":[{"b":2}]}')).toBeUndefined();
+    expect(JSON.parse('{"messages":[{"a":1}],"m\\u0065ssages":[{"b":2}]}').messages).toEqual([{ b: 2 }]);
+    expect(messagesOf('{"messages":[{"a":1}],"m\\u0065ssages":[{"b":2}]}')).toBeUndefined();
+    expect(messagesOf('{"m\\u0065ssages":[{"b":2}],"messages":[{"a":1}]}')).toBeUndefined();
+  });
+
+  test("scannedBodySpans scans a body once per options, and again for other options", () => {
+    const bytes = encoder.encode('{"model":"m","messages":[{"role":"user","content":"hello there, a message"}]}');
+    const first = scannedBodySpans(bytes, { minPiece: 32, minString: 256 });
+    expect(scannedBodySpans(bytes, { minPiece: 32, minString: 256 })).toBe(first);
+    expect(first).toEqual(bodySpans(bytes, { minPiece: 32, minString: 256 })!);
+    const other = scannedBodySpans(bytes, { minPiece: 1 });
+    expect(other).not.toBe(first);
+    expect(other).toEqual(bodySpans(bytes, { minPiece: 1 })!);
+    expect(scannedBodySpans(encoder.encode("[1]"))).toBeUndefined();
   });
 });

@@ -31,6 +31,13 @@ export type BodySpans = {
   pieces: PieceSpan[];
   /** Long strings' contents and base64 text inside the pieces, in order, not overlapping. */
   cuts: CutSpan[];
+  /**
+   * Every element of the top-level `messages` array, whatever its size (token-in knows a resent
+   * conversation by a digest of their bytes, model/preprocess.ts); undefined when the body has
+   * no such array, or when a top-level key is written with an escape or twice (then which array
+   * JSON.parse takes is not read from the bytes here).
+   */
+  messages?: Span[];
 };
 
 export type SpanOptions = {
@@ -46,6 +53,7 @@ type Limits = { minBase64: number; minString: number };
 
 /** Top-level keys whose arrays are split per element: the conversation, resent with every call. */
 const SPLIT_KEYS = ["messages", "input"].map((k) => new TextEncoder().encode(k));
+const MESSAGES = SPLIT_KEYS[0]!;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -213,15 +221,21 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
   if (b[i] !== OPEN_OBJECT) return undefined;
   i = skipSpace(b, i + 1);
   if (b[i] === CLOSE_OBJECT) return skipSpace(b, i + 1) === b.length ? { pieces, cuts } : undefined;
+  // The messages' spans: undefined until the key is seen; "unread" once the bytes cannot say which array JSON.parse takes.
+  let messages: Span[] | undefined | "unread";
   for (;;) {
     if (b[i] !== QUOTE) return undefined;
     const keyEnd = stringEnd(b, i);
     if (keyEnd < 0) return undefined;
     const split = SPLIT_KEYS.some((word) => equalsAt(b, i + 1, keyEnd - 1, word));
+    const isMessages = split && equalsAt(b, i + 1, keyEnd - 1, MESSAGES);
+    if (isMessages ? messages !== undefined : b.subarray(i + 1, keyEnd - 1).includes(BACKSLASH)) messages = "unread";
+    const elements: Span[] | undefined = isMessages && messages === undefined ? [] : undefined;
     i = skipSpace(b, keyEnd);
     if (b[i] !== COLON) return undefined;
     i = skipSpace(b, i + 1);
     if (split && b[i] === OPEN_ARRAY) {
+      if (elements) messages = elements;
       i = skipSpace(b, i + 1);
       if (b[i] === CLOSE_ARRAY) i++;
       else
@@ -229,6 +243,7 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
           const end = valueEnd(b, i, cuts, limits);
           if (end < 0) return undefined;
           if (end - i >= minPiece) pieces.push({ start: i, end, element: true });
+          elements?.push({ start: i, end });
           i = skipSpace(b, end);
           if (b[i] === COMMA) i = skipSpace(b, i + 1);
           else if (b[i] === CLOSE_ARRAY) {
@@ -242,12 +257,35 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
       if (end - i >= minPiece) pieces.push({ start: i, end, element: false });
       i = end;
     }
+    if (elements && messages === undefined) messages = "unread";
     i = skipSpace(b, i);
     if (b[i] === COMMA) {
       i = skipSpace(b, i + 1);
       continue;
     }
     if (b[i] !== CLOSE_OBJECT || skipSpace(b, i + 1) !== b.length) return undefined;
-    return { pieces, cuts };
+    return messages === undefined || messages === "unread" ? { pieces, cuts } : { pieces, cuts, messages };
   }
+}
+
+/** Each body scanned by `scannedBodySpans`, with the options it was scanned with. */
+const scanned = new WeakMap<Uint8Array, { minPiece: number; minBase64: number; minString: number; spans: BodySpans | undefined }>();
+
+/**
+ * `bodySpans` of a body scanned once for all who ask with the same options: the Chat door
+ * scans a request body as it parses it (token-in reads its messages' spans) and the content
+ * writer that stores it takes the same spans instead of scanning it again.
+ *
+ * @example
+ * scannedBodySpans(bytes, { minPiece: 32, minString: 256 }) === scannedBodySpans(bytes, { minPiece: 32, minString: 256 }) // true: scanned once
+ */
+export function scannedBodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpans | undefined {
+  const minPiece = options.minPiece ?? 32;
+  const minBase64 = options.minBase64 ?? 64;
+  const minString = options.minString ?? 256;
+  const known = scanned.get(body);
+  if (known && known.minPiece === minPiece && known.minBase64 === minBase64 && known.minString === minString) return known.spans;
+  const spans = bodySpans(body, { minPiece, minBase64, minString });
+  scanned.set(body, { minPiece, minBase64, minString, spans });
+  return spans;
 }

@@ -18,7 +18,7 @@
 import { randomBytes } from "node:crypto";
 import { messageFactory, StoredBodySchema, type StoredBody } from "../schemas/index.ts";
 import { base64File } from "./base64-files.ts";
-import { bodySpans, type CutSpan, type PieceSpan, type Span } from "./body-spans.ts";
+import { scannedBodySpans, type CutSpan, type PieceSpan, type Span } from "./body-spans.ts";
 
 export type ContentWriterOptions = {
   /** Bodies shorter than this are stored as they are. Default 1024. */
@@ -43,6 +43,13 @@ export type ContentWriterOptions = {
 };
 
 export type BodyKind = "request" | "upstream";
+
+/**
+ * The defaults of what a body's scan depends on: the bodies stored in pieces and how they are
+ * cut. A caller that scans a body before it is stored (the Chat door) scans with these, so the
+ * writer takes its spans (`scannedBodySpans`).
+ */
+export const STORED_BODY_SCAN = { minBody: 1024, minPiece: 32, minString: 256 } as const;
 
 export interface CallContent {
   /** The stored form of `body`, or undefined to store the body as it is (too small). */
@@ -107,11 +114,11 @@ function sameItem(a: Item, b: Item): boolean {
  */
 export function createContentWriter(options: ContentWriterOptions = {}): ContentWriter {
   return new SegmentContentWriter({
-    minBody: options.minBody ?? 1024,
-    minPiece: options.minPiece ?? 32,
+    minBody: options.minBody ?? STORED_BODY_SCAN.minBody,
+    minPiece: options.minPiece ?? STORED_BODY_SCAN.minPiece,
     maxLiteral: options.maxLiteral ?? 256,
     chunkBytes: options.chunkBytes ?? 1024,
-    minString: options.minString ?? 256,
+    minString: options.minString ?? STORED_BODY_SCAN.minString,
     recentCalls: options.recentCalls ?? 4,
     maxPieces: options.maxPieces ?? 262_144,
   });
@@ -237,7 +244,7 @@ class CallContentWriter implements CallContent {
   /** The body as items: literal runs and pieces, cut at its message boundaries. */
   private itemsOf(body: Uint8Array, kind: BodyKind): Item[] {
     const { minPiece, minString, maxLiteral, chunkBytes } = this.writer.settings;
-    const spans = bodySpans(body, { minPiece, minString }) ?? { pieces: [{ start: 0, end: body.length, element: false }] as PieceSpan[], cuts: [] as CutSpan[] };
+    const spans = scannedBodySpans(body, { minPiece, minString }) ?? { pieces: [{ start: 0, end: body.length, element: false }] as PieceSpan[], cuts: [] as CutSpan[] };
     const items: Item[] = [];
     // Literal runs are kept as ranges of `body` until the end, then copied (they are small).
     const ranges = new Map<Item, Span>();

@@ -19,5 +19,5 @@ export { RecorderError } from "./errors.ts";
 export { fullPrompt, idsFrom, isViewPrefix, joinIds, startsWithIds, promptDelta, type PastCall, type TokenIds } from "./prompt-delta.ts";
 export { upstreamRequestOf } from "./upstream-request.ts";
 export { createContentStore, requestBodyOf, StoredBodyError, type ContentStore } from "./content-store.ts";
-export { createContentWriter, type ContentWriterOptions } from "./content-writer.ts";
-export { bodySpans } from "./body-spans.ts";
+export { createContentWriter, STORED_BODY_SCAN, type ContentWriterOptions } from "./content-writer.ts";
+export { bodySpans, scannedBodySpans } from "./body-spans.ts";

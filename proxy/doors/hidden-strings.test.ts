@@ -32,9 +32,10 @@ describe("parseHidingStrings", () => {
     }
   });
 
-  test("a scanned body keeps each message's span in its bytes (with long strings hidden or none to hide); a small one has none", () => {
+  test("a scanned body keeps each message's span in its bytes (with long strings hidden, none to hide, or under 32 KB: the content writer's scan); one under 1 KB has none", () => {
     const many = { model: "m", messages: Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "tool" : "user", content: `${i} é ${"y".repeat(1200)}` })) };
-    for (const value of [chat(), many]) {
+    const medium = { model: "m", messages: [{ role: "system", content: `é ${"s".repeat(1500)}` }, { role: "user", content: "hi" }, { role: "tool", content: "" }], tools: [] };
+    for (const value of [chat(), many, medium]) {
       for (const text of [JSON.stringify(value), JSON.stringify(value, null, 2)]) {
         const bytes = encoder.encode(text);
         const body = parseHidingStrings(bytes);

@@ -9,7 +9,7 @@
  * strings back (parsed from the original bytes, escapes and all) for the rare path that
  * serialises the body again.
  */
-import { bodySpans } from "../../records/index.ts";
+import { bodySpans, scannedBodySpans, STORED_BODY_SCAN } from "../../records/index.ts";
 import type { RawMessages } from "../../model/index.ts";
 import { decodeUtf8, parseJsonObject } from "../body.ts";
 
@@ -25,8 +25,8 @@ const spansOf = new WeakMap<object, RawMessages>();
 
 /**
  * Where each message of a body parsed by `parseHidingStrings` lies in its bytes, when its scan
- * found them (a body of 32 KB or more): token-in's preprocessing knows the resent ones unchanged
- * by a digest of their bytes (model/preprocess.ts).
+ * found them (a body the content writer stores, of 1 KB or more): token-in's preprocessing knows
+ * the resent ones unchanged by a digest of their bytes (model/preprocess.ts).
  *
  * @example
  * model.prepare(chat, previous, rawMessagesOf(chat))
@@ -36,8 +36,8 @@ export function rawMessagesOf(body: Record<string, any>): RawMessages | undefine
 }
 
 /** Keeps the messages' spans for `rawMessagesOf` when they are one per message of the parsed body. */
-function withSpans(body: Record<string, any>, bytes: Uint8Array, elements: readonly { start: number; end: number }[]): Record<string, any> {
-  if (Array.isArray(body.messages) && body.messages.length === elements.length && elements.length > 0) spansOf.set(body.messages, { bytes, spans: elements });
+function withSpans(body: Record<string, any>, bytes: Uint8Array, elements: readonly { start: number; end: number }[] | undefined): Record<string, any> {
+  if (elements && Array.isArray(body.messages) && body.messages.length === elements.length && elements.length > 0) spansOf.set(body.messages, { bytes, spans: elements });
   return body;
 }
 
@@ -50,7 +50,11 @@ function withSpans(body: Record<string, any>, bytes: Uint8Array, elements: reado
  * body.messages[0].content[1].image_url.url // "\u0000forge-hidden:…:0" until restoreHidden(body)
  */
 export function parseHidingStrings(bytes: Uint8Array): Record<string, any> {
-  if (bytes.length < HIDDEN_MIN_BYTES) return parseJsonObject(bytes);
+  if (bytes.length < HIDDEN_MIN_BYTES) {
+    // Scanned now as the content writer will scan it to store it (it takes these spans): the messages' spans come at no cost.
+    if (bytes.length < STORED_BODY_SCAN.minBody) return parseJsonObject(bytes);
+    return withSpans(parseJsonObject(bytes), bytes, scannedBodySpans(bytes, STORED_BODY_SCAN)?.messages);
+  }
   const spans = bodySpans(bytes, { minPiece: 1, minString: HIDDEN_MIN_BYTES, minBase64: Number.POSITIVE_INFINITY });
   // Not an object, or nothing long enough: the ordinary parse (and its error message).
   if (!spans) return parseJsonObject(bytes);
@@ -63,7 +67,7 @@ export function parseHidingStrings(bytes: Uint8Array): Record<string, any> {
     // Only strings inside the conversation: top-level values are read by the proxy.
     if (element && element.start < cut.start && cut.end < element.end) tokens.push({ start: cut.start - 1, end: cut.end + 1 });
   }
-  if (tokens.length === 0) return withSpans(parseJsonObject(bytes), bytes, elements);
+  if (tokens.length === 0) return withSpans(parseJsonObject(bytes), bytes, spans.messages);
   const parts: string[] = [];
   let at = 0;
   tokens.forEach((token, k) => {
@@ -80,7 +84,7 @@ export function parseHidingStrings(bytes: Uint8Array): Record<string, any> {
   }
   if (body === null || typeof body !== "object" || Array.isArray(body) || !Array.isArray(body.messages)) return parseJsonObject(bytes);
   hiddenIn.set(body.messages, { bytes, tokens });
-  return withSpans(body, bytes, elements);
+  return withSpans(body, bytes, spans.messages);
 }
 
 /**
