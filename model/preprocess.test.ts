@@ -177,6 +177,37 @@ describe("preprocessing with a cache of messages", () => {
     expect(previous.digest?.count).toBe(history.length);
   });
 
+  test("with the previous call's tools' bytes the same: that call's tool dicts, not read again; other bytes or none: parsed", () => {
+    const tool = (name: string) => ({ type: "function", function: { name, description: "d", parameters: { type: "object", properties: {} } } });
+    /** A body with `tools`, parsed, with the tools' span (as the Chat door's scan gives it). */
+    const sent = (tools: unknown[]) => {
+      const text = JSON.stringify({ model: "m", tools, messages: [{ role: "user", content: "Go." }] });
+      const bytes = new TextEncoder().encode(text);
+      const start = text.indexOf("[");
+      const end = text.indexOf(',"messages"');
+      const body = JSON.parse(text);
+      return { request: { messages: body.messages, tools: body.tools }, raw: { bytes, spans: [{ start: text.indexOf("[", end) + 1, end: text.length - 2 }], tools: { start, end } } as RawMessages };
+    };
+    const previous = noPreviousMessages();
+    const first = sent([tool("ls"), tool("cat")]);
+    const one = preprocessChat(first.request, { previous, rawMessages: first.raw });
+    const second = sent([tool("ls"), tool("cat")]);
+    const reads: string[] = [];
+    const watched = second.request.tools.map((t: object) => new Proxy(t, { get: (o: any, k) => (reads.push(String(k)), o[k]) }));
+    const two = preprocessChat({ ...second.request, tools: watched }, { previous, rawMessages: second.raw });
+    expect(two.variables.get("tools")).toBe(one.variables.get("tools")!);
+    expect(reads).toEqual([]);
+    // Another tool list: parsed, and kept for the next call.
+    const third = sent([tool("ls"), tool("cut")]);
+    const three = preprocessChat(third.request, { previous, rawMessages: third.raw });
+    expect(pyDumps(three.variables.get("tools")!)).toBe(pyDumps(preprocessChat(third.request).variables.get("tools")!));
+    expect(pyDumps(three.variables.get("tools")!)).toContain("cut");
+    expect(preprocessChat(sent([tool("ls"), tool("cut")]).request, { previous, rawMessages: sent([tool("ls"), tool("cut")]).raw }).variables.get("tools")).toBe(three.variables.get("tools")!);
+    // Without their bytes: parsed, and nothing kept to compare with.
+    expect(pyDumps(preprocessChat(first.request, { previous }).variables.get("tools")!)).toBe(pyDumps(one.variables.get("tools")!));
+    expect(previous.tools).toBeUndefined();
+  });
+
   test("with the previous call's messages, a message with a tool call's id is the rollout's own: not shared through the cache; the rest are", () => {
     const cache = new PreprocessCache();
     const messages = [

@@ -93,10 +93,11 @@ export interface PreprocessOptions {
   rawMessages?: RawMessages;
 }
 
-/** The byte spans of a request's messages in its body, one per message, in order. */
+/** The byte spans of a request's messages in its body, one per message, in order (and of its tools, when it has a list). */
 export interface RawMessages {
   bytes: Uint8Array;
   spans: readonly { start: number; end: number }[];
+  tools?: { start: number; end: number };
 }
 
 /** A 128-bit digest of the bytes of a conversation's first `count` messages as sent (from the first's start to the last's end). */
@@ -117,11 +118,13 @@ export interface PreviousMessages {
   chars: number[];
   /** The digest of all of them as sent, when the call had their bytes (`rawMessages`). */
   digest?: MessagesDigest;
+  /** The call's tool list as preprocessed, and the digest of its bytes as sent (count 1), when the call had them. */
+  tools?: { dicts: PyDict[]; digest: MessagesDigest };
 }
 
 /** An empty PreviousMessages. */
 export function noPreviousMessages(): PreviousMessages {
-  return { raws: [], dicts: [], images: [], chars: [], digest: undefined };
+  return { raws: [], dicts: [], images: [], chars: [], digest: undefined, tools: undefined };
 }
 
 // Seeds drawn per process: what a digest is of cannot be aimed at from outside (a harness is untrusted).
@@ -130,8 +133,26 @@ const DIGEST_CHECK_SEED = randomBytes(8).readBigUInt64LE();
 
 /** The digest of the first `count` messages' bytes (count ≥ 1, at most the spans'). */
 function messagesDigest(raw: RawMessages, count: number): MessagesDigest {
-  const bytes = raw.bytes.subarray(raw.spans[0]!.start, raw.spans[count - 1]!.end);
+  return bytesDigest(raw.bytes.subarray(raw.spans[0]!.start, raw.spans[count - 1]!.end), count);
+}
+
+function bytesDigest(bytes: Uint8Array, count: number): MessagesDigest {
   return { count, key: Bun.hash.xxHash3(bytes, DIGEST_KEY_SEED), check: Bun.hash.xxHash3(bytes, DIGEST_CHECK_SEED) };
+}
+
+/**
+ * The request's tool list as preprocessed: the previous call's when its bytes are the same (one
+ * digest), else `parse`'s; kept in `previous` for the next call.
+ */
+function toolsOf(options: PreprocessOptions, parse: () => PyDict[]): PyDict[] {
+  const { previous, rawMessages } = options;
+  const span = rawMessages?.tools;
+  const digest = span && previous ? bytesDigest(rawMessages.bytes.subarray(span.start, span.end), 1) : undefined;
+  const known = previous?.tools;
+  if (digest && known && known.digest.key === digest.key && known.digest.check === digest.check) return known.dicts;
+  const dicts = parse();
+  if (previous) previous.tools = digest ? { dicts, digest } : undefined;
+  return dicts;
 }
 
 /**
@@ -279,7 +300,7 @@ export function preprocessChat(request: ChatRenderRequest, options: PreprocessOp
   for (const [k, v] of extra) if (!isUnset(v)) kwargs.set(k, fromJs(v));
   // with_defaults: the tool dicts under the request's kwargs.
   const toolDicts = (list: readonly unknown[]) => list.map((tool, i) => toolDict(tool, i));
-  const tools = request.tools == null ? null : cache && Array.isArray(request.tools) ? cache.toolList(request.tools, () => toolDicts(request.tools!)) : toolDicts(request.tools);
+  const tools = request.tools == null ? null : Array.isArray(request.tools) ? toolsOf(options, () => (cache ? cache.toolList(request.tools!, () => toolDicts(request.tools!)) : toolDicts(request.tools!))) : toolDicts(request.tools);
   const variables = new Map<string, PyValue>();
   if (tools !== null || !kwargs.has("tools")) variables.set("tools", tools);
   for (const [k, v] of kwargs) if (k !== "tools" || tools === null) variables.set(k, v);

@@ -99,6 +99,19 @@ describe("the messages' spans", () => {
     expect(messagesOf('{"m\\u0065ssages":[{"b":2}],"messages":[{"a":1}]}')).toBeUndefined();
   });
 
+  test("the top-level tools value, on the same terms", () => {
+    const toolsOf = (body: string) => {
+      const bytes = encoder.encode(body);
+      const span = bodySpans(bytes, { minPiece: 64 })?.tools;
+      return span && decoder.decode(bytes.subarray(span.start, span.end));
+    };
+    expect(toolsOf('{"model":"m","tools":[{"type":"function"}] ,"messages":[]}')).toBe('[{"type":"function"}]');
+    expect(toolsOf('{"tools":null}')).toBe("null");
+    expect(toolsOf('{"messages":[{"tools":[1]}]}')).toBeUndefined();
+    expect(toolsOf('{"tools":[1],"tools":[2]}')).toBeUndefined();
+    expect(toolsOf('{"tools":[1],"t\\u006fols":[2]}')).toBeUndefined();
+  });
+
   test("scannedBodySpans scans a body once per options, and again for other options", () => {
     const bytes = encoder.encode('{"model":"m","messages":[{"role":"user","content":"hello there, a message"}]}');
     const first = scannedBodySpans(bytes, { minPiece: 32, minString: 256 });

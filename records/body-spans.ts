@@ -38,6 +38,8 @@ export type BodySpans = {
    * JSON.parse takes is not read from the bytes here).
    */
   messages?: Span[];
+  /** The top-level `tools` value, on the same terms (the tool list a conversation resends unchanged). */
+  tools?: Span;
 };
 
 export type SpanOptions = {
@@ -54,6 +56,7 @@ type Limits = { minBase64: number; minString: number };
 /** Top-level keys whose arrays are split per element: the conversation, resent with every call. */
 const SPLIT_KEYS = ["messages", "input"].map((k) => new TextEncoder().encode(k));
 const MESSAGES = SPLIT_KEYS[0]!;
+const TOOLS = new TextEncoder().encode("tools");
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -221,15 +224,20 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
   if (b[i] !== OPEN_OBJECT) return undefined;
   i = skipSpace(b, i + 1);
   if (b[i] === CLOSE_OBJECT) return skipSpace(b, i + 1) === b.length ? { pieces, cuts } : undefined;
-  // The messages' spans: undefined until the key is seen; "unread" once the bytes cannot say which array JSON.parse takes.
+  // The messages' and the tools' spans: undefined until the key is seen; "unread" once the bytes
+  // cannot say which value JSON.parse takes (a key written twice, or any key with an escape).
   let messages: Span[] | undefined | "unread";
+  let tools: Span | undefined | "unread";
   for (;;) {
     if (b[i] !== QUOTE) return undefined;
     const keyEnd = stringEnd(b, i);
     if (keyEnd < 0) return undefined;
     const split = SPLIT_KEYS.some((word) => equalsAt(b, i + 1, keyEnd - 1, word));
     const isMessages = split && equalsAt(b, i + 1, keyEnd - 1, MESSAGES);
-    if (isMessages ? messages !== undefined : b.subarray(i + 1, keyEnd - 1).includes(BACKSLASH)) messages = "unread";
+    const isTools = !split && equalsAt(b, i + 1, keyEnd - 1, TOOLS);
+    if (isMessages && messages !== undefined) messages = "unread";
+    if (isTools && tools !== undefined) tools = "unread";
+    if (!isMessages && !isTools && b.subarray(i + 1, keyEnd - 1).includes(BACKSLASH)) messages = tools = "unread";
     const elements: Span[] | undefined = isMessages && messages === undefined ? [] : undefined;
     i = skipSpace(b, keyEnd);
     if (b[i] !== COLON) return undefined;
@@ -255,6 +263,7 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
       const end = valueEnd(b, i, cuts, limits);
       if (end < 0) return undefined;
       if (end - i >= minPiece) pieces.push({ start: i, end, element: false });
+      if (isTools && tools === undefined) tools = { start: i, end };
       i = end;
     }
     if (elements && messages === undefined) messages = "unread";
@@ -264,7 +273,10 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
       continue;
     }
     if (b[i] !== CLOSE_OBJECT || skipSpace(b, i + 1) !== b.length) return undefined;
-    return messages === undefined || messages === "unread" ? { pieces, cuts } : { pieces, cuts, messages };
+    const spans: BodySpans = { pieces, cuts };
+    if (messages !== undefined && messages !== "unread") spans.messages = messages;
+    if (tools !== undefined && tools !== "unread") spans.tools = tools;
+    return spans;
   }
 }
 

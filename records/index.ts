@@ -20,4 +20,4 @@ export { fullPrompt, idsFrom, isViewPrefix, joinIds, startsWithIds, promptDelta,
 export { upstreamRequestOf } from "./upstream-request.ts";
 export { createContentStore, requestBodyOf, StoredBodyError, type ContentStore } from "./content-store.ts";
 export { createContentWriter, STORED_BODY_SCAN, type ContentWriterOptions } from "./content-writer.ts";
-export { bodySpans, scannedBodySpans } from "./body-spans.ts";
+export { bodySpans, scannedBodySpans, type BodySpans } from "./body-spans.ts";

@@ -9,7 +9,7 @@
  * strings back (parsed from the original bytes, escapes and all) for the rare path that
  * serialises the body again.
  */
-import { bodySpans, scannedBodySpans, STORED_BODY_SCAN } from "../../records/index.ts";
+import { bodySpans, scannedBodySpans, STORED_BODY_SCAN, type BodySpans } from "../../records/index.ts";
 import type { RawMessages } from "../../model/index.ts";
 import { decodeUtf8, parseJsonObject } from "../body.ts";
 
@@ -35,9 +35,11 @@ export function rawMessagesOf(body: Record<string, any>): RawMessages | undefine
   return body.messages && typeof body.messages === "object" ? spansOf.get(body.messages) : undefined;
 }
 
-/** Keeps the messages' spans for `rawMessagesOf` when they are one per message of the parsed body. */
-function withSpans(body: Record<string, any>, bytes: Uint8Array, elements: readonly { start: number; end: number }[] | undefined): Record<string, any> {
-  if (elements && Array.isArray(body.messages) && body.messages.length === elements.length && elements.length > 0) spansOf.set(body.messages, { bytes, spans: elements });
+/** Keeps the messages' spans (and the tools') for `rawMessagesOf` when they are one per message of the parsed body. */
+function withSpans(body: Record<string, any>, bytes: Uint8Array, spans: BodySpans | undefined): Record<string, any> {
+  const elements = spans?.messages;
+  if (!elements || !Array.isArray(body.messages) || body.messages.length !== elements.length || elements.length === 0) return body;
+  spansOf.set(body.messages, spans.tools && Array.isArray(body.tools) ? { bytes, spans: elements, tools: spans.tools } : { bytes, spans: elements });
   return body;
 }
 
@@ -53,7 +55,7 @@ export function parseHidingStrings(bytes: Uint8Array): Record<string, any> {
   if (bytes.length < HIDDEN_MIN_BYTES) {
     // Scanned now as the content writer will scan it to store it (it takes these spans): the messages' spans come at no cost.
     if (bytes.length < STORED_BODY_SCAN.minBody) return parseJsonObject(bytes);
-    return withSpans(parseJsonObject(bytes), bytes, scannedBodySpans(bytes, STORED_BODY_SCAN)?.messages);
+    return withSpans(parseJsonObject(bytes), bytes, scannedBodySpans(bytes, STORED_BODY_SCAN));
   }
   const spans = bodySpans(bytes, { minPiece: 1, minString: HIDDEN_MIN_BYTES, minBase64: Number.POSITIVE_INFINITY });
   // Not an object, or nothing long enough: the ordinary parse (and its error message).
@@ -67,7 +69,7 @@ export function parseHidingStrings(bytes: Uint8Array): Record<string, any> {
     // Only strings inside the conversation: top-level values are read by the proxy.
     if (element && element.start < cut.start && cut.end < element.end) tokens.push({ start: cut.start - 1, end: cut.end + 1 });
   }
-  if (tokens.length === 0) return withSpans(parseJsonObject(bytes), bytes, spans.messages);
+  if (tokens.length === 0) return withSpans(parseJsonObject(bytes), bytes, spans);
   const parts: string[] = [];
   let at = 0;
   tokens.forEach((token, k) => {
@@ -84,7 +86,7 @@ export function parseHidingStrings(bytes: Uint8Array): Record<string, any> {
   }
   if (body === null || typeof body !== "object" || Array.isArray(body) || !Array.isArray(body.messages)) return parseJsonObject(bytes);
   hiddenIn.set(body.messages, { bytes, tokens });
-  return withSpans(body, bytes, spans.messages);
+  return withSpans(body, bytes, spans);
 }
 
 /**
