@@ -290,9 +290,7 @@ function streamChoice(c: ChatAnswerContext, result: DerenderedStep, step: Engine
 type DerenderedStep = ReturnType<ReturnType<typeof chatStreamDerenderer>["push"]>;
 
 function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>): ChunkSource {
-  // The reader and the derenderer are made where they are first used (the first read, the first
-  // step), not when the answer's headers come: each is then made beside the code and data that
-  // use it at once (measured in the proxy, docs/performance.md).
+  // Made at their first use (the first read, the first step), beside the code that uses them at once.
   const openReader = () => engine.getReader();
   let reader: ReturnType<typeof openReader> | undefined;
   let derender: ReturnType<typeof chatStreamDerenderer> | undefined;
