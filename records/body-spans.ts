@@ -53,6 +53,11 @@ export type SpanOptions = {
 
 type Limits = { minBase64: number; minString: number };
 
+/** `options` with its defaults filled in: what a scan depends on. */
+function withDefaults(options: SpanOptions): Required<SpanOptions> {
+  return { minPiece: options.minPiece ?? 32, minBase64: options.minBase64 ?? 64, minString: options.minString ?? 256 };
+}
+
 /** Top-level keys whose arrays are split per element: the conversation, resent with every call. */
 const SPLIT_KEYS = ["messages", "input"].map((k) => new TextEncoder().encode(k));
 const MESSAGES = SPLIT_KEYS[0]!;
@@ -215,8 +220,7 @@ function valueEnd(b: Uint8Array, i: number, found: CutSpan[], limits: Limits): n
  * bodySpans(body, { minPiece: 8 }).pieces // [{ start: 25, end: 72, element: true }]
  */
 export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpans | undefined {
-  const minPiece = options.minPiece ?? 32;
-  const limits: Limits = { minBase64: options.minBase64 ?? 64, minString: options.minString ?? 256 };
+  const { minPiece, ...limits } = withDefaults(options);
   const pieces: PieceSpan[] = [];
   const cuts: CutSpan[] = [];
   const b = body;
@@ -281,7 +285,7 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
 }
 
 /** Each body scanned by `scannedBodySpans`, with the options it was scanned with. */
-const scanned = new WeakMap<Uint8Array, { minPiece: number; minBase64: number; minString: number; spans: BodySpans | undefined }>();
+const scanned = new WeakMap<Uint8Array, { options: Required<SpanOptions>; spans: BodySpans | undefined }>();
 
 /**
  * `bodySpans` of a body scanned once for all who ask with the same options: the Chat door
@@ -292,12 +296,10 @@ const scanned = new WeakMap<Uint8Array, { minPiece: number; minBase64: number; m
  * scannedBodySpans(bytes, { minPiece: 32, minString: 256 }) === scannedBodySpans(bytes, { minPiece: 32, minString: 256 }) // true: scanned once
  */
 export function scannedBodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpans | undefined {
-  const minPiece = options.minPiece ?? 32;
-  const minBase64 = options.minBase64 ?? 64;
-  const minString = options.minString ?? 256;
+  const o = withDefaults(options);
   const known = scanned.get(body);
-  if (known && known.minPiece === minPiece && known.minBase64 === minBase64 && known.minString === minString) return known.spans;
-  const spans = bodySpans(body, { minPiece, minBase64, minString });
-  scanned.set(body, { minPiece, minBase64, minString, spans });
+  if (known && known.options.minPiece === o.minPiece && known.options.minBase64 === o.minBase64 && known.options.minString === o.minString) return known.spans;
+  const spans = bodySpans(body, o);
+  scanned.set(body, { options: o, spans });
   return spans;
 }

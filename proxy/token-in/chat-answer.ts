@@ -92,14 +92,16 @@ function stringifyAnswer(c: ChatAnswerContext, value: Record<string, unknown>): 
  */
 function logprobEntries(c: ChatAnswerContext, ids: readonly number[], logprobs: readonly number[], top: EngineStep["top"] | undefined, before: readonly number[]): Record<string, unknown>[] {
   // What the pipeline records when the harness did not ask for logprobs (the common case, per chunk): the values alone.
+  // A logprob the engine did not send (NaN) is written null.
+  const logprobAt = (i: number) => (Number.isNaN(logprobs[i]!) ? null : logprobs[i]!);
   if (!c.logprobs) {
     const entries = new Array<{ logprob: number | null }>(ids.length);
-    for (let i = 0; i < ids.length; i++) entries[i] = { logprob: Number.isNaN(logprobs[i]!) ? null : logprobs[i]! };
+    for (let i = 0; i < ids.length; i++) entries[i] = { logprob: logprobAt(i) };
     return entries;
   }
   const decode = (list: number[]) => c.model.tokenizer.decode(list);
   return ids.map((id, i) => {
-    const logprob = Number.isNaN(logprobs[i]!) ? null : logprobs[i]!;
+    const logprob = logprobAt(i);
     const context = contextAfter(before, ids.slice(0, i));
     const token = logprobTokenText(decode, id, context);
     return {
