@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { createSseRewriter } from "./sse-rewriter.ts";
+import { parseSseText } from "../../lib/testing.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -98,6 +99,36 @@ describe("createSseRewriter", () => {
         for (const byte of read) b += byByte.push(new Uint8Array([byte]));
       }
       expect(a + whole.end()).toBe(b + byByte.end());
+    }
+  });
+
+  test("long events over many reads, cut anywhere (a blank line too), give the events an SSE parser reads", () => {
+    // Events long enough to span reads, as vLLM's first chunk with a long prompt's ids does: the
+    // held text is searched only where it grows, so a blank line cut between reads must still end its event.
+    let seed = 11;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const event = (): string => {
+      const body = `{"ids":[${Array.from({ length: 1 + Math.floor(rand() * 900) }, (_, i) => i).join(",")}],"é":"中"}`;
+      const pick = rand();
+      if (pick < 0.15) return `data: ${body}\r\n\r\n`;
+      if (pick < 0.25) return `data: ${body}\ndata: more\n\n`;
+      if (pick < 0.3) return ": ping\n\n";
+      return `data: ${body}\n\n`;
+    };
+    for (let round = 0; round < 150; round++) {
+      const text = Array.from({ length: 1 + Math.floor(rand() * 5) }, event).join("");
+      const bytes = enc(text);
+      const seen: string[] = [];
+      const r = createSseRewriter((data) => (seen.push(data), undefined));
+      let out = "";
+      for (let at = 0; at < bytes.length; ) {
+        const n = 1 + Math.floor(rand() * (rand() < 0.5 ? 8 : 4096));
+        out += r.push(bytes.slice(at, at + n));
+        at += n;
+      }
+      out += r.end();
+      expect(seen).toEqual(parseSseText(text).map((m) => m.data));
+      expect(out).toBe(text);
     }
   });
 
