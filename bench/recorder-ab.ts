@@ -9,12 +9,12 @@
  * The base commit is checked out in a temporary git worktree sharing this checkout's
  * node_modules, and removed afterwards.
  */
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { spawnSync } from "node:child_process";
 import * as current from "../records/index.ts";
 import { modelCallRecord } from "../records/testing.ts";
+import { baseWorktree } from "./lib/base-worktree.ts";
 import { benchFlags } from "./lib/flags.ts";
 
 type Records = typeof current;
@@ -23,16 +23,8 @@ const { flag } = benchFlags();
 const BASE = flag("base", "HEAD~1");
 const ROUNDS = Number(flag("rounds", "7"));
 
-const git = (...a: string[]) => {
-  const r = spawnSync("git", a, { cwd: ROOT, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr.trim()}`);
-  return r.stdout.trim();
-};
-const baseSha = git("rev-parse", "--verify", `${BASE}^{commit}`);
-const work = mkdtempSync(join(tmpdir(), "forge-bench-recorder-ab-"));
-const baseRoot = join(work, "base");
-git("worktree", "add", "--detach", baseRoot, baseSha);
-symlinkSync(join(ROOT, "node_modules"), join(baseRoot, "node_modules"));
+const baseTree = baseWorktree(ROOT, BASE, "recorder-ab");
+const baseRoot = baseTree.root;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 const cpuMs = (since: NodeJS.CpuUsage) => {
@@ -46,7 +38,7 @@ try {
     ["base", base],
     ["this", current],
   ];
-  console.log(`bench/recorder-ab: this checkout against ${baseSha.slice(0, 10)}, median of ${ROUNDS} interleaved rounds`);
+  console.log(`bench/recorder-ab: this checkout against ${baseTree.sha.slice(0, 10)}, median of ${ROUNDS} interleaved rounds`);
   for (const [bodyBytes, count] of [
     [2 * 1024, 20_000],
     [200 * 1024, 1_000],
@@ -110,6 +102,5 @@ try {
   }
   for (const dir of Object.values(dirs)) rmSync(dir, { recursive: true, force: true });
 } finally {
-  git("worktree", "remove", "--force", baseRoot);
-  rmSync(work, { recursive: true, force: true });
+  baseTree.remove();
 }

@@ -12,11 +12,9 @@
  * to each side's rewriter, which keeps every event (what the harness is sent is checked equal to
  * the answer). Prints µs per answer for each prompt size and the ratio this / base.
  */
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { spawnSync } from "node:child_process";
 import { startPolicySimulator } from "../simulator/index.ts";
+import { baseWorktree } from "./lib/base-worktree.ts";
 import { benchFlags } from "./lib/flags.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
@@ -65,18 +63,10 @@ function time(rewrite: Rewrite, reads: Uint8Array[]): number {
   return ((performance.now() - start) / n) * 1000;
 }
 
-const git = (...a: string[]) => {
-  const r = spawnSync("git", a, { cwd: ROOT, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr.trim()}`);
-  return r.stdout.trim();
-};
-const work = mkdtempSync(join(tmpdir(), "forge-bench-sse-"));
-const baseRoot = join(work, "base");
-git("worktree", "add", "--detach", baseRoot, git("rev-parse", "--verify", `${BASE}^{commit}`));
-symlinkSync(join(ROOT, "node_modules"), join(baseRoot, "node_modules"));
+const base = baseWorktree(ROOT, BASE, "sse-split");
 const sim = await startPolicySimulator({ seed: 1 });
 try {
-  const sides = [await rewriterOf(baseRoot), await rewriterOf(ROOT)] as const;
+  const sides = [await rewriterOf(base.root), await rewriterOf(ROOT)] as const;
   console.log(`bench/sse-split: an engine-mode answer (the simulator's Chat stream, return_token_ids) in reads of ${READ} bytes, µs per answer, median of ${ROUNDS} interleaved rounds`);
   for (const tokens of PROMPT_TOKENS) {
     const bytes = await answerBytes(sim.url, tokens);
@@ -95,6 +85,5 @@ try {
   }
 } finally {
   await sim.stop();
-  spawnSync("git", ["worktree", "remove", "--force", baseRoot], { cwd: ROOT });
-  rmSync(work, { recursive: true, force: true });
+  base.remove();
 }

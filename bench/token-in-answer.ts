@@ -17,12 +17,12 @@
  * takes it (proxy/doors/stream-answer.ts: each chunk object captured, stripped and serialised,
  * `captureAndStrip`). docs/performance.md, issue 32's fourth and fifth sessions.
  */
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { spawnSync } from "node:child_process";
 import { startPolicySimulator } from "../simulator/index.ts";
 import { startForgeProxy } from "./lib/forge-proxy.ts";
+import { baseWorktree } from "./lib/base-worktree.ts";
 import { benchFlags } from "./lib/flags.ts";
 import { runToolLoop, TOOL_LOOP_SCRIPT, TOOL_LOOP_TOOLS } from "./lib/tool-loop.ts";
 
@@ -138,19 +138,11 @@ function comparable(answers: Answered[]): string {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
-const git = (...a: string[]) => {
-  const r = spawnSync("git", a, { cwd: ROOT, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr.trim()}`);
-  return r.stdout.trim();
-};
 const work = mkdtempSync(join(tmpdir(), "forge-bench-answer-"));
-const baseRoot = join(work, "base");
-const baseSha = git("rev-parse", "--verify", `${BASE}^{commit}`);
-git("worktree", "add", "--detach", baseRoot, baseSha);
-symlinkSync(join(ROOT, "node_modules"), join(baseRoot, "node_modules"));
+const base = baseWorktree(ROOT, BASE, "answer");
 try {
   const streams = await captureStreams(work);
-  const sides = [await answererOf(baseRoot), await answererOf(ROOT)];
+  const sides = [await answererOf(base.root), await answererOf(ROOT)];
   const texts: string[] = [];
   for (const answer of sides) texts.push(comparable(await Promise.all(streams.map((s) => answer(s, true)))));
   const same = texts[0] === texts[1];
@@ -178,6 +170,6 @@ try {
   console.log(`  this / base    ${median(rounds.map((r) => r.this / r.base)).toFixed(3)} (per round ${rounds.map((r) => (r.this / r.base).toFixed(2)).join(" ")})`);
   if (!same) process.exitCode = 1;
 } finally {
-  spawnSync("git", ["worktree", "remove", "--force", baseRoot], { cwd: ROOT });
+  base.remove();
   rmSync(work, { recursive: true, force: true });
 }
