@@ -37,11 +37,9 @@ export function createSseRewriter(onEvent: SseEventHandler): SseRewriter {
   return new EventSplitter(onEvent);
 }
 
-/** One stream's SSE state: the decoder, the text being cut into events, and what is held. */
+/** One stream's SSE state: the decoder and the start of an event still arriving. */
 class EventSplitter implements SseRewriter {
   private readonly decoder = new TextDecoder();
-  /** The text being cut into events (drain); what is left of it, with no blank line, is held. */
-  private buffer = "";
   /**
    * The start of an event still arriving: decoded text with no blank line in it, in the pieces
    * it came in. Only each new piece is searched (with the last characters before it, where a
@@ -81,8 +79,7 @@ class EventSplitter implements SseRewriter {
 
   end(): string {
     if (this.stopped) return "";
-    this.buffer = this.takeHeld(this.decoder.decode());
-    return this.drain(true);
+    return this.drain(this.takeHeld(this.decoder.decode()), true);
   }
 
   stop(): void {
@@ -107,28 +104,30 @@ class EventSplitter implements SseRewriter {
     return whole;
   }
 
-  /** Cuts the buffer into events; `first`: where its first event ends, when pushText found it already (-1: search). */
-  private drain(final: boolean, first = -1): string {
+  /** Where the first blank line in `text` ends, or -1. */
+  private boundaryIn(text: string): number {
+    return this.sawCr ? findBoundary(text) : lfBoundary(text);
+  }
+
+  /**
+   * Cuts `text` (which starts at an event's start) into events; what is left, with no blank
+   * line, is held (`final`: handled as the last event instead). `first`: where its first event
+   * ends, when pushText found it already (-1: search).
+   */
+  private drain(text: string, final: boolean, first = -1): string {
     let out = "";
+    let rest = text;
     for (;;) {
-      const boundary = first !== -1 ? first : this.sawCr ? findBoundary(this.buffer) : lfBoundary(this.buffer);
+      const boundary = first !== -1 ? first : this.boundaryIn(rest);
       first = -1;
       if (boundary === -1) break;
-      out += handleEvent(this.buffer.slice(0, boundary), this.onEvent);
-      this.buffer = this.buffer.slice(boundary);
-      if (this.stopped) {
-        this.buffer = "";
-        return out;
-      }
+      out += handleEvent(rest.slice(0, boundary), this.onEvent);
+      rest = rest.slice(boundary);
+      if (this.stopped) return out;
     }
-    if (final && this.buffer !== "") {
-      out += handleEvent(this.buffer, this.onEvent);
-      this.buffer = "";
-    }
-    if (this.buffer !== "") {
-      this.hold(this.buffer);
-      this.buffer = "";
-    }
+    if (rest === "") return out;
+    if (final) return out + handleEvent(rest, this.onEvent);
+    this.hold(rest);
     return out;
   }
 
@@ -138,24 +137,26 @@ class EventSplitter implements SseRewriter {
     const text = this.decoder.decode(bytes, { stream: true });
     if (!this.sawCr && text.includes("\r")) this.sawCr = true;
     // A blank line ends with a LF: bytes without one (most reads of a long event) are held at once.
-    if (bytes.indexOf(LF) === -1) {
-      if (text !== "") this.hold(text);
-      return "";
-    }
-    // Nothing held has a blank line: only one that ends in this text can complete an event, and
-    // the first one found there is the buffer's first. One that starts in what is held ends in
-    // the text's first characters (the seam, looked at alone: a search of the held characters
-    // and the text together would copy the text into one string first).
-    const carry = this.held.length === 0 ? "" : this.heldTail;
-    const seam = seamBoundary(carry, text, this.sawCr);
-    const boundary = seam !== -1 ? seam - carry.length : this.sawCr ? findBoundary(text) : lfBoundary(text);
+    const boundary = bytes.indexOf(LF) === -1 ? -1 : this.boundaryAfterHeld(text);
     if (boundary === -1) {
       if (text !== "") this.hold(text);
       return "";
     }
     const first = this.heldLength + boundary;
-    this.buffer = this.takeHeld(text);
-    return this.drain(false, first);
+    return this.drain(this.takeHeld(text), false, first);
+  }
+
+  /**
+   * Where the first blank line that ends in `text` ends, counted from the start of `text` (-1:
+   * none). Nothing held has a blank line, so only one that ends in this text can complete an
+   * event. One that starts in what is held ends in the text's first characters (the seam, looked
+   * at alone: a search of the held characters and the text together would copy the text into
+   * one string first).
+   */
+  private boundaryAfterHeld(text: string): number {
+    const carry = this.held.length === 0 ? "" : this.heldTail;
+    const seam = seamBoundary(carry, text, this.sawCr);
+    return seam !== -1 ? seam - carry.length : this.boundaryIn(text);
   }
 
   /**
@@ -174,10 +175,7 @@ class EventSplitter implements SseRewriter {
     let at = 0;
     while (at < text.length) {
       const lf = text.indexOf("\n", at);
-      if (text.charCodeAt(lf + 1) !== LF || !text.startsWith("data: ", at)) {
-        this.buffer = text.slice(at);
-        return out + this.drain(false);
-      }
+      if (text.charCodeAt(lf + 1) !== LF || !text.startsWith("data: ", at)) return out + this.drain(text.slice(at), false);
       const data = text.slice(at + 6, lf);
       const replaced = this.onEvent(data);
       out += replaced === undefined ? `data: ${data}\n\n` : replaced;
