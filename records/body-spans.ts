@@ -59,8 +59,9 @@ function withDefaults(options: SpanOptions): Required<SpanOptions> {
 }
 
 /** Top-level keys whose arrays are split per element: the conversation, resent with every call. */
-const SPLIT_KEYS = ["messages", "input"].map((k) => new TextEncoder().encode(k));
-const MESSAGES = SPLIT_KEYS[0]!;
+const MESSAGES = new TextEncoder().encode("messages");
+const INPUT = new TextEncoder().encode("input");
+/** The top-level key whose value's span is kept too (the tool list a conversation resends). */
 const TOOLS = new TextEncoder().encode("tools");
 
 const QUOTE = 0x22;
@@ -236,8 +237,8 @@ export function bodySpans(body: Uint8Array, options: SpanOptions = {}): BodySpan
     if (b[i] !== QUOTE) return undefined;
     const keyEnd = stringEnd(b, i);
     if (keyEnd < 0) return undefined;
-    const split = SPLIT_KEYS.some((word) => equalsAt(b, i + 1, keyEnd - 1, word));
-    const isMessages = split && equalsAt(b, i + 1, keyEnd - 1, MESSAGES);
+    const isMessages = equalsAt(b, i + 1, keyEnd - 1, MESSAGES);
+    const split = isMessages || equalsAt(b, i + 1, keyEnd - 1, INPUT);
     const isTools = !split && equalsAt(b, i + 1, keyEnd - 1, TOOLS);
     if (isMessages && messages !== undefined) messages = "unread";
     if (isTools && tools !== undefined) tools = "unread";
