@@ -51,7 +51,7 @@
  * and collector helpers, Bun's HTTP client, mimalloc's scavenger), summed over the measured
  * rounds from /proc: where the per-call figure's difference sits, without a sampler's own cost.
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
@@ -60,6 +60,7 @@ import { startForgeProxy, type RunningForgeProxy } from "./lib/forge-proxy.ts";
 import { cpuSeconds, threadCpuSeconds } from "./lib/proc-cpu.ts";
 import { ensureTools } from "./lib/tools.ts";
 import { runWrk } from "./lib/wrk.ts";
+import { baseWorktree } from "./lib/base-worktree.ts";
 import { benchFlags } from "./lib/flags.ts";
 import { chatBody, PROMPT, PROMPT_200K, SCREENSHOT } from "./lib/bodies.ts";
 import { runToolLoop, toolLoopScript, TOOL_LOOP_CALLS } from "./lib/tool-loop.ts";
@@ -141,19 +142,10 @@ if (!scenario) {
   process.exit(2);
 }
 
-const git = (...a: string[]) => {
-  const r = spawnSync("git", a, { cwd: ROOT, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr.trim()}`);
-  return r.stdout.trim();
-};
 const work = mkdtempSync(join(tmpdir(), "forge-bench-ab-"));
 // --modes: both sides are this checkout, in engine and token-in mode.
-const baseSha = MODES ? git("rev-parse", "HEAD") : git("rev-parse", "--verify", `${BASE}^{commit}`);
-const baseRoot = MODES ? ROOT : join(work, "base");
-if (!MODES) {
-  git("worktree", "add", "--detach", baseRoot, baseSha);
-  symlinkSync(join(ROOT, "node_modules"), join(baseRoot, "node_modules"));
-}
+const baseTree = MODES ? undefined : baseWorktree(ROOT, BASE, "ab");
+const baseRoot = baseTree?.root ?? ROOT;
 const modeOf = (name: "base" | "this") => (TOKEN_IN_BOTH || (MODES && name === "this") ? "token-in" : "engine");
 
 const sim = await startPolicySimulator({ seed: 1, engine: ENGINE, incrementalStreamingOutput: INCREMENTAL, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: toolLoopScript(TURNS) } : {}) });
@@ -252,7 +244,7 @@ try {
   };
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
   const [base, self] = sides as [Side, Side];
-  const label = (name: "base" | "this") => (MODES ? `${modeOf(name)} mode`.padEnd(16) : name === "base" ? `base ${baseSha.slice(0, 10)}` : "this checkout   ");
+  const label = (name: "base" | "this") => (MODES ? `${modeOf(name)} mode`.padEnd(16) : name === "base" ? `base ${baseTree!.sha.slice(0, 10)}` : "this checkout   ");
   console.log(`bench/ab ${SCENARIO}: proxy CPU per call, median of ${ROUNDS} interleaved rounds${MODES ? ", this checkout in both modes" : TOKEN_IN_BOTH ? ", both in token-in mode" : ""}`);
   console.log(`  ${label("base")}  ${median(base.perCall).toFixed(2)} ms  (${base.perCall.map((x) => x.toFixed(2)).join(" ")})`);
   console.log(`  ${label("this")}  ${median(self.perCall).toFixed(2)} ms  (${self.perCall.map((x) => x.toFixed(2)).join(" ")})`);
@@ -279,7 +271,7 @@ try {
 } finally {
   for (const side of sides) await side.proxy.stop();
   await sim.stop();
-  if (!MODES) spawnSync("git", ["worktree", "remove", "--force", baseRoot], { cwd: ROOT });
+  baseTree?.remove();
   if (PROFILE_DIR) console.error(`bench/ab: profiles in ${resolve(PROFILE_DIR)}/{base,this}`);
   if (PERF_DIR) console.error(`bench/ab: perf data in ${PERF_DIR}: bun bench/perf-report.ts ${PERF_DIR}`);
   rmSync(work, { recursive: true, force: true });

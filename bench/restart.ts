@@ -12,13 +12,14 @@
  *
  *   bun bench/restart.ts [--gb 1] [--data DIR] [--runs 3] [--open 0.05] [--base REF] [--json]
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openSegmentLog } from "../records/index.ts";
 import { segmentIndexDir } from "../records/segment-index.ts";
 import { CallStatus, create, ModelCallSchema, Protocol, RecordSchema, RolloutResultSchema, RolloutSchema, RolloutStatus, TokenStatus } from "../schemas/index.ts";
+import { baseWorktree } from "./lib/base-worktree.ts";
 import { spawnWithUrl } from "./lib/spawn-url.ts";
 
 const { values } = parseArgs({
@@ -132,19 +133,9 @@ if (!existsSync(join(dataDir, "log"))) {
 const { child: sim, url: simUrl } = await spawnWithUrl("bun", ["bin/forge.ts", "policy-sim", "--listen", "127.0.0.1:0", "--json"], { cwd: ROOT }, "policy-sim");
 const upstream = `${simUrl}/v1`;
 const empty = mkdtempSync(join(tmpdir(), "forge-bench-restart-empty-"));
-let baseRoot: string | undefined;
-if (values.base) {
-  const git = (...args: string[]) => {
-    const r = Bun.spawnSync(["git", ...args], { cwd: ROOT });
-    if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
-    return r.stdout.toString().trim();
-  };
-  const sha = git("rev-parse", "--verify", `${values.base}^{commit}`);
-  baseRoot = join(mkdtempSync(join(tmpdir(), "forge-bench-restart-base-")), "base");
-  git("worktree", "add", "--detach", baseRoot, sha);
-  symlinkSync(join(ROOT, "node_modules"), join(baseRoot, "node_modules"));
-  console.error(`base ${values.base} = ${sha.slice(0, 10)} in ${baseRoot}`);
-}
+const baseTree = values.base ? baseWorktree(ROOT, values.base, "restart") : undefined;
+const baseRoot = baseTree?.root;
+if (baseTree) console.error(`base ${values.base} = ${baseTree.sha.slice(0, 10)} in ${baseTree.root}`);
 try {
   const logDir = join(dataDir, "log");
   const rows: { case: string; ms: number; rssMb: number; peakMb: number }[] = [];
@@ -185,5 +176,5 @@ try {
 } finally {
   sim.kill("SIGTERM");
   rmSync(empty, { recursive: true, force: true });
-  if (baseRoot) Bun.spawnSync(["git", "worktree", "remove", "--force", baseRoot], { cwd: ROOT });
+  baseTree?.remove();
 }
