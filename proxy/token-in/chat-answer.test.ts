@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, test } from "bun:test";
-import { loadModel, type Model } from "../../model/index.ts";
+import { chatStreamDerenderer, loadModel, type Model } from "../../model/index.ts";
 import { parseSseText } from "../../lib/testing.ts";
 import { parseAnswer } from "../capture/answer-json.ts";
 import { chunkSourceOf, type ChunkSource } from "../capture/chunk-source.ts";
@@ -78,6 +78,25 @@ async function harnessSees(source: ChunkSource, wants: HarnessWants): Promise<{ 
   return { text, capture };
 }
 
+/** The Chat chunks (with choices) of what the harness was sent. */
+const chunksOf = (text: string): any[] => parseSseText(text).flatMap(({ data }) => (data.startsWith("{") ? [JSON.parse(data)] : [])).filter((c) => c.choices?.length);
+
+/** The answer a harness's chunks add up to: contents, reasoning, each tool call's name and arguments, the finish reason. */
+function addedUp(text: string): { content: string; reasoning: string; toolCalls: { name: string; arguments: string }[]; finish: string | null } {
+  const answer = { content: "", reasoning: "", toolCalls: [] as { name: string; arguments: string }[], finish: null as string | null };
+  for (const choice of chunksOf(text).map((c) => c.choices[0])) {
+    answer.content += choice.delta.content ?? "";
+    answer.reasoning += choice.delta.reasoning ?? "";
+    for (const t of choice.delta.tool_calls ?? []) {
+      const call = (answer.toolCalls[t.index] ??= { name: "", arguments: "" });
+      call.name += t.function?.name ?? "";
+      call.arguments += t.function?.arguments ?? "";
+    }
+    answer.finish = choice.finish_reason ?? answer.finish;
+  }
+  return answer;
+}
+
 /** The ids and clock a stream draws for itself, which two streams never share. */
 const unstable = (s: string) => s.replace(/chatcmpl-(tool-)?[0-9a-f]+/g, "ID").replace(/"created":\d+/g, '"created":T');
 
@@ -119,26 +138,46 @@ describe("chatStreamResponse: the chunk objects and the bytes are the same answe
   }
 
   test("the engine's SSE framing does not change the answer: CRLF line ends, `data:` without its space, comments and event names, non-ASCII text, no blank line at the end", async () => {
-    /** What the harness gets, as the pipeline takes the objects. */
-    const harnessText = async (stream: ReadableStream<Uint8Array>) => {
+    /** What the harness gets, as the pipeline takes the objects: the answer its chunks add up to, and what was captured. */
+    const harnessAnswer = async (stream: ReadableStream<Uint8Array>) => {
       const { text, capture } = await harnessSees(chunkSourceOf(chatStreamResponse(context(PROMPT, true), stream))!, { tokenIds: true, logprobs: true, usage: true });
-      return { text: unstable(text), ids: capture.completionTokenIds };
+      return { answer: addedUp(text), ids: capture.completionTokenIds, logprobs: capture.completionLogprobs, usage: capture.usage };
     };
     const ids = answer();
-    const plain = await harnessText(engineStream(ids, 2, 4096));
+    const plain = await harnessAnswer(engineStream(ids, 2, 4096));
     expect(plain.ids).toEqual(ids);
+    expect(plain.answer.toolCalls).toEqual([{ name: "read", arguments: '{"path": "stock.csv"}' }]);
     const framings: ((t: string) => string)[] = [
       (t) => t.replaceAll("\n", "\r\n"),
       (t) => t.replaceAll("data: ", ": keep-alive\nevent: message\ndata:"),
       (t) => t.replaceAll('"text":""', '"text":"é"').replace(/\n\n$/, ""),
     ];
     for (const frame of framings) {
-      for (const cut of [1, 7, 4096]) {
-        const framed = await harnessText(engineStream(ids, 2, cut, frame));
-        expect(framed.ids).toEqual(ids);
-        expect(framed.text).toBe(plain.text);
-      }
+      // The reads cut the events into steps differently (the events of a read are one step): the answer is the same.
+      for (const cut of [1, 7, 4096]) expect(await harnessAnswer(engineStream(ids, 2, cut, frame))).toEqual(plain);
     }
+  });
+
+  test("the events of one read are one step, as vLLM merges the outputs its chat route has not taken yet: one chunk per read, every id and logprob in order", async () => {
+    const ids = answer();
+    /** The chunks vLLM's chat route sends for these steps: one per step with a delta, and the last. */
+    const derendered = (steps: number[][]) => {
+      const d = chatStreamDerenderer(model, { tools, promptTokenIds: PROMPT } as never);
+      return steps.map((s, i) => d.push(s, i === steps.length - 1 ? { reason: "stop", stopToken: true } : undefined).delta).filter((delta, i) => delta !== null || i === steps.length - 1);
+    };
+    const wants: HarnessWants = { tokenIds: true, logprobs: true, usage: true };
+    // The whole engine stream in one read: the answer's ids derendered as one step, one chunk after the role chunk.
+    const whole = await harnessSees(chunkSourceOf(chatStreamResponse(context(PROMPT, true), engineStream(ids, 1, 1 << 20)))!, wants);
+    const wholeDeltas = chunksOf(whole.text).slice(1).map((c) => c.choices[0].delta);
+    expect(wholeDeltas.length).toBe(derendered([ids]).length);
+    expect(wholeDeltas.length).toBe(1);
+    expect(whole.capture.completionTokenIds).toEqual(ids);
+    // A byte per read: each event is a step of its own, as before.
+    const byByte = await harnessSees(chunkSourceOf(chatStreamResponse(context(PROMPT, true), engineStream(ids, 1, 1)))!, wants);
+    expect(chunksOf(byByte.text).length - 1).toBe(derendered(ids.map((id) => [id])).length);
+    expect(byByte.capture.completionTokenIds).toEqual(ids);
+    expect(byByte.capture.completionLogprobs).toEqual(whole.capture.completionLogprobs);
+    expect(addedUp(byByte.text)).toEqual(addedUp(whole.text));
   });
 
   test("an engine that ignored return_tokens_as_token_ids (the tokens' texts, no token_ids): the stream ends in an error naming it, nothing is captured as sampled", async () => {

@@ -12,7 +12,7 @@
  */
 import { chatStreamDerenderer, derenderChat, type DerenderOptions, type DeltaMessage, type Model } from "../../model/index.ts";
 import { createSseDecoder } from "../../lib/index.ts";
-import type { EngineAnswerReader, EngineStep } from "./engine-answer.ts";
+import { StepCollector, type EngineAnswerReader, type EngineStep } from "./engine-answer.ts";
 import { IDS_PLACEHOLDER, withIdsText } from "./ids-text.ts";
 import { idArray } from "./engine-request.ts";
 import { contextAfter, logprobTokenText } from "./logprob-tokens.ts";
@@ -313,22 +313,41 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
   let drained = false;
   const decoderText = new TextDecoder();
 
-  /** The Chat events for one engine event, appended to `out`. */
+  // The steps of the events read but not derendered yet, derendered as one at the read's end.
+  const pending = new StepCollector();
+
+  /** The Chat events for one engine event, appended to `out` (a step waits in `pending` for the read's end). */
   const onEvent = (data: string, out: ChunkItem[]): void => {
     if (ended) return;
     if (data === "[DONE]") {
+      onStep(out);
       ended = true;
       if (finished) out.push({ ...head, choices: [], usage: streamUsage(tokenCounts(c, completion), derender!.reasoningTokens()), system_fingerprint: FINGERPRINT }, "[DONE]");
       return;
     }
     const parsed = engineEvent(c, data);
     if ("end" in parsed) {
+      onStep(out);
       ended = true;
       out.push(parsed.end);
       return;
     }
     const step = c.reader.read(parsed.event);
-    if (!step || finished) return;
+    if (!step || finished || pending.finished) return;
+    if (step.unreadable !== undefined || step.finish?.aborted !== undefined) {
+      // A failure ends the stream after what came before it.
+      onStep(out);
+      pending.add(step);
+      onStep(out);
+      return;
+    }
+    pending.add(step);
+  };
+
+  /** The Chat events for the pending step, appended to `out`. */
+  const onStep = (out: ChunkItem[]): void => {
+    const step = pending.take();
+    if (!step || ended) return;
     const d = (derender ??= chatStreamDerenderer(c.model, c.options));
     if (!started) {
       started = true;
@@ -375,12 +394,14 @@ function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Arra
         if (next.done) {
           drained = true;
           for (const m of [...sse.push(decoderText.decode()), ...sse.flush()]) onEvent(m.data, items);
+          onStep(items);
           // A complete answer whose engine stream ended without [DONE] still ends as a Chat stream does.
           if (finished && !ended) onEvent("[DONE]", items);
           return items.length > 0 ? { done: false, value: { items, bytes } } : { done: true };
         }
         bytes += next.value.byteLength;
         for (const m of sse.push(decoderText.decode(next.value, { stream: true }))) onEvent(m.data, items);
+        onStep(items);
         // A read that completes no Chat event (a tool call's opening tokens) is not handed on: the next read follows.
         if (items.length > 0) return { done: false, value: { items, bytes } };
       }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { engineAnswerReader } from "./engine-answer.ts";
+import { engineAnswerReader, StepCollector } from "./engine-answer.ts";
 
 /** A vLLM /v1/completions choice as token-in mode asks for it (logprobs 0, return_tokens_as_token_ids). */
 const choice = (tokens: unknown, extra: Record<string, unknown> = {}) => ({
@@ -83,5 +83,29 @@ describe("SGLang's /generate read as sampled steps", () => {
     expect(reader.read(first)!.ids).toEqual([]);
     const { completion_tokens: _, ...uncounted } = second.meta_info;
     expect(reader.read({ ...second, meta_info: uncounted })!.ids).toEqual(IDS.slice(3));
+  });
+});
+
+describe("steps waiting for the chat route merged as vLLM's output collector merges them", () => {
+  test("the ids, logprobs and alternatives joined in order; the first step's prompt, the last's finish and weight versions; the steps as added are left as they were", () => {
+    const first = { ids: [1, 2], logprobs: [-0.5, -0.25], top: [[{ token: 1, logprob: -0.5 }], [{ token: 2, logprob: -0.25 }]], promptIds: [7, 8] };
+    const second = { ids: [3], logprobs: [Number.NaN], top: [[{ token: 3, logprob: -1 }]], weightVersions: ["v1"] };
+    const finish = { reason: "stop", stopToken: true, stopReason: null };
+    const third = { ids: [151645], logprobs: [-0.125], top: [[{ token: 151645, logprob: -0.125 }]], finish, weightVersions: [{ version: "v2", start: 0, end: 4 }] };
+    const pending = new StepCollector();
+    expect(pending.finished).toBe(false);
+    pending.add(first);
+    pending.add(second);
+    expect(pending.finished).toBe(false);
+    pending.add(third);
+    expect(pending.finished).toBe(true);
+    expect(pending.take()).toEqual({ ids: [1, 2, 3, 151645], logprobs: [-0.5, -0.25, Number.NaN, -0.125], top: [...first.top, ...second.top, ...third.top], promptIds: [7, 8], finish, weightVersions: third.weightVersions });
+    expect(first.ids).toEqual([1, 2]);
+    expect(first.logprobs).toEqual([-0.5, -0.25]);
+    expect(first.top.length).toBe(2);
+    // Taken, it is empty; a step added alone comes back as it came.
+    expect(pending.take()).toBeUndefined();
+    pending.add(second);
+    expect(pending.take()).toBe(second);
   });
 });

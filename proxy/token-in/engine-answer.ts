@@ -38,6 +38,59 @@ export interface StepFinish extends EngineFinish {
   aborted?: string;
 }
 
+/**
+ * The steps of a stream's events read but not derendered yet, as one step: vLLM 0.33.0 merges
+ * the outputs of a streamed request that its chat route has not taken yet the same way
+ * (`RequestOutputCollector.put`, vllm/v1/engine/output_processor.py; `RequestOutput.add` with
+ * `aggregate`, vllm/outputs.py): the ids and logprobs joined, the finish and the weight versions
+ * the last step's, the prompt the first's.
+ *
+ * @example
+ * const pending = new StepCollector();
+ * pending.add({ ids: [1], logprobs: [-0.5] }); pending.add({ ids: [2], logprobs: [-1], finish });
+ * pending.take() // { ids: [1, 2], logprobs: [-0.5, -1], finish }
+ */
+export class StepCollector {
+  private step: EngineStep | undefined;
+  /** Whether `step`'s arrays are the collector's own (a step added alone is kept as it came). */
+  private owned = false;
+
+  /** Whether a step holding the answer's finish is waiting (nothing after it counts). */
+  get finished(): boolean {
+    return this.step?.finish !== undefined;
+  }
+
+  add(later: EngineStep): void {
+    const step = this.step;
+    if (!step) {
+      this.step = later;
+      return;
+    }
+    if (!this.owned) {
+      this.step = { ...step, ids: step.ids.slice(), logprobs: step.logprobs.slice(), ...(step.top ? { top: step.top.slice() } : {}) };
+      this.owned = true;
+    }
+    const into = this.step!;
+    for (const id of later.ids) into.ids.push(id);
+    for (const logprob of later.logprobs) into.logprobs.push(logprob);
+    if (later.top) {
+      into.top ??= [];
+      for (const row of later.top) into.top.push(row);
+    }
+    into.promptIds ??= later.promptIds;
+    if (later.finish) into.finish = later.finish;
+    if (later.weightVersions) into.weightVersions = later.weightVersions;
+  }
+
+  /** The waiting steps as one, or undefined when none waits; the collector is then empty. */
+  take(): EngineStep | undefined {
+    const step = this.step;
+    this.step = undefined;
+    this.owned = false;
+    return step;
+  }
+}
+
 /** Reads one answer (a whole JSON body, or one stream event) into the step it adds. */
 export interface EngineAnswerReader {
   read(event: any): EngineStep | undefined;

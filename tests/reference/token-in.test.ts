@@ -12,7 +12,8 @@
  *   conversation up to that message).
  * - Parsing: every output of the parsing corpus, as an engine returns it (the end-of-turn token
  *   last, or cut by max_tokens), derendered by model/ (`derenderChat`, `chatStreamDerenderer`
- *   in steps of 1, 3 and 8 tokens; thinking on and off) equals vLLM's own derender of the same tokens (its
+ *   in steps of 1, 3 and 8 tokens and the whole output as one, as the proxy derenders an engine
+ *   stream's events that came in one read; thinking on and off) equals vLLM's own derender of the same tokens (its
  *   disaggregated chat path: detokenizer, then the chat server's parsers), message and deltas.
  * - The sampled ids as the engine gives them: vLLM's completions `logprobs` block with
  *   `return_tokens_as_token_ids` (its serving layer's own `_create_completion_logprobs`) is read
@@ -116,7 +117,7 @@ describe("token-in parsing equals vLLM 0.33.0's derender of the same tokens", ()
             expect(ours.finishReason).toBe(ref.finish_reason);
             checked.answers++;
 
-            for (const n of [1, 3, 8]) {
+            for (const n of [1, 3, 8, ids.length]) {
               const refStream = await oracle.call({ op: "vllm_derender", request, ids, prompt_ids: promptIds, tool_parser: toolParser, stream: n, finish_reason: finish.reason });
               expect(refStream.error).toBeUndefined();
               const stream = chatStreamDerenderer(model, options);
