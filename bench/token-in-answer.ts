@@ -10,11 +10,11 @@
  * (bench/lib/tool-loop.ts, 13 streamed calls) against the policy simulator through a relay that
  * keeps each token-id request (`/inference/v1/generate`, which the proxy's default route probe
  * finds on the simulator, or `/v1/completions` with `--token-in-route completions`) and the bytes
- * of its answer as they were read. Both sides
- * then answer the same streams (the prompt's ids in the rollout's id memo, as call.ts sets it);
- * the bench checks that they give the same text to the harness and the same capture (random
- * ids aside) before timing them. Each answer is taken to the harness's text as the Chat door
- * takes it (proxy/doors/stream-answer.ts: each chunk object captured, stripped and serialised,
+ * of its answer as they were read. Both sides then answer the same streams (the prompt's ids in
+ * the rollout's id memo, as call.ts sets it); the bench checks that they give the same answer to
+ * the harness and the same capture (random ids aside) before timing them, and prints how many
+ * Chat chunks each sent. Each answer is taken to the harness's text as the Chat door takes it
+ * (proxy/doors/stream-answer.ts: each chunk object captured, stripped and serialised,
  * `captureAndStrip`). docs/performance.md, issue 32's fourth and fifth sessions.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -131,7 +131,7 @@ async function answererOf(root: string): Promise<Answerer> {
 }
 
 /** The answers as text, the per-answer random ids and times aside, prompt ids as their count. */
-function comparable(answers: Answered[]): string {
+function comparable(answers: unknown[]): string {
   const text = JSON.stringify(answers, (_, v) => (v instanceof Uint32Array ? { ids: v.length } : Array.isArray(v) && v.length > 100 ? { ids: v.length } : v));
   return text.replace(/chatcmpl-[0-9a-f]+|\\"created\\":\d+|call_[0-9A-Za-z]+|chatcmpl-tool-[0-9a-f]+/g, "…");
 }
@@ -143,9 +143,11 @@ const base = baseWorktree(ROOT, BASE, "answer");
 try {
   const streams = await captureStreams(work);
   const sides = [await answererOf(base.root), await answererOf(ROOT)];
-  const texts: string[] = [];
-  for (const answer of sides) texts.push(comparable(await Promise.all(streams.map((s) => answer(s, true)))));
-  const same = texts[0] === texts[1];
+  // The answer each side sent and captured must be the same; how it is cut into chunks may differ (the
+  // events of one read are one chunk since e602f82, one per event before).
+  const answered = await Promise.all(sides.map((answer) => Promise.all(streams.map((s) => answer(s, true)))));
+  const same = comparable(answered[0]!.map(({ text: _, ...rest }) => rest)) === comparable(answered[1]!.map(({ text: _, ...rest }) => rest));
+  const chunks = answered.map((side) => side.reduce((n, a) => n + a.text.split("data: ").length - 1, 0));
   const per = Math.max(1, Math.floor(ANSWERS / streams.length));
   /** µs per answer over `per` passes of every stream. */
   const time = async (answer: Answerer) => {
@@ -164,7 +166,7 @@ try {
   const events = streams.reduce((n, s) => n + new TextDecoder().decode(Buffer.concat(s.reads)).split("\n\ndata: ").length, 0);
   const route = streams[0]!.generate ? "/inference/v1/generate" : "/v1/completions";
   console.log(`bench/token-in-answer: ${streams.length} engine streams of the tool loop from ${route} (${events} events), µs per answer, median of ${ROUNDS} interleaved rounds of ${per * streams.length}`);
-  console.log(`  the same text to the harness and the same capture on both sides: ${same ? "yes" : "NO (this checkout answers differently)"}`);
+  console.log(`  the same answer to the harness and the same capture on both sides: ${same ? "yes" : "NO (this checkout answers differently)"}; Chat chunks sent: base ${chunks[0]}, this checkout ${chunks[1]}`);
   console.log(`  base ${BASE}  ${median(rounds.map((r) => r.base)).toFixed(1)} µs`);
   console.log(`  this checkout  ${median(rounds.map((r) => r.this)).toFixed(1)} µs`);
   console.log(`  this / base    ${median(rounds.map((r) => r.this / r.base)).toFixed(3)} (per round ${rounds.map((r) => (r.this / r.base).toFixed(2)).join(" ")})`);
