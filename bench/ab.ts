@@ -7,7 +7,7 @@
  *   bun bench/ab.ts [--base REF] [--scenario stream256|stream64|nonstream|prompt200k|screenshot4m|toolloop]
  *                   [--rounds 4] [--seconds 5] [--calls 30] [--conversations 8 --concurrency 4]
  *                   [--token-in] [--modes] [--engine vllm|sglang [--incremental-streaming]] [--token-in-route auto|completions|generate]
- *                   [--profile DIR] [--perf DIR] [--threads] [--warm-up 13000] [--turns 13] [--keep-open] [--this-env KEY=VALUE]
+ *                   [--profile DIR] [--perf DIR] [--threads] [--warm-up 13000] [--turns 13] [--chunk-delay-ms N] [--keep-open] [--this-env KEY=VALUE]
  *
  * Streams are driven by wrk (many connections); the large-body scenarios by sequential calls, so
  * their per-call CPU is not mixed with queueing. The base commit is checked out in a temporary
@@ -36,6 +36,11 @@
  * `--turns N` (toolloop; default 13) makes each conversation N calls long: the tool calls again
  * in turn, the history growing by a ~1.5 KB tool result a call (60 turns: ~100 KB, ~25k tokens
  * at the end), what a long agent rollout costs a call.
+ * `--chunk-delay-ms N` has the simulator pause N ms between a stream's chunks, as an engine
+ * decoding a token at a time does (default: none for toolloop, 10 for the streams wrk drives).
+ * Without a pause the simulator writes an answer's events at once and a proxy reads many of them
+ * in one read, which token-in derenders as one step (proxy/token-in/chat-answer.ts); with one, a
+ * read holds about one event and token-in pays for each.
  * `--warm-up CALLS` (toolloop; default 13000) runs unmeasured rounds of the same load first until
  * each side has served that many calls: JSC compiles a token-in proxy's per-call code to its top
  * tier for about that long, and a training run's proxy serves millions of calls
@@ -119,6 +124,13 @@ const CALLS = Number(flag("calls", "30"));
 const WARM_UP = Number(flag("warm-up", SCENARIO === "toolloop" ? "13000" : "0"));
 /** Model calls a tool-loop conversation makes (bench/lib/tool-loop.ts, toolLoopScript). */
 const TURNS = Number(flag("turns", String(TOOL_LOOP_CALLS)));
+/** The simulator's pause between stream chunks (ms); by default the stream scenarios driven by connections pause 10, the others none. */
+const CHUNK_DELAY_FLAG = flag("chunk-delay-ms", "");
+const CHUNK_DELAY_MS = CHUNK_DELAY_FLAG === "" ? -1 : Number(CHUNK_DELAY_FLAG);
+if (CHUNK_DELAY_FLAG !== "" && !(CHUNK_DELAY_MS >= 0)) {
+  console.error(`bench/ab: --chunk-delay-ms takes milliseconds (0 or more), got ${JSON.stringify(CHUNK_DELAY_FLAG)}`);
+  process.exit(2);
+}
 if (TURNS !== TOOL_LOOP_CALLS && SCENARIO !== "toolloop") {
   console.error("bench/ab: --turns counts a tool loop's calls: it needs --scenario toolloop");
   process.exit(2);
@@ -148,7 +160,7 @@ const baseTree = MODES ? undefined : baseWorktree(ROOT, BASE, "ab");
 const baseRoot = baseTree?.root ?? ROOT;
 const modeOf = (name: "base" | "this") => (TOKEN_IN_BOTH || (MODES && name === "this") ? "token-in" : "engine");
 
-const sim = await startPolicySimulator({ seed: 1, engine: ENGINE, incrementalStreamingOutput: INCREMENTAL, chunkDelayMs: scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: toolLoopScript(TURNS) } : {}) });
+const sim = await startPolicySimulator({ seed: 1, engine: ENGINE, incrementalStreamingOutput: INCREMENTAL, chunkDelayMs: CHUNK_DELAY_MS >= 0 ? CHUNK_DELAY_MS : scenario.connections ? 10 : 0, ...(scenario.toolLoop ? { script: toolLoopScript(TURNS) } : {}) });
 const wrk = scenario.connections ? ensureTools(console.error).wrk : "";
 type Side = { name: string; proxy: RunningForgeProxy; paths: string[]; headers: Record<string, string>[]; perCall: number[]; threads: Map<string, number>; calls: number };
 const sides: Side[] = [];
