@@ -18,7 +18,7 @@ import { idArray } from "./engine-request.ts";
 import { contextAfter, logprobTokenText } from "./logprob-tokens.ts";
 import { parseAnswer, type IdsMemo } from "../capture/answer-json.ts";
 import type { TokenIds } from "../../records/index.ts";
-import { chunkSourceResponse, withChunkSource, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
+import { chunkSourceResponse, withChunkSource, type ChunkBatch, type ChunkItem, type ChunkSource } from "../capture/chunk-source.ts";
 import { answerUsage, continuousUsage, streamUsage } from "./usage.ts";
 
 /** The assistant message the harness was sent (accumulated from a stream's deltas). */
@@ -61,6 +61,7 @@ export interface ChatAnswerContext {
 
 const encoder = new TextEncoder();
 const FINGERPRINT = "forge-token-in";
+const CHUNK = "chat.completion.chunk";
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8" };
 
 /**
@@ -235,7 +236,7 @@ function chunkDelta(d: DeltaMessage): Record<string, unknown> {
  * return chatStreamResponse(ctx, engineResponse.body!);
  */
 export function chatStreamResponse(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>, objectsOnly = false): Response {
-  const source = chatStreamSource(c, engine);
+  const source = new ChatStreamSource(c, engine);
   if (objectsOnly) return chunkSourceResponse(source, SSE_HEADERS);
   // As bytes, the first chunk's prompt ids are the text written once for the call (ids-text.ts).
   const serialise = (item: ChunkItem) => `data: ${typeof item === "string" ? item : item.prompt_token_ids === promptIdsObject(c) ? stringifyWithPromptText(c, item) : JSON.stringify(item)}\n\n`;
@@ -291,123 +292,132 @@ function streamChoice(c: ChatAnswerContext, result: DerenderedStep, step: Engine
 
 type DerenderedStep = ReturnType<ReturnType<typeof chatStreamDerenderer>["push"]>;
 
-function chatStreamSource(c: ChatAnswerContext, engine: ReadableStream<Uint8Array>): ChunkSource {
-  // Made at their first use (the first read, the first step), beside the code that uses them at once.
-  const openReader = () => engine.getReader();
-  let reader: ReturnType<typeof openReader> | undefined;
-  let derender: ReturnType<typeof chatStreamDerenderer> | undefined;
-  const sse = createSseDecoder();
-  const id = `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
-  const created = Math.floor(Date.now() / 1000);
-  const head = { id, object: "chat.completion.chunk", created, model: c.modelName };
-  const sent: SentAnswer = { content: null, reasoning: null, toolCalls: [] };
-  let started = false;
-  let finished = false;
-  let completion = 0;
-  let heldIds: number[] = [];
-  let heldLogprobs: number[] = [];
-  let heldTop: NonNullable<EngineStep["top"]> = [];
-  // The answer's last sampled ids written in a chunk: the context of the next chunk's logprob tokens.
-  let recent: number[] = [];
-  let ended = false;
-  let drained = false;
-  const decoderText = new TextDecoder();
+const readerOf = (engine: ReadableStream<Uint8Array>) => engine.getReader();
 
+/**
+ * The Chat chunks of one engine stream, read by read: each read's engine events are read into
+ * steps that wait in `pending` and are derendered as one at the read's end (one Chat chunk).
+ */
+class ChatStreamSource implements ChunkSource {
+  // Made at their first use (the first read, the first step), beside the code that uses them at once.
+  private reader: ReturnType<typeof readerOf> | undefined;
+  private derender: ReturnType<typeof chatStreamDerenderer> | undefined;
+  private readonly sse = createSseDecoder();
+  private readonly decoderText = new TextDecoder();
+  private readonly id = `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
+  private readonly created = Math.floor(Date.now() / 1000);
+  private readonly sent: SentAnswer = { content: null, reasoning: null, toolCalls: [] };
   // The steps of the events read but not derendered yet, derendered as one at the read's end.
-  const pending = new StepCollector();
+  private readonly pending = new StepCollector();
+  private started = false;
+  private finished = false;
+  private ended = false;
+  private drained = false;
+  private completion = 0;
+  // What a step whose delta is not sent yet (a tool call's opening tokens) carries into the next chunk.
+  private heldIds: number[] = [];
+  private heldLogprobs: number[] = [];
+  private heldTop: NonNullable<EngineStep["top"]> = [];
+  // The answer's last sampled ids written in a chunk: the context of the next chunk's logprob tokens.
+  private recent: number[] = [];
+
+  constructor(
+    private readonly c: ChatAnswerContext,
+    private readonly engine: ReadableStream<Uint8Array>,
+  ) {}
+
+  async read(): Promise<{ done: true } | { done: false; value: ChunkBatch }> {
+    let bytes = 0;
+    for (;;) {
+      if (this.drained) return { done: true };
+      const next = await (this.reader ??= readerOf(this.engine)).read();
+      const items: ChunkItem[] = [];
+      if (next.done) {
+        this.drained = true;
+        for (const m of [...this.sse.push(this.decoderText.decode()), ...this.sse.flush()]) this.onEvent(m.data, items);
+        this.onStep(items);
+        // A complete answer whose engine stream ended without [DONE] still ends as a Chat stream does.
+        if (this.finished && !this.ended) this.onEvent("[DONE]", items);
+        return items.length > 0 ? { done: false, value: { items, bytes } } : { done: true };
+      }
+      bytes += next.value.byteLength;
+      for (const m of this.sse.push(this.decoderText.decode(next.value, { stream: true }))) this.onEvent(m.data, items);
+      this.onStep(items);
+      // A read that completes no Chat event (a tool call's opening tokens) is not handed on: the next read follows.
+      if (items.length > 0) return { done: false, value: { items, bytes } };
+    }
+  }
+
+  cancel(reason?: unknown): void {
+    void (this.reader ?? this.engine).cancel(reason).catch(() => {});
+  }
 
   /** The Chat events for one engine event, appended to `out` (a step waits in `pending` for the read's end). */
-  const onEvent = (data: string, out: ChunkItem[]): void => {
-    if (ended) return;
+  private onEvent(data: string, out: ChunkItem[]): void {
+    if (this.ended) return;
     if (data === "[DONE]") {
-      onStep(out);
-      ended = true;
-      if (finished) out.push({ ...head, choices: [], usage: streamUsage(tokenCounts(c, completion), derender!.reasoningTokens()), system_fingerprint: FINGERPRINT }, "[DONE]");
+      this.onStep(out);
+      this.ended = true;
+      if (this.finished) out.push({ id: this.id, object: CHUNK, created: this.created, model: this.c.modelName, choices: [], usage: streamUsage(tokenCounts(this.c, this.completion), this.derender!.reasoningTokens()), system_fingerprint: FINGERPRINT }, "[DONE]");
       return;
     }
-    const parsed = engineEvent(c, data);
+    const parsed = engineEvent(this.c, data);
     if ("end" in parsed) {
-      onStep(out);
-      ended = true;
+      this.onStep(out);
+      this.ended = true;
       out.push(parsed.end);
       return;
     }
-    const step = c.reader.read(parsed.event);
-    if (!step || finished || pending.finished) return;
+    const step = this.c.reader.read(parsed.event);
+    if (!step || this.finished || this.pending.finished) return;
     if (step.unreadable !== undefined || step.finish?.aborted !== undefined) {
       // A failure ends the stream after what came before it.
-      onStep(out);
-      pending.add(step);
-      onStep(out);
+      this.onStep(out);
+      this.pending.add(step);
+      this.onStep(out);
       return;
     }
-    pending.add(step);
-  };
+    this.pending.add(step);
+  }
 
   /** The Chat events for the pending step, appended to `out`. */
-  const onStep = (out: ChunkItem[]): void => {
-    const step = pending.take();
-    if (!step || ended) return;
-    const d = (derender ??= chatStreamDerenderer(c.model, c.options));
-    if (!started) {
-      started = true;
+  private onStep(out: ChunkItem[]): void {
+    const step = this.pending.take();
+    if (!step || this.ended) return;
+    const c = this.c;
+    const d = (this.derender ??= chatStreamDerenderer(c.model, c.options));
+    if (!this.started) {
+      this.started = true;
       const prompt = promptIdsOf(c, step.promptIds);
       const usage = c.continuousUsage ? { usage: continuousUsage(c.prompt.length, 0, d.reasoningTokens()) } : {};
-      out.push({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], ...usage, prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt });
+      out.push({ id: this.id, object: CHUNK, created: this.created, model: c.modelName, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], ...usage, prompt_token_ids: prompt === IDS_PLACEHOLDER ? promptIdsObject(c) : prompt });
     }
     const failed = stepFailure(step, "upstream_bad_stream");
     if (failed) {
-      ended = true;
+      this.ended = true;
       out.push(failed);
       return;
     }
-    completion += step.ids.length;
+    this.completion += step.ids.length;
     const result = d.push(step.ids, step.finish);
     // A step sent at once (the common case) is its own arrays; held steps are joined (concat, not spread arguments).
-    heldIds = heldIds.length === 0 ? step.ids : heldIds.concat(step.ids);
-    heldLogprobs = heldLogprobs.length === 0 ? step.logprobs : heldLogprobs.concat(step.logprobs);
-    if (step.top) heldTop = heldTop.concat(step.top);
+    this.heldIds = this.heldIds.length === 0 ? step.ids : this.heldIds.concat(step.ids);
+    this.heldLogprobs = this.heldLogprobs.length === 0 ? step.logprobs : this.heldLogprobs.concat(step.logprobs);
+    if (step.top) this.heldTop = this.heldTop.concat(step.top);
     const last = step.finish !== undefined;
     if (!result.delta && !last) return;
-    if (result.delta) noteSent(sent, result.delta);
-    const choice = streamChoice(c, result, step, { ids: heldIds, logprobs: heldLogprobs, top: heldTop }, recent);
-    if (c.logprobs) recent = contextAfter(recent, heldIds);
-    heldIds = [];
-    heldLogprobs = [];
-    heldTop = [];
+    if (result.delta) noteSent(this.sent, result.delta);
+    const choice = streamChoice(c, result, step, { ids: this.heldIds, logprobs: this.heldLogprobs, top: this.heldTop }, this.recent);
+    if (c.logprobs) this.recent = contextAfter(this.recent, this.heldIds);
+    this.heldIds = [];
+    this.heldLogprobs = [];
+    this.heldTop = [];
     if (last) {
-      finished = true;
-      c.onAnswer(sent);
+      this.finished = true;
+      c.onAnswer(this.sent);
     }
-    const chunk: Record<string, unknown> = { id, object: head.object, created, model: head.model, choices: [choice] };
-    if (c.continuousUsage) chunk.usage = continuousUsage(c.prompt.length, completion, d.reasoningTokens());
+    const chunk: Record<string, unknown> = { id: this.id, object: CHUNK, created: this.created, model: c.modelName, choices: [choice] };
+    if (c.continuousUsage) chunk.usage = continuousUsage(c.prompt.length, this.completion, d.reasoningTokens());
     out.push(chunk);
-  };
-
-  return {
-    async read() {
-      let bytes = 0;
-      for (;;) {
-        if (drained) return { done: true };
-        const next = await (reader ??= openReader()).read();
-        const items: ChunkItem[] = [];
-        if (next.done) {
-          drained = true;
-          for (const m of [...sse.push(decoderText.decode()), ...sse.flush()]) onEvent(m.data, items);
-          onStep(items);
-          // A complete answer whose engine stream ended without [DONE] still ends as a Chat stream does.
-          if (finished && !ended) onEvent("[DONE]", items);
-          return items.length > 0 ? { done: false, value: { items, bytes } } : { done: true };
-        }
-        bytes += next.value.byteLength;
-        for (const m of sse.push(decoderText.decode(next.value, { stream: true }))) onEvent(m.data, items);
-        onStep(items);
-        // A read that completes no Chat event (a tool call's opening tokens) is not handed on: the next read follows.
-        if (items.length > 0) return { done: false, value: { items, bytes } };
-      }
-    },
-    cancel(reason) {
-      void (reader ?? engine).cancel(reason).catch(() => {});
-    },
-  };
+  }
 }
