@@ -226,9 +226,10 @@ function chunkDelta(d: DeltaMessage): Record<string, unknown> {
  * The Chat stream for an engine stream, as a Response: the pipeline takes its chunk objects
  * (capture/chunk-source.ts: captured, stripped and serialised once there), any other reader
  * gets Chat SSE bytes (`objectsOnly`: the caller takes the objects, and the Response has no
- * body). Each engine step is derendered as vLLM's chat route streams it; a step
- * whose delta is not sent yet (a tool call's opening tokens) carries its ids and logprobs into
- * the next chunk, so every sampled id is in exactly one chunk. An engine error event is passed
+ * body). The engine events of one read are one step (`StepCollector`: vLLM merges the outputs
+ * its chat route has not taken yet the same way), derendered as vLLM's chat route streams it; a
+ * step whose delta is not sent yet (a tool call's opening tokens) carries its ids and logprobs
+ * into the next chunk, so every sampled id is in exactly one chunk. An engine error event is passed
  * on as vLLM writes one (`data: {"error"}`); an engine stream that ends without its last step
  * ends the Chat stream without a finish reason (the pipeline records it as cut).
  *
