@@ -277,12 +277,12 @@ function engineEvent(c: ChatAnswerContext, data: string): { event: any } | { end
  * sampled ids written before them), its fields in vLLM's order: the harness gets them
  * serialised as built.
  */
-function streamChoice(c: ChatAnswerContext, result: DerenderedStep, step: EngineStep, held: { ids: number[]; logprobs: number[]; top: NonNullable<EngineStep["top"]> }, before: readonly number[]): Record<string, unknown> {
+function streamChoice(c: ChatAnswerContext, result: DerenderedStep, step: EngineStep, held: EngineStep, before: readonly number[]): Record<string, unknown> {
   const last = step.finish !== undefined;
   const choice: Record<string, unknown> = {
     index: 0,
     delta: result.delta ? chunkDelta(result.delta) : {},
-    logprobs: { content: logprobEntries(c, held.ids, held.logprobs, held.top.length ? held.top : undefined, before) },
+    logprobs: { content: logprobEntries(c, held.ids, held.logprobs, held.top?.length ? held.top : undefined, before) },
     finish_reason: last ? result.finishReason : null,
   };
   if (last) choice.stop_reason = result.stopString ?? (typeof step.finish!.stopReason === "number" ? step.finish!.stopReason : null);
@@ -316,9 +316,7 @@ class ChatStreamSource implements ChunkSource {
   private drained = false;
   private completion = 0;
   // What a step whose delta is not sent yet (a tool call's opening tokens) carries into the next chunk.
-  private heldIds: number[] = [];
-  private heldLogprobs: number[] = [];
-  private heldTop: NonNullable<EngineStep["top"]> = [];
+  private readonly held = new StepCollector();
   // The answer's last sampled ids written in a chunk: the context of the next chunk's logprob tokens.
   private recent: number[] = [];
 
@@ -401,18 +399,14 @@ class ChatStreamSource implements ChunkSource {
     }
     this.completion += step.ids.length;
     const result = d.push(step.ids, step.finish);
-    // A step sent at once (the common case) is its own arrays; held steps are joined (concat, not spread arguments).
-    this.heldIds = this.heldIds.length === 0 ? step.ids : this.heldIds.concat(step.ids);
-    this.heldLogprobs = this.heldLogprobs.length === 0 ? step.logprobs : this.heldLogprobs.concat(step.logprobs);
-    if (step.top) this.heldTop = this.heldTop.concat(step.top);
+    // A step sent at once (the common case) is taken back as it came; held steps are joined.
+    this.held.add(step);
     const last = step.finish !== undefined;
     if (!result.delta && !last) return;
     if (result.delta) noteSent(this.sent, result.delta);
-    const choice = streamChoice(c, result, step, { ids: this.heldIds, logprobs: this.heldLogprobs, top: this.heldTop }, this.recent);
-    if (c.logprobs) this.recent = contextAfter(this.recent, this.heldIds);
-    this.heldIds = [];
-    this.heldLogprobs = [];
-    this.heldTop = [];
+    const held = this.held.take()!;
+    const choice = streamChoice(c, result, step, held, this.recent);
+    if (c.logprobs) this.recent = contextAfter(this.recent, held.ids);
     if (last) {
       this.finished = true;
       c.onAnswer(this.sent);
